@@ -1,0 +1,35 @@
+"""Exceptions. Every message names the problem, and where it applies the
+limit and the amount needed."""
+from qwengpu.isa import MachineLimitError
+
+
+class QwenGpuError(Exception):
+    """Base class of every error qwengpu raises on bad input."""
+
+
+class CompileError(QwenGpuError):
+    """CUDA did not compile, or its PTX cannot be lowered (message has file:line)."""
+
+
+class UnsupportedError(CompileError):
+    """The PTX uses an instruction or feature the machine does not support."""
+
+
+class LaunchError(QwenGpuError):
+    """Bad launch configuration or arguments."""
+
+
+class ExecutionError(QwenGpuError):
+    """A fault while running: bad memory access, deadlocked barrier, step limit."""
+
+
+class DeadlockError(ExecutionError):
+    """A barrier that can never complete."""
+
+
+class MemoryFault(ExecutionError):
+    """An out-of-range or misaligned memory access."""
+
+
+__all__ = ["QwenGpuError", "CompileError", "UnsupportedError", "LaunchError", "ExecutionError",
+           "DeadlockError", "MemoryFault", "MachineLimitError"]
