@@ -1,7 +1,5 @@
 """Exceptions. Every message names the problem, and where it applies the
 limit and the amount needed."""
-from qwengpu.isa import MachineLimitError
-
 
 class QwenGpuError(Exception):
     """Base class of every error qwengpu raises on bad input."""
@@ -13,6 +11,10 @@ class CompileError(QwenGpuError):
 
 class UnsupportedError(CompileError):
     """The PTX uses an instruction or feature the machine does not support."""
+
+
+class MachineLimitError(QwenGpuError):
+    """A kernel or launch exceeds a machine limit; the message names the limit and the amount."""
 
 
 class LaunchError(QwenGpuError):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from qwengpu.errors import MachineLimitError
+
 # ---------------------------------------------------------------------------
 # Machine limits
 # ---------------------------------------------------------------------------
@@ -468,10 +470,6 @@ class Program:
             lines += [f"    {ins}" for ins in b.instrs]
             lines.append(f"    {b.term}")
         return "\n".join(lines)
-
-
-class MachineLimitError(ValueError):
-    """A program or launch exceeds a machine limit; the message names both."""
 
 
 def check_block(i: int, block: MachineBlock) -> None:
