@@ -444,9 +444,12 @@ class MachineBlock:
 
 @dataclass(frozen=True)
 class Param:
+    """A kernel parameter: one 32-bit CONST word. The launch stores a scalar
+    argument's value there, or an array argument's global byte address. A
+    64-bit PTX parameter (NVRTC pointers) reads that word zero-extended."""
     name: str
-    pointer: bool      # a pointer parameter receives a global-memory byte address
     word: int          # its word index in CONST space
+    bits: int = 32     # declared PTX width
 
 
 @dataclass
