@@ -1,0 +1,413 @@
+"""The reference SIMT interpreter: runs an isa.Program with exact semantics.
+
+It is the oracle the compiled model is held against (tests, `--check replay`),
+never a source of tokens. Every ALU/atomic/shuffle result comes from isa.py;
+this module only schedules warps, keeps the SIMT stacks and moves data.
+See docs/isa.md ("Execution model") for the algorithm in prose.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from operator import itemgetter
+
+import numpy as np
+
+from qwengpu import isa
+from qwengpu.errors import DeadlockError, ExecutionError, LaunchError, MachineLimitError, MemoryFault
+
+# lanes of each 4-bit mask, in lane order
+_LANES_OF = [tuple(l for l in range(isa.LANES) if m >> l & 1) for m in range(1 << isa.LANES)]
+
+
+@dataclass
+class Step:
+    """One pass: warp `warp` of thread block `block_id` ran machine block `pc`
+    with active lanes `mask`. Writes are listed in execution order
+    (instruction order, then lane order); writes to r0 are not listed."""
+    block_id: int
+    warp: int
+    pc: int
+    mask: int
+    reg_writes: list[tuple[int, int, int]] = field(default_factory=list)        # (lane, reg, value)
+    mem_writes: list[tuple[isa.Space, int, int]] = field(default_factory=list)  # (space, word, value)
+
+
+@dataclass
+class Execution:
+    """`instructions` counts warp-instructions (one per instruction per pass,
+    whatever the number of active lanes; terminators not counted); `passes`
+    counts machine blocks executed (one per scheduling turn)."""
+    instructions: int
+    passes: int
+    seconds: float
+    steps: list[Step] | None = None
+
+
+# ---------------------------------------------------------------------------
+# Decoding: each Instr becomes compute(rows, lanes, ctx) -> values per lane
+# ---------------------------------------------------------------------------
+def _reader(operand: isa.Operand):
+    """A function from a lane's register row to the operand's value."""
+    if isinstance(operand, isa.Reg):
+        return itemgetter(operand.n)
+    value = operand.value
+    return lambda row: value
+
+
+def _alu(ins: isa.Instr):
+    fn = isa.ALU_SEMANTICS[ins.op.name]
+    g = [_reader(s) for s in ins.srcs]
+    if len(g) == 1:
+        g0, = g
+        return lambda rows, lanes, ctx: [fn(g0(r)) for r in rows]
+    if len(g) == 2:
+        g0, g1 = g
+        return lambda rows, lanes, ctx: [fn(g0(r), g1(r)) for r in rows]
+    g0, g1, g2 = g
+    return lambda rows, lanes, ctx: [fn(g0(r), g1(r), g2(r)) for r in rows]
+
+
+def _s2r(ins: isa.Instr):
+    src = ins.srcs[0]
+    if not isinstance(src, isa.Imm) or src.value >= len(isa.SReg):
+        raise ValueError(f"{ins}: S2R takes an immediate special-register index 0..{len(isa.SReg) - 1}")
+    k = src.value
+    return lambda rows, lanes, ctx: [ctx.sregs[l][k] for l in lanes]
+
+
+def _mem(ins: isa.Instr):
+    ga, gb = _reader(ins.srcs[0]), _reader(ins.srcs[1])
+    if ins.op is isa.Op.ATOM:
+        if not (isinstance(ins.mod, tuple) and len(ins.mod) == 2 and isinstance(ins.mod[0], isa.Space)
+                and isinstance(ins.mod[1], isa.AtomOp)):
+            raise ValueError(f"{ins}: ATOM needs mod=(Space, AtomOp)")
+        space, atom = ins.mod
+        fn, gc = isa.ATOM_SEMANTICS[atom], _reader(ins.srcs[2])
+
+        def atomic(rows, lanes, ctx):
+            mem = ctx.writable(space, "atomic")
+            olds = []
+            for r, l in zip(rows, lanes):   # lanes apply their atomics in lane order
+                w = ctx.word(space, ga(r), l, "atomic", len(mem))
+                old = mem[w]
+                new = mem[w] = fn(old, gb(r), gc(r))
+                olds.append(old)
+                ctx.record(space, w, new)
+            return olds
+        return atomic
+
+    space = ins.mod
+    if not isinstance(space, isa.Space):
+        raise ValueError(f"{ins}: {ins.op.name} needs mod=Space")
+    if ins.op is isa.Op.LD:
+        def load(rows, lanes, ctx):
+            mem = ctx.spaces[space]
+            return [mem[ctx.word(space, isa.u32(ga(r) + gb(r)), l, "load", len(mem))]
+                    for r, l in zip(rows, lanes)]
+        return load
+
+    gc = _reader(ins.srcs[2])
+
+    def store(rows, lanes, ctx):
+        mem = ctx.writable(space, "store")
+        for r, l in zip(rows, lanes):   # same address from several lanes: the highest lane wins
+            w = ctx.word(space, isa.u32(ga(r) + gb(r)), l, "store", len(mem))
+            mem[w] = v = gc(r)
+            ctx.record(space, w, v)
+        return None
+    return store
+
+
+def _shfl(ins: isa.Instr):
+    mode = ins.mod
+    if not isinstance(mode, isa.ShflMode):
+        raise ValueError(f"{ins}: SHFL needs mod=ShflMode")
+    ga, gb, gc = (_reader(s) for s in ins.srcs)
+
+    def shuffle(rows, lanes, ctx):
+        value = {l: ga(r) for r, l in zip(rows, lanes)}
+        # an inactive (or out-of-range) source lane yields the caller's own value
+        return [value.get(isa.shfl_source_lane(mode, l, gb(r), gc(r)), value[l])
+                for r, l in zip(rows, lanes)]
+    return shuffle
+
+
+def _vote(ins: isa.Instr):
+    mode = ins.mod
+    if not isinstance(mode, isa.VoteMode):
+        raise ValueError(f"{ins}: VOTE needs mod=VoteMode")
+    ga, gb = _reader(ins.srcs[0]), _reader(ins.srcs[1])
+
+    def vote(rows, lanes, ctx):
+        active = 0
+        for l in lanes:
+            active |= 1 << l
+        pred = {l: ga(r) != 0 for r, l in zip(rows, lanes)}
+        out = []
+        for r in rows:
+            members = _LANES_OF[gb(r) & active]
+            votes = [pred[l] for l in members]
+            if mode is isa.VoteMode.BALLOT:
+                out.append(sum(1 << l for l in members if pred[l]))
+            elif mode is isa.VoteMode.ALL:
+                out.append(int(all(votes)))
+            elif mode is isa.VoteMode.ANY:
+                out.append(int(any(votes)))
+            elif mode is isa.VoteMode.UNI:
+                out.append(int(all(votes) or not any(votes)))
+            else:
+                out.append(active)
+        return out
+    return vote
+
+
+def _decode_instr(ins: isa.Instr):
+    kind = ins.op.kind
+    if kind is isa.Kind.ALU:
+        compute = _alu(ins)
+    elif kind is isa.Kind.SREG:
+        compute = _s2r(ins)
+    elif kind is isa.Kind.MEM:
+        compute = _mem(ins)
+    elif ins.op is isa.Op.SHFL:
+        compute = _shfl(ins)
+    else:
+        compute = _vote(ins)
+    return compute, ins.dst.n
+
+
+def _check_term(i: int, term: isa.Terminator) -> None:
+    targets = {isa.Term.JMP: [term.target], isa.Term.BAR: [term.target],
+               isa.Term.BRC: [term.target, term.fallthrough], isa.Term.EXIT: []}[term.kind]
+    if any(t < 0 for t in targets):
+        raise ValueError(f"block B{i}: {term.kind.name} has no target ({term})")
+
+
+def _decode(program: isa.Program):
+    code = []
+    for i, block in enumerate(program.blocks):
+        _check_term(i, block.term)
+        code.append(([_decode_instr(ins) for ins in block.instrs], block.term))
+    return code
+
+
+# ---------------------------------------------------------------------------
+# Launch state
+# ---------------------------------------------------------------------------
+def _check_shape(name: str, shape) -> tuple[int, int, int]:
+    shape = tuple(int(v) for v in shape)
+    if len(shape) != 3 or min(shape) < 1:
+        raise LaunchError(f"{name} must be three positive sizes (x, y, z), got {shape}")
+    return shape
+
+
+def _check_launch(grid, block) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    grid, block = _check_shape("grid", grid), _check_shape("block", block)
+    threads = block[0] * block[1] * block[2]
+    if threads > isa.MAX_BLOCK_THREADS:
+        raise MachineLimitError(f"a thread block of {block} has {threads} threads; "
+                                f"the limit is {isa.MAX_BLOCK_THREADS} threads per block")
+    blocks = grid[0] * grid[1] * grid[2]
+    if blocks > isa.MAX_GRID_BLOCKS:
+        raise MachineLimitError(f"a grid of {grid} has {blocks} thread blocks; "
+                                f"the limit is {isa.MAX_GRID_BLOCKS} blocks per launch")
+    return grid, block
+
+
+def _const_space(program: isa.Program, params: list[int]) -> list[int]:
+    if len(params) > isa.CONST_WORDS:
+        raise MachineLimitError(f"{len(params)} parameter words; the limit is {isa.CONST_WORDS} CONST words")
+    need = max([p.word + 1 for p in program.params] + [0])
+    if len(params) < need:
+        raise LaunchError(f"kernel {program.name} reads {need} parameter words; {len(params)} were given")
+    const = [0] * isa.CONST_WORDS
+    const[:len(params)] = [isa.u32(int(v)) for v in params]
+    for word, value in program.const_init.items():
+        const[word] = isa.u32(value)
+    return const
+
+
+def _check_memory(memory) -> None:
+    if not isinstance(memory, np.ndarray) or memory.dtype != np.uint32 or memory.shape != (isa.GLOBAL_WORDS,):
+        got = f"{memory.dtype}{list(memory.shape)}" if isinstance(memory, np.ndarray) else type(memory).__name__
+        raise LaunchError(f"memory must be np.uint32[{isa.GLOBAL_WORDS}] (global memory); got {got}")
+
+
+class _Context:
+    """What an executing instruction may touch: memories, special registers,
+    the fault location and the trace of memory writes."""
+
+    def __init__(self, spaces, cta):
+        self.spaces, self.cta = spaces, cta
+        self.warp = self.pc = 0
+        self.sregs = None
+        self.mem_writes = None   # a list while tracing
+
+    def writable(self, space, what):
+        if space is isa.Space.CONST:
+            raise MemoryFault(f"{what} to const memory, which is read-only "
+                              f"(thread block {self.cta}, warp {self.warp}, pc B{self.pc})")
+        return self.spaces[space]
+
+    def word(self, space, address, lane, what, words):
+        if address % 4 or address >= 4 * words:
+            problem = "is not 4-byte aligned" if address % 4 else f"is past the end ({4 * words} bytes)"
+            raise MemoryFault(f"{what} at {space.value} byte address {address:#x} {problem} "
+                              f"(thread block {self.cta}, warp {self.warp}, lane {lane}, pc B{self.pc})")
+        return address >> 2
+
+    def record(self, space, word, value):
+        if self.mem_writes is not None:
+            self.mem_writes.append((space, word, value))
+
+
+class _Warp:
+    def __init__(self, index, cta_sregs, block, nthreads):
+        self.index = index
+        first = index * isa.LANES
+        self.thread_ids = [first + l for l in range(isa.LANES)]
+        mask = sum(1 << l for l in range(isa.LANES) if first + l < nthreads)
+        self.stack = [[0, -1, mask]]          # SIMT stack entries: [pc, reconv_pc, mask]
+        self.waiting = False                  # arrived at a barrier, not yet released
+        self.regs = [[0] * isa.NUM_REGS for _ in range(isa.LANES)]
+        bx, by, _ = block
+        self.sregs = []
+        for l, t in enumerate(self.thread_ids):
+            tid = (t % bx, t // bx % by, t // (bx * by))
+            self.sregs.append([*tid, *cta_sregs, l, index])
+
+    def settle(self):
+        """Pop entries that reached their reconvergence point (never a -1
+        point: lanes left there fault at the next pass instead of vanishing)."""
+        stack = self.stack
+        while stack and stack[-1][0] == stack[-1][1] >= 0:
+            stack.pop()
+
+    def exit_lanes(self, mask):
+        for entry in self.stack:
+            entry[2] &= ~mask
+        self.stack = [e for e in self.stack if e[2]]
+        self.settle()
+
+
+class _Machine:
+    def __init__(self, code, grid, block, const, glob, trace, max_passes):
+        self.code, self.grid, self.block = code, grid, block
+        self.const, self.glob = const, glob
+        self.steps = [] if trace else None
+        self.max_passes = max_passes
+        self.passes = self.instructions = 0
+
+    def run_block(self, cta: int) -> None:
+        gx, gy, gz = self.grid
+        bx, by, bz = self.block
+        nthreads = bx * by * bz
+        cta_sregs = [bx, by, bz, cta % gx, cta // gx % gy, cta // (gx * gy), gx, gy, gz]
+        warps = [_Warp(w, cta_sregs, self.block, nthreads) for w in range(-(-nthreads // isa.LANES))]
+        spaces = {isa.Space.GLOBAL: self.glob, isa.Space.SHARED: [0] * isa.SHARED_WORDS,
+                  isa.Space.CONST: self.const}
+        ctx = _Context(spaces, cta)
+        self.live = nthreads        # threads that have not exited
+        self.arrived = set()        # thread ids waiting at the barrier
+        turn = 0
+        while True:
+            runnable = [w for w in warps[turn:] + warps[:turn] if w.stack and not w.waiting]
+            if not runnable:
+                if any(w.waiting for w in warps):
+                    self._deadlock(cta, warps)
+                return
+            warp = runnable[0]
+            self._pass(warp, ctx)
+            turn = (warp.index + 1) % len(warps)
+            if self.arrived and len(self.arrived) == self.live:
+                self.arrived.clear()
+                for w in warps:
+                    w.waiting = False
+
+    def _pass(self, warp: _Warp, ctx: _Context) -> None:
+        if self.passes >= self.max_passes:
+            raise ExecutionError(f"the launch did not finish within max_passes={self.max_passes} passes "
+                                 f"(an infinite loop?); raise max_passes if it needs more")
+        self.passes += 1
+        top = warp.stack[-1]
+        pc, mask = top[0], top[2]
+        if pc < 0:
+            raise ExecutionError(f"thread block {ctx.cta}, warp {warp.index}: lanes {mask:#06b} reached "
+                                 f"reconvergence point -1, which only exiting threads may reach")
+        instrs, term = self.code[pc]
+        lanes = _LANES_OF[mask]
+        rows = [warp.regs[l] for l in lanes]
+        ctx.warp, ctx.pc, ctx.sregs = warp.index, pc, warp.sregs
+        step = None
+        if self.steps is not None:
+            step = Step(ctx.cta, warp.index, pc, mask)
+            self.steps.append(step)
+            ctx.mem_writes = step.mem_writes
+        for compute, d in instrs:
+            values = compute(rows, lanes, ctx)
+            if d and values is not None:   # r0 and ST write no register
+                for r, v in zip(rows, values):
+                    r[d] = v
+                if step is not None:
+                    step.reg_writes.extend((l, d, v) for l, v in zip(lanes, values))
+        self.instructions += len(instrs)
+        self._terminate(warp, term, top, rows, lanes)
+
+    def _terminate(self, warp, term, top, rows, lanes) -> None:
+        kind = term.kind
+        if kind is isa.Term.JMP:
+            top[0] = term.target
+        elif kind is isa.Term.BRC:
+            c = term.cond.n
+            taken = sum(1 << l for r, l in zip(rows, lanes) if r[c])
+            mask = top[2]
+            if taken == mask:
+                top[0] = term.target
+            elif taken == 0:
+                top[0] = term.fallthrough
+            else:   # diverge: the top entry waits at reconv while both paths run
+                top[0] = term.reconv
+                warp.stack.append([term.fallthrough, term.reconv, mask & ~taken])
+                warp.stack.append([term.target, term.reconv, taken])
+        elif kind is isa.Term.BAR:
+            top[0] = term.target
+            warp.waiting = True
+            self.arrived.update(warp.thread_ids[l] for l in lanes)
+        else:
+            warp.exit_lanes(top[2])
+            self.live -= len(lanes)
+            return
+        warp.settle()
+
+    def _deadlock(self, cta, warps) -> None:
+        waiting = [w for w in warps if w.waiting]
+        live = {w.thread_ids[l] for w in warps for e in w.stack for l in _LANES_OF[e[2]]}
+        missing = sorted(live - self.arrived)
+        where = ", ".join(f"warp {w.index} (next pc B{w.stack[-1][0]})" for w in waiting)
+        raise DeadlockError(f"deadlock in thread block {cta}: {where} wait at a barrier that threads "
+                            f"{missing} (linear thread ids) can never reach")
+
+
+def run(program: isa.Program, grid: tuple[int, int, int], block: tuple[int, int, int],
+        params: list[int], memory: np.ndarray, *, trace: bool = False,
+        max_passes: int = 1_000_000) -> Execution:
+    """Run `program` on a grid of thread blocks, one block after another.
+
+    params: the CONST words for program.params (index = Param.word); memory:
+    np.uint32[GLOBAL_WORDS] global memory, updated in place (also when a fault
+    stops the launch part way)."""
+    start = time.perf_counter()
+    isa.check_program(program)
+    grid, block = _check_launch(grid, block)
+    code = _decode(program)
+    const = _const_space(program, params)
+    _check_memory(memory)
+    glob = memory.tolist()
+    machine = _Machine(code, grid, block, const, glob, trace, max_passes)
+    try:
+        for cta in range(grid[0] * grid[1] * grid[2]):
+            machine.run_block(cta)
+    finally:
+        memory[:] = glob
+    return Execution(machine.instructions, machine.passes, time.perf_counter() - start, machine.steps)
