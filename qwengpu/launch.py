@@ -1,0 +1,151 @@
+"""Launch layout: check a launch against the machine and lay out its memory.
+
+One place for this logic, used by every engine (docs/architecture.md, "Launch
+memory layout"): global memory starts with the kernel's __device__ variables
+(program.global_init), then each array argument in argument order; a pointer
+parameter's CONST word holds its array's byte address, a scalar's its 32-bit
+value. After the engine ran, `copy_back` writes each array's words back into
+the caller's array in place.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from numbers import Integral
+from typing import Sequence
+
+import numpy as np
+
+from qwengpu import isa
+from qwengpu.errors import LaunchError, MachineLimitError
+
+ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
+Dim3 = tuple[int, int, int]
+
+
+@dataclass
+class ArraySlot:
+    """Where an array argument lives in global memory."""
+    index: int            # argument position
+    array: np.ndarray     # the caller's array (written back in place)
+    word: int             # first global word
+
+    @property
+    def words(self) -> slice:
+        return slice(self.word, self.word + self.array.size)
+
+
+@dataclass
+class Launch:
+    """A checked launch: grid/block as (x, y, z), the CONST parameter words
+    (index = Param.word) and the initial global-memory image."""
+    program: isa.Program
+    grid: Dim3
+    block: Dim3
+    params: list[int]
+    memory: np.ndarray
+    arrays: list[ArraySlot] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, program: isa.Program, grid, block, args: Sequence) -> "Launch":
+        grid3, block3 = check_grid_block(grid, block)
+        if len(args) != len(program.params):
+            names = ", ".join(p.name for p in program.params) or "none"
+            raise LaunchError(f"kernel {program.name} takes {len(program.params)} arguments ({names}); "
+                              f"{len(args)} were given")
+        memory = np.zeros(isa.GLOBAL_WORDS, dtype=np.uint32)
+        for word, value in program.global_init.items():
+            memory[word] = isa.u32(value)
+        params = [0] * (max([p.word + 1 for p in program.params] + [0]))
+        arrays: list[ArraySlot] = []
+        next_word = program.static_global_words
+        for i, (param, arg) in enumerate(zip(program.params, args)):
+            what = f"argument {i} ({param.name})"
+            if isinstance(arg, np.ndarray):
+                check_array(what, arg)
+                slot = _alias(what, arg, arrays)
+                if slot is None:
+                    slot = ArraySlot(i, arg, next_word)
+                    arrays.append(slot)
+                    next_word += arg.size
+                params[param.word] = slot.word * 4  # byte address
+            else:
+                params[param.word] = scalar_word(what, arg, param.bits)
+        if next_word > isa.GLOBAL_WORDS:
+            raise MachineLimitError(f"kernel {program.name} needs {next_word} words of global memory "
+                                    f"({program.static_global_words} for __device__ variables, "
+                                    f"{next_word - program.static_global_words} for array arguments); "
+                                    f"the limit is {isa.GLOBAL_WORDS} words")
+        for slot in arrays:
+            memory[slot.words] = slot.array.view(np.uint32)
+        return cls(program, grid3, block3, params, memory, arrays)
+
+    def copy_back(self) -> None:
+        """Write each array's final words into the caller's array (same dtype)."""
+        for slot in self.arrays:
+            final = self.memory[slot.words]
+            if np.array_equal(final, slot.array.view(np.uint32)):
+                continue
+            if not slot.array.flags.writeable:
+                raise LaunchError(f"argument {slot.index} is a read-only array but the kernel wrote to it")
+            slot.array.view(np.uint32)[:] = final
+
+    def array_of(self, index: int) -> np.ndarray:
+        """The current global-memory words of array argument `index`, in its dtype."""
+        slot = next(s for s in self.arrays if s.index == index)
+        return self.memory[slot.words].view(slot.array.dtype)
+
+
+def as_dim3(name: str, value) -> Dim3:
+    """1-3 positive ints (or one int) -> (x, y, z), missing sizes 1."""
+    dims = (value,) if isinstance(value, Integral) else tuple(value) if isinstance(value, Sequence) else None
+    if (not dims or len(dims) > 3
+            or not all(isinstance(d, Integral) and not isinstance(d, bool) and d >= 1 for d in dims)):
+        raise LaunchError(f"{name} must be 1 to 3 positive integers (x, y, z), got {value!r}")
+    dims = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    return dims  # type: ignore[return-value]
+
+
+def check_grid_block(grid, block) -> tuple[Dim3, Dim3]:
+    grid3, block3 = as_dim3("grid", grid), as_dim3("block", block)
+    threads = block3[0] * block3[1] * block3[2]
+    if threads > isa.MAX_BLOCK_THREADS:
+        raise MachineLimitError(f"a thread block of {block3} has {threads} threads; "
+                                f"the limit is {isa.MAX_BLOCK_THREADS} threads per block")
+    blocks = grid3[0] * grid3[1] * grid3[2]
+    if blocks > isa.MAX_GRID_BLOCKS:
+        raise MachineLimitError(f"a grid of {grid3} has {blocks} thread blocks; "
+                                f"the limit is {isa.MAX_GRID_BLOCKS} blocks per launch")
+    return grid3, block3
+
+
+def scalar_word(what: str, value, bits: int = 32) -> int:
+    """A Python/numpy integer as its 32-bit word (signed or unsigned range)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
+        raise LaunchError(f"{what} must be a 1-D int32/uint32 numpy array or an integer, "
+                          f"got {type(value).__name__}")
+    v = int(value)
+    if not -(1 << 31) <= v < (1 << 32):
+        raise LaunchError(f"{what} = {v} does not fit in 32 bits (range -2**31 .. 2**32-1)")
+    if bits > 32 and v < 0:
+        # the machine passes a 64-bit parameter as one word, zero-extended
+        raise LaunchError(f"{what} = {v} is a {bits}-bit parameter, passed zero-extended from 32 bits; "
+                          f"it must be 0 .. 2**32-1")
+    return isa.u32(v)
+
+
+def check_array(what: str, arr: np.ndarray) -> None:
+    if arr.ndim != 1 or arr.dtype not in ARRAY_DTYPES:
+        raise LaunchError(f"{what} must be a 1-D int32 or uint32 numpy array, got {arr.dtype}{list(arr.shape)}")
+    if not arr.flags.c_contiguous:
+        raise LaunchError(f"{what} must be contiguous (pass np.ascontiguousarray(...))")
+
+
+def _alias(what: str, arr: np.ndarray, placed: list[ArraySlot]) -> ArraySlot | None:
+    """The same memory passed twice shares one address, as it would on a GPU."""
+    for slot in placed:
+        if (slot.array.size == arr.size > 0
+                and slot.array.__array_interface__["data"][0] == arr.__array_interface__["data"][0]):
+            return slot
+        if np.shares_memory(slot.array, arr):
+            raise LaunchError(f"{what} partly overlaps argument {slot.index}; pass the same array or separate ones")
+    return None
