@@ -3,7 +3,7 @@ harmless); shifts by a variable amount, multi-block."""
 import numpy as np
 
 KERNEL = "atomic_and"
-FEATURES = ["atomics", "atomic-and", "bit-ops", "global-memory", "multi-block"]
+FEATURES = ["atomics", "atomic-and", "bitops", "global-memory", "multi-block"]
 
 N, GRID, BLOCK = 40, 3, 16
 

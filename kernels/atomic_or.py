@@ -3,7 +3,7 @@ count distinct values; multi-block, repeated values."""
 import numpy as np
 
 KERNEL = "atomic_or"
-FEATURES = ["atomics", "atomic-or", "bit-ops", "global-memory", "multi-block", "c++-kernel"]
+FEATURES = ["atomics", "atomic-or", "bitops", "global-memory", "multi-block", "c++-kernel"]
 
 N, GRID, BLOCK = 45, 3, 16
 

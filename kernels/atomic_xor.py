@@ -3,7 +3,7 @@ values repeat so some toggles cancel; multi-block."""
 import numpy as np
 
 KERNEL = "atomic_xor"
-FEATURES = ["atomics", "atomic-xor", "bit-ops", "global-memory", "multi-block"]
+FEATURES = ["atomics", "atomic-xor", "bitops", "global-memory", "multi-block"]
 
 N, GRID, BLOCK = 48, 3, 16
 

@@ -4,7 +4,7 @@ the unused tail of out is untouched."""
 import numpy as np
 
 KERNEL = "stream_compact"
-FEATURES = ["stream-compaction", "warp-vote", "ballot", "popc", "shared-memory", "barrier", "loop"]
+FEATURES = ["stream-compaction", "warp-vote", "vote-ballot", "popc", "shared-memory", "barrier", "loop"]
 
 N, BLOCK = 45, 16
 

@@ -3,7 +3,7 @@ the lane mask, per warp; a partial last warp, multi-block."""
 import numpy as np
 
 KERNEL = "vote_ballot_popc"
-FEATURES = ["warp-vote", "ballot", "popc", "multi-warp", "multi-block", "bounds-check"]
+FEATURES = ["warp-vote", "vote-ballot", "popc", "multi-warp", "multi-block", "bounds-check"]
 
 N, GRID, BLOCK = 30, 2, 16
 
