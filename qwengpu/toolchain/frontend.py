@@ -140,5 +140,5 @@ _NVRTC_LOCATION = re.compile(r"^(.*)\((\d+)\): ")
 def nvrtc_log_to_diagnostics(log: str) -> str:
     """NVRTC writes `file(12): error: ...`; rewrite to the usual `file:12: error: ...`."""
     lines = [_NVRTC_LOCATION.sub(r"\1:\2: ", ln) for ln in log.splitlines()]
-    keep = [ln for ln in lines if ln.strip() and "errors detected in the compilation" not in ln]
+    keep = [ln for ln in lines if ln.strip() and "detected in the compilation of" not in ln]
     return "\n".join(keep) or "NVRTC compilation failed"
