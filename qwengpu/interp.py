@@ -86,7 +86,7 @@ def _mem(ins: isa.Instr):
         fn, gc = isa.ATOM_SEMANTICS[atom], _reader(ins.srcs[2])
 
         def atomic(rows, lanes, ctx):
-            mem = ctx.writable(space, "atomic")
+            mem = ctx.spaces[space]
             olds = []
             for r, l in zip(rows, lanes):   # lanes apply their atomics in lane order
                 w = ctx.word(space, ga(r), l, "atomic", len(mem))
@@ -110,7 +110,7 @@ def _mem(ins: isa.Instr):
     gc = _reader(ins.srcs[2])
 
     def store(rows, lanes, ctx):
-        mem = ctx.writable(space, "store")
+        mem = ctx.spaces[space]
         for r, l in zip(rows, lanes):   # same address from several lanes: the highest lane wins
             w = ctx.word(space, isa.u32(ga(r) + gb(r)), l, "store", len(mem))
             mem[w] = v = gc(r)
@@ -244,18 +244,16 @@ class _Context:
         self.sregs = None
         self.mem_writes = None   # a list while tracing
 
-    def writable(self, space, what):
-        if space is isa.Space.CONST:
-            raise MemoryFault(f"{what} to const memory, which is read-only "
-                              f"(thread block {self.cta}, warp {self.warp}, pc B{self.pc})")
-        return self.spaces[space]
-
     def word(self, space, address, lane, what, words):
+        """The word index of a byte address, or a MemoryFault naming the access."""
         if address % 4 or address >= 4 * words:
             problem = "is not 4-byte aligned" if address % 4 else f"is past the end ({4 * words} bytes)"
-            raise MemoryFault(f"{what} at {space.value} byte address {address:#x} {problem} "
-                              f"(thread block {self.cta}, warp {self.warp}, lane {lane}, pc B{self.pc})")
-        return address >> 2
+        elif what != "load" and space is isa.Space.CONST:
+            problem = "is read-only"
+        else:
+            return address >> 2
+        raise MemoryFault(f"{what} at {space.value} byte address {address:#x} {problem} "
+                          f"(thread block {self.cta}, warp {self.warp}, lane {lane}, pc B{self.pc})")
 
     def record(self, space, word, value):
         if self.mem_writes is not None:
