@@ -1,0 +1,220 @@
+"""The `qgpu` command.
+
+    qgpu run FILE.cu --kernel NAME --grid 2 --block 4,2 --arg i32:[1,2,3] --arg u32:zeros(8) --arg 5
+    qgpu suite [--engine interp] [--frontend clang|nvrtc] [-k PATTERN] [--json]
+    qgpu demo
+
+Argument syntax (--arg, once per kernel parameter, in order):
+    5, -3, 0x1f        a 32-bit scalar (signed or unsigned range)
+    i32:[1,2,3]        an int32 array; u32:[...] for uint32; [1,2,3] means i32
+    i32:zeros(8)       eight zeros; u32:range(8) is 0..7; i32:full(8,-1) is eight -1s
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import List, Optional
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from qwengpu.api import ENGINES, Device
+from qwengpu.errors import QwenGpuError
+from qwengpu.toolchain.frontend import FRONTENDS
+
+app = typer.Typer(help="qwengpu: run CUDA kernels on a 4-lane SIMT GPU.", no_args_is_help=True,
+                  pretty_exceptions_enable=False, add_completion=False)
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+DTYPES = {"i32": np.int32, "u32": np.uint32}
+DOT_SOURCE = """\
+extern "C" __global__ void dot(const int *a, const int *b, int *out, int n)
+{
+    __shared__ int prod[4];
+    int t = threadIdx.x;
+    prod[t] = t < n ? a[t] * b[t] : 0;
+    __syncthreads();
+    if (t == 0)
+        *out = prod[0] + prod[1] + prod[2] + prod[3];
+}
+"""
+
+
+class ArgSyntaxError(QwenGpuError):
+    """A --arg, --grid or --block value the CLI cannot read."""
+
+
+def parse_arg(text: str):
+    """One --arg value -> np.ndarray or int (syntax in the module docstring)."""
+    t = text.strip()
+    dtype_name, sep, body = t.partition(":")
+    if sep and dtype_name in DTYPES:
+        dtype = DTYPES[dtype_name]
+    elif sep:
+        raise ArgSyntaxError(f"--arg {text!r}: unknown type {dtype_name!r}; use i32 or u32")
+    else:
+        dtype, body = None, t
+    body = body.replace(" ", "")
+    try:
+        if body.startswith("["):
+            if not body.endswith("]"):
+                raise ValueError("missing ]")
+            values = [int(v, 0) for v in body[1:-1].split(",") if v]
+            return _array(values, dtype or np.int32, text)
+        call = re.fullmatch(r"(zeros|range|full)\(([^)]*)\)", body)
+        if call:
+            nums = [int(v, 0) for v in call[2].split(",") if v]
+            values = {"zeros": lambda n: [0] * n, "range": lambda n: list(range(n)),
+                      "full": lambda n, v: [v] * n}[call[1]](*nums)
+            return _array(values, dtype or np.int32, text)
+        value = int(body, 0)
+    except (ValueError, TypeError) as e:
+        raise ArgSyntaxError(f"--arg {text!r} is not a scalar (5, 0x1f), an array (i32:[1,2,3], u32:zeros(8), "
+                             f"i32:range(4), i32:full(4,-1)) ({e})") from None
+    if dtype is None:
+        return value                     # range-checked by the launch
+    return _array([value], dtype, text)[0]
+
+
+def _array(values: list[int], dtype, text: str) -> np.ndarray:
+    info = np.iinfo(dtype)
+    bad = [v for v in values if not info.min <= v <= info.max]
+    if bad:
+        raise ArgSyntaxError(f"--arg {text!r}: {bad[0]} does not fit in {np.dtype(dtype).name}")
+    return np.array(values, dtype=dtype)
+
+
+def parse_dims(name: str, text: str) -> tuple[int, ...]:
+    """'2' or '4,2' or '2x2x1' -> a tuple of 1-3 ints."""
+    parts = re.split(r"[,x]", text.strip())
+    if not 1 <= len(parts) <= 3 or not all(p.strip().isdigit() for p in parts):
+        raise ArgSyntaxError(f"--{name} {text!r}: give 1 to 3 positive integers, e.g. 4 or 4,2")
+    return tuple(int(p) for p in parts)
+
+
+def fail(e: Exception) -> None:
+    """One red line (extra compiler diagnostics follow, dimmed) and exit code 1."""
+    first, *rest = str(e).splitlines() or [type(e).__name__]
+    err_console.print(f"[bold red]error:[/] [red]{_escape(first)}[/]")
+    for line in rest:
+        err_console.print(f"[dim]{_escape(line)}[/]")
+    raise typer.Exit(1)
+
+
+def _escape(s: str) -> str:
+    from rich.markup import escape
+    return escape(s)
+
+
+def _choice(name: str, value: str, choices) -> str:
+    if value not in choices:
+        raise ArgSyntaxError(f"--{name} {value!r}: choose one of {', '.join(choices)}")
+    return value
+
+
+@app.command()
+def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
+        kernel: str = typer.Option(..., "--kernel", "-k", help="the __global__ function to launch"),
+        grid: str = typer.Option("1", help="grid size: 2 or 2,2 or 2,1,1"),
+        block: str = typer.Option("4", help="block size: 4 or 4,2"),
+        arg: Optional[List[str]] = typer.Option(None, "--arg", "-a",
+                                                help="kernel argument, once per parameter: 5, i32:[1,2], u32:zeros(8)"),
+        engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES)}"),
+        frontend: str = typer.Option("clang", help=f"front end: {', '.join(FRONTENDS)}"),
+        opt: int = typer.Option(2, "-O", help="clang optimisation level 0..3"),
+        show_ptx: bool = typer.Option(False, "--show-ptx", help="print the PTX"),
+        show_isa: bool = typer.Option(False, "--show-isa", help="print the lowered machine program")):
+    """Compile FILE, launch KERNEL once and print the final arrays."""
+    try:
+        if not file.is_file():
+            raise QwenGpuError(f"{file}: no such file")
+        args = [parse_arg(a) for a in arg or []]
+        dev = Device(_choice("engine", engine, ENGINES), _choice("frontend", frontend, FRONTENDS), opt)
+        module = dev.compile(file.read_text(), filename=file.name)
+        if show_ptx:
+            console.print(module.ptx, markup=False)
+        fn = module.get_function(kernel)
+        if show_isa:
+            console.print(fn.program.listing(), markup=False)
+        result = fn(grid=parse_dims("grid", grid), block=parse_dims("block", block), args=args)
+    except QwenGpuError as e:
+        fail(e)
+    for prm, value in zip(fn.program.params, args):
+        if isinstance(value, np.ndarray):
+            console.print(f"{prm.name} = {value.tolist()}", markup=False)
+    console.print(f"[dim]{_stats(result)}[/]")
+
+
+def _stats(result) -> str:
+    parts = [f"engine {result.engine}"]
+    if result.passes is not None:
+        parts.append(f"{result.passes} passes, {result.instructions} instructions")
+    if result.tokens is not None:
+        parts.append(f"{result.tokens} tokens")
+    parts.append(f"{result.seconds:.3f} s")
+    return ", ".join(parts)
+
+
+@app.command()
+def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES)}"),
+          frontend: str = typer.Option("clang", help=f"front end: {', '.join(FRONTENDS)}"),
+          pattern: Optional[str] = typer.Option(None, "-k", help="only kernels whose name contains this (or matches this glob)"),
+          as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
+          directory: Optional[Path] = typer.Option(None, "--dir", help="kernel directory (default: ./kernels)"),
+          opt: int = typer.Option(2, "-O", help="clang optimisation level 0..3")):
+    """Run the kernel suite; exit code 1 if any kernel fails."""
+    from qwengpu.suite import DEFAULT_DIR, run_suite
+    if directory is None:
+        directory = Path("kernels") if Path("kernels").is_dir() else DEFAULT_DIR
+    try:
+        summary = run_suite(_choice("engine", engine, ENGINES), _choice("frontend", frontend, FRONTENDS),
+                            pattern, directory, opt)
+    except QwenGpuError as e:
+        fail(e)
+    if as_json:
+        print(json.dumps(summary, indent=2))
+    else:
+        console.print(_suite_table(summary))
+    if summary["failed"] or not summary["kernels"]:
+        raise typer.Exit(1)
+
+
+def _suite_table(summary: dict) -> Table:
+    table = Table(title=f"kernel suite on {summary['engine']} ({summary['frontend']}): "
+                        f"{summary['passed']} passed, {summary['failed']} failed")
+    for col, justify in (("kernel", "left"), ("status", "left"), ("passes", "right"),
+                         ("instructions", "right"), ("seconds", "right"), ("detail", "left")):
+        table.add_column(col, justify=justify, overflow="fold")
+    for k in summary["kernels"]:
+        status = "[green]passed[/]" if k["passed"] else "[red]failed[/]"
+        table.add_row(k["name"], status, _num(k["passes"]), _num(k["instructions"]),
+                      f"{k['seconds']:.2f}", _escape(k["reason"]))
+    return table
+
+
+def _num(v) -> str:
+    return "-" if v is None else str(v)
+
+
+@app.command()
+def demo():
+    """dot([1,2,3], [4,5,6]) on the reference interpreter."""
+    a, b = np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32)
+    out = np.zeros(1, np.int32)
+    try:
+        fn = Device("interp").compile(DOT_SOURCE, filename="dot.cu").get_function("dot")
+        result = fn(grid=1, block=4, args=[a, b, out, 3])
+    except QwenGpuError as e:
+        fail(e)
+    console.print(f"dot([1,2,3], [4,5,6]) = [bold]{int(out[0])}[/]")
+    console.print(f"[dim]{_stats(result)}[/]")
+    console.print("The in-model engine (the kernel run inside Qwen3.5's forward passes) is not built yet; "
+                  "this result comes from the reference interpreter.")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,125 @@
+"""The kernel suite: kernels/NAME.cu + kernels/NAME.py (format in
+docs/architecture.md), run on an engine and checked word for word against
+each kernel's independent NumPy reference."""
+from __future__ import annotations
+
+import copy
+import fnmatch
+import importlib.util
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from qwengpu.api import Device
+from qwengpu.errors import QwenGpuError
+
+DEFAULT_DIR = Path(__file__).resolve().parent.parent / "kernels"
+
+
+@dataclass
+class KernelCase:
+    name: str          # file stem
+    source: Path       # NAME.cu
+    spec: Path         # NAME.py
+
+
+@dataclass
+class KernelReport:
+    name: str
+    kernel: str = ""
+    passed: bool = False
+    reason: str = ""                  # why it failed: error message or first mismatches
+    passes: int | None = None
+    instructions: int | None = None
+    seconds: float = 0.0              # compile + lower + run
+    features: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return "passed" if self.passed else "failed"
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "status": self.status}
+
+
+def discover(directory: Path | str = DEFAULT_DIR, pattern: str | None = None) -> list[KernelCase]:
+    """Every NAME.cu with a NAME.py beside it, sorted by name; `pattern` keeps
+    names that contain it or match it as a glob."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise QwenGpuError(f"kernel directory {directory} does not exist")
+    cases = [KernelCase(cu.stem, cu, cu.with_suffix(".py"))
+             for cu in sorted(directory.glob("*.cu")) if cu.with_suffix(".py").exists()]
+    if pattern:
+        cases = [c for c in cases if pattern in c.name or fnmatch.fnmatch(c.name, pattern)]
+    return cases
+
+
+def load_spec(case: KernelCase) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"qwengpu_suite_{case.name}", case.spec)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for attr in ("KERNEL", "launch", "reference"):
+        if not hasattr(module, attr):
+            raise QwenGpuError(f"{case.spec.name} lacks {attr} (see docs/architecture.md, kernel suite format)")
+    return module
+
+
+def run_case(case: KernelCase, device: Device) -> KernelReport:
+    """Compile, lower and run one kernel; never raises."""
+    report = KernelReport(case.name)
+    start = time.perf_counter()
+    try:
+        spec = load_spec(case)
+        report.kernel, report.features = spec.KERNEL, list(getattr(spec, "FEATURES", []))
+        grid, block, args = spec.launch()
+        expected = spec.reference(*copy.deepcopy(list(args)))
+        fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
+        result = fn(grid=grid, block=block, args=args)
+        report.passes, report.instructions = result.passes, result.instructions
+        report.reason = "; ".join(mismatches(args, expected, [p.name for p in fn.program.params]))
+        report.passed = not report.reason
+    except QwenGpuError as e:
+        report.reason = f"{type(e).__name__}: {e}"
+    except Exception as e:  # a bug somewhere: report it, keep running the suite
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        report.reason = f"internal error {type(e).__name__}: {e} ({Path(where.filename).name}:{where.lineno})"
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def mismatches(args, expected, names, show: int = 3) -> list[str]:
+    """Compare each non-None expected array with the final argument, as 32-bit words."""
+    if len(expected) != len(args):
+        return [f"reference returned {len(expected)} values for {len(args)} arguments"]
+    problems = []
+    for i, (got, want) in enumerate(zip(args, expected)):
+        if want is None:
+            continue
+        name = names[i] if i < len(names) else f"arg{i}"
+        got, want = np.asarray(got), np.asarray(want)
+        if got.shape != want.shape:
+            problems.append(f"{name}: shape {got.shape}, expected {want.shape}")
+            continue
+        got_words = got.astype(np.int64) & 0xFFFF_FFFF
+        want_words = want.astype(np.int64) & 0xFFFF_FFFF
+        bad = np.flatnonzero(got_words != want_words)
+        if bad.size:
+            shown = ", ".join(f"[{j}] {got[j]} != {want[j]}" for j in bad[:show])
+            more = f" (+{bad.size - show} more)" if bad.size > show else ""
+            problems.append(f"{name}: {bad.size} of {got.size} differ: {shown}{more}")
+    return problems
+
+
+def run_suite(engine: str = "interp", frontend: str = "clang", pattern: str | None = None,
+              directory: Path | str = DEFAULT_DIR, opt: int = 2) -> dict:
+    """Run the suite: {"passed": P, "failed": F, "kernels": [report dicts]}."""
+    device = Device(engine, frontend, opt)
+    reports = [run_case(case, device) for case in discover(directory, pattern)]
+    passed = sum(r.passed for r in reports)
+    return {"engine": engine, "frontend": frontend, "passed": passed, "failed": len(reports) - passed,
+            "kernels": [r.to_dict() for r in reports]}

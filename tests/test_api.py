@@ -1,0 +1,282 @@
+"""Launch validation and layout, the Python API round trip, and the suite runner.
+
+The launch tests use hand-built machine programs, so they need neither the
+PTX parser nor the lowering; expected values are computed with NumPy.
+"""
+import numpy as np
+import pytest
+
+from qwengpu import isa
+from qwengpu.api import Device, Function, Module
+from qwengpu.errors import CompileError, LaunchError, MachineLimitError, QwenGpuError
+from qwengpu.isa import Imm, Instr, MachineBlock, Op, Param, Program, Reg, Space, Term, Terminator
+from qwengpu.launch import Launch
+
+
+def exit_program(params=("a",), **kw) -> Program:
+    return Program("k", [MachineBlock([], Terminator(Term.EXIT))],
+                   [Param(name, i) for i, name in enumerate(params)], **kw)
+
+
+def jmp(target):
+    return Terminator(Term.JMP, target)
+
+
+def scale_add_program() -> Program:
+    """out[tid] = src[tid] * 2 + n, written by hand in the machine ISA."""
+    r = Reg
+    blocks = [
+        MachineBlock([Instr(Op.S2R, r(1), (Imm(isa.SReg.TID_X),)), Instr(Op.SHL, r(1), (r(1), Imm(2))),
+                      Instr(Op.LD, r(2), (Imm(0), Imm(0)), Space.CONST)], jmp(1)),       # r2 = src
+        MachineBlock([Instr(Op.LD, r(3), (r(2), r(1)), Space.GLOBAL)], jmp(2)),          # r3 = src[tid]
+        MachineBlock([Instr(Op.ADD, r(3), (r(3), r(3))),
+                      Instr(Op.LD, r(4), (Imm(0), Imm(8)), Space.CONST)], jmp(3)),       # r4 = n
+        MachineBlock([Instr(Op.ADD, r(3), (r(3), r(4))),
+                      Instr(Op.LD, r(5), (Imm(0), Imm(4)), Space.CONST)], jmp(4)),       # r5 = out
+        MachineBlock([Instr(Op.ST, r(0), (r(5), r(1), r(3)), Space.GLOBAL)], Terminator(Term.EXIT)),
+    ]
+    return Program("scale_add", blocks, [Param("src", 0), Param("out", 1), Param("n", 2)], regs_used=5)
+
+
+def as_function(program: Program, engine="interp") -> Function:
+    return Function(Module(Device(engine), "", "", "<hand-built>"), program.name, program)
+
+
+# --- grid and block ---------------------------------------------------------
+@pytest.mark.parametrize("grid, block, want", [
+    (2, 4, ((2, 1, 1), (4, 1, 1))), ((2, 3), (4, 2), ((2, 3, 1), (4, 2, 1))),
+    ([1, 1, 16], (2, 2, 4), ((1, 1, 16), (2, 2, 4))), (np.int64(3), (np.int32(4),), ((3, 1, 1), (4, 1, 1))),
+])
+def test_grid_and_block_become_three_sizes(grid, block, want):
+    launch = Launch.build(exit_program(()), grid, block, [])
+    assert (launch.grid, launch.block) == want
+
+
+def test_too_many_threads_per_block_names_limit_and_amount():
+    with pytest.raises(MachineLimitError, match=r"20 threads.*limit is 16"):
+        Launch.build(exit_program(()), 1, (5, 4), [])
+
+
+def test_too_many_blocks_names_limit_and_amount():
+    with pytest.raises(MachineLimitError, match=r"17 thread blocks.*limit is 16"):
+        Launch.build(exit_program(()), 17, 1, [])
+
+
+@pytest.mark.parametrize("bad", [0, (4, 0), (1, 1, 1, 1), (), 2.0, "4", (True,), -1])
+def test_malformed_block_is_a_launch_error(bad):
+    with pytest.raises(LaunchError, match="block must be 1 to 3 positive integers"):
+        Launch.build(exit_program(()), 1, bad, [])
+
+
+# --- arguments --------------------------------------------------------------
+def test_argument_count_must_match():
+    with pytest.raises(LaunchError, match=r"takes 2 arguments \(a, n\); 3 were given"):
+        Launch.build(exit_program(("a", "n")), 1, 1, [np.zeros(2, np.int32), 1, 2])
+
+
+@pytest.mark.parametrize("arg, message", [
+    (np.zeros((2, 2), np.int32), r"argument 0 \(a\) must be a 1-D int32 or uint32 numpy array, got int32\[2, 2\]"),
+    (np.zeros(4, np.float32), r"argument 0 \(a\) must be a 1-D int32 or uint32.*float32"),
+    (np.zeros(4, np.int64), r"argument 0 \(a\) .*int64"),
+    (np.zeros(8, np.int32)[::2], r"argument 0 \(a\) must be contiguous"),
+    ([1, 2, 3], r"argument 0 \(a\) must be a 1-D int32/uint32 numpy array or an integer, got list"),
+    (1.5, r"argument 0 \(a\) .* got float"),
+    (True, r"argument 0 \(a\) .* got bool"),
+    (2**32, r"argument 0 \(a\) = 4294967296 does not fit in 32 bits"),
+    (-2**31 - 1, r"does not fit in 32 bits"),
+])
+def test_bad_arguments_are_named(arg, message):
+    with pytest.raises(LaunchError, match=message):
+        Launch.build(exit_program(), 1, 1, [arg])
+
+
+@pytest.mark.parametrize("value, word", [(5, 5), (-1, 0xFFFF_FFFF), (np.int32(-2), 0xFFFF_FFFE),
+                                         (np.uint32(0xFFFF_FFFF), 0xFFFF_FFFF), (2**31, 0x8000_0000),
+                                         (-2**31, 0x8000_0000)])
+def test_scalars_become_32_bit_words(value, word):
+    assert Launch.build(exit_program(), 1, 1, [value]).params == [word]
+
+
+def test_negative_value_for_64_bit_parameter_is_refused():
+    program = Program("k", exit_program().blocks, [Param("n", 0, bits=64)])
+    assert Launch.build(program, 1, 1, [7]).params == [7]
+    with pytest.raises(LaunchError, match="64-bit parameter"):
+        Launch.build(program, 1, 1, [-1])
+
+
+# --- memory layout ----------------------------------------------------------
+def test_layout_statics_then_arrays_in_argument_order():
+    program = exit_program(("a", "n", "b"), global_init={0: 7, 2: 0xFFFF_FFFF}, static_global_words=3)
+    a = np.array([1, -2], np.int32)
+    b = np.array([10, 20, 30], np.uint32)
+    launch = Launch.build(program, 1, 1, [a, 9, b])
+    assert launch.params == [3 * 4, 9, 5 * 4]             # byte addresses after 3 static words
+    want = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    want[:8] = [7, 0, 0xFFFF_FFFF, 1, 0xFFFF_FFFE, 10, 20, 30]
+    np.testing.assert_array_equal(launch.memory, want)
+
+
+def test_parameter_words_follow_program_params():
+    program = Program("k", exit_program().blocks, [Param("x", 1), Param("y", 0)])
+    assert Launch.build(program, 1, 1, [11, 22]).params == [22, 11]
+
+
+def test_same_array_twice_shares_one_address():
+    a = np.arange(4, dtype=np.int32)
+    launch = Launch.build(exit_program(("x", "y", "z")), 1, 1, [a, a, a.view(np.uint32)])
+    assert launch.params == [0, 0, 0] and len(launch.arrays) == 1
+
+
+def test_partly_overlapping_arrays_are_refused():
+    a = np.arange(8, dtype=np.int32)
+    with pytest.raises(LaunchError, match="argument 1 .* partly overlaps argument 0"):
+        Launch.build(exit_program(("x", "y")), 1, 1, [a[:4], a[2:6]])
+
+
+def test_global_memory_overflow_names_words_needed():
+    program = exit_program(("a", "b"), static_global_words=24)
+    with pytest.raises(MachineLimitError, match=r"needs 1025 words of global memory.*limit is 1024"):
+        Launch.build(program, 1, 1, [np.zeros(1000, np.int32), np.zeros(1, np.uint32)])
+    Launch.build(program, 1, 1, [np.zeros(1000, np.int32), np.zeros(0, np.uint32)])   # exactly full
+
+
+def test_copy_back_in_place_keeps_dtype():
+    a, b = np.array([1, 2], np.int32), np.array([3, 4], np.uint32)
+    a_before = a
+    launch = Launch.build(exit_program(("a", "b")), 1, 1, [a, b])
+    launch.memory[0:4] = [0xFFFF_FFFF, 5, 0x8000_0000, 6]
+    launch.copy_back()
+    assert a is a_before and a.dtype == np.int32 and b.dtype == np.uint32
+    assert a.tolist() == [-1, 5] and b.tolist() == [0x8000_0000, 6]
+
+
+def test_read_only_array_may_be_read_but_not_written():
+    a = np.array([1, 2], np.int32)
+    a.flags.writeable = False
+    launch = Launch.build(exit_program(), 1, 1, [a])
+    launch.copy_back()                       # unchanged: fine
+    launch.memory[0] = 9
+    with pytest.raises(LaunchError, match="read-only"):
+        launch.copy_back()
+
+
+# --- engines through the API ------------------------------------------------
+def test_interp_engine_runs_hand_built_program():
+    src = np.array([1, -3, 2**30, 7], np.int32)
+    out = np.zeros(4, np.int32)
+    result = as_function(scale_add_program())(grid=1, block=4, args=[src, out, -5])
+    want = (src.astype(np.int64) * 2 - 5).astype(np.uint64).astype(np.uint32).view(np.int32)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(src, [1, -3, 2**30, 7])
+    assert result.engine == "interp" and result.passes == 5 and result.instructions == 9
+    assert result.tokens is None and result.trace is None and result.seconds >= 0
+
+
+def test_trace_is_returned_when_asked():
+    out = np.zeros(4, np.int32)
+    result = as_function(scale_add_program())(grid=1, block=4, args=[np.ones(4, np.int32), out, 0], trace=True)
+    assert result.trace is not None and len(result.trace) == result.passes
+
+
+def test_model_engine_is_not_built_yet():
+    with pytest.raises(QwenGpuError, match="in-model engine is not built yet"):
+        as_function(scale_add_program(), "model")(grid=1, block=4, args=[np.ones(4, np.int32),
+                                                                          np.zeros(4, np.int32), 0])
+
+
+def test_launch_errors_come_before_any_engine_runs():
+    with pytest.raises(MachineLimitError):
+        as_function(scale_add_program(), "model")(grid=1, block=32, args=[np.ones(4, np.int32),
+                                                                           np.zeros(4, np.int32), 0])
+
+
+def test_cuda_engine_without_gpu_says_so():
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            pytest.skip("a GPU is present")
+    except Exception:
+        pass
+    with pytest.raises(QwenGpuError, match="cuda engine needs CuPy and an NVIDIA GPU"):
+        as_function(scale_add_program(), "cuda")(grid=1, block=4, args=[np.ones(4, np.int32),
+                                                                         np.zeros(4, np.int32), 0])
+
+
+@pytest.mark.parametrize("kwargs, message", [({"engine": "tpu"}, "unknown engine 'tpu'"),
+                                             ({"frontend": "nvcc"}, "unknown front end 'nvcc'")])
+def test_device_rejects_unknown_choices(kwargs, message):
+    with pytest.raises(QwenGpuError, match=message):
+        Device(**kwargs)
+
+
+def test_compile_error_propagates_with_file_and_line():
+    with pytest.raises(CompileError, match=r"bad\.cu:2:"):
+        Device().compile("__global__ void k() {\n  nope;\n}\n", filename="bad.cu")
+
+
+# --- CUDA source end to end (needs the PTX parser and the lowering) --------
+DOT = """\
+extern "C" __global__ void dot(const int *a, const int *b, int *out, int n) {
+    __shared__ int prod[4];
+    int t = threadIdx.x;
+    prod[t] = t < n ? a[t] * b[t] : 0;
+    __syncthreads();
+    if (t == 0) *out = prod[0] + prod[1] + prod[2] + prod[3];
+}
+"""
+
+
+@pytest.mark.parametrize("frontend", ["clang", "nvrtc"])
+def test_round_trip_dot(toolchain, frontend):
+    module = Device(frontend=frontend).compile(DOT, filename="dot.cu")
+    assert ".entry dot" in module.ptx
+    fn = module.get_function("dot")
+    assert [p.name for p in fn.program.params] and "B0:" in fn.program.listing()
+    a, b, out = np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32), np.zeros(1, np.int32)
+    result = fn(grid=1, block=4, args=[a, b, out, 3])
+    assert out[0] == np.dot(a, b) and result.passes > 0 and result.instructions > 0
+    assert module.get_function("dot") is fn
+
+
+PRELUDE_SEMANTICS = """\
+extern "C" __global__ void k(const int *x, int *out) {
+    int t = threadIdx.x, v = x[t];
+    int *o = out + 16 * t;
+    o[0] = warpSize;
+    o[1] = __shfl_sync(0xf, v, 3);
+    o[2] = __shfl_up_sync(0xf, v, 1);
+    o[3] = __shfl_down_sync(0xf, v, 1, 2);
+    o[4] = __shfl_xor_sync(0xf, v, 3);
+    o[5] = __ballot_sync(0xf, v > 0);
+    o[6] = __any_sync(0xf, v == 2);
+    o[7] = __all_sync(0xf, v > -100);
+    o[8] = __popc(v) + 100 * __clz(v);
+    o[9] = (int)__brev((unsigned)v);
+    o[10] = __mul24(v, 0x1000001);
+    o[11] = __umulhi((unsigned)v, 0x80000000u);
+    o[12] = (int)__sad(v, 5, 1u);
+    o[13] = min(v, 1) + max(v, 2) * 1000;
+    o[14] = abs(v);
+    o[15] = __ffs(v);
+}
+"""
+
+
+def test_prelude_builtins_compute_cuda_results(toolchain):
+    x = np.array([3, -7, 0, 2], np.int32)
+    out = np.zeros(64, np.int32)
+    Device().compile(PRELUDE_SEMANTICS).get_function("k")(grid=1, block=4, args=[x, out])
+    got = out.reshape(4, 16)
+    u = x.view(np.uint32).astype(np.int64)
+    for t in range(4):
+        v, w = int(x[t]), int(u[t])
+        want = [4, int(x[3]), int(x[t - 1]) if t >= 1 else v,
+                int(x[t + 1]) if t % 2 == 0 else v,           # width 2: lane 1 and 3 have no source
+                int(x[t ^ 3]), sum(1 << i for i in range(4) if x[i] > 0), int(2 in x), 1,
+                bin(w).count("1") + 100 * (32 - w.bit_length()),
+                int(np.uint32(int(f"{w:032b}"[::-1], 2)).view(np.int32)),
+                # __mul24: low 24 bits sign-extended times 0x000001 (0x1000001's low 24 bits)
+                ((v & 0xFFFFFF) ^ 0x800000) - 0x800000,
+                (w * 0x80000000) >> 32, abs(v - 5) + 1, min(v, 1) + max(v, 2) * 1000, abs(v),
+                (w & -w).bit_length()]
+        assert got[t].tolist() == want, t
