@@ -1,0 +1,160 @@
+"""The qgpu command through typer's CliRunner, and the suite runner behind it."""
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from qwengpu.cli import ArgSyntaxError, app, parse_arg, parse_dims
+
+runner = CliRunner()
+
+DOT_CU = """\
+extern "C" __global__ void dot(const int *a, const int *b, int *out, int n) {
+    __shared__ int prod[4];
+    int t = threadIdx.x;
+    prod[t] = t < n ? a[t] * b[t] : 0;
+    __syncthreads();
+    if (t == 0) *out = prod[0] + prod[1] + prod[2] + prod[3];
+}
+"""
+DOT_PY = """\
+import numpy as np
+KERNEL = "dot"
+FEATURES = ["demo"]
+def launch():
+    return (1,), (4,), [np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32), np.zeros(1, np.int32), 3]
+def reference(a, b, out, n):
+    return [None, None, np.array([OFFSET + int(a @ b)]), None]
+"""
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+# --- argument syntax (no toolchain needed) ---------------------------------
+@pytest.mark.parametrize("text, want, dtype", [
+    ("i32:[1,2,-3]", [1, 2, -3], np.int32), ("u32:[1, 0xffffffff]", [1, 2**32 - 1], np.uint32),
+    ("[4,5]", [4, 5], np.int32), ("u32:zeros(3)", [0, 0, 0], np.uint32), ("i32:range(4)", [0, 1, 2, 3], np.int32),
+    ("i32:full(2,-1)", [-1, -1], np.int32), ("i32:[]", [], np.int32),
+])
+def test_array_arguments(text, want, dtype):
+    got = parse_arg(text)
+    assert isinstance(got, np.ndarray) and got.dtype == dtype and got.tolist() == want
+
+
+@pytest.mark.parametrize("text, want", [("5", 5), ("-3", -3), ("0x1f", 31), ("u32:7", 7), ("i32:-7", -7)])
+def test_scalar_arguments(text, want):
+    assert parse_arg(text) == want
+
+
+@pytest.mark.parametrize("text, message", [("f32:[1]", "unknown type 'f32'"), ("i32:[1,2", "not a scalar"),
+                                           ("abc", "not a scalar"), ("i32:[2147483648]", "does not fit in int32"),
+                                           ("u32:-1", "does not fit in uint32"), ("i32:ones(3)", "not a scalar")])
+def test_bad_arguments(text, message):
+    with pytest.raises(ArgSyntaxError, match=message):
+        parse_arg(text)
+
+
+def test_dims():
+    assert parse_dims("grid", "2") == (2,) and parse_dims("block", "4,2") == (4, 2)
+    assert parse_dims("block", "2x2x2") == (2, 2, 2)
+    with pytest.raises(ArgSyntaxError, match="--block"):
+        parse_dims("block", "4,a")
+
+
+# --- errors: one red line, exit code 1, no traceback -----------------------
+def test_missing_file(tmp_path):
+    result = invoke("run", tmp_path / "nope.cu", "--kernel", "k")
+    assert result.exit_code == 1 and "no such file" in result.output and "Traceback" not in result.output
+
+
+def test_compile_error_shows_file_and_line(tmp_path):
+    (tmp_path / "bad.cu").write_text("__global__ void k(int *p) {\n    p[0] = oops;\n}\n")
+    result = invoke("run", tmp_path / "bad.cu", "--kernel", "k", "--arg", "i32:zeros(1)")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "error:" in result.output and "bad.cu:2:" in result.output
+
+
+def test_bad_arg_syntax_is_an_error(tmp_path):
+    (tmp_path / "k.cu").write_text(DOT_CU)
+    result = invoke("run", tmp_path / "k.cu", "--kernel", "dot", "--arg", "f32:[1]")
+    assert result.exit_code == 1 and "unknown type 'f32'" in result.output
+
+
+def test_unknown_engine_is_an_error(tmp_path):
+    (tmp_path / "k.cu").write_text(DOT_CU)
+    result = invoke("run", tmp_path / "k.cu", "--kernel", "dot", "--engine", "tpu")
+    assert result.exit_code == 1 and "--engine 'tpu'" in result.output
+
+
+# --- with the toolchain -----------------------------------------------------
+def test_run_prints_final_arrays(toolchain, tmp_path):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    result = invoke("run", tmp_path / "dot.cu", "--kernel", "dot", "--grid", "1", "--block", "4",
+                    "--arg", "i32:[1,2,3]", "--arg", "i32:[4,5,6]", "--arg", "i32:zeros(1)", "--arg", "3",
+                    "--show-isa", "--show-ptx")
+    assert result.exit_code == 0, result.output
+    assert "out = [32]" in result.output and "a = [1, 2, 3]" in result.output
+    assert ".entry dot" in result.output and "B0:" in result.output and "passes" in result.output
+
+
+def test_run_launch_error_exit_code(toolchain, tmp_path):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    result = invoke("run", tmp_path / "dot.cu", "--kernel", "dot", "--block", "32",
+                    "--arg", "i32:[1]", "--arg", "i32:[1]", "--arg", "i32:[0]", "--arg", "1")
+    assert result.exit_code == 1 and "limit is 16" in result.output and "Traceback" not in result.output
+
+
+def test_run_wrong_argument_count(toolchain, tmp_path):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    result = invoke("run", tmp_path / "dot.cu", "--kernel", "dot", "--arg", "1")
+    assert result.exit_code == 1 and "takes 4 arguments" in result.output
+
+
+def test_demo(toolchain):
+    result = invoke("demo")
+    assert result.exit_code == 0, result.output
+    assert "= 32" in result.output and "not built yet" in result.output
+
+
+def make_suite(tmp_path):
+    (tmp_path / "good.cu").write_text(DOT_CU)
+    (tmp_path / "good.py").write_text(DOT_PY.replace("OFFSET", "0"))
+    (tmp_path / "wrong.cu").write_text(DOT_CU)
+    (tmp_path / "wrong.py").write_text(DOT_PY.replace("OFFSET", "1"))
+    (tmp_path / "broken.cu").write_text(DOT_CU.replace("__syncthreads();", "__syncthreads()"))
+    (tmp_path / "broken.py").write_text(DOT_PY.replace("OFFSET", "0"))
+    (tmp_path / "orphan.cu").write_text(DOT_CU)   # no .py: not a suite kernel
+    return tmp_path
+
+
+def test_suite_json_reports_each_kernel(toolchain, tmp_path):
+    result = invoke("suite", "--dir", make_suite(tmp_path), "--json")
+    assert result.exit_code == 1                       # two kernels fail
+    summary = json.loads(result.output)
+    assert summary["passed"] == 1 and summary["failed"] == 2
+    by_name = {k["name"]: k for k in summary["kernels"]}
+    assert sorted(by_name) == ["broken", "good", "wrong"]
+    good, wrong, broken = by_name["good"], by_name["wrong"], by_name["broken"]
+    assert good["status"] == "passed" and good["passes"] > 0 and good["instructions"] > 0 and good["seconds"] > 0
+    assert wrong["status"] == "failed" and "out: 1 of 1 differ: [0] 32 != 33" in wrong["reason"]
+    assert broken["status"] == "failed" and "CompileError" in broken["reason"] and "broken.cu:5:" in broken["reason"]
+
+
+def test_suite_k_selects_and_table_prints(toolchain, tmp_path):
+    result = invoke("suite", "--dir", make_suite(tmp_path), "-k", "good")
+    assert result.exit_code == 0, result.output
+    assert "good" in result.output and "wrong" not in result.output and "1 passed, 0 failed" in result.output
+
+
+def test_suite_with_no_matching_kernel_fails(tmp_path):
+    result = invoke("suite", "--dir", make_suite(tmp_path), "-k", "nothing-matches", "--json")
+    assert result.exit_code == 1 and json.loads(result.output)["kernels"] == []
+
+
+def test_real_suite_subset(toolchain, kernels_dir):
+    result = invoke("suite", "--dir", kernels_dir, "-k", "dot", "--json")
+    summary = json.loads(result.output)
+    assert summary["kernels"] and all(k["status"] == "passed" for k in summary["kernels"]), summary
