@@ -1,6 +1,6 @@
 """The `qgpu` command.
 
-    qgpu run FILE.cu --kernel NAME --grid 2 --block 4,2 --arg i32:[1,2,3] --arg u32:zeros(8) --arg 5
+    qgpu run FILE.cu --kernel NAME --grid 2 --block 4,2 --arg 'i32:[1,2,3]' --arg 'u32:zeros(8)' --arg 5
     qgpu suite [--engine interp] [--frontend clang|nvrtc] [-k PATTERN] [--json]
     qgpu demo
 
