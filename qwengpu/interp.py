@@ -289,6 +289,17 @@ class _Warp:
         self.settle()
 
 
+def _next_runnable(warps, turn):
+    """Round robin: the first warp from `turn` on that has not exited and is
+    not waiting at a barrier."""
+    n = len(warps)
+    for k in range(n):
+        w = warps[(turn + k) % n]
+        if w.stack and not w.waiting:
+            return w
+    return None
+
+
 class _Machine:
     def __init__(self, code, grid, block, const, glob, trace, max_passes):
         self.code, self.grid, self.block = code, grid, block
@@ -310,12 +321,11 @@ class _Machine:
         self.arrived = set()        # thread ids waiting at the barrier
         turn = 0
         while True:
-            runnable = [w for w in warps[turn:] + warps[:turn] if w.stack and not w.waiting]
-            if not runnable:
+            warp = _next_runnable(warps, turn)
+            if warp is None:
                 if any(w.waiting for w in warps):
                     self._deadlock(cta, warps)
                 return
-            warp = runnable[0]
             self._pass(warp, ctx)
             turn = (warp.index + 1) % len(warps)
             if self.arrived and len(self.arrived) == self.live:
