@@ -271,3 +271,30 @@ def test_check_program_rom_limit():
     prog = isa.Program("big", [_block(1)] * (isa.ROM_BLOCKS + 1), [])
     with pytest.raises(isa.MachineLimitError, match=f"{isa.ROM_BLOCKS + 1} ROM blocks; the ROM holds {isa.ROM_BLOCKS}"):
         isa.check_program(prog)
+
+
+# --- docs/isa.md stays in step with the constants ---------------------------------
+def limits_table() -> str:
+    """The limits table of docs/isa.md, rendered from isa.py's values."""
+    rows = [
+        ("LANES", isa.LANES, "threads per warp (`warpSize`)"),
+        ("NUM_REGS", isa.NUM_REGS, "registers per lane, r0 included"),
+        ("USABLE_REGS", isa.USABLE_REGS, "registers a kernel may allocate (r1..r15)"),
+        ("MAX_WARPS", isa.MAX_WARPS, "warps per thread block"),
+        ("MAX_BLOCK_THREADS", isa.MAX_BLOCK_THREADS, "threads per thread block"),
+        ("MAX_GRID_BLOCKS", isa.MAX_GRID_BLOCKS, "thread blocks per launch"),
+        ("GLOBAL_WORDS", isa.GLOBAL_WORDS, f"32-bit words of global memory ({4 * isa.GLOBAL_WORDS} bytes)"),
+        ("SHARED_WORDS", isa.SHARED_WORDS, f"32-bit words of shared memory per block ({4 * isa.SHARED_WORDS} bytes)"),
+        ("CONST_WORDS", isa.CONST_WORDS, "32-bit words of CONST space (parameters, then `.const` data)"),
+        ("ROM_BLOCKS", isa.ROM_BLOCKS, "machine blocks in the program ROM"),
+        ("BLOCK_SLOTS", isa.BLOCK_SLOTS, "instructions per machine block, terminator excluded"),
+    ]
+    lines = ["| constant | value | meaning |", "| --- | --- | --- |"]
+    lines += [f"| `{name}` | {value} | {meaning} |" for name, value, meaning in rows]
+    return "\n".join(lines)
+
+
+def test_docs_limits_table_matches_isa():
+    from pathlib import Path
+    doc = (Path(__file__).parent.parent / "docs" / "isa.md").read_text()
+    assert limits_table() in doc, "regenerate the table: python -c 'import tests.test_isa as t; print(t.limits_table())'"
