@@ -1,0 +1,1444 @@
+"""Lower a parsed PTX kernel to an isa.Program.
+
+Pipeline (docs/lowering.md describes each stage):
+  1. layout      parameters -> CONST words, .const/.global/.shared variables -> addresses
+  2. spaces      where each register's address points (for generic ld/st/atom)
+  3. translate   PTX instructions -> virtual IR (unbounded virtual registers,
+                 basic blocks with machine terminators); 64-bit values become
+                 register pairs, 8/16-bit values live zero-extended in one register
+  4. clean up    constant propagation, dead-code elimination, CFG simplification
+  5. regalloc    liveness, interference graph, colouring into r1..r15
+  6. blocks      split into machine blocks (<= BLOCK_SLOTS, one unit op last),
+                 fold empty jumps, reconvergence = immediate post-dominator
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from qwengpu import isa
+from qwengpu.errors import CompileError, MachineLimitError, UnsupportedError
+from qwengpu.toolchain import ptx
+from qwengpu.toolchain.cfg import immediate_post_dominators
+
+Op, Imm, Term = isa.Op, isa.Imm, isa.Term
+M32 = isa.MASK32
+TYPE_BITS = ptx.TYPE_BITS
+SREG_INDEX = {f"%{r}.{c}": isa.SReg[f"{r.upper()}_{c.upper()}"] for r in ("tid", "ntid", "ctaid", "nctaid")
+              for c in "xyz"} | {"%laneid": isa.SReg.LANEID, "%warpid": isa.SReg.WARPID}
+SPACES = {"global": isa.Space.GLOBAL, "shared": isa.Space.SHARED, "const": isa.Space.CONST}
+
+
+def _mask(bits: int) -> int:
+    return (1 << bits) - 1 if bits < 32 else M32
+
+
+# ---------------------------------------------------------------------------
+# Virtual IR
+# ---------------------------------------------------------------------------
+@dataclass
+class VInstr:
+    op: Op
+    dst: int | None            # virtual register (None: no result)
+    srcs: list                 # int (virtual register) | isa.Imm
+    mod: object = None
+    line: int = 0
+
+
+@dataclass
+class VTerm:
+    kind: Term
+    target: int = -1
+    cond: int | None = None
+    fallthrough: int = -1
+
+    def succs(self) -> list[int]:
+        if self.kind is Term.BRC:
+            return [self.target, self.fallthrough]
+        return [] if self.kind is Term.EXIT else [self.target]
+
+
+@dataclass
+class VBlock:
+    instrs: list[VInstr] = field(default_factory=list)
+    term: VTerm | None = None
+
+
+# ---------------------------------------------------------------------------
+# Kernel lookup
+# ---------------------------------------------------------------------------
+def plain_name(name: str) -> str:
+    """`_Z6vecAddPiS_i` -> `vecAdd`; `_ZN2ns3fooEv` -> `foo`; others unchanged."""
+    m = re.match(r"_Z(\d+)", name)
+    if m:
+        n = int(m.group(1))
+        return name[m.end():m.end() + n]
+    if name.startswith("_ZN"):
+        rest, last = name[3:], name
+        while (m := re.match(r"(\d+)", rest)):
+            n = int(m.group(1))
+            last, rest = rest[m.end():m.end() + n], rest[m.end() + n:]
+        return last
+    return name
+
+
+def find_kernel(module: ptx.Module, kernel_name: str) -> ptx.Function:
+    kernels = module.kernels
+    if kernel_name in kernels:
+        return kernels[kernel_name]
+    found = [k for n, k in kernels.items() if plain_name(n) == kernel_name]
+    if len(found) == 1:
+        return found[0]
+    listing = ", ".join(sorted(plain_name(n) for n in kernels)) or "none"
+    if found:
+        raise CompileError(f"kernel name {kernel_name} is ambiguous: {', '.join(k.name for k in found)}")
+    raise CompileError(f"no kernel named {kernel_name} in the PTX; available kernels: {listing}")
+
+
+# ---------------------------------------------------------------------------
+# Memory layout
+# ---------------------------------------------------------------------------
+def _pack_words(var: ptx.Variable) -> dict[int, int]:
+    """Variable initialiser -> {word offset: value} (little-endian bytes)."""
+    data = bytearray(max(var.size, 4 * ((var.size + 3) // 4)))
+    eb = var.elem_bytes
+    for i, v in enumerate(var.init or []):
+        data[i * eb:(i + 1) * eb] = (v & ((1 << (8 * eb)) - 1)).to_bytes(eb, "little")
+    return {w: int.from_bytes(data[4 * w:4 * w + 4], "little") for w in range(len(data) // 4)
+            if any(data[4 * w:4 * w + 4])}
+
+
+@dataclass
+class Layout:
+    symbols: dict[str, tuple[str, int]]     # name -> (space, byte address)
+    params: list[isa.Param]
+    param_bits: dict[str, int]
+    const_init: dict[int, int]
+    global_init: dict[int, int]
+    static_global_words: int
+    shared_words: int
+
+
+def _referenced(fn: ptx.Function) -> set[str]:
+    names = set()
+
+    def visit(o):
+        if isinstance(o, ptx.Sym):
+            names.add(o.name)
+        elif isinstance(o, ptx.Addr) and isinstance(o.base, ptx.Sym):
+            names.add(o.base.name)
+        elif isinstance(o, ptx.Vec):
+            for x in o.items:
+                visit(x)
+    for ins in fn.body:
+        if isinstance(ins, ptx.Instruction):
+            for o in ins.operands:
+                visit(o)
+    return names
+
+
+def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
+    symbols, params, param_bits = {}, [], {}
+    for i, p in enumerate(fn.params):
+        if p.size > 8:
+            raise UnsupportedError(f"line {p.line}: parameter {p.name} is {p.size} bytes; "
+                                   "only scalars and pointers (one word each) are supported")
+        params.append(isa.Param(p.name, i, TYPE_BITS[p.type]))
+        param_bits[p.name] = TYPE_BITS[p.type]
+        symbols[p.name] = ("param", 4 * i)
+    next_byte = {"const": 4 * len(params), "global": 0, "shared": 0}
+    inits = {"const": {}, "global": {}, "shared": {}}
+    used = _referenced(fn)
+    variables = [v for v in module.variables if v.space != "shared" or v.name in used] + fn.variables
+    dynamic = []
+    for var in variables:
+        if var.space not in next_byte:
+            raise UnsupportedError(f"line {var.line}: .{var.space} variable {var.name} is not supported")
+        if var.extern and var.space == "shared" and var.size == 0:
+            dynamic.append(var)
+            continue
+        align = max(4, var.align)
+        addr = -(-next_byte[var.space] // align) * align
+        symbols[var.name] = (var.space, addr)
+        next_byte[var.space] = addr + max(var.size, 1)
+        if var.init:
+            for w, v in _pack_words(var).items():
+                inits[var.space][addr // 4 + w] = v
+    words = {s: -(-b // 4) for s, b in next_byte.items()}
+    shared_words = words["shared"]
+    for var in dynamic:   # dynamic shared memory: whatever the static variables leave
+        symbols[var.name] = ("shared", 4 * shared_words)
+    if dynamic:
+        shared_words = max(shared_words, isa.SHARED_WORDS)
+    return Layout(symbols, params, param_bits, inits["const"], inits["global"], words["global"], shared_words)
+
+
+# ---------------------------------------------------------------------------
+# Address spaces of registers (for generic addressing)
+# ---------------------------------------------------------------------------
+_PARAM_PTR, _CONFLICT = "param", "conflict"
+_ADDRESS_OPS = {"mov", "cvta", "cvt", "add", "sub", "mad", "mul", "selp", "and", "or", "shl", "bfi"}
+
+
+def _join(a, b):
+    if a is None or a == b:
+        return b
+    if b is None:
+        return a
+    if a == _PARAM_PTR:
+        return b
+    if b == _PARAM_PTR:
+        return a
+    return _CONFLICT
+
+
+def register_spaces(fn: ptx.Function, symbols: dict) -> dict[str, str]:
+    """Flow-insensitive: the space each register's address value may point
+    into. Kernel parameters count as (weak) global pointers; shared/const
+    variable addresses and cvta conversions are definite."""
+    tags: dict[str, str] = {}
+
+    def tag_of(o):
+        if isinstance(o, ptx.Reg):
+            return tags.get(o.name)
+        sym = o.name if isinstance(o, ptx.Sym) else (o.base.name if isinstance(o, ptx.Addr) and
+                                                      isinstance(o.base, ptx.Sym) else None)
+        if sym in symbols and symbols[sym][0] != "param":
+            return symbols[sym][0]
+        return None
+
+    changed = True
+    while changed:
+        changed = False
+        for ins in fn.body:
+            if not isinstance(ins, ptx.Instruction) or not ins.operands or not isinstance(ins.operands[0], ptx.Reg):
+                continue
+            parts = ins.parts
+            base, d = parts[0], ins.operands[0].name
+            t = None
+            if base == "cvta":
+                t = next((s for s in ("global", "shared", "const") if s in parts), None)
+            elif base == "ld" and "param" in parts:
+                t = _PARAM_PTR
+            elif base in _ADDRESS_OPS:
+                for o in ins.operands[1:]:
+                    t = _join(t, tag_of(o))
+            new = _join(tags.get(d), t)
+            if new != tags.get(d):
+                tags[d] = new
+                changed = True
+    return tags
+
+
+# ---------------------------------------------------------------------------
+# Translation
+# ---------------------------------------------------------------------------
+class _Translator:
+    def __init__(self, module: ptx.Module, fn: ptx.Function, lay: Layout):
+        self.module, self.fn, self.lay = module, fn, lay
+        self.spaces = register_spaces(fn, lay.symbols)
+        self.blocks: list[VBlock] = [VBlock()]
+        self.cur = 0
+        self.labels: dict[str, int] = {}
+        self.nvreg = 0
+        self.regs: dict[str, list[int]] = {}
+        self.temps: set[int] = set()
+        self.alias: dict[int, int] = {}
+        self.guard = None          # (pred vreg, negated) while lowering a predicated ALU op
+        self.pending: list[tuple[int, int]] = []
+        self.ins: ptx.Instruction | None = None
+
+    # -- errors ----------------------------------------------------------------
+    def unsupported(self, what: str):
+        line = self.ins.line if self.ins else self.fn.line
+        raise UnsupportedError(f"line {line}: {what} (kernel {self.fn.name})")
+
+    # -- virtual registers -----------------------------------------------------
+    def new_vreg(self) -> int:
+        self.nvreg += 1
+        return self.nvreg
+
+    def reg_bits(self, name: str) -> int:
+        return TYPE_BITS[self.fn.regs[name]]
+
+    def vregs(self, name: str) -> list[int]:
+        if name not in self.regs:
+            n = 2 if self.reg_bits(name) == 64 else 1
+            self.regs[name] = [self.new_vreg() for _ in range(n)]
+        return self.regs[name]
+
+    # -- emission --------------------------------------------------------------
+    @property
+    def block(self) -> VBlock:
+        return self.blocks[self.cur]
+
+    def emit(self, op: Op, *srcs, mod=None, dst: int | None = None, result: bool = True):
+        srcs = [self.alias.get(s, s) if isinstance(s, int) else s for s in srcs]
+        if op.kind is isa.Kind.ALU and op is not Op.MOV:
+            folded = _simplify(op, srcs)
+            if folded is not None:
+                return folded if dst is None else self.emit(Op.MOV, folded, dst=dst)
+        if dst is None and result:
+            dst = self.new_vreg()
+            self.temps.add(dst)
+        self.block.instrs.append(VInstr(op, dst, list(srcs), mod, self.ins.line if self.ins else 0))
+        return dst
+
+    def assign(self, target: int, value) -> None:
+        value = self.alias.get(value, value) if isinstance(value, int) else value
+        last = self.block.instrs[-1] if self.block.instrs else None
+        if isinstance(value, int) and value in self.temps and last is not None and last.dst == value:
+            last.dst = target          # write the result straight into the register
+            self.temps.discard(value)
+            self.alias[value] = target
+        elif value != target:
+            self.emit(Op.MOV, value, dst=target)
+
+    def terminate(self, term: VTerm) -> None:
+        if self.block.term is None:
+            self.block.term = term
+
+    def new_block(self) -> int:
+        self.blocks.append(VBlock())
+        return len(self.blocks) - 1
+
+    def switch_to(self, b: int) -> None:
+        """Continue in block b; an unterminated current block falls through to it."""
+        self.terminate(VTerm(Term.JMP, b))
+        self.cur = b
+
+    def label_block(self, name: str) -> int:
+        if name not in self.labels:
+            self.labels[name] = self.new_block()
+        return self.labels[name]
+
+    # -- operands --------------------------------------------------------------
+    def sym_address(self, name: str) -> int:
+        if name not in self.lay.symbols:
+            self.unsupported(f"unknown symbol {name}")
+        return self.lay.symbols[name][1]
+
+    def read(self, o, bits: int) -> list:
+        """Operand value at `bits`: one canonical (zero-extended) word, or a
+        (lo, hi) pair for 64 bits."""
+        if isinstance(o, ptx.Imm):
+            if o.is_float:
+                self.unsupported("floating-point operands are not supported")
+            v = o.value
+            return [Imm(v & M32), Imm((v >> 32) & M32)] if bits == 64 else [Imm(v & _mask(bits))]
+        if isinstance(o, ptx.Reg):
+            vs, rw = self.vregs(o.name), self.reg_bits(o.name)
+            if bits == 64:
+                return list(vs) if rw == 64 else [vs[0], Imm(0)]
+            v = vs[0]
+            if bits < 32 and rw > bits:
+                v = self.emit(Op.AND, v, Imm(_mask(bits)))
+            return [v]
+        if isinstance(o, ptx.SpecialReg):
+            if o.name not in SREG_INDEX:
+                self.unsupported(f"special register {o.name} is not supported")
+            v = self.emit(Op.S2R, Imm(int(SREG_INDEX[o.name])))
+            return [v, Imm(0)] if bits == 64 else [v]
+        if isinstance(o, ptx.Sym) or isinstance(o, ptx.Addr) and isinstance(o.base, ptx.Sym):
+            name, off = (o.name, 0) if isinstance(o, ptx.Sym) else (o.base.name, o.offset)
+            a = Imm(self.sym_address(name) + off)
+            return [a, Imm(0)] if bits == 64 else [a]
+        if isinstance(o, ptx.Not):
+            return [self.emit(Op.XOR, self.read(o.reg, 1)[0], Imm(1))]
+        self.unsupported(f"operand {o} is not supported here")
+
+    def read1(self, o, bits: int):
+        return self.read(o, bits)[0]
+
+    def put(self, o, values: list, bits: int, signed: bool = False) -> None:
+        """Write a result computed at `bits` (canonical) into register o,
+        extending or truncating to the register's width."""
+        if isinstance(o, ptx.Sink):
+            return
+        if not isinstance(o, ptx.Reg):
+            self.unsupported(f"destination {o} is not a register")
+        rw = self.reg_bits(o.name)
+        lo = values[0]
+        if rw == 64:
+            if bits == 64:
+                out = list(values)
+            else:
+                if signed:
+                    lo = self.sext(lo, bits)
+                out = [lo, self.emit(Op.SRA, lo, Imm(31)) if signed else Imm(0)]
+        elif rw == 32:
+            out = [self.sext(lo, bits) if signed and bits < 32 else lo]
+        elif rw == 1:
+            out = [lo]
+        else:
+            if bits < rw and signed:
+                lo = self.emit(Op.AND, self.sext(lo, bits), Imm(_mask(rw)))
+            elif bits > rw:
+                lo = self.emit(Op.AND, lo, Imm(_mask(rw)))
+            out = [lo]
+        targets = self.vregs(o.name)
+        if self.guard is not None:       # predicated: compute into temporaries, SEL afterwards
+            temps = [self.new_vreg() for _ in targets]
+            self.pending += list(zip(targets, temps))
+            targets = temps
+        for k, (t, v) in enumerate(zip(targets, out)):
+            if v in out[k + 1:]:        # the same value goes to two halves: copy, don't rename
+                self.emit(Op.MOV, v, dst=t)
+            else:
+                self.assign(t, v)
+
+    # -- small helpers ---------------------------------------------------------
+    def sext(self, v, bits: int):
+        return v if bits >= 32 else self.emit(Op.BFE, v, Imm(0), Imm(bits))
+
+    def ext(self, v, bits: int, signed: bool):
+        return self.sext(v, bits) if signed else v
+
+    def trunc(self, v, bits: int):
+        return v if bits >= 32 else self.emit(Op.AND, v, Imm(_mask(bits)))
+
+    # -- the body --------------------------------------------------------------
+    def run(self) -> list[VBlock]:
+        for item in self.fn.body:
+            if isinstance(item, ptx.Label):
+                self.switch_to(self.label_block(item.name))
+                continue
+            self.ins = item
+            if self.block.term is not None:     # code after ret/bra: unreachable unless labelled
+                self.cur = self.new_block()
+            self.instruction(item)
+        self.ins = None
+        self.terminate(VTerm(Term.EXIT))
+        for b in self.blocks:
+            if b.term is None:
+                b.term = VTerm(Term.EXIT)
+        return self.blocks
+
+    def instruction(self, ins: ptx.Instruction) -> None:
+        parts = ins.parts
+        base = parts[0]
+        handler = getattr(self, f"op_{base}", None)
+        if handler is None:
+            self.unsupported(f"instruction {ins.opcode} is not supported")
+        floats = [p for p in parts[1:] if p in ("f16", "f32", "f64", "bf16", "f16x2")]
+        if floats:
+            self.unsupported(f"floating point ({ins.opcode}) is not supported")
+        for bad in ("sat", "cc"):
+            if bad in parts[1:]:
+                self.unsupported(f"{ins.opcode}: .{bad} is not supported")
+        if base in ("addc", "subc"):
+            self.unsupported(f"{ins.opcode}: carry chains are not supported")
+        if ins.pred is None:
+            handler(ins, parts)
+        elif base in _PURE_OPS:
+            self.guarded_alu(ins, parts, handler)
+        elif base == "bra":
+            handler(ins, parts)
+        else:
+            self.guarded_region(ins, parts, handler)
+
+    def pred_vreg(self, ins) -> int:
+        return self.vregs(ins.pred.name)[0]
+
+    def guarded_alu(self, ins, parts, handler) -> None:
+        """@p d = op(...): compute into temporaries, then d = p ? new : d."""
+        p = self.pred_vreg(ins)
+        self.guard, self.pending = (p, ins.pred_negated), []
+        handler(ins, parts)
+        self.guard = None
+        for real, temp in self.pending:
+            a, b = (real, temp) if ins.pred_negated else (temp, real)
+            self.emit(Op.SEL, p, a, b, dst=real)
+        self.pending = []
+
+    def guarded_region(self, ins, parts, handler) -> None:
+        """@p op with side effects: a conditional region around it."""
+        p = self.pred_vreg(ins)
+        then, join = self.new_block(), self.new_block()
+        t, f = (join, then) if ins.pred_negated else (then, join)
+        self.terminate(VTerm(Term.BRC, t, p, f))
+        self.cur = then
+        handler(ins, parts)
+        self.switch_to(join)
+
+    # -- types -----------------------------------------------------------------
+    def itype(self, parts, k: int = -1) -> tuple[int, bool]:
+        types = [p for p in parts[1:] if p in TYPE_BITS]
+        if not types:
+            self.unsupported(f"{'.'.join(parts)} has no type")
+        t = types[k]
+        return TYPE_BITS[t], t.startswith("s")
+
+    # ========================================================================
+    # Data movement
+    # ========================================================================
+    def op_mov(self, ins, parts):
+        bits, _ = self.itype(parts)
+        d, a = ins.operands
+        if isinstance(d, ptx.Vec):       # unpack: mov.b64 {lo, hi}, %rd
+            n = len(d.items)
+            self.unpack(d.items, self.read(a, bits), bits // n)
+        elif isinstance(a, ptx.Vec):     # pack: mov.b64 %rd, {lo, hi}
+            n = len(a.items)
+            self.put(d, self.pack([self.read1(x, bits // n) for x in a.items], bits // n, bits), bits)
+        else:
+            self.put(d, self.read(a, bits), bits)
+
+    def pack(self, items: list, ebits: int, bits: int) -> list:
+        words = []
+        per = 32 // ebits if ebits < 32 else 1
+        for w in range(0, len(items), per):
+            acc = Imm(0)
+            for k, v in enumerate(items[w:w + per]):
+                acc = self.emit(Op.OR, acc, self.emit(Op.SHL, v, Imm(k * ebits)))
+            words.append(acc)
+        return words
+
+    def unpack(self, dsts, words: list, ebits: int) -> None:
+        for k, d in enumerate(dsts):
+            if ebits >= 32:
+                self.put(d, [words[k]], 32)
+            else:
+                per = 32 // ebits
+                w = words[k // per]
+                self.put(d, [self.emit(Op.BFEU, w, Imm((k % per) * ebits), Imm(ebits))], ebits)
+
+    def op_cvta(self, ins, parts):
+        bits, _ = self.itype(parts)
+        d, a = ins.operands
+        self.put(d, self.read(a, bits), bits)
+
+    def op_cvt(self, ins, parts):
+        types = [p for p in parts[1:] if p in TYPE_BITS]
+        if len(types) != 2:
+            self.unsupported(f"{ins.opcode}: expected cvt.dtype.stype")
+        db, ds = TYPE_BITS[types[0]], types[0].startswith("s")
+        sb, ss = TYPE_BITS[types[1]], types[1].startswith("s")
+        d, a = ins.operands
+        v = self.read(a, sb)
+        if db == 64:
+            if sb == 64:
+                out = v
+            else:
+                lo = self.ext(v[0], sb, ss)
+                out = [lo, self.emit(Op.SRA, lo, Imm(31)) if ss else Imm(0)]
+        else:
+            lo = v[0]
+            if sb < db and ss:
+                lo = self.sext(lo, sb)
+            out = [self.trunc(lo, db)]
+        self.put(d, out, db, ds)
+
+    def op_selp(self, ins, parts):
+        bits, _ = self.itype(parts)
+        d, a, b, c = ins.operands
+        p = self.read1(c, 1)
+        av, bv = self.read(a, bits), self.read(b, bits)
+        self.put(d, [self.emit(Op.SEL, p, x, y) for x, y in zip(av, bv)], bits)
+
+    def op_slct(self, ins, parts):
+        bits, _ = self.itype(parts, 0)
+        d, a, b, c = ins.operands
+        f = self.emit(Op.SETGE, self.read1(c, 32), Imm(0))
+        av, bv = self.read(a, bits), self.read(b, bits)
+        self.put(d, [self.emit(Op.SEL, f, x, y) for x, y in zip(av, bv)], bits)
+
+    # ========================================================================
+    # Integer arithmetic
+    # ========================================================================
+    def binary(self, ins, parts, op32, op64=None, signed_inputs=False):
+        bits, signed = self.itype(parts)
+        d, a, b = ins.operands
+        av, bv = self.read(a, bits), self.read(b, bits)
+        if bits == 64:
+            if op64 is None:
+                self.unsupported(f"{ins.opcode}: 64-bit form is not supported")
+            out = op64(av, bv)
+        elif bits == 1:
+            out = [self.emit(op32, av[0], bv[0])]
+        else:
+            x, y = av[0], bv[0]
+            if signed_inputs and signed:
+                x, y = self.sext(x, bits), self.sext(y, bits)
+            out = [self.trunc(self.emit(op32, x, y), bits)]
+        self.put(d, out, bits)
+
+    def op_add(self, ins, parts):
+        self.binary(ins, parts, Op.ADD, self.add64)
+
+    def op_sub(self, ins, parts):
+        self.binary(ins, parts, Op.SUB, self.sub64)
+
+    def op_and(self, ins, parts):
+        self.binary(ins, parts, Op.AND, lambda a, b: [self.emit(Op.AND, x, y) for x, y in zip(a, b)])
+
+    def op_or(self, ins, parts):
+        self.binary(ins, parts, Op.OR, lambda a, b: [self.emit(Op.OR, x, y) for x, y in zip(a, b)])
+
+    def op_xor(self, ins, parts):
+        self.binary(ins, parts, Op.XOR, lambda a, b: [self.emit(Op.XOR, x, y) for x, y in zip(a, b)])
+
+    def op_div(self, ins, parts):
+        signed = self.itype(parts)[1]
+        self.binary(ins, parts, Op.DIV if signed else Op.DIVU, signed_inputs=True)
+
+    def op_rem(self, ins, parts):
+        signed = self.itype(parts)[1]
+        self.binary(ins, parts, Op.REM if signed else Op.REMU, signed_inputs=True)
+
+    def op_min(self, ins, parts):
+        signed = self.itype(parts)[1]
+        self.binary(ins, parts, Op.MIN if signed else Op.MINU, lambda a, b: self.minmax64(a, b, signed, True),
+                    signed_inputs=True)
+
+    def op_max(self, ins, parts):
+        signed = self.itype(parts)[1]
+        self.binary(ins, parts, Op.MAX if signed else Op.MAXU, lambda a, b: self.minmax64(a, b, signed, False),
+                    signed_inputs=True)
+
+    def add64(self, a, b):
+        lo = self.emit(Op.ADD, a[0], b[0])
+        carry = self.emit(Op.SETLTU, lo, a[0])
+        return [lo, self.emit(Op.ADD, self.emit(Op.ADD, a[1], b[1]), carry)]
+
+    def sub64(self, a, b):
+        borrow = self.emit(Op.SETLTU, a[0], b[0])
+        lo = self.emit(Op.SUB, a[0], b[0])
+        return [lo, self.emit(Op.SUB, self.emit(Op.SUB, a[1], b[1]), borrow)]
+
+    def mul64(self, a, b):
+        lo = self.emit(Op.MUL, a[0], b[0])
+        hi = self.emit(Op.MULHIU, a[0], b[0])
+        hi = self.emit(Op.ADD, hi, self.emit(Op.MUL, a[0], b[1]))
+        return [lo, self.emit(Op.ADD, hi, self.emit(Op.MUL, a[1], b[0]))]
+
+    def minmax64(self, a, b, signed, is_min):
+        lt = self.cmp64("lt" if signed else "lo", a, b)
+        x, y = (a, b) if is_min else (b, a)
+        return [self.emit(Op.SEL, lt, x[0], y[0]), self.emit(Op.SEL, lt, x[1], y[1])]
+
+    def op_mul(self, ins, parts):
+        self.multiply(ins, parts, addend=None)
+
+    def op_mad(self, ins, parts):
+        self.multiply(ins, parts, addend=ins.operands[3])
+
+    def op_mul24(self, ins, parts):
+        self.multiply(ins, parts, addend=None, bits24=True)
+
+    def op_mad24(self, ins, parts):
+        self.multiply(ins, parts, addend=ins.operands[3], bits24=True)
+
+    def multiply(self, ins, parts, addend, bits24=False):
+        mode = next((p for p in parts[1:] if p in ("lo", "hi", "wide")), "lo")
+        bits, signed = self.itype(parts)
+        d, a, b = ins.operands[:3]
+        av, bv = self.read(a, bits), self.read(b, bits)
+        if bits24:
+            if mode != "lo":
+                self.unsupported(f"{ins.opcode} is not supported")
+            av = [self.emit(Op.BFE if signed else Op.BFEU, av[0], Imm(0), Imm(24))]
+            bv = [self.emit(Op.BFE if signed else Op.BFEU, bv[0], Imm(0), Imm(24))]
+        if mode == "wide":
+            if bits == 32:
+                out = [self.emit(Op.MUL, av[0], bv[0]), self.emit(Op.MULHI if signed else Op.MULHIU, av[0], bv[0])]
+            elif bits < 32:
+                out = [self.trunc(self.emit(Op.MUL, self.ext(av[0], bits, signed), self.ext(bv[0], bits, signed)),
+                                  2 * bits)]
+            else:
+                self.unsupported(f"{ins.opcode} (128-bit result) is not supported")
+            rbits = 2 * bits
+        elif bits == 64:
+            if mode == "hi":
+                self.unsupported(f"{ins.opcode}: 64-bit mul.hi is not supported")
+            out, rbits = self.mul64(av, bv), 64
+        elif mode == "hi":
+            if bits == 32:
+                out = [self.emit(Op.MULHI if signed else Op.MULHIU, av[0], bv[0])]
+            else:
+                p = self.emit(Op.MUL, self.ext(av[0], bits, signed), self.ext(bv[0], bits, signed))
+                out = [self.trunc(self.emit(Op.SHR, p, Imm(bits)), bits)]
+            rbits = bits
+        else:
+            out, rbits = [self.trunc(self.emit(Op.MUL, av[0], bv[0]), bits)], bits
+        if addend is not None:
+            c = self.read(addend, rbits)
+            out = self.add64(out, c) if rbits == 64 else [self.trunc(self.emit(Op.ADD, out[0], c[0]), rbits)]
+        self.put(d, out, rbits)
+
+    def op_neg(self, ins, parts):
+        bits, _ = self.itype(parts)
+        d, a = ins.operands
+        av = self.read(a, bits)
+        if bits == 64:
+            out = self.sub64([Imm(0), Imm(0)], av)
+        else:
+            out = [self.trunc(self.emit(Op.SUB, Imm(0), av[0]), bits)]
+        self.put(d, out, bits)
+
+    def op_abs(self, ins, parts):
+        bits, _ = self.itype(parts)
+        d, a = ins.operands
+        av = self.read(a, bits)
+        if bits == 64:
+            sign = self.emit(Op.SRA, av[1], Imm(31))
+            x = [self.emit(Op.XOR, av[0], sign), self.emit(Op.XOR, av[1], sign)]
+            out = self.sub64(x, [sign, sign])
+        else:
+            x = self.sext(av[0], bits)
+            out = [self.trunc(self.emit(Op.MAX, x, self.emit(Op.SUB, Imm(0), x)), bits)]
+        self.put(d, out, bits)
+
+    def op_not(self, ins, parts):
+        bits, _ = self.itype(parts)
+        d, a = ins.operands
+        m = 1 if bits == 1 else _mask(bits)
+        self.put(d, [self.emit(Op.XOR, v, Imm(m if bits < 64 else M32)) for v in self.read(a, bits)], bits)
+
+    def op_cnot(self, ins, parts):
+        bits, _ = self.itype(parts)
+        d, a = ins.operands
+        av = self.read(a, bits)
+        x = self.emit(Op.OR, av[0], av[1]) if bits == 64 else av[0]
+        self.put(d, [self.emit(Op.SETEQ, x, Imm(0))] + ([Imm(0)] if bits == 64 else []), bits)
+
+    # -- shifts ----------------------------------------------------------------
+    def op_shl(self, ins, parts):
+        self.shift(ins, parts, "shl")
+
+    def op_shr(self, ins, parts):
+        bits, signed = self.itype(parts)
+        self.shift(ins, parts, "sra" if signed else "shr")
+
+    def shift(self, ins, parts, kind):
+        bits, _ = self.itype(parts)
+        d, a, b = ins.operands
+        av, n = self.read(a, bits), self.read1(b, 32)
+        if bits == 64:
+            out = self.shift64(kind, av, n)
+        else:
+            x = av[0]
+            if kind == "sra":
+                x = self.sext(x, bits)
+            op = {"shl": Op.SHL, "shr": Op.SHR, "sra": Op.SRA}[kind]
+            out = [self.trunc(self.emit(op, x, n), bits)]
+        self.put(d, out, bits)
+
+    def shift64(self, kind, a, n):
+        lo, hi = a
+        if isinstance(n, Imm):        # constant amount: pick the halves at compile time
+            k = min(n.value, 64)
+            if kind == "shl":
+                if k >= 32:
+                    return [Imm(0), self.emit(Op.SHL, lo, Imm(k - 32))]
+                return [self.emit(Op.SHL, lo, Imm(k)),
+                        self.emit(Op.OR, self.emit(Op.SHL, hi, Imm(k)), self.emit(Op.SHR, lo, Imm(32 - k)))]
+            fill = Imm(0) if kind == "shr" else self.emit(Op.SRA, hi, Imm(31))
+            hop = Op.SHR if kind == "shr" else Op.SRA
+            if k >= 32:
+                return [self.emit(hop, hi, Imm(min(k - 32, 32))) if k < 64 else fill, fill]
+            return [self.emit(Op.OR, self.emit(Op.SHR, lo, Imm(k)), self.emit(Op.SHL, hi, Imm(32 - k))),
+                    self.emit(hop, hi, Imm(k))]
+        # variable amount: ISA shifts give 0 (SRA: the sign) for amounts >= 32,
+        # so the "wrong" half of each formula vanishes on its own.
+        up = self.emit(Op.SUB, Imm(32), n)         # 32 - n (huge when n > 32)
+        down = self.emit(Op.SUB, n, Imm(32))       # n - 32 (huge when n < 32)
+        if kind == "shl":
+            hi2 = self.emit(Op.OR, self.emit(Op.SHL, hi, n), self.emit(Op.SHR, lo, up))
+            hi2 = self.emit(Op.OR, hi2, self.emit(Op.SHL, lo, down))
+            return [self.emit(Op.SHL, lo, n), hi2]
+        lo2 = self.emit(Op.OR, self.emit(Op.SHR, lo, n), self.emit(Op.SHL, hi, up))
+        if kind == "shr":
+            return [self.emit(Op.OR, lo2, self.emit(Op.SHR, hi, down)), self.emit(Op.SHR, hi, n)]
+        big = self.emit(Op.SETGEU, n, Imm(32))
+        lo2 = self.emit(Op.SEL, big, self.emit(Op.SRA, hi, down), lo2)
+        return [lo2, self.emit(Op.SRA, hi, n)]
+
+    def op_shf(self, ins, parts):
+        """Funnel shift: shf.{l,r}.{wrap,clamp}.b32 d, a, b, c over the pair b:a."""
+        d, a, b, c = ins.operands
+        av, bv, n = self.read1(a, 32), self.read1(b, 32), self.read1(c, 32)
+        n = self.emit(Op.AND, n, Imm(31)) if "wrap" in parts else self.emit(Op.MINU, n, Imm(32))
+        back = self.emit(Op.SUB, Imm(32), n)
+        if "l" in parts:
+            out = self.emit(Op.OR, self.emit(Op.SHL, bv, n), self.emit(Op.SHR, av, back))
+        else:
+            out = self.emit(Op.OR, self.emit(Op.SHR, av, n), self.emit(Op.SHL, bv, back))
+        self.put(d, [out], 32)
+
+    # -- bit operations --------------------------------------------------------
+    def op_popc(self, ins, parts):
+        bits, _ = self.itype(parts)
+        d, a = ins.operands
+        av = self.read(a, bits)
+        v = self.emit(Op.POPC, av[0])
+        if bits == 64:
+            v = self.emit(Op.ADD, v, self.emit(Op.POPC, av[1]))
+        self.put(d, [v], 32)
+
+    def op_clz(self, ins, parts):
+        bits, _ = self.itype(parts)
+        d, a = ins.operands
+        av = self.read(a, bits)
+        if bits == 64:
+            hz = self.emit(Op.SETEQ, av[1], Imm(0))
+            v = self.emit(Op.SEL, hz, self.emit(Op.ADD, self.emit(Op.CLZ, av[0]), Imm(32)), self.emit(Op.CLZ, av[1]))
+        else:
+            v = self.emit(Op.CLZ, av[0])
+        self.put(d, [v], 32)
+
+    def op_brev(self, ins, parts):
+        bits, _ = self.itype(parts)
+        d, a = ins.operands
+        av = self.read(a, bits)
+        out = [self.emit(Op.BREV, av[1]), self.emit(Op.BREV, av[0])] if bits == 64 else [self.emit(Op.BREV, av[0])]
+        self.put(d, out, bits)
+
+    def op_bfe(self, ins, parts):
+        bits, signed = self.itype(parts)
+        if bits != 32:
+            self.unsupported(f"{ins.opcode}: only 32-bit bfe is supported")
+        d, a, b, c = ins.operands
+        self.put(d, [self.emit(Op.BFE if signed else Op.BFEU, self.read1(a, 32), self.read1(b, 32),
+                               self.read1(c, 32))], 32)
+
+    def op_bfi(self, ins, parts):
+        """bfi d, a, b, pos, len: b with bits [pos, pos+len) taken from a."""
+        bits, _ = self.itype(parts)
+        d, a, b, c, n = ins.operands
+        av, bv = self.read(a, bits), self.read(b, bits)
+        pos, ln = self.read1(c, 32), self.read1(n, 32)
+        if isinstance(pos, Imm) and isinstance(ln, Imm):
+            p, length = pos.value & 0xFF, ln.value & 0xFF
+            m = (((1 << length) - 1) << p) & ((1 << bits) - 1)
+            moved = self.shift64("shl", av, Imm(p)) if bits == 64 else [self.emit(Op.SHL, av[0], Imm(p))]
+            out = []
+            for k, (x, y) in enumerate(zip(moved, bv)):
+                mk = (m >> (32 * k)) & M32
+                out.append(self.emit(Op.OR, self.emit(Op.AND, y, Imm(~mk & M32)), self.emit(Op.AND, x, Imm(mk))))
+        elif bits == 32:
+            pos = self.emit(Op.AND, pos, Imm(0xFF))
+            ln = self.emit(Op.AND, ln, Imm(0xFF))
+            ones = self.emit(Op.SUB, self.emit(Op.SHL, Imm(1), ln), Imm(1))
+            m = self.emit(Op.SHL, ones, pos)
+            keep = self.emit(Op.AND, bv[0], self.emit(Op.XOR, m, Imm(M32)))
+            out = [self.emit(Op.OR, keep, self.emit(Op.AND, self.emit(Op.SHL, av[0], pos), m))]
+        else:
+            self.unsupported(f"{ins.opcode} with a register position/length is not supported")
+        self.put(d, out, bits)
+
+    def op_prmt(self, ins, parts):
+        """prmt.b32 d, a, b, sel (default mode, immediate selector)."""
+        if len(parts) > 2 and parts[2] != "b32" or parts[1] != "b32":
+            self.unsupported(f"{ins.opcode}: only the default prmt mode is supported")
+        d, a, b, c = ins.operands
+        sel = self.read1(c, 32)
+        if not isinstance(sel, Imm):
+            self.unsupported("prmt with a register selector is not supported")
+        src = [self.read1(a, 32), self.read1(b, 32)]
+        acc = Imm(0)
+        for i in range(4):
+            s = (sel.value >> (4 * i)) & 0xF
+            k = s & 7
+            word, byte = src[k // 4], k % 4
+            if s & 8:   # replicate the byte's sign bit
+                v = self.emit(Op.AND, self.emit(Op.BFE, word, Imm(8 * byte + 7), Imm(1)), Imm(0xFF))
+            else:
+                v = self.emit(Op.BFEU, word, Imm(8 * byte), Imm(8))
+            acc = self.emit(Op.OR, acc, self.emit(Op.SHL, v, Imm(8 * i)))
+        self.put(d, [acc], 32)
+
+    # -- comparisons -----------------------------------------------------------
+    CMP32 = {"eq": (Op.SETEQ, Op.SETEQ), "ne": (Op.SETNE, Op.SETNE), "lt": (Op.SETLT, Op.SETLTU),
+             "le": (Op.SETLE, Op.SETLEU), "gt": (Op.SETGT, Op.SETGTU), "ge": (Op.SETGE, Op.SETGEU),
+             "lo": (Op.SETLTU, Op.SETLTU), "ls": (Op.SETLEU, Op.SETLEU), "hi": (Op.SETGTU, Op.SETGTU),
+             "hs": (Op.SETGEU, Op.SETGEU)}
+
+    def compare(self, cmp: str, a, b, bits: int, signed: bool):
+        if cmp not in self.CMP32:
+            self.unsupported(f"comparison .{cmp} is not supported")
+        if bits == 64:
+            return self.cmp64(cmp if signed or cmp in ("eq", "ne") else
+                              {"lt": "lo", "le": "ls", "gt": "hi", "ge": "hs"}.get(cmp, cmp), a, b)
+        x, y = a[0], b[0]
+        if signed and bits < 32 and cmp not in ("eq", "ne"):
+            x, y = self.sext(x, bits), self.sext(y, bits)
+        return self.emit(self.CMP32[cmp][0 if signed else 1], x, y)
+
+    def cmp64(self, cmp: str, a, b):
+        if cmp in ("eq", "ne"):
+            diff = self.emit(Op.OR, self.emit(Op.XOR, a[0], b[0]), self.emit(Op.XOR, a[1], b[1]))
+            return self.emit(Op.SETEQ if cmp == "eq" else Op.SETNE, diff, Imm(0))
+        swap = cmp in ("gt", "le", "hi", "ls")     # a > b  ==  b < a
+        if swap:
+            a, b = b, a
+        signed = cmp in ("lt", "le", "gt", "ge")
+        strict = cmp in ("lt", "gt", "lo", "hi")
+        # a < b: high words decide unless equal, then the low words (unsigned)
+        hi_lt = self.emit(Op.SETLT if signed else Op.SETLTU, a[1], b[1])
+        hi_eq = self.emit(Op.SETEQ, a[1], b[1])
+        lo_lt = self.emit(Op.SETLTU, a[0], b[0])
+        lt = self.emit(Op.OR, hi_lt, self.emit(Op.AND, hi_eq, lo_lt))
+        # a > b is b < a; a <= b is !(b < a); a >= b is !(a < b)
+        if strict:
+            return lt
+        return self.emit(Op.XOR, lt, Imm(1))
+
+    def op_setp(self, ins, parts):
+        cmp = parts[1]
+        boolop = next((p for p in parts[2:] if p in ("and", "or", "xor")), None)
+        bits, signed = self.itype(parts)
+        ops = ins.operands
+        d, a, b = ops[:3]
+        flag = self.compare(cmp, self.read(a, bits), self.read(b, bits), bits, signed)
+        inv = None
+        if isinstance(d, ptx.Pair):
+            inv = self.emit(Op.XOR, flag, Imm(1))
+        if boolop:
+            c = self.read1(ops[3], 1)
+            bop = {"and": Op.AND, "or": Op.OR, "xor": Op.XOR}[boolop]
+            flag = self.emit(bop, flag, c)
+            if inv is not None:
+                inv = self.emit(bop, inv, c)
+        if isinstance(d, ptx.Pair):
+            self.put(d.first, [flag], 1)
+            self.put(d.second, [inv], 1)
+        else:
+            self.put(d, [flag], 1)
+
+    def op_set(self, ins, parts):
+        cmp = parts[1]
+        types = [p for p in parts[1:] if p in TYPE_BITS]
+        sbits, ssigned = TYPE_BITS[types[-1]], types[-1].startswith("s")
+        d, a, b = ins.operands[:3]
+        flag = self.compare(cmp, self.read(a, sbits), self.read(b, sbits), sbits, ssigned)
+        boolop = next((p for p in parts[2:] if p in ("and", "or", "xor")), None)
+        if boolop:
+            flag = self.emit({"and": Op.AND, "or": Op.OR, "xor": Op.XOR}[boolop], flag,
+                             self.read1(ins.operands[3], 1))
+        self.put(d, [self.emit(Op.SUB, Imm(0), flag)], 32)
+
+    # ========================================================================
+    # Special registers, memory, warp ops, control flow
+    # ========================================================================
+    def space_of(self, ins, parts, addr) -> str:
+        for s in ("global", "shared", "const", "param", "local"):
+            if s in parts[1:]:
+                if s == "local":
+                    self.unsupported("local memory (the stack) is not supported")
+                return s
+        base = addr.base if isinstance(addr, ptx.Addr) else addr
+        if isinstance(base, ptx.Sym) and base.name in self.lay.symbols:
+            return self.lay.symbols[base.name][0]
+        tag = self.spaces.get(base.name) if isinstance(base, ptx.Reg) else None
+        if tag in ("global", _PARAM_PTR):
+            return "global"
+        if tag in ("shared", "const"):
+            return tag
+        self.unsupported(f"{ins.opcode}: cannot tell whether the generic address "
+                         f"{getattr(base, 'name', base)} points to global or shared memory")
+
+    def address(self, addr) -> tuple:
+        """(base operand, byte offset) of a [..] operand."""
+        if not isinstance(addr, ptx.Addr):
+            addr = ptx.Addr(addr, 0)
+        if addr.base is None:
+            return Imm(addr.offset), 0
+        if isinstance(addr.base, ptx.Sym):
+            return Imm(self.sym_address(addr.base.name) + addr.offset), 0
+        return self.read1(addr.base, 32), addr.offset
+
+    def elements(self, parts) -> int:
+        v = next((p for p in parts if p in ("v2", "v4", "v8")), None)
+        return int(v[1:]) if v else 1
+
+    def op_ld(self, ins, parts):
+        d, addr = ins.operands
+        space = self.space_of(ins, parts, addr)
+        bits, signed = self.itype(parts)
+        dsts = d.items if isinstance(d, ptx.Vec) else (d,)
+        if space == "param":
+            self.load_param(d, addr, bits)
+            return
+        base, off = self.address(addr)
+        for k, dk in enumerate(dsts):
+            self.put(dk, self.load(SPACES[space], base, off + k * max(1, bits // 8), bits), bits, signed)
+
+    def load_param(self, d, addr, bits):
+        name = addr.base.name if isinstance(addr, ptx.Addr) else addr.name
+        if name not in self.lay.param_bits:
+            self.unsupported(f"ld.param from {name}, which is not a kernel parameter")
+        byte = self.lay.symbols[name][1]
+        off = addr.offset if isinstance(addr, ptx.Addr) else 0
+        # a parameter is one CONST word; the high word of a 64-bit pointer is 0
+        lo = self.emit(Op.LD, Imm(byte), Imm(0), mod=isa.Space.CONST) if off == 0 else Imm(0)
+        if bits < 32 and off == 0:
+            lo = self.trunc(lo, bits)
+        self.put(d, [lo, Imm(0)] if bits == 64 else [lo], bits)
+
+    def load(self, space, base, off: int, bits: int) -> list:
+        if bits == 64:
+            return [self.emit(Op.LD, base, Imm(off), mod=space), self.emit(Op.LD, base, Imm(off + 4), mod=space)]
+        if bits == 32:
+            return [self.emit(Op.LD, base, Imm(off), mod=space)]
+        if isinstance(base, Imm):          # static address: the byte position is known
+            a = base.value + off
+            w = self.emit(Op.LD, Imm(a & ~3), Imm(0), mod=space)
+            return [self.emit(Op.BFEU, w, Imm(8 * (a & 3)), Imm(bits))]
+        a = self.emit(Op.ADD, base, Imm(off))
+        w = self.emit(Op.LD, self.emit(Op.AND, a, Imm(~3 & M32)), Imm(0), mod=space)
+        shift = self.emit(Op.SHL, self.emit(Op.AND, a, Imm(3)), Imm(3))
+        return [self.emit(Op.BFEU, w, shift, Imm(bits))]
+
+    def op_st(self, ins, parts):
+        addr, v = ins.operands
+        space = self.space_of(ins, parts, addr)
+        if space not in ("global", "shared"):
+            self.unsupported(f"{ins.opcode}: stores to .{space} are not supported")
+        bits, _ = self.itype(parts)
+        base, off = self.address(addr)
+        vals = v.items if isinstance(v, ptx.Vec) else (v,)
+        for k, x in enumerate(vals):
+            self.store(SPACES[space], base, off + k * max(1, bits // 8), bits, self.read(x, bits))
+
+    def store(self, space, base, off: int, bits: int, vals: list) -> None:
+        if bits >= 32:
+            for k, v in enumerate(vals):
+                self.emit(Op.ST, base, Imm(off + 4 * k), v, mod=space, result=False)
+            return
+        # 8/16-bit store, exact and race-free for the neighbouring bytes:
+        # clear the field with an atomic AND, then set it with an atomic OR
+        if isinstance(base, Imm):
+            a = base.value + off
+            word, shift = Imm(a & ~3), Imm(8 * (a & 3))
+        else:
+            a = self.emit(Op.ADD, base, Imm(off))
+            word = self.emit(Op.AND, a, Imm(~3 & M32))
+            shift = self.emit(Op.SHL, self.emit(Op.AND, a, Imm(3)), Imm(3))
+        field_mask = self.emit(Op.SHL, Imm(_mask(bits)), shift)
+        self.emit(Op.ATOM, word, self.emit(Op.XOR, field_mask, Imm(M32)), Imm(0), mod=(space, isa.AtomOp.AND),
+                  result=False)
+        self.emit(Op.ATOM, word, self.emit(Op.SHL, vals[0], shift), Imm(0), mod=(space, isa.AtomOp.OR),
+                  result=False)
+
+    ATOMS = {"add": isa.AtomOp.ADD, "exch": isa.AtomOp.EXCH, "and": isa.AtomOp.AND, "or": isa.AtomOp.OR,
+             "xor": isa.AtomOp.XOR, "inc": isa.AtomOp.INC, "dec": isa.AtomOp.DEC, "cas": isa.AtomOp.CAS}
+
+    def op_atom(self, ins, parts, has_dst=True):
+        ops = ins.operands
+        d, addr, rest = (ops[0], ops[1], ops[2:]) if has_dst else (None, ops[0], ops[1:])
+        space = self.space_of(ins, parts, addr)
+        if space not in ("global", "shared"):
+            self.unsupported(f"{ins.opcode}: atomics on .{space} are not supported")
+        bits, signed = self.itype(parts)
+        if bits != 32:
+            self.unsupported(f"{ins.opcode}: only 32-bit atomics are supported")
+        name = next((p for p in parts[1:] if p in self.ATOMS or p in ("min", "max", "sub")), None)
+        if name is None:
+            self.unsupported(f"{ins.opcode}: unknown atomic operation")
+        b = self.read1(rest[0], 32)
+        c = self.read1(rest[1], 32) if len(rest) > 1 else Imm(0)
+        if name == "sub":
+            name, b = "add", self.emit(Op.SUB, Imm(0), b)
+        if name in ("min", "max"):
+            aop = isa.AtomOp[name.upper() + ("" if signed else "U")]
+        else:
+            aop = self.ATOMS[name]
+        base, off = self.address(addr)
+        a = base if off == 0 else self.emit(Op.ADD, base, Imm(off))
+        old = self.emit(Op.ATOM, a, b, c, mod=(SPACES[space], aop), result=d is not None)
+        if d is not None:
+            self.put(d, [old], 32)
+
+    def op_red(self, ins, parts):
+        self.op_atom(ins, parts, has_dst=False)
+
+    def op_bar(self, ins, parts):
+        if "warp" in parts:              # bar.warp.sync: lanes of a warp run in lockstep here
+            return
+        if "arrive" in parts or "red" in parts:
+            self.unsupported(f"{ins.opcode} is not supported (only bar.sync)")
+        nxt = self.new_block()
+        self.terminate(VTerm(Term.BAR, nxt))
+        self.cur = nxt
+
+    op_barrier = op_bar
+
+    def op_membar(self, ins, parts):
+        pass        # one memory, executed in order: fences are no-ops
+
+    op_fence = op_membar
+
+    def op_shfl(self, ins, parts):
+        mode = next((isa.ShflMode(p) for p in parts[1:] if p in ("idx", "up", "down", "bfly")), None)
+        d, a, b, c = ins.operands[:4]
+        if isinstance(d, ptx.Pair):
+            self.unsupported("shfl with a predicate destination is not supported")
+        v = self.emit(Op.SHFL, self.read1(a, 32), self.read1(b, 32), self.read1(c, 32), mod=mode)
+        self.put(d, [v], 32)
+
+    def op_vote(self, ins, parts):
+        mode = next((isa.VoteMode(p) for p in parts[1:] if p in ("all", "any", "uni", "ballot")), None)
+        if mode is None:
+            self.unsupported(f"{ins.opcode}: unknown vote mode")
+        d, p = ins.operands[:2]
+        mask = self.read1(ins.operands[2], 32) if len(ins.operands) > 2 else Imm(M32)
+        v = self.emit(Op.VOTE, self.read1(p, 1), mask, mod=mode)
+        self.put(d, [v], 32 if mode is isa.VoteMode.BALLOT else 1)
+
+    def op_activemask(self, ins, parts):
+        v = self.emit(Op.VOTE, Imm(0), Imm(M32), mod=isa.VoteMode.ACTIVEMASK)
+        self.put(ins.operands[0], [v], 32)
+
+    def op_bra(self, ins, parts):
+        target = ins.operands[0]
+        if not isinstance(target, ptx.Sym):
+            self.unsupported("indirect branches are not supported")
+        t, nxt = self.label_block(target.name), self.new_block()
+        if ins.pred is None:
+            self.terminate(VTerm(Term.JMP, t))
+        else:
+            p = self.pred_vreg(ins)
+            self.terminate(VTerm(Term.BRC, nxt, p, t) if ins.pred_negated else VTerm(Term.BRC, t, p, nxt))
+        self.cur = nxt
+
+    def op_ret(self, ins, parts):
+        self.terminate(VTerm(Term.EXIT))
+
+    op_exit = op_ret
+
+    def op_call(self, ins, parts):
+        callee = next((o.name for o in ins.operands if isinstance(o, ptx.Sym)), "?")
+        self.unsupported(f"kernel {self.fn.name} calls function {callee}; calls are not supported "
+                         "(make it __forceinline__)")
+
+    def op_trap(self, ins, parts):
+        self.unsupported("trap is not supported")
+
+
+_PURE_OPS = {"mov", "cvta", "cvt", "selp", "slct", "add", "sub", "and", "or", "xor", "div", "rem", "min", "max",
+             "mul", "mad", "mul24", "mad24", "neg", "abs", "not", "cnot", "shl", "shr", "shf", "popc", "clz",
+             "brev", "bfe", "bfi", "prmt", "setp", "set"}
+
+
+def _simplify(op: Op, srcs: list):
+    """Constant folding and identities; returns an operand or None."""
+    if all(isinstance(s, Imm) for s in srcs):
+        return Imm(isa.ALU_SEMANTICS[op.name](*(s.value for s in srcs)))
+    if len(srcs) != 2:
+        if op is Op.SEL and isinstance(srcs[0], Imm):
+            return srcs[1] if srcs[0].value else srcs[2]
+        return None
+    a, b = srcs
+    zb = isinstance(b, Imm) and b.value == 0
+    za = isinstance(a, Imm) and a.value == 0
+    if op in (Op.ADD, Op.OR, Op.XOR, Op.SUB, Op.SHL, Op.SHR, Op.SRA) and zb:
+        return a
+    if op in (Op.ADD, Op.OR, Op.XOR) and za:
+        return b
+    if op is Op.AND and (za or zb):
+        return Imm(0)
+    if op is Op.AND and isinstance(b, Imm) and b.value == M32:
+        return a
+    if op is Op.MUL and (za or zb):
+        return Imm(0)
+    if op is Op.MUL and isinstance(b, Imm) and b.value == 1:
+        return a
+    if op in (Op.SHL, Op.SHR) and za:
+        return Imm(0)
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Clean-up passes on the virtual IR
+# ---------------------------------------------------------------------------
+def _uses(ins: VInstr):
+    return [s for s in ins.srcs if isinstance(s, int)]
+
+
+def propagate_constants(blocks: list[VBlock]) -> None:
+    """A register whose only definition is `MOV v, imm` is that immediate everywhere."""
+    defs: dict[int, list[VInstr]] = {}
+    for b in blocks:
+        for ins in b.instrs:
+            if ins.dst is not None:
+                defs.setdefault(ins.dst, []).append(ins)
+    consts = {v: d[0].srcs[0] for v, d in defs.items()
+              if len(d) == 1 and d[0].op is Op.MOV and isinstance(d[0].srcs[0], Imm)}
+    if not consts:
+        return
+    for b in blocks:
+        for ins in b.instrs:
+            ins.srcs = [consts.get(s, s) if isinstance(s, int) else s for s in ins.srcs]
+            if ins.op.kind is isa.Kind.ALU and ins.dst not in consts:
+                f = _simplify(ins.op, ins.srcs)
+                if f is not None:
+                    ins.op, ins.srcs = Op.MOV, [f]
+        t = b.term
+        if t.kind is Term.BRC and t.cond in consts:
+            b.term = VTerm(Term.JMP, t.target if consts[t.cond].value else t.fallthrough)
+
+
+def eliminate_dead_code(blocks: list[VBlock]) -> None:
+    """Mark and sweep: keep side effects, branch conditions, and every
+    definition of a register something kept reads (flow-insensitive, so dead
+    cycles such as unused 64-bit address high words disappear too)."""
+    defs: dict[int, list[VInstr]] = {}
+    work: list[int] = []
+    live_ins: list[VInstr] = []
+    for b in blocks:
+        for ins in b.instrs:
+            if ins.dst is not None:
+                defs.setdefault(ins.dst, []).append(ins)
+            if ins.op in (Op.ST, Op.ATOM):
+                live_ins.append(ins)
+        if b.term.kind is Term.BRC:
+            work.append(b.term.cond)
+    needed: set[int] = set()
+    keep: set[int] = {id(i) for i in live_ins}
+    for ins in live_ins:
+        work += _uses(ins)
+    while work:
+        v = work.pop()
+        if v in needed:
+            continue
+        needed.add(v)
+        for ins in defs.get(v, []):
+            keep.add(id(ins))
+            work += _uses(ins)
+    for b in blocks:
+        b.instrs = [i for i in b.instrs if id(i) in keep]
+
+
+def simplify_cfg(blocks: list[VBlock]) -> list[VBlock]:
+    """Drop unreachable blocks, turn trivial BRCs into JMPs, merge a block into
+    its only predecessor when that predecessor just jumps to it."""
+    for b in blocks:
+        t = b.term
+        if t.kind is Term.BRC and t.target == t.fallthrough:
+            b.term = VTerm(Term.JMP, t.target)
+    order = _reachable(blocks)
+    preds = {i: 0 for i in order}
+    for i in order:
+        for s in blocks[i].term.succs():
+            preds[s] += 1
+    merged = set()
+    for i in order:
+        if i in merged:
+            continue
+        b = blocks[i]
+        while b.term.kind is Term.JMP and b.term.target != 0 and b.term.target != i and preds[b.term.target] == 1 \
+                and b.term.target not in merged:
+            s = b.term.target
+            b.instrs += blocks[s].instrs
+            b.term = blocks[s].term
+            merged.add(s)
+    keep = [i for i in order if i not in merged]
+    index = {old: new for new, old in enumerate(keep)}
+    out = []
+    for i in keep:
+        b, t = blocks[i], blocks[i].term
+        out.append(VBlock(b.instrs, VTerm(t.kind, index.get(t.target, -1), t.cond, index.get(t.fallthrough, -1))))
+    return out
+
+
+def _reachable(blocks: list[VBlock]) -> list[int]:
+    seen, stack = {0}, [0]
+    while stack:
+        for s in blocks[stack.pop()].term.succs():
+            if s not in seen:
+                seen.add(s)
+                stack.append(s)
+    return sorted(seen)
+
+
+# ---------------------------------------------------------------------------
+# Register allocation
+# ---------------------------------------------------------------------------
+def liveness(blocks: list[VBlock]) -> list[set[int]]:
+    """live-out set of each block."""
+    use, defs = [], []
+    for b in blocks:
+        u, d = set(), set()
+        for ins in b.instrs:
+            u |= {s for s in _uses(ins) if s not in d}
+            if ins.dst is not None:
+                d.add(ins.dst)
+        if b.term.cond is not None and b.term.cond not in d:
+            u.add(b.term.cond)
+        use.append(u)
+        defs.append(d)
+    live_in = [set() for _ in blocks]
+    live_out = [set() for _ in blocks]
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(len(blocks))):
+            out = set().union(*(live_in[s] for s in blocks[i].term.succs())) if blocks[i].term.succs() else set()
+            inn = use[i] | (out - defs[i])
+            if out != live_out[i] or inn != live_in[i]:
+                live_out[i], live_in[i] = out, inn
+                changed = True
+    return live_out
+
+
+def allocate_registers(blocks: list[VBlock], kernel: str) -> tuple[dict[int, int], int]:
+    """Colour the interference graph with r1..r15 (Chaitin-Briggs simplify,
+    optimistic; move-related registers prefer a shared colour). Registers that
+    are written but never read go to r0."""
+    live_out = liveness(blocks)
+    used = {s for b in blocks for ins in b.instrs for s in _uses(ins)}
+    used |= {b.term.cond for b in blocks if b.term.cond is not None}
+    graph: dict[int, set[int]] = {v: set() for v in used}
+    moves: dict[int, set[int]] = {}
+    for b, out in zip(blocks, live_out):
+        live = set(out)
+        if b.term.cond is not None:
+            live.add(b.term.cond)
+        for ins in reversed(b.instrs):
+            d = ins.dst
+            if d is not None and d in graph:
+                copy = ins.srcs[0] if ins.op is Op.MOV and isinstance(ins.srcs[0], int) else None
+                if copy is not None:
+                    moves.setdefault(d, set()).add(copy)
+                    moves.setdefault(copy, set()).add(d)
+                for v in live:
+                    if v != d and v != copy:
+                        graph[d].add(v)
+                        graph[v].add(d)
+            live.discard(d)
+            live |= set(_uses(ins))
+    colours = _colour(graph, moves, isa.USABLE_REGS)
+    if colours is None:
+        need = max(_colour(graph, moves, len(graph) + 1).values(), default=0)
+        raise MachineLimitError(f"kernel {kernel} needs {need} registers; a lane has {isa.USABLE_REGS}")
+    return colours, max(colours.values(), default=0)
+
+
+def _colour(graph, moves, k: int) -> dict[int, int] | None:
+    degree = {v: len(n) for v, n in graph.items()}
+    remaining = set(graph)
+    stack = []
+    while remaining:
+        low = [v for v in remaining if degree[v] < k]
+        v = min(low) if low else max(remaining, key=lambda x: (degree[x], -x))
+        stack.append(v)
+        remaining.discard(v)
+        for n in graph[v]:
+            if n in remaining:
+                degree[n] -= 1
+    colour: dict[int, int] = {}
+    for v in reversed(stack):
+        taken = {colour[n] for n in graph[v] if n in colour}
+        preferred = [colour[m] for m in moves.get(v, ()) if m in colour and colour[m] not in taken]
+        free = preferred or [c for c in range(1, k + 1) if c not in taken]
+        if not free:
+            return None
+        colour[v] = free[0]
+    return colour
+
+
+# ---------------------------------------------------------------------------
+# Machine blocks
+# ---------------------------------------------------------------------------
+def form_blocks(blocks: list[VBlock], reg_of) -> list[isa.MachineBlock]:
+    """Split IR blocks into machine blocks and fold blocks that only jump."""
+    chunks: list[list] = []     # [instrs, VTerm-or-("next")]
+    first = []
+    for b in blocks:
+        first.append(len(chunks))
+        cur: list[isa.Instr] = []
+        pieces = []
+        for ins in b.instrs:
+            mi = _machine_instr(ins, reg_of)
+            if mi is None:
+                continue
+            if len(cur) == isa.BLOCK_SLOTS:
+                pieces.append(cur)
+                cur = []
+            cur.append(mi)
+            if mi.op.is_unit:
+                pieces.append(cur)
+                cur = []
+        if cur or not pieces:
+            pieces.append(cur)
+        for j, p in enumerate(pieces):
+            chunks.append([p, b.term if j == len(pieces) - 1 else None])
+    # terminators with machine block numbers
+    raw = []
+    for i, (instrs, t) in enumerate(chunks):
+        if t is None:
+            raw.append((instrs, Term.JMP, i + 1, None, -1))
+        else:
+            tgt = first[t.target] if t.target >= 0 else -1
+            ft = first[t.fallthrough] if t.fallthrough >= 0 else -1
+            raw.append((instrs, t.kind, tgt, t.cond, ft))
+    # fold empty JMP-only blocks
+    def final(i, seen=()):
+        instrs, kind, tgt, _, _ = raw[i]
+        if not instrs and kind is Term.JMP and tgt not in seen and tgt != i:
+            return final(tgt, seen + (i,))
+        return i
+    redirect = {i: final(i) for i in range(len(raw))}
+    entry = redirect[0]
+    order, seen, stack = [], {entry}, [entry]
+    while stack:        # depth-first from the entry, so block 0 is the entry
+        i = stack.pop()
+        order.append(i)
+        _, kind, tgt, _, ft = raw[i]
+        for s in ([ft, tgt] if kind is Term.BRC else [tgt] if kind is not Term.EXIT else []):
+            s = redirect[s]
+            if s not in seen:
+                seen.add(s)
+                stack.append(s)
+    number = {old: new for new, old in enumerate(order)}
+    out = []
+    for i in order:
+        instrs, kind, tgt, cond, ft = raw[i]
+        tgt = number[redirect[tgt]] if kind is not Term.EXIT else -1
+        ft = number[redirect[ft]] if kind is Term.BRC else -1
+        if kind is Term.BRC and tgt == ft:
+            kind = Term.JMP
+        if kind is Term.BRC:
+            term = isa.Terminator(kind, tgt, isa.Reg(reg_of(cond)), ft)
+        else:
+            term = isa.Terminator(kind, tgt)
+        out.append(isa.MachineBlock(instrs, term))
+    return out
+
+
+def _machine_instr(ins: VInstr, reg_of) -> isa.Instr | None:
+    srcs = tuple(s if isinstance(s, Imm) else isa.Reg(reg_of(s)) for s in ins.srcs)
+    dst = isa.Reg(reg_of(ins.dst)) if ins.dst is not None else isa.ZERO
+    if ins.op is Op.MOV and srcs[0] == dst:
+        return None
+    return isa.Instr(ins.op, dst, srcs, ins.mod)
+
+
+def set_reconvergence(blocks: list[isa.MachineBlock]) -> None:
+    succs = [[b.term.target, b.term.fallthrough] if b.term.kind is Term.BRC else
+             [] if b.term.kind is Term.EXIT else [b.term.target] for b in blocks]
+    ipdom = immediate_post_dominators(succs)
+    for i, b in enumerate(blocks):
+        t = b.term
+        if t.kind is Term.BRC:
+            b.term = isa.Terminator(Term.BRC, t.target, t.cond, t.fallthrough, ipdom[i])
+
+
+# ---------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------
+def lower(module: ptx.Module, kernel_name: str) -> isa.Program:
+    fn = find_kernel(module, kernel_name)
+    lay = layout(module, fn)
+    blocks = _Translator(module, fn, lay).run()
+    propagate_constants(blocks)
+    eliminate_dead_code(blocks)
+    blocks = simplify_cfg(blocks)
+    colours, nregs = allocate_registers(blocks, plain_name(fn.name))
+    machine = form_blocks(blocks, lambda v: colours.get(v, 0))
+    set_reconvergence(machine)
+    prog = isa.Program(plain_name(fn.name), machine, lay.params, lay.const_init, lay.global_init,
+                       lay.static_global_words, lay.shared_words, nregs)
+    isa.check_program(prog)
+    return prog
