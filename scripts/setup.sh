@@ -43,19 +43,22 @@ else
     say "creating venv .venv with $("$PYTHON" --version)"
     "$PYTHON" -m venv .venv
 fi
-PIP=(.venv/bin/python -m pip install --quiet)
+# pip warns about every absent local index folder: keep those lines out of the log
+pip_install() {
+    .venv/bin/python -m pip install --quiet "$@" 2> >(grep -v '^WARNING: Location .* is ignored' >&2)
+}
 
 # 3. torch: the CPU build (a plain `pip install torch` could pull a multi-GB CUDA build).
 if .venv/bin/python -c 'import torch, sys; sys.exit(torch.__version__ != "2.13.0+cpu")' 2>/dev/null; then
     say "torch 2.13.0+cpu already installed"
 else
     say "installing torch==2.13.0+cpu"
-    "${PIP[@]}" "torch==2.13.0+cpu" 2>/dev/null \
-        || "${PIP[@]}" "torch==2.13.0+cpu" --extra-index-url https://download.pytorch.org/whl/cpu
+    pip_install "torch==2.13.0+cpu" 2>/dev/null \
+        || pip_install "torch==2.13.0+cpu" --extra-index-url https://download.pytorch.org/whl/cpu
 fi
 
 # 4. qwengpu (editable) with pytest and hypothesis.
 say "installing qwengpu (editable) with test extras"
-"${PIP[@]}" -e '.[test]'
+pip_install -e '.[test]'
 say "done: $(.venv/bin/python -c 'import qwengpu, torch; print("qwengpu", qwengpu.__file__, "| torch", torch.__version__)')"
 say "try: .venv/bin/qgpu demo    tests: .venv/bin/python -m pytest -q"
