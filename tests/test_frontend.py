@@ -193,3 +193,13 @@ def test_nvrtc_error_has_user_file_and_line():
 def test_nvrtc_log_rewrite():
     log = 'k.cu(12): error: identifier "x" is undefined\n\n1 error detected in the compilation of "k.cu".\n'
     assert nvrtc_log_to_diagnostics(log) == 'k.cu:12: error: identifier "x" is undefined'
+
+
+def test_real_gpu_build_maps_warps_onto_four_lane_groups():
+    """The cuda engine's build: member masks move onto the thread's group of 4 lanes."""
+    src = kernel_using("    p[t] = __shfl_sync(0xf, t, 1) + __ballot_sync(0xf, t & 1) + __activemask();\n"
+                       "    __syncwarp(0xf);")
+    ptx = compile_cuda(src, frontend="nvrtc", defines=("QWENGPU_REAL_GPU",))
+    body = body_of(ptx, "k")
+    assert "%laneid" in body and "shfl.sync.idx.b32" in body and "vote.sync.ballot.b32" in body
+    assert "bar.warp.sync" in body and not re.search(r"bar\.warp\.sync\s+15;", body)

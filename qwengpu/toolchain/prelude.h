@@ -189,6 +189,10 @@ QG_INLINE unsigned int __qg_group_shift() {
 }
 #define QG_WARP_MASK(mask) (((mask) & 0xfu) << __qg_group_shift())
 #define QG_WARP_BITS(bits) (((bits) >> __qg_group_shift()) & 0xfu)
+QG_INLINE void __qg_syncwarp(unsigned int mask = 0xffffffffu) {
+    asm volatile("bar.warp.sync %0;" : : "r"(QG_WARP_MASK(mask)));
+}
+#define __syncwarp __qg_syncwarp
 #else
 #define QG_WARP_MASK(mask) (mask)
 #define QG_WARP_BITS(bits) (bits)
