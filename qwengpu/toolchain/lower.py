@@ -1179,6 +1179,53 @@ def propagate_constants(blocks: list[VBlock]) -> None:
             b.term = VTerm(Term.JMP, t.target if consts[t.cond].value else t.fallthrough)
 
 
+def _definitions(blocks: list[VBlock]) -> dict[int, list[VInstr]]:
+    defs: dict[int, list[VInstr]] = {}
+    for b in blocks:
+        for ins in b.instrs:
+            if ins.dst is not None:
+                defs.setdefault(ins.dst, []).append(ins)
+    return defs
+
+
+def invariant_registers(blocks: list[VBlock]) -> dict[int, VInstr]:
+    """Registers with one definition computed only from immediates, special
+    registers, parameters and other such registers: the same value whenever
+    (and wherever) they are read, so they may be copied or recomputed freely."""
+    single = {v: d[0] for v, d in _definitions(blocks).items() if len(d) == 1}
+    inv: dict[int, VInstr] = {}
+    changed = True
+    while changed:
+        changed = False
+        for v, ins in single.items():
+            if v in inv:
+                continue
+            srcs_ok = all(isinstance(s, Imm) or s in inv for s in ins.srcs)
+            if srcs_ok and (ins.op is Op.S2R or ins.op.kind is isa.Kind.ALU or
+                            ins.op is Op.LD and ins.mod is isa.Space.CONST):
+                inv[v] = ins
+                changed = True
+    return inv
+
+
+def propagate_copies(blocks: list[VBlock]) -> None:
+    """`MOV d, s` where d has one definition and s is invariant: read s for d."""
+    inv = invariant_registers(blocks)
+    single = {v for v, d in _definitions(blocks).items() if len(d) == 1}
+    subst = {ins.dst: ins.srcs[0] for b in blocks for ins in b.instrs
+             if ins.op is Op.MOV and ins.dst in single and isinstance(ins.srcs[0], int) and ins.srcs[0] in inv}
+
+    def final(v):
+        while v in subst:
+            v = subst[v]
+        return v
+    for b in blocks:
+        for ins in b.instrs:
+            ins.srcs = [final(s) if isinstance(s, int) else s for s in ins.srcs]
+        if b.term.cond is not None:
+            b.term.cond = final(b.term.cond)
+
+
 def eliminate_dead_code(blocks: list[VBlock]) -> None:
     """Mark and sweep: keep side effects, branch conditions, and every
     definition of a register something kept reads (flow-insensitive, so dead
@@ -1282,10 +1329,61 @@ def liveness(blocks: list[VBlock]) -> list[set[int]]:
     return live_out
 
 
-def allocate_registers(blocks: list[VBlock], kernel: str) -> tuple[dict[int, int], int]:
-    """Colour the interference graph with r1..r15 (Chaitin-Briggs simplify,
-    optimistic; move-related registers prefer a shared colour). Registers that
-    are written but never read go to r0."""
+def allocate_registers(blocks: list[VBlock], kernel: str, next_vreg: int) -> tuple[dict[int, int], int]:
+    """Colour with r1..r15; when that fails, recompute invariant values next
+    to their uses (rematerialisation) to shorten their live ranges, and retry."""
+    tried: set[int] = set()
+    first_need = None
+    while True:
+        graph, moves = interference(blocks)
+        colours = _colour(graph, moves, isa.USABLE_REGS)
+        if colours is not None:
+            return colours, max(colours.values(), default=0)
+        if first_need is None:
+            first_need = max(_colour(graph, moves, len(graph) + 1).values(), default=0)
+        inv = invariant_registers(blocks)
+        cands = [v for v in inv if v in graph and v not in tried and _remat_cost(v, inv) <= 4]
+        if not cands:
+            raise MachineLimitError(f"kernel {kernel} needs {first_need} registers; a lane has {isa.USABLE_REGS}")
+        v = max(cands, key=lambda x: (len(graph[x]) / _remat_cost(x, inv), -x))
+        tried.add(v)
+        next_vreg = rematerialize(blocks, v, inv, next_vreg)
+        eliminate_dead_code(blocks)
+
+
+def _remat_cost(v: int, inv: dict[int, VInstr]) -> int:
+    ins = inv[v]
+    own = 3 if ins.op is Op.LD else 1       # a load ends its machine block
+    return own + sum(_remat_cost(s, inv) for s in ins.srcs if isinstance(s, int))
+
+
+def rematerialize(blocks: list[VBlock], v: int, inv: dict[int, VInstr], next_vreg: int) -> int:
+    """Replace every read of v with a fresh copy of its computation placed
+    just before the reader."""
+    def clone(x, out):
+        nonlocal next_vreg
+        ins = inv[x]
+        srcs = [clone(s, out) if isinstance(s, int) else s for s in ins.srcs]
+        next_vreg += 1
+        out.append(VInstr(ins.op, next_vreg, srcs, ins.mod, ins.line))
+        return next_vreg
+
+    for b in blocks:
+        new: list[VInstr] = []
+        for ins in b.instrs:
+            if v in ins.srcs:
+                c = clone(v, new)
+                ins.srcs = [c if s == v else s for s in ins.srcs]
+            new.append(ins)
+        if b.term.cond == v:
+            b.term.cond = clone(v, new)
+        b.instrs = new
+    return next_vreg
+
+
+def interference(blocks: list[VBlock]):
+    """Interference graph over the registers that are read somewhere (those
+    only written go to r0), and the move partners of each register."""
     live_out = liveness(blocks)
     used = {s for b in blocks for ins in b.instrs for s in _uses(ins)}
     used |= {b.term.cond for b in blocks if b.term.cond is not None}
@@ -1308,11 +1406,7 @@ def allocate_registers(blocks: list[VBlock], kernel: str) -> tuple[dict[int, int
                         graph[v].add(d)
             live.discard(d)
             live |= set(_uses(ins))
-    colours = _colour(graph, moves, isa.USABLE_REGS)
-    if colours is None:
-        need = max(_colour(graph, moves, len(graph) + 1).values(), default=0)
-        raise MachineLimitError(f"kernel {kernel} needs {need} registers; a lane has {isa.USABLE_REGS}")
-    return colours, max(colours.values(), default=0)
+    return graph, moves
 
 
 def _colour(graph, moves, k: int) -> dict[int, int] | None:
@@ -1431,11 +1525,13 @@ def set_reconvergence(blocks: list[isa.MachineBlock]) -> None:
 def lower(module: ptx.Module, kernel_name: str) -> isa.Program:
     fn = find_kernel(module, kernel_name)
     lay = layout(module, fn)
-    blocks = _Translator(module, fn, lay).run()
+    tr = _Translator(module, fn, lay)
+    blocks = tr.run()
     propagate_constants(blocks)
+    propagate_copies(blocks)
     eliminate_dead_code(blocks)
     blocks = simplify_cfg(blocks)
-    colours, nregs = allocate_registers(blocks, plain_name(fn.name))
+    colours, nregs = allocate_registers(blocks, plain_name(fn.name), tr.nvreg)
     machine = form_blocks(blocks, lambda v: colours.get(v, 0))
     set_reconvergence(machine)
     prog = isa.Program(plain_name(fn.name), machine, lay.params, lay.const_init, lay.global_init,
