@@ -12,6 +12,7 @@ real NVIDIA GPU through CuPy), "model" (the Qwen3.5 model; not built yet).
 from __future__ import annotations
 
 import functools
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,13 +82,33 @@ class Function:
 
     def __init__(self, module: Module, name: str, program: isa.Program):
         self.module, self.name, self.program = module, name, program
+        ptx_names = [p.name for p in program.params]
+        self.arg_names = source_param_names(module.src, name, len(ptx_names)) or ptx_names
 
     def __call__(self, grid=1, block=1, args: Sequence[Any] = (), trace: bool = False) -> LaunchResult:
-        launch = Launch.build(self.program, grid, block, list(args))
+        launch = Launch.build(self.program, grid, block, list(args), names=self.arg_names)
         return ENGINE_RUNNERS[self.module.device.engine](self, launch, trace)
 
     def __repr__(self):
         return f"<Function {self.name}: {len(self.program.blocks)} blocks, {self.program.regs_used} registers>"
+
+
+_TYPE_WORDS = {"const", "volatile", "unsigned", "signed", "int", "char", "short", "long", "bool",
+               "float", "double", "__restrict__", "__restrict", "struct"}
+
+
+def source_param_names(src: str, kernel: str, count: int) -> list[str] | None:
+    """The kernel's parameter names as written in the CUDA source (PTX only has
+    KERNEL_param_N), for messages and printing; None when they can't be found."""
+    m = re.search(rf"__global__[^;{{]*?\b{re.escape(kernel)}\s*\(([^()]*)\)", src)
+    if not m:
+        return None
+    params = [p for p in m[1].split(",") if p.strip() and p.strip() != "void"]
+    names = []
+    for i, p in enumerate(params):
+        words = re.findall(r"[A-Za-z_]\w*", p.split("=")[0])
+        names.append(words[-1] if words and words[-1] not in _TYPE_WORDS else f"arg{i}")
+    return names if len(names) == count else None
 
 
 # ---------------------------------------------------------------------------

@@ -143,9 +143,9 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         result = fn(grid=parse_dims("grid", grid), block=parse_dims("block", block), args=args)
     except QwenGpuError as e:
         fail(e)
-    for prm, value in zip(fn.program.params, args):
+    for name, value in zip(fn.arg_names, args):
         if isinstance(value, np.ndarray):
-            console.print(f"{prm.name} = {value.tolist()}", markup=False)
+            console.print(f"{name} = {value.tolist()}", markup=False)
     console.print(f"[dim]{_stats(result)}[/]")
 
 
@@ -212,8 +212,7 @@ def demo():
         fail(e)
     console.print(f"dot([1,2,3], [4,5,6]) = [bold]{int(out[0])}[/]")
     console.print(f"[dim]{_stats(result)}[/]")
-    console.print("The in-model engine (the kernel run inside Qwen3.5's forward passes) is not built yet; "
-                  "this result comes from the reference interpreter.")
+    console.print("(reference interpreter: the in-model engine is not built yet)")
 
 
 if __name__ == "__main__":

@@ -46,12 +46,14 @@ class Launch:
     arrays: list[ArraySlot] = field(default_factory=list)
 
     @classmethod
-    def build(cls, program: isa.Program, grid, block, args: Sequence) -> "Launch":
+    def build(cls, program: isa.Program, grid, block, args: Sequence,
+              names: Sequence[str] | None = None) -> "Launch":
+        """`names`: the parameters' source names for messages (default: the PTX names)."""
         grid3, block3 = check_grid_block(grid, block)
+        names = list(names or [p.name for p in program.params])
         if len(args) != len(program.params):
-            names = ", ".join(p.name for p in program.params) or "none"
-            raise LaunchError(f"kernel {program.name} takes {len(program.params)} arguments ({names}); "
-                              f"{len(args)} were given")
+            raise LaunchError(f"kernel {program.name} takes {len(program.params)} arguments "
+                              f"({', '.join(names) or 'none'}); {len(args)} were given")
         memory = np.zeros(isa.GLOBAL_WORDS, dtype=np.uint32)
         for word, value in program.global_init.items():
             memory[word] = isa.u32(value)
@@ -59,7 +61,7 @@ class Launch:
         arrays: list[ArraySlot] = []
         next_word = program.static_global_words
         for i, (param, arg) in enumerate(zip(program.params, args)):
-            what = f"argument {i} ({param.name})"
+            what = f"argument {i} ({names[i]})"
             if isinstance(arg, np.ndarray):
                 check_array(what, arg)
                 slot = _alias(what, arg, arrays)

@@ -81,7 +81,7 @@ def run_case(case: KernelCase, device: Device) -> KernelReport:
         fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
         result = fn(grid=grid, block=block, args=args)
         report.passes, report.instructions = result.passes, result.instructions
-        report.reason = "; ".join(mismatches(args, expected, [p.name for p in fn.program.params]))
+        report.reason = "; ".join(mismatches(args, expected, fn.arg_names))
         report.passed = not report.reason
     except QwenGpuError as e:
         report.reason = f"{type(e).__name__}: {e}"

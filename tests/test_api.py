@@ -280,3 +280,21 @@ def test_prelude_builtins_compute_cuda_results(toolchain):
                 (w * 0x80000000) >> 32, abs(v - 5) + 1, min(v, 1) + max(v, 2) * 1000, abs(v),
                 (w & -w).bit_length()]
         assert got[t].tolist() == want, t
+
+
+@pytest.mark.parametrize("src, kernel, count, want", [
+    ('extern "C" __global__ void dot(const int *a, const int* __restrict__ b, int *out, int n) {}', "dot", 4,
+     ["a", "b", "out", "n"]),
+    ("__global__ void __launch_bounds__(16) k(unsigned int x, int *) {}", "k", 2, ["x", "arg1"]),
+    ("__global__ void other(int a) {}\n__global__ void k(int *p) {}", "k", 1, ["p"]),
+    ("__global__ void k(int a) {}", "k", 2, None),            # count disagrees with the PTX
+    ("__device__ void k(int a) {}", "k", 1, None),
+])
+def test_source_parameter_names(src, kernel, count, want):
+    from qwengpu.api import source_param_names
+    assert source_param_names(src, kernel, count) == want
+
+
+def test_launch_messages_use_given_names():
+    with pytest.raises(LaunchError, match=r"argument 0 \(data\) must be"):
+        Launch.build(exit_program(), 1, 1, [1.0], names=["data"])
