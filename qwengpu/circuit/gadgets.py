@@ -1,0 +1,328 @@
+"""MLP gadgets: exact integer functions of residual fields, built from relu neurons.
+
+Every neuron computes relu(y) of an integer y = sum(coef * x) + bias (layer.py explains
+why silu(128 * y) / 128 == relu(y) exactly in fp32 and bf16). The helpers below check
+each neuron's range from the fields' value bounds: the largest positive argument must
+be <= 256 (exact in bf16); negative arguments only have to stay negative.
+
+Gadgets take the circuit, the layer `at` of their first MLP, their input fields, and
+return their output fields (born at their last layer). Temporaries are cleared by the
+gadget's last layer. `DEPTH` gives each gadget's MLP layers.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from qwengpu.circuit import CircuitError
+from qwengpu.circuit.layer import MAX_POSITIVE, Circuit
+from qwengpu.circuit.residual import Field
+
+WORD = 32
+NIBBLES = WORD // 4
+
+
+# ---------------------------------------------------------------------------
+# neuron helpers
+# ---------------------------------------------------------------------------
+def span(c: Circuit, terms: dict[int, int], bias: int) -> tuple[int, int]:
+    vmax = c.layout.dim_vmax
+    lo = bias + sum(min(0, k * vmax[d]) for d, k in terms.items())
+    hi = bias + sum(max(0, k * vmax[d]) for d, k in terms.items())
+    return lo, hi
+
+
+def relu(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float]) -> None:
+    """out += coef * relu(sum(terms) + bias), exact."""
+    lo, hi = span(c, terms, bias)
+    if hi > MAX_POSITIVE:
+        raise CircuitError(f"neuron argument reaches {hi}; exact range is <= {MAX_POSITIVE}")
+    if hi > 0:
+        c.layer(at).relu(terms, bias, out)
+
+
+def step(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, float]) -> None:
+    """out += coef * [sum(terms) >= t] for an integer sum: relu(S-t+1) - relu(S-t)."""
+    lo, hi = span(c, terms, -t)
+    if hi < 0:
+        return                                   # never true
+    relu(c, at, terms, 1 - t, out)
+    if hi > 0:                                   # S - t can be >= 1: cut the ramp at 1
+        relu(c, at, terms, -t, {d: -k for d, k in out.items()})
+
+
+def basis(c: Circuit, at: int, terms: dict[int, int], const: int,
+          functions: list[tuple[callable, dict[int, float]]], values: list[int] | None = None) -> None:
+    """For an integer S = sum(terms) + const that only takes values in the sorted list `values`
+    (default: every integer in its span), adds f(S) * coef to dim d for each (f, {d: coef}).
+
+    Between consecutive reachable values u < v nothing is reachable, so
+    [S >= v] = relu(S - u) - relu(S - u - 1); neurons at shared offsets are merged, and
+    f(values[0]) comes from one neuron on the anchor."""
+    if values is None:
+        lo, hi = span(c, terms, const)
+        values = list(range(lo, hi + 1))
+    coef: dict[int, dict[int, float]] = {}
+    base: dict[int, float] = {}
+    for f, out in functions:
+        for d, k in out.items():
+            base[d] = base.get(d, 0.0) + f(values[0]) * k
+        for u, v in zip(values, values[1:]):
+            jump = f(v) - f(u)
+            if jump:
+                for offset, sign in ((u, 1), (u + 1, -1)):
+                    row = coef.setdefault(offset, {})
+                    for d, k in out.items():
+                        row[d] = row.get(d, 0.0) + sign * jump * k
+    base = {d: k for d, k in base.items() if k}
+    if base:
+        const_one(c, at, base)
+    for offset in sorted(coef):
+        row = {d: k for d, k in coef[offset].items() if k}
+        if row:
+            relu(c, at, terms, const - offset, row)
+
+
+def copy_bits(c: Circuit, at: int, src: Field, dst: Field, sign: float = 1.0) -> None:
+    for s, d in zip(src.dims, dst.dims):
+        relu(c, at, {s: 1}, 0, {d: sign})
+
+
+def const_one(c: Circuit, at: int, out: dict[int, float]) -> None:
+    """out += coef (a neuron on the anchor alone)."""
+    c.layer(at).relu({}, 1, out)
+
+
+def nibble(field: Field, m: int, weights=(1, 2, 4, 8)) -> dict[int, int]:
+    return {field[4 * m + i]: w for i, w in enumerate(weights)}
+
+
+def add_terms(*parts: dict[int, int]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for p in parts:
+        for d, k in p.items():
+            out[d] = out.get(d, 0) + k
+    return {d: k for d, k in out.items() if k}
+
+
+# ---------------------------------------------------------------------------
+# boolean gates, bitwise ops, copy/clear, select
+# ---------------------------------------------------------------------------
+def gate(c: Circuit, at: int, op: str, a: Field, b: Field | None = None, name: str = "") -> Field:
+    """Bitwise and/or/xor/nand/nor/xnor of two bit fields, or not of one. 1 layer."""
+    out = c.field(name or op, a.width, at)
+    for i, d in enumerate(out.dims):
+        s = {a[i]: 1} if b is None else add_terms({a[i]: 1}, {b[i]: 1})
+        if op == "not":
+            relu(c, at, {a[i]: -1}, 1, {d: 1})
+        elif op == "and":
+            relu(c, at, s, -1, {d: 1})
+        elif op == "nand":
+            step(c, at, {k: -v for k, v in s.items()}, -1, {d: 1})
+        elif op == "or":
+            step(c, at, s, 1, {d: 1})
+        elif op == "nor":
+            relu(c, at, {k: -v for k, v in s.items()}, 1, {d: 1})
+        elif op == "xor":
+            relu(c, at, s, 0, {d: 1})
+            relu(c, at, s, -1, {d: -2})
+        elif op == "xnor":
+            relu(c, at, {k: -v for k, v in s.items()}, 1, {d: 1})
+            relu(c, at, s, -1, {d: 1})
+        else:
+            raise CircuitError(f"unknown gate {op!r}")
+    return out
+
+
+def copy(c: Circuit, at: int, a: Field, name: str = "copy") -> Field:
+    out = c.field(name, a.width, at, kind=a.kind, vmax=a.vmax)
+    copy_bits(c, at, a, out)
+    return out
+
+
+def clear(c: Circuit, at: int, a: Field) -> None:
+    c.clear(a, at)
+
+
+def select(c: Circuit, at: int, cond: Field, a: Field, b: Field, name: str = "sel") -> Field:
+    """SEL: cond != 0 ? a : b for a multi-bit cond. 1 layer, 4 neurons per bit."""
+    big = cond.width + 1
+    nz = {d: 1 for d in cond.dims}
+    out = c.field(name, a.width, at)
+    for i, d in enumerate(out.dims):
+        step(c, at, add_terms(nz, {a[i]: big}), big + 1, {d: 1})          # a_i and cond != 0
+        step(c, at, add_terms({k: -1 for k in nz}, {b[i]: big}), big, {d: 1})  # b_i and cond == 0
+    return out
+
+
+def mux(c: Circuit, at: int, sel: Field, inputs: list[Field], name: str = "mux") -> Field:
+    """out = inputs[k] where sel is one-hot over len(inputs). 1 layer, 1 neuron per (input, bit)."""
+    if sel.width != len(inputs):
+        raise CircuitError(f"mux: selector has {sel.width} dims for {len(inputs)} inputs")
+    out = c.field(name, inputs[0].width, at)
+    for k, x in enumerate(inputs):
+        for i, d in enumerate(out.dims):
+            relu(c, at, {x[i]: 1, sel[k]: 1}, -1, {d: 1})
+    return out
+
+
+def onehot_encode(c: Circuit, at: int, a: Field, name: str = "onehot") -> Field:
+    """bits (k) -> one-hot (2**k): [a == v] = relu(matches - k + 1). 1 layer, 2**k neurons."""
+    k = a.width
+    out = c.field(name, 1 << k, at, kind="onehot")
+    for v, d in enumerate(out.dims):
+        terms = {a[j]: (1 if v >> j & 1 else -1) for j in range(k)}
+        zeros = sum(1 for j in range(k) if not v >> j & 1)
+        relu(c, at, terms, zeros - k + 1, {d: 1})
+    return out
+
+
+def onehot_decode(c: Circuit, at: int, a: Field, name: str = "bits") -> Field:
+    """one-hot (w) -> bits (ceil log2 w): linear, one copy neuron per value. 1 layer."""
+    k = max(1, (a.width - 1).bit_length())
+    out = c.field(name, k, at)
+    for v, s in enumerate(a.dims):
+        row = {out[j]: 1.0 for j in range(k) if v >> j & 1}
+        if row:
+            relu(c, at, {s: 1}, 0, row)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# compare: SETxx, min/max
+# ---------------------------------------------------------------------------
+def _byte_diff(a: Field, b: Field, j: int, signed: bool) -> dict[int, int]:
+    """B_j - A_j for byte j (the top byte two's-complement when signed): in [-255, 255]."""
+    w = [1, 2, 4, 8, 16, 32, 64, -128 if signed and j == 3 else 128]
+    return add_terms({b[8 * j + i]: w[i] for i in range(8)}, {a[8 * j + i]: -w[i] for i in range(8)})
+
+
+def _order(c: Circuit, at: int, a: Field, b: Field, signed: bool) -> tuple[Field, dict[int, int]]:
+    """Layer `at`: per byte gt_j = [B_j > A_j], lt_j = [B_j < A_j]. Returns the field and
+    Lambda = sum_j (gt_j - lt_j) 2**j: sign(Lambda) = sign(b - a), |Lambda| <= 15."""
+    f = c.field("cmp.bytes", 8, at)
+    for j in range(4):
+        d = _byte_diff(a, b, j, signed)
+        step(c, at, d, 1, {f[2 * j]: 1})
+        step(c, at, {k: -v for k, v in d.items()}, 1, {f[2 * j + 1]: 1})
+    lam = add_terms(*({f[2 * j]: 1 << j, f[2 * j + 1]: -(1 << j)} for j in range(4)))
+    return f, lam
+
+
+SET_TESTS = {   # op -> (signed, test on Lambda = sign(b - a) weighted)
+    "SETLT": (True, "pos"), "SETLE": (True, "nonneg"), "SETGT": (True, "neg"), "SETGE": (True, "nonpos"),
+    "SETLTU": (False, "pos"), "SETLEU": (False, "nonneg"), "SETGTU": (False, "neg"), "SETGEU": (False, "nonpos"),
+    "SETEQ": (False, "zero"), "SETNE": (False, "nonzero"),
+}
+
+
+def _lam_test(c: Circuit, at: int, lam: dict[int, int], test: str, out: dict[int, float]) -> None:
+    neg = {k: -v for k, v in lam.items()}
+    if test == "pos":
+        step(c, at, lam, 1, out)
+    elif test == "nonneg":
+        step(c, at, lam, 0, out)
+    elif test == "neg":
+        step(c, at, neg, 1, out)
+    elif test == "nonpos":
+        step(c, at, neg, 0, out)
+    else:                                   # zero / nonzero: count of differing bytes
+        count = {k: 1 for k in lam}
+        if test == "zero":
+            relu(c, at, {k: -1 for k in count}, 1, out)
+        else:
+            step(c, at, count, 1, out)
+
+
+def compare(c: Circuit, at: int, op: str, a: Field, b: Field, name: str = "") -> Field:
+    """SETEQ/NE/LT/LE/GT/GE(U): 32-bit 0 or 1. 2 layers."""
+    signed, test = SET_TESTS[op]
+    f, lam = _order(c, at, a, b, signed)
+    out = c.field(name or op.lower(), WORD, at + 1)
+    _lam_test(c, at + 1, lam, test, {out[0]: 1})
+    c.clear(f, at + 1)
+    return out
+
+
+def minmax(c: Circuit, at: int, op: str, a: Field, b: Field, name: str = "") -> Field:
+    """MIN/MAX/MINU/MAXU. 2 layers: byte order, then out_i = [a_i and take_a] + [b_i and not take_a]."""
+    signed = op in ("MIN", "MAX")
+    f, lam = _order(c, at, a, b, signed)          # lam >= 0  <=>  a <= b
+    out = c.field(name or op.lower(), WORD, at + 1)
+    pick_a = lam if op.startswith("MIN") else {k: -v for k, v in lam.items()}
+    not_a = {k: -v for k, v in pick_a.items()}
+    for i, d in enumerate(out.dims):
+        step(c, at + 1, add_terms(pick_a, {a[i]: 16}), 16, {d: 1})      # a_i and pick >= 0
+        step(c, at + 1, add_terms(not_a, {b[i]: 16}), 17, {d: 1})       # b_i and pick <= -1
+    c.clear(f, at + 1)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# add / sub with carry: nibble sums, then carry resolution
+# ---------------------------------------------------------------------------
+Digit = tuple[dict[int, int], int]      # Z_m = sum(terms) + const
+
+
+def resolve(c: Circuit, at: int, digits: list[Digit], carry_out: bool = False,
+            name: str = "sum") -> tuple[Field, Field | None]:
+    """Binary value of sum_m Z_m 16**m mod 2**(4 len) for integer digits Z_m in [0, 31]. 2 layers.
+
+    Layer at: from each Z_m (a relu basis over its range) the low nibble bits z, generate
+    G = [Z >= 16], propagate P = [Z >= 15], and e_k = [Z mod 2**k == 2**k - 1] (a carry into
+    the nibble reaches bit k). Layer at+1: the carry into nibble m is [L_m >= 1] with
+    L_m = sum_{i<m} (G_i + P_i - 1) 2**i, |L_m| <= 127 (the highest nibble that does not
+    just propagate decides); bit k = z_k xor (e_k and carry)."""
+    t = c.field(f"{name}.digits", 9 * len(digits), at)
+    for m, (terms, const) in enumerate(digits):
+        z, g, p, e = t[9 * m: 9 * m + 4], t[9 * m + 4], t[9 * m + 5], t[9 * m + 6: 9 * m + 9]
+        fns = [(lambda v, k=k: v % 16 >> k & 1, {z[k]: 1}) for k in range(4)]
+        fns += [(lambda v: int(v >= 16), {g: 1}), (lambda v: int(v >= 15), {p: 1})]
+        fns += [(lambda v, k=k: int(v % (1 << k) == (1 << k) - 1), {e[k - 1]: 1}) for k in range(1, 4)]
+        if span(c, terms, const)[1] > 31:
+            raise CircuitError(f"{name}: digit {m} can exceed 31")
+        basis(c, at, terms, const, fns)
+
+    def carry_terms(m):                      # L_m = sum(terms) + bias
+        return (add_terms(*({t[9 * i + 4]: 1 << i, t[9 * i + 5]: 1 << i} for i in range(m))),
+                -sum(1 << i for i in range(m)))
+
+    out = c.field(name, 4 * len(digits), at + 1)
+    for m in range(len(digits)):
+        lam, bias = carry_terms(m)
+        for k in range(4):
+            zk, d = t[9 * m + k], out[4 * m + k]
+            relu(c, at + 1, {zk: 1}, 0, {d: 1})
+            if m == 0:
+                continue                      # no carry into the lowest nibble
+            ek, e_const = ({t[9 * m + 5 + k]: 128}, 0) if k else ({}, 128)
+            step(c, at + 1, add_terms(lam, ek, {zk: -128}), 129 - bias - e_const, {d: 1})
+            step(c, at + 1, add_terms(lam, ek, {zk: 128}), 257 - bias - e_const, {d: -1})
+    cout = None
+    if carry_out:
+        m = len(digits) - 1
+        g, p = t[9 * m + 4], t[9 * m + 5]
+        lam, bias = carry_terms(m)
+        cout = c.field(f"{name}.cout", 1, at + 1)
+        relu(c, at + 1, {g: 1}, 0, {cout[0]: 1})                                 # G_top
+        step(c, at + 1, add_terms(lam, {p: 128, g: -128}), 129 - bias, {cout[0]: 1})  # P_top, not G, carry in
+    c.clear(t, at + 1)
+    return out, cout
+
+
+def add(c: Circuit, at: int, a: Field, b: Field, cin: Field | None = None, sub: bool = False,
+        carry_out: bool = False, name: str = "") -> tuple[Field, Field | None]:
+    """ADD a + b (+ cin) or SUB a - b (= a + ~b + 1; + cin - 1 when cin is given, i.e. borrow-in
+    = 1 - cin). Returns (sum, carry out; for SUB carry out = no borrow). 2 layers."""
+    digits = []
+    for m in range(NIBBLES):
+        if sub:
+            terms, const = add_terms(nibble(a, m), {k: -v for k, v in nibble(b, m).items()}), 15
+        else:
+            terms, const = add_terms(nibble(a, m), nibble(b, m)), 0
+        if m == 0:
+            if cin is not None:
+                terms = add_terms(terms, {cin[0]: 1})
+            elif sub:
+                const += 1
+        digits.append((terms, const))
+    return resolve(c, at, digits, carry_out, name or ("sub" if sub else "add"))

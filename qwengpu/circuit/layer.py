@@ -1,0 +1,188 @@
+"""One compiled decoder layer: a Gated DeltaNet part and a SwiGLU MLP part, as weight
+arrays with the exact Qwen3.5 parameter names and shapes.
+
+Exactness rules every neuron follows (docs/circuit.md):
+  * a neuron computes relu(y) for an integer y as silu(M*y) * (1/M): gate_proj holds
+    M * (integer coefficients) on data dims and the bias on the anchor, up_proj reads
+    only the anchor and gives exactly 1/M. silu(M*y) is exactly M*y for y >= 1 and
+    exactly 0 for y <= -1 in fp32 and bf16 (M = 128).
+  * positive pre-activations y stay <= 256 (integers exact in bf16); negative ones
+    may be large (they only need to stay negative).
+
+Silence rule, enforced in one place (`weights()`): gate_proj, up_proj, in_proj_qkv,
+in_proj_z and in_proj_b read no text dim, and nothing writes a text dim. On a text
+token (zero in every circuit dim) the layer's output is then exactly 0.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from qwengpu.circuit import CircuitError
+from qwengpu.circuit.residual import GAIN_LOG2, ResidualLayout
+
+M = 128          # silu scale of MLP neurons and GDN keys/queries
+RAIL = 32.0      # value of an "on" rail stored in a GDN row (silu(32) == 32 exactly)
+Z_GATE = 32.0    # in_proj_z pre-activation of a read head (silu(32) == 32 exactly)
+BETA = 32.0      # in_proj_b pre-activation: sigmoid(32) == 1.0 exactly
+A_LOG = -200.0   # exp(A_log) underflows to 0: the state never decays
+MAX_POSITIVE = 256
+
+
+class CompiledLayer:
+    def __init__(self, layout: ResidualLayout, index: int):
+        self.layout, self.index = layout, index
+        host = layout.host
+        self.host = host
+        self.neurons: list[tuple[dict[int, int], int, dict[int, float]]] = []
+        N, H, dk, dv = layout.total, host.gdn_heads, host.key_dim, host.value_dim
+        self.heads_used = 0
+        self.qkv = np.zeros((2 * H * dk + H * dv, N))
+        self.z = np.zeros((H * dv, N))
+        self.b = np.zeros((H, N))
+        self.out = np.zeros((N, H * dv))
+
+    # ---- MLP ---------------------------------------------------------------
+    def relu(self, terms: dict[int, int], bias: int, out: dict[int, float]) -> None:
+        """One neuron: adds c * relu(sum(terms[d] * x[d]) + bias) to residual dim d for (d, c) in out.
+
+        Exact when the argument is an integer; `positive_max` of the argument must stay
+        <= 256 (checked by the gadget that knows the ranges)."""
+        self.neurons.append((dict(terms), int(bias), dict(out)))
+
+    # ---- GDN ---------------------------------------------------------------
+    def take_heads(self, count: int, what: str) -> list[int]:
+        if self.heads_used + count > self.host.gdn_heads:
+            raise CircuitError(f"layer {self.index}: {what} needs {count} GDN heads, "
+                               f"{self.host.gdn_heads - self.heads_used} of {self.host.gdn_heads} left")
+        heads = list(range(self.heads_used, self.heads_used + count))
+        self.heads_used += count
+        return heads
+
+    def q_row(self, head: int, row: int) -> np.ndarray:
+        return self.qkv[head * self.host.key_dim + row]
+
+    def k_row(self, head: int, row: int) -> np.ndarray:
+        H, dk = self.host.gdn_heads, self.host.key_dim
+        return self.qkv[H * dk + head * dk + row]
+
+    def v_row(self, head: int, col: int) -> np.ndarray:
+        H, dk, dv = self.host.gdn_heads, self.host.key_dim, self.host.value_dim
+        return self.qkv[2 * H * dk + head * dv + col]
+
+    # ---- weights -----------------------------------------------------------
+    def weights(self, intermediate: int | None = None) -> dict[str, np.ndarray]:
+        """Parameters of a Qwen3_5DecoderLayer (linear_attention), float64, names relative to the layer."""
+        lay, host = self.layout, self.host
+        N, n, H, dk, dv = lay.total, lay.n, host.gdn_heads, host.key_dim, host.value_dim
+        I = intermediate or max(len(self.neurons), 1)
+        if len(self.neurons) > I or len(self.neurons) > host.intermediate:
+            raise CircuitError(f"layer {self.index} needs {len(self.neurons)} MLP neurons; "
+                               f"the host has {min(I, host.intermediate)}")
+        anchor, A = lay.anchor[0], lay.anchor_value
+        gate, up, down = np.zeros((I, N)), np.zeros((I, N)), np.zeros((N, I))
+        for j, (terms, bias, out) in enumerate(self.neurons):
+            for d, c in terms.items():
+                gate[j, d] += M * c
+            # a bias needs up to 16 significant bits: split it over two anchor dims (8 bits each)
+            hi, lo = split_bias(bias)
+            gate[j, anchor] += M * lo / A
+            gate[j, lay.anchor[1]] += M * hi / A
+            up[j, anchor] = 1.0 / (M * A)
+            for d, c in out.items():
+                down[d, j] += c
+        norm = np.zeros(N)
+        norm[n:] = 2.0 ** GAIN_LOG2 - 1.0          # (1 + w) = 256 on circuit dims
+        conv = np.zeros((2 * H * dk + H * dv, 1, host.conv_kernel))
+        conv[:, 0, -1] = 1.0                      # identity on the current token
+        w = {
+            "input_layernorm.weight": norm, "post_attention_layernorm.weight": norm.copy(),
+            "mlp.gate_proj.weight": gate, "mlp.up_proj.weight": up, "mlp.down_proj.weight": down,
+            "linear_attn.in_proj_qkv.weight": self.qkv.copy(), "linear_attn.in_proj_z.weight": self.z.copy(),
+            "linear_attn.in_proj_b.weight": self.b.copy(), "linear_attn.in_proj_a.weight": np.zeros((H, N)),
+            "linear_attn.conv1d.weight": conv, "linear_attn.dt_bias": np.zeros(H),
+            "linear_attn.A_log": np.full(H, A_LOG), "linear_attn.norm.weight": np.ones(dv),
+            "linear_attn.out_proj.weight": self.out.copy(),
+        }
+        check_silence(w, n, self.index)
+        check_bf16_exact(w, self.index)
+        return w
+
+    @property
+    def neuron_count(self) -> int:
+        return len(self.neurons)
+
+
+def split_bias(bias: int) -> tuple[int, int]:
+    """bias = hi + lo with hi a multiple of 256 and |lo| < 256: both exact in bf16."""
+    lo = int(np.sign(bias)) * (abs(bias) % 256)
+    hi = bias - lo
+    if abs(hi) >= 256 * 256:
+        raise CircuitError(f"neuron bias {bias} too large (limit {256 * 256 - 1})")
+    return hi, lo
+
+
+def check_bf16_exact(w: dict[str, np.ndarray], index: int) -> None:
+    """Every weight must survive the cast to bf16 unchanged (the same circuit runs in fp32 and bf16)."""
+    import torch
+    for name, value in w.items():
+        t = torch.tensor(value, dtype=torch.float64)
+        if not torch.equal(t.to(torch.bfloat16).to(torch.float64), t):
+            bad = value[(t.to(torch.bfloat16).to(torch.float64) != t).numpy()][:3]
+            raise CircuitError(f"layer {index}: {name} has weights not exact in bf16, e.g. {bad.tolist()}")
+
+
+READS_CIRCUIT_ONLY = ("mlp.gate_proj.weight", "mlp.up_proj.weight", "linear_attn.in_proj_qkv.weight",
+                      "linear_attn.in_proj_z.weight", "linear_attn.in_proj_b.weight",
+                      "linear_attn.in_proj_a.weight")
+WRITES_CIRCUIT_ONLY = ("mlp.down_proj.weight", "linear_attn.out_proj.weight")
+
+
+def check_silence(w: dict[str, np.ndarray], n: int, index: int) -> None:
+    """Every weight that decides whether anything happens reads only circuit dims; nothing writes text dims."""
+    for name in READS_CIRCUIT_ONLY:
+        if np.any(w[name][:, :n]):
+            raise CircuitError(f"layer {index}: {name} reads a text dim (breaks silence on text tokens)")
+    for name in WRITES_CIRCUIT_ONLY:
+        if np.any(w[name][:n]):
+            raise CircuitError(f"layer {index}: {name} writes a text dim")
+
+
+class Circuit:
+    """A stack of compiled layers over one residual layout."""
+
+    def __init__(self, host, width: int):
+        self.host = host
+        self.layout = ResidualLayout(host, width)
+        self.layers: list[CompiledLayer] = []
+
+    def layer(self, index: int) -> CompiledLayer:
+        while len(self.layers) <= index:
+            self.layers.append(CompiledLayer(self.layout, len(self.layers)))
+        return self.layers[index]
+
+    def input(self, name: str, width: int, kind: str = "bits", vmax: int = 1):
+        return self.layout.alloc(name, width, born=-1, kind=kind, vmax=vmax)
+
+    def field(self, name: str, width: int, at: int, kind: str = "bits", vmax: int = 1):
+        return self.layout.alloc(name, width, born=at, kind=kind, vmax=vmax)
+
+    def clear(self, field, at: int) -> None:
+        """Layer `at`'s MLP subtracts the field (exact for 0/1 and small ints) and frees its dims."""
+        lay = self.layer(at)
+        for d in field.dims:
+            lay.relu({d: 1}, 0, {d: -1.0})
+        self.layout.release(field, at)
+
+    def weights(self) -> list[dict[str, np.ndarray]]:
+        intermediate = max([lay.neuron_count for lay in self.layers] + [1])
+        return [lay.weights(intermediate) for lay in self.layers]
+
+    def digest(self) -> str:
+        """sha256 over every weight's bytes in a fixed order (same circuit -> same digest)."""
+        import hashlib
+        h = hashlib.sha256()
+        for i, w in enumerate(self.weights()):
+            for name in sorted(w):
+                h.update(f"{i}.{name}{w[name].shape}".encode())
+                h.update(np.ascontiguousarray(w[name], dtype=np.float64).tobytes())
+        return h.hexdigest()

@@ -1,0 +1,104 @@
+"""Residual allocator: named fields in the circuit's C dims, with lifetimes across layers.
+
+A field is a run of dims that one-hot or bit encodes a named value (tracr style:
+dim i of field "sum" is the direction "sum[i]"). A field is written by layer
+`born` (or is an input when born == -1) and lives until it is released at layer
+`died` (the layer whose MLP cleared it); its dims can then be reused by any field
+born after `died`.
+
+Encodings (see docs/circuit.md):
+  anchor  t dims of value A = 2**(m + GAIN_LOG2), where n + C = t * 4**m: on GPU tokens
+          mean(x**2) == 4**GAIN_LOG2 exactly, so every decoder RMS norm with gain
+          2**GAIN_LOG2 is the identity on circuit dims.
+  bits    0/1 per dim, bit i = 2**i, least significant first.
+  onehot  exactly one dim is 1.
+  int     a small non-negative integer (<= 256, exact in bf16) in one dim.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qwengpu.circuit import CircuitError
+from qwengpu.circuit.host import HostSpec, anchor_split
+
+GAIN_LOG2 = 8          # decoder-norm gain 2**8: (1 + w) with w = 255, exact in bf16
+FOREVER = 1 << 30
+
+
+@dataclass(eq=False)
+class Field:
+    name: str
+    dims: tuple[int, ...]      # indices into the merged residual (n + offset)
+    kind: str                  # anchor | bits | onehot | int
+    born: int
+    died: int = FOREVER
+    vmax: int = 1              # largest value one dim holds (1 for bits/onehot)
+
+    @property
+    def width(self) -> int:
+        return len(self.dims)
+
+    def __getitem__(self, i):
+        return self.dims[i]
+
+    def __len__(self):
+        return len(self.dims)
+
+    def __repr__(self):
+        return f"Field({self.name}, {self.kind}[{self.width}])"
+
+
+class ResidualLayout:
+    def __init__(self, host: HostSpec, width: int):
+        self.host, self.width = host, width
+        self.n = host.hidden
+        self.total = host.hidden + width
+        t, m = anchor_split(self.total)
+        self.anchor_value = 2.0 ** (m + GAIN_LOG2)
+        self.fields: list[Field] = []
+        self._free_after = [-2] * width          # a dim is free for fields born after this layer
+        self.dim_vmax: dict[int, int] = {}       # dim -> largest value of the field now holding it
+        self.anchor = self.alloc("anchor", t, born=-1, kind="anchor")
+
+    def alloc(self, name: str, width: int, born: int, kind: str = "bits", vmax: int = 1) -> Field:
+        """First-fit run of `width` dims free for a field written by layer `born` (-1: an input)."""
+        run = 0
+        for i, free_after in enumerate(self._free_after):
+            run = run + 1 if free_after < born else 0
+            if run == width:
+                start = i - width + 1
+                for j in range(start, i + 1):
+                    self._free_after[j] = FOREVER
+                    self.dim_vmax[self.n + j] = vmax
+                field = Field(name, tuple(self.n + j for j in range(start, i + 1)), kind, born, vmax=vmax)
+                self.fields.append(field)
+                return field
+        live = sum(f == FOREVER for f in self._free_after)
+        raise CircuitError(f"residual full: field {name!r} needs {width} contiguous dims at layer {born}; "
+                           f"the circuit has {self.width} dims, {live} live")
+
+    def release(self, field: Field, layer: int) -> None:
+        """The field was cleared by layer `layer`; its dims are free for fields born later."""
+        if field.kind == "anchor":
+            raise CircuitError("the anchor is never released")
+        field.died = layer
+        for d in field.dims:
+            self._free_after[d - self.n] = layer
+
+    def live(self, layer: int) -> list[Field]:
+        return [f for f in self.fields if f.born <= layer < f.died]
+
+    def high_water(self) -> int:
+        """Circuit dims ever used."""
+        return max((d - self.n + 1 for f in self.fields for d in f.dims), default=0)
+
+    def layout_map(self) -> str:
+        """A printable map: one line per field, in dim order."""
+        lines = [f"residual: n={self.n} text dims + C={self.width} circuit dims "
+                 f"(anchor {self.anchor.width} x {self.anchor_value:g}), high water {self.high_water()}"]
+        for f in sorted(self.fields, key=lambda f: (f.dims[0], f.born)):
+            lo, hi = f.dims[0] - self.n, f.dims[-1] - self.n
+            died = "end" if f.died == FOREVER else f"L{f.died}"
+            born = "input" if f.born < 0 else f"L{f.born}"
+            lines.append(f"  c{lo:>4}..c{hi:<4} {f.name:<24} {f.kind:<7} {born:>5} -> {died}")
+        return "\n".join(lines)
