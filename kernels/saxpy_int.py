@@ -15,6 +15,5 @@ def launch():
 
 
 def reference(n, a, x, y):
-    exact = int(a) * x.astype(object) + y.astype(object)  # Python ints: no overflow
-    wrapped = np.array([v & 0xFFFFFFFF for v in exact], dtype=np.uint32).view(np.int32)
-    return [None, None, x, wrapped]
+    exact = int(a) * x.astype(np.int64) + y        # |a*x + y| < 2**63: exact in int64
+    return [None, None, x, exact.astype(np.int32)]  # the cast keeps the low 32 bits
