@@ -27,8 +27,8 @@ from qwengpu.toolchain.frontend import FRONTENDS
 
 app = typer.Typer(help="qwengpu: run CUDA kernels on a 4-lane SIMT GPU.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DTYPES = {"i32": np.int32, "u32": np.uint32}
 DOT_SOURCE = """\
