@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from qwengpu import isa
-from qwengpu.errors import QwenGpuError
+from qwengpu.errors import CompileError, QwenGpuError
 from qwengpu.launch import Launch
 from qwengpu.toolchain.frontend import FRONTENDS, compile_cuda, with_prelude
 
@@ -73,7 +73,14 @@ class Module:
         """Lower kernel `name` to a machine program (MachineLimitError / UnsupportedError propagate)."""
         if name not in self._functions:
             from qwengpu.toolchain.lower import lower
-            self._functions[name] = Function(self, name, lower(self.parsed, name))
+            try:
+                program = lower(self.parsed, name)
+            except CompileError as e:
+                if ".local" in self.ptx:   # typically -O0: variables live on a stack
+                    raise type(e)(f"{e} (this PTX keeps variables in .local stack memory, which the "
+                                  f"machine lacks; compile with -O1 or higher)") from e
+                raise
+            self._functions[name] = Function(self, name, program)
         return self._functions[name]
 
 

@@ -298,3 +298,44 @@ def test_source_parameter_names(src, kernel, count, want):
 def test_launch_messages_use_given_names():
     with pytest.raises(LaunchError, match=r"argument 0 \(data\) must be"):
         Launch.build(exit_program(), 1, 1, [1.0], names=["data"])
+
+
+ATOMICS = """\
+extern "C" __global__ void k(int *o, unsigned *u) {
+    __shared__ int s[2];
+    int t = threadIdx.x;
+    if (t == 0) { s[0] = 5; s[1] = 0; }
+    __syncthreads();
+    atomicAdd(&o[0], t + 1);        atomicSub(&o[1], t + 1);
+    atomicMin(&o[2], 3 - 2 * t);    atomicMax(&o[3], -10 * t);
+    atomicAnd(&o[4], ~(1 << t));    atomicOr(&o[5], 16 << t);      atomicXor(&o[6], 3 << t);
+    atomicCAS(&o[7], t, 100 + t);   atomicExch(&o[8 + t], 7 * t);
+    atomicMin(&u[0], 1u << (31 - t)); atomicMax(&u[1], 0x80000000u + t);
+    atomicInc(&u[2], 2u);           atomicDec(&u[3], 10u);
+    atomicAdd(&s[0], t);            atomicMax(&s[1], 10 * t);
+    __syncthreads();
+    if (t == 0) { o[12] = s[0]; o[13] = s[1]; }
+}
+"""
+
+
+def test_prelude_atomics_compute_cuda_results(toolchain):
+    o = np.array([10, 10, 0, 0, -1, 1, 0, 2, 0, 0, 0, 0, 0, 0], np.int32)
+    u = np.array([0xFFFF_FFFF, 0, 0, 1], np.uint32)
+    Device().compile(ATOMICS).get_function("k")(grid=1, block=4, args=[o, u])
+    t = np.arange(4)
+    # four threads; every result below is independent of the order the atomics run in
+    want_o = [10 + (t + 1).sum(), 10 - (t + 1).sum(), min(0, (3 - 2 * t).min()), max(0, (-10 * t).max()),
+              -1 & ~0b1111, 1 | (16 << t).sum(), np.bitwise_xor.reduce(3 << t), 102, *(7 * t), 5 + t.sum(), 30]
+    # inc with bound 2 from 0: 1, 2, 0, 1; dec with bound 10 from 1: 0, 10, 9, 8
+    want_u = [1 << 28, 0x8000_0003, 1, 8]
+    assert o.tolist() == [int(v) for v in want_o]
+    assert u.tolist() == want_u
+
+
+def test_o0_lowering_error_suggests_higher_optimisation(toolchain):
+    module = Device(opt=0).compile("extern \"C\" __global__ void k(int *p) { p[threadIdx.x] = 1; }")
+    if ".local" not in module.ptx:
+        pytest.skip("clang kept this kernel off the stack at -O0")
+    with pytest.raises(CompileError, match="-O1 or higher"):
+        module.get_function("k")
