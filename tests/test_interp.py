@@ -5,6 +5,7 @@ means, never read back from the interpreter.
 """
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as hst
 
 from qwengpu import interp, isa
 from qwengpu.errors import DeadlockError, ExecutionError, LaunchError, MachineLimitError, MemoryFault
@@ -583,3 +584,126 @@ def test_program_is_checked_first():
     big = blk(EXIT, *[ins(Op.ADD, 1, R(1), 1)] * 5)
     with pytest.raises(MachineLimitError, match="5 instructions; the limit is 4"):
         launch(prog(big))
+
+
+# --- random structured programs: SIMT execution == each thread run alone -------------
+# A program is a list of statements: ("alu", [instrs]), ("if", src, then, else),
+# ("loop", src, body), ("exit_if", src), ("bar",). Random ALU code writes only
+# r1..r9; r10/r11 count loop trips (by depth), r13 holds branch conditions,
+# r14 the thread's memory offset. Each thread loads r1..r9 from its own input
+# words and stores them to its own output words, so threads never interact
+# and running them one by one (no SIMT stack at all) must give the same memory.
+
+DATA_REGS = range(1, 10)
+IN_BYTES, OUT_BYTES = 0, 1024      # per thread: 16 words at tid*64 in each region
+
+
+@hst.composite
+def alu_instr(draw):
+    name = draw(hst.sampled_from(sorted(isa.ALU_SEMANTICS)))
+    srcs = [draw(hst.one_of(hst.builds(R, hst.sampled_from([0, *DATA_REGS, 14])),
+                           hst.builds(Imm, hst.integers(0, M32))))
+            for _ in range(isa.Op[name].arity)]
+    return isa.Instr(isa.Op[name], R(draw(hst.sampled_from([0, *DATA_REGS]))), tuple(srcs))
+
+
+def statements(depth):
+    alu = hst.tuples(hst.just("alu"), hst.lists(alu_instr(), min_size=1, max_size=4))
+    src = hst.sampled_from(list(DATA_REGS))
+    leaf = hst.one_of(alu, hst.tuples(hst.just("exit_if"), src), hst.just(("bar",)))
+    if depth == 0:
+        return hst.lists(leaf, min_size=1, max_size=3)
+    inner = statements(depth - 1)
+    compound = hst.one_of(hst.tuples(hst.just("if"), src, inner, inner),
+                         hst.tuples(hst.just("loop"), src, inner))
+    return hst.lists(hst.one_of(leaf, leaf, compound), min_size=1, max_size=4)
+
+
+class Emitter:
+    """Lowers statements to machine blocks with correct reconvergence points."""
+
+    def __init__(self):
+        self.blocks = []
+
+    def new(self, instrs, term):
+        self.blocks.append(blk(term, *instrs))
+        return len(self.blocks) - 1
+
+    def seq(self, stmts, cont, depth=0, in_branch=False):
+        for s in reversed(stmts):
+            cont = self.stmt(s, cont, depth, in_branch)
+        return cont
+
+    def stmt(self, s, cont, depth, in_branch):
+        kind = s[0]
+        if kind == "alu":
+            return self.new(s[1], jmp(cont))
+        if kind == "bar":   # a barrier only where the warp is converged (not inside if/loop)
+            return cont if in_branch else self.new([], bar(cont))
+        if kind == "exit_if":   # if (x & 3 == 1) return;  -- a conditional exit: the survivors
+            leave = self.new([], EXIT)   # reconverge at once (reconv = fallthrough), keeping their join
+            return self.new([ins(Op.AND, 13, R(s[1]), 3), ins(Op.SETEQ, 13, R(13), 1)], brc(13, leave, cont, cont))
+        if kind == "if":
+            then, other = self.seq(s[2], cont, depth, True), self.seq(s[3], cont, depth, True)
+            return self.new([ins(Op.AND, 13, R(s[1]), 1)], brc(13, then, other, cont))
+        counter = 10 + depth   # loop: trips = x & 3 (lane dependent), counted down in r10/r11
+        latch = self.new([ins(Op.SUB, counter, R(counter), 1), ins(Op.SETNE, 13, R(counter), 0)],
+                         brc(13, -1, cont, cont))
+        body = self.seq(s[2], latch, depth + 1, True)
+        self.blocks[latch] = blk(brc(13, body, cont, cont), *self.blocks[latch].instrs)
+        return self.new([ins(Op.AND, counter, R(s[1]), 3), ins(Op.SETNE, 13, R(counter), 0)],
+                        brc(13, body, cont, cont))
+
+    def program(self, stmts):
+        self.new([], EXIT)   # placeholder for the entry, replaced below
+        stores = [self.new([st(R(14), R(k), offset=OUT_BYTES + 4 * k)], jmp(-1)) for k in DATA_REGS]
+        self.blocks[stores[-1]] = blk(EXIT, *self.blocks[stores[-1]].instrs)
+        for a, b in zip(stores, stores[1:]):
+            self.blocks[a] = blk(jmp(b), *self.blocks[a].instrs)
+        body = self.seq(stmts, stores[0])
+        loads = [self.new([ld(k, R(14), offset=IN_BYTES + 4 * k)], jmp(-1)) for k in DATA_REGS]
+        for a, b in zip(loads, loads[1:] + [body]):
+            self.blocks[a] = blk(jmp(b), *self.blocks[a].instrs)
+        self.blocks[0] = blk(jmp(loads[0]), s2r(14, SReg.TID_X), ins(Op.SHL, 14, R(14), 6))
+        return isa.Program("random", self.blocks, [])
+
+
+def run_thread_alone(program, tid, mem):
+    """One thread, no warps: follow its own branches; BAR is a plain jump."""
+    regs, pc = [0] * isa.NUM_REGS, 0
+    while True:
+        block = program.blocks[pc]
+        for i in block.instrs:
+            vals = [regs[s.n] if isinstance(s, Reg) else s.value for s in i.srcs]
+            if i.op is Op.S2R:
+                value = tid
+            elif i.op is Op.LD:
+                value = int(mem[(vals[0] + vals[1]) // 4])
+            elif i.op is Op.ST:
+                mem[(vals[0] + vals[1]) // 4] = vals[2]
+                continue
+            else:
+                value = isa.ALU_SEMANTICS[i.op.name](*vals)
+            if i.dst.n:
+                regs[i.dst.n] = value
+        t = block.term
+        if t.kind is Term.EXIT:
+            return
+        pc = (t.target if regs[t.cond.n] else t.fallthrough) if t.kind is Term.BRC else t.target
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stmts=statements(2), nthreads=hst.integers(1, isa.MAX_BLOCK_THREADS),
+       seed=hst.integers(0, 2 ** 32 - 1))
+def test_simt_matches_threads_run_alone(stmts, nthreads, seed):
+    program = Emitter().program(stmts)
+    if len(program.blocks) > isa.ROM_BLOCKS:
+        return
+    inputs = np.random.default_rng(seed).integers(0, 2 ** 32, isa.GLOBAL_WORDS, dtype=np.uint64).astype(np.uint32)
+    inputs[OUT_BYTES // 4:] = 0
+    want = inputs.copy()
+    for tid in range(nthreads):
+        run_thread_alone(program, tid, want)
+    got = inputs.copy()
+    interp.run(program, (1, 1, 1), (nthreads, 1, 1), [], got)
+    assert got.tolist() == want.tolist()
