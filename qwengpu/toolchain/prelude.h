@@ -115,18 +115,9 @@ QG_INLINE unsigned int umax(unsigned int a, unsigned int b) { return a > b ? a :
 QG_INLINE int abs(int a) { return a < 0 ? -a : a; }
 QG_INLINE int __popc(unsigned int x) { return __builtin_popcount(x); }
 QG_INLINE int __clz(int x) { return x ? __builtin_clz((unsigned int)x) : 32; }
-QG_INLINE int __ffs(int x) { return x ? __builtin_ctz((unsigned int)x) + 1 : 0; }
 QG_INLINE unsigned int __brev(unsigned int x) { return __builtin_bitreverse32(x); }
 QG_INLINE int __mulhi(int a, int b) { return __nvvm_mulhi_i(a, b); }
 QG_INLINE unsigned int __umulhi(unsigned int a, unsigned int b) { return __nvvm_mulhi_ui(a, b); }
-/* __mul24: low 32 bits of the product of the low 24 bits (sign-extended). */
-QG_INLINE int __mul24(int a, int b) { return ((int)((unsigned)a << 8) >> 8) * ((int)((unsigned)b << 8) >> 8); }
-QG_INLINE unsigned int __umul24(unsigned int a, unsigned int b) { return (a & 0xffffffu) * (b & 0xffffffu); }
-/* __sad: |a - b| + c, computed without signed overflow. */
-QG_INLINE unsigned int __sad(int a, int b, unsigned int c) {
-    return (a > b ? (unsigned int)a - (unsigned int)b : (unsigned int)b - (unsigned int)a) + c;
-}
-QG_INLINE unsigned int __usad(unsigned int a, unsigned int b, unsigned int c) { return (a > b ? a - b : b - a) + c; }
 
 /* Warp-op primitives used by the common section below. */
 #define QG_SHFL(MODE, mask, v, b, c) __nvvm_shfl_sync_##MODE##_i32(mask, v, b, c)
@@ -208,6 +199,28 @@ QG_INLINE void __qg_syncwarp(unsigned int mask = 0xffffffffu) {
 #endif
 
 /* ------------------------------------------------------------------ common */
+/* PTX has mul24, sad and bfind, the machine does not: spell these in plain
+ * integer ops (also under NVRTC, whose own versions emit them). */
+/* __mul24: low 32 bits of the product of the low 24 bits (sign-extended). */
+QG_INLINE int __qg_mul24(int a, int b) { return ((int)((unsigned)a << 8) >> 8) * ((int)((unsigned)b << 8) >> 8); }
+QG_INLINE unsigned int __qg_umul24(unsigned int a, unsigned int b) { return (a & 0xffffffu) * (b & 0xffffffu); }
+/* __sad: |a - b| + c, computed without signed overflow. */
+QG_INLINE unsigned int __qg_sad(int a, int b, unsigned int c) {
+    return (a > b ? (unsigned int)a - (unsigned int)b : (unsigned int)b - (unsigned int)a) + c;
+}
+QG_INLINE unsigned int __qg_usad(unsigned int a, unsigned int b, unsigned int c) { return (a > b ? a - b : b - a) + c; }
+/* __ffs: 1 + index of the lowest set bit (0 for 0), as popc of the bits below it
+ * (NVRTC's version emits bfind). */
+QG_INLINE int __qg_ffs(int x) {
+    unsigned int u = (unsigned int)x;
+    return u ? __popc((u & (0u - u)) - 1u) + 1 : 0;
+}
+#define __ffs __qg_ffs
+#define __mul24 __qg_mul24
+#define __umul24 __qg_umul24
+#define __sad __qg_sad
+#define __usad __qg_usad
+
 #ifdef warpSize
 #undef warpSize
 #endif
