@@ -20,10 +20,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from qwengpu import isa
+from qwengpu import interp, isa
 from qwengpu.errors import CompileError, QwenGpuError
 from qwengpu.launch import Launch
 from qwengpu.toolchain.frontend import FRONTENDS, compile_cuda, with_prelude
+from qwengpu.toolchain.lower import lower
+from qwengpu.toolchain.ptx import parse_ptx
 
 ENGINES = ("interp", "cuda", "model")
 
@@ -66,13 +68,11 @@ class Module:
 
     @functools.cached_property
     def parsed(self):
-        from qwengpu.toolchain.ptx import parse_ptx
         return parse_ptx(self.ptx)
 
     def get_function(self, name: str) -> "Function":
         """Lower kernel `name` to a machine program (MachineLimitError / UnsupportedError propagate)."""
         if name not in self._functions:
-            from qwengpu.toolchain.lower import lower
             try:
                 program = lower(self.parsed, name)
             except CompileError as e:
@@ -122,7 +122,6 @@ def source_param_names(src: str, kernel: str, count: int) -> list[str] | None:
 # Engines: each runs a checked Launch and writes the arrays back.
 # ---------------------------------------------------------------------------
 def _run_interp(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
-    from qwengpu import interp
     ex = interp.run(fn.program, launch.grid, launch.block, launch.params, launch.memory, trace=trace)
     launch.copy_back()
     return LaunchResult("interp", ex.seconds, ex.instructions, ex.passes, None, ex.steps)

@@ -227,7 +227,7 @@ extern "C" __global__ void dot(const int *a, const int *b, int *out, int n) {
 
 
 @pytest.mark.parametrize("frontend", ["clang", "nvrtc"])
-def test_round_trip_dot(toolchain, frontend):
+def test_round_trip_dot(frontend):
     module = Device(frontend=frontend).compile(DOT, filename="dot.cu")
     assert ".entry dot" in module.ptx
     fn = module.get_function("dot")
@@ -263,7 +263,7 @@ extern "C" __global__ void k(const int *x, int *out) {
 
 
 @pytest.mark.parametrize("frontend", ["clang", "nvrtc"])
-def test_prelude_builtins_compute_cuda_results(toolchain, frontend):
+def test_prelude_builtins_compute_cuda_results(frontend):
     x = np.array([3, -7, 0, 2], np.int32)
     out = np.zeros(64, np.int32)
     Device(frontend=frontend).compile(PRELUDE_SEMANTICS).get_function("k")(grid=1, block=4, args=[x, out])
@@ -321,7 +321,7 @@ extern "C" __global__ void k(int *o, unsigned *u) {
 
 
 @pytest.mark.parametrize("frontend", ["clang", "nvrtc"])
-def test_prelude_atomics_compute_cuda_results(toolchain, frontend):
+def test_prelude_atomics_compute_cuda_results(frontend):
     o = np.array([10, 10, 0, 0, -1, 1, 0, 2, 0, 0, 0, 0, 0, 0], np.int32)
     u = np.array([0xFFFF_FFFF, 0, 0, 1], np.uint32)
     Device(frontend=frontend).compile(ATOMICS).get_function("k")(grid=1, block=4, args=[o, u])
@@ -335,7 +335,7 @@ def test_prelude_atomics_compute_cuda_results(toolchain, frontend):
     assert u.tolist() == want_u
 
 
-def test_o0_lowering_error_suggests_higher_optimisation(toolchain):
+def test_o0_lowering_error_suggests_higher_optimisation():
     module = Device(opt=0).compile("extern \"C\" __global__ void k(int *p) { p[threadIdx.x] = 1; }")
     if ".local" not in module.ptx:
         pytest.skip("clang kept this kernel off the stack at -O0")

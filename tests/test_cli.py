@@ -90,7 +90,7 @@ def test_unknown_engine_is_an_error(tmp_path):
 
 
 # --- with the toolchain -----------------------------------------------------
-def test_run_prints_final_arrays(toolchain, tmp_path):
+def test_run_prints_final_arrays(tmp_path):
     (tmp_path / "dot.cu").write_text(DOT_CU)
     result = invoke("run", tmp_path / "dot.cu", "--kernel", "dot", "--grid", "1", "--block", "4",
                     "--arg", "i32:[1,2,3]", "--arg", "i32:[4,5,6]", "--arg", "i32:zeros(1)", "--arg", "3",
@@ -100,20 +100,20 @@ def test_run_prints_final_arrays(toolchain, tmp_path):
     assert ".entry dot" in result.output and "B0:" in result.output and "passes" in result.output
 
 
-def test_run_launch_error_exit_code(toolchain, tmp_path):
+def test_run_launch_error_exit_code(tmp_path):
     (tmp_path / "dot.cu").write_text(DOT_CU)
     result = invoke("run", tmp_path / "dot.cu", "--kernel", "dot", "--block", "32",
                     "--arg", "i32:[1]", "--arg", "i32:[1]", "--arg", "i32:[0]", "--arg", "1")
     assert result.exit_code == 1 and "limit is 16" in result.output and "Traceback" not in result.output
 
 
-def test_run_wrong_argument_count(toolchain, tmp_path):
+def test_run_wrong_argument_count(tmp_path):
     (tmp_path / "dot.cu").write_text(DOT_CU)
     result = invoke("run", tmp_path / "dot.cu", "--kernel", "dot", "--arg", "1")
     assert result.exit_code == 1 and "takes 4 arguments" in result.output
 
 
-def test_demo(toolchain):
+def test_demo():
     result = invoke("demo")
     assert result.exit_code == 0, result.output
     assert "= 32" in result.output and "not built yet" in result.output
@@ -130,7 +130,7 @@ def make_suite(tmp_path):
     return tmp_path
 
 
-def test_suite_json_reports_each_kernel(toolchain, tmp_path):
+def test_suite_json_reports_each_kernel(tmp_path):
     result = invoke("suite", "--dir", make_suite(tmp_path), "--json")
     assert result.exit_code == 1                       # two kernels fail
     summary = json.loads(result.output)
@@ -143,7 +143,7 @@ def test_suite_json_reports_each_kernel(toolchain, tmp_path):
     assert broken["status"] == "failed" and "CompileError" in broken["reason"] and "broken.cu:5:" in broken["reason"]
 
 
-def test_suite_k_selects_and_table_prints(toolchain, tmp_path):
+def test_suite_k_selects_and_table_prints(tmp_path):
     result = invoke("suite", "--dir", make_suite(tmp_path), "-k", "good")
     assert result.exit_code == 0, result.output
     assert "good" in result.output and "wrong" not in result.output and "1 passed, 0 failed" in result.output
@@ -154,7 +154,7 @@ def test_suite_with_no_matching_kernel_fails(tmp_path):
     assert result.exit_code == 1 and json.loads(result.output)["kernels"] == []
 
 
-def test_real_suite_subset(toolchain, kernels_dir):
+def test_real_suite_subset(kernels_dir):
     result = invoke("suite", "--dir", kernels_dir, "-k", "dot", "--json")
     summary = json.loads(result.output)
     assert summary["kernels"] and all(k["status"] == "passed" for k in summary["kernels"]), summary
