@@ -273,6 +273,33 @@ def test_deadlock_names_every_waiting_warp():
     assert "thread block 0" in str(err.value)
 
 
+def nested_return_then_barrier(outer_reconv, inner_reconv):
+    """if (tid & 1) { if (tid == 1) return; v = 10; } else v = 20;
+    shared[tid] = v + tid; __syncthreads(); out[tid] = shared[tid ^ 2]"""
+    return prog(
+        blk(brc(2, 1, 3, outer_reconv), s2r(1, SReg.TID_X), ins(Op.AND, 2, R(1), 1)),
+        blk(brc(3, 2, 4, inner_reconv), ins(Op.SETEQ, 3, R(1), 1)),
+        blk(EXIT),
+        blk(jmp(5), ins(Op.MOV, 5, 20)),
+        blk(jmp(5), ins(Op.MOV, 5, 10)),
+        blk(bar(6), ins(Op.ADD, 6, R(5), R(1)), ins(Op.SHL, 7, R(1), 2), st(R(7), R(6), Space.SHARED)),
+        blk(jmp(7), ins(Op.XOR, 8, R(1), 2), ins(Op.SHL, 8, R(8), 2), ld(9, R(8), Space.SHARED)),
+        blk(EXIT, st(R(7), R(9))))
+
+
+def test_conditional_exit_keeps_the_enclosing_join():
+    # reconv of the inner branch = its surviving side (B4), so lane 3 rejoins lanes 0, 2 at B5
+    mem, _ = launch(nested_return_then_barrier(5, 4), block=(4, 1, 1))
+    assert mem[:4].tolist() == [22, 0, 20, 0]
+
+
+def test_strict_post_dominators_split_the_warp_at_a_barrier():
+    # with the ipdom computed through the early exit (-1 for both branches) lane 3 reaches the
+    # barrier alone while lanes 0 and 2 are parked on the SIMT stack: see docs/isa.md
+    with pytest.raises(DeadlockError, match=r"warp 0 \(next pc B6\) .* threads \[0, 2\]"):
+        launch(nested_return_then_barrier(-1, -1), block=(4, 1, 1))
+
+
 # --- memory -----------------------------------------------------------------------
 def test_loads_from_all_spaces_and_params():
     # out[tid] = global[16 + tid] + const[p0 word] + const_init[5] ; shared round trip
