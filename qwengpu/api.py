@@ -24,7 +24,7 @@ from qwengpu import interp, isa
 from qwengpu.errors import CompileError, QwenGpuError
 from qwengpu.launch import Launch
 from qwengpu.toolchain.frontend import FRONTENDS, compile_cuda, with_prelude
-from qwengpu.toolchain.lower import lower
+from qwengpu.toolchain.lower import lower, plain_name
 from qwengpu.toolchain.ptx import parse_ptx
 
 ENGINES = ("interp", "cuda", "model")
@@ -69,6 +69,11 @@ class Module:
     @functools.cached_property
     def parsed(self):
         return parse_ptx(self.ptx)
+
+    @property
+    def kernel_names(self) -> list[str]:
+        """The module's __global__ functions, by plain (unmangled) name."""
+        return sorted(plain_name(n) for n in self.parsed.kernels)
 
     def get_function(self, name: str) -> "Function":
         """Lower kernel `name` to a machine program (MachineLimitError / UnsupportedError propagate)."""

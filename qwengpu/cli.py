@@ -118,7 +118,8 @@ def _choice(name: str, value: str, choices) -> str:
 
 @app.command()
 def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
-        kernel: str = typer.Option(..., "--kernel", "-k", help="the __global__ function to launch"),
+        kernel: Optional[str] = typer.Option(None, "--kernel", "-k",
+                                             help="the __global__ function to launch (default: the only one)"),
         grid: str = typer.Option("1", help="grid size: 2 or 2,2 or 2,1,1"),
         block: str = typer.Option("4", help="block size: 4 or 4,2"),
         arg: Optional[List[str]] = typer.Option(None, "--arg", "-a",
@@ -127,7 +128,8 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         frontend: str = typer.Option("clang", help=f"front end: {', '.join(FRONTENDS)}"),
         opt: int = typer.Option(2, "-O", help="clang optimisation level 0..3"),
         show_ptx: bool = typer.Option(False, "--show-ptx", help="print the PTX"),
-        show_isa: bool = typer.Option(False, "--show-isa", help="print the lowered machine program")):
+        show_isa: bool = typer.Option(False, "--show-isa", help="print the lowered machine program"),
+        trace: bool = typer.Option(False, "--trace", help="print every pass (interp engine)")):
     """Compile FILE, launch KERNEL once and print the final arrays."""
     try:
         if not file.is_file():
@@ -137,16 +139,33 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         module = dev.compile(file.read_text(), filename=file.name)
         if show_ptx:
             console.print(module.ptx, markup=False)
-        fn = module.get_function(kernel)
+        fn = module.get_function(kernel or _only_kernel(module))
         if show_isa:
             console.print(fn.program.listing(), markup=False)
-        result = fn(grid=parse_dims("grid", grid), block=parse_dims("block", block), args=args)
+        result = fn(grid=parse_dims("grid", grid), block=parse_dims("block", block), args=args, trace=trace)
     except QwenGpuError as e:
         fail(e)
+    for i, step in enumerate(result.trace or []):
+        console.print(_step_line(i, step), markup=False)
     for name, value in zip(fn.arg_names, args):
         if isinstance(value, np.ndarray):
             console.print(f"{name} = {value.tolist()}", markup=False)
     console.print(f"[dim]{_stats(result)}[/]")
+
+
+def _only_kernel(module) -> str:
+    names = module.kernel_names
+    if len(names) != 1:
+        raise QwenGpuError(f"{module.filename} has {len(names)} kernels ({', '.join(names) or 'none'}); "
+                           f"choose one with --kernel")
+    return names[0]
+
+
+def _step_line(i: int, step) -> str:
+    """One pass of the trace: where, which lanes, what it wrote."""
+    regs = " ".join(f"l{lane}.r{reg}={value:#x}" for lane, reg, value in step.reg_writes)
+    mem = " ".join(f"{space.value}[{word}]={value:#x}" for space, word, value in step.mem_writes)
+    return f"pass {i}: block {step.block_id} warp {step.warp} B{step.pc} mask {step.mask:#06b}  {regs} {mem}".rstrip()
 
 
 def _stats(result) -> str:

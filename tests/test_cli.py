@@ -158,3 +158,22 @@ def test_real_suite_subset(kernels_dir):
     result = invoke("suite", "--dir", kernels_dir, "-k", "dot", "--json")
     summary = json.loads(result.output)
     assert summary["kernels"] and all(k["status"] == "passed" for k in summary["kernels"]), summary
+
+
+def test_run_without_kernel_uses_the_only_one_and_traces(tmp_path):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    result = invoke("run", tmp_path / "dot.cu", "--arg", "i32:[1,2,3]", "--arg", "i32:[4,5,6]",
+                    "--arg", "i32:zeros(1)", "--arg", "3", "--trace")
+    assert result.exit_code == 0, result.output
+    assert "out = [32]" in result.output
+    assert "pass 0: block 0 warp 0 B0 mask 0b1111" in result.output
+    assert "shared[0]=0x4" in result.output           # prod[0] = 1 * 4 stored to shared memory
+
+
+def test_run_without_kernel_needs_one_kernel(tmp_path):
+    (tmp_path / "two.cu").write_text('extern "C" __global__ void b(int *p) { *p = 1; }\n'
+                                     "__global__ void a(int *p) { *p = 2; }\n")
+    result = invoke("run", tmp_path / "two.cu", "--arg", "i32:[0]")
+    assert result.exit_code == 1 and "two.cu has 2 kernels (a, b); choose one with --kernel" in result.output
+    result = invoke("run", tmp_path / "two.cu", "--kernel", "a", "--arg", "i32:[0]")
+    assert result.exit_code == 0 and "p = [2]" in result.output
