@@ -13,7 +13,7 @@ M64 = 2**64 - 1
 def launch():
     rng = np.random.default_rng(314)
     a = rng.integers(-2**31, 2**31, ROWS * COLS, dtype=np.int64)
-    b = rng.integers(-2**31, 2**31, ROWS * COLS, dtype=np.int64)
+    b = rng.integers(-2**28, 2**28, ROWS * COLS, dtype=np.int64)   # random sums stay below 2**62
     # rows 0 and 1: sums just inside the long long range (2**63 - 2**31, -2**63 + 2**32)
     a[:COLS], b[:COLS] = [-2**31, -2**31, 0, 0, 0, 0], [-2**31, -2**31 + 1, 5, 6, 7, 8]
     a[COLS:2 * COLS], b[COLS:2 * COLS] = [-2**31, 2**31 - 1, 0, 0, 0, 0], [2**31 - 1, -2**31, 1, 2, 3, 4]
