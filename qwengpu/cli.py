@@ -130,7 +130,11 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         show_ptx: bool = typer.Option(False, "--show-ptx", help="print the PTX"),
         show_isa: bool = typer.Option(False, "--show-isa", help="print the lowered machine program"),
         trace: bool = typer.Option(False, "--trace", help="print every pass (interp engine)")):
-    """Compile FILE, launch KERNEL once and print the final arrays."""
+    """Compile FILE, launch KERNEL once and print the final arrays.
+
+    --arg, once per kernel parameter: a scalar (5, -3, 0x1f, u32:7) or an array
+    (i32:[1,2,3], u32:[1,2], i32:zeros(8), u32:range(8), i32:full(8,-1)).
+    """
     try:
         if not file.is_file():
             raise QwenGpuError(f"{file}: no such file")

@@ -91,11 +91,6 @@ class Launch:
                 raise LaunchError(f"argument {slot.index} is a read-only array but the kernel wrote to it")
             slot.array.view(np.uint32)[:] = final
 
-    def array_of(self, index: int) -> np.ndarray:
-        """The current global-memory words of array argument `index`, in its dtype."""
-        slot = next(s for s in self.arrays if s.index == index)
-        return self.memory[slot.words].view(slot.array.dtype)
-
 
 def as_dim3(name: str, value) -> Dim3:
     """1-3 positive ints (or one int) -> (x, y, z), missing sizes 1."""
