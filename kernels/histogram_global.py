@@ -10,8 +10,8 @@ N, GRID, BLOCK = 200, 3, 16
 
 def launch():
     rng = np.random.default_rng(411)
-    data = rng.integers(0, 0xC0, N).astype(np.uint32)          # bins 12..15 only from the initial counts
-    data[:3] = [0xFFFFFF05, 0xFF, 0x100]                        # only the low byte counts
+    data = rng.integers(0, 0xC0, N).astype(np.uint32)          # bins 12..14 keep their initial counts
+    data[:3] = [0xFFFFFF05, 0xFF, 0x100]                        # only the low byte counts (0xFF: bin 15)
     bins = np.arange(16, dtype=np.uint32)
     return (GRID,), (BLOCK,), [data, bins, np.int32(N)]
 
