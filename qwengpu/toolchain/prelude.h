@@ -9,8 +9,8 @@
  * Three builds of this file:
  *   clang-19 (-nocudainc): everything is defined here from clang's NVVM builtins.
  *   NVRTC (__CUDACC_RTC__): NVRTC predefines the qualifiers, index variables,
- *     atomics and intrinsics; only warpSize and the shuffles/votes are
- *     redirected here (macros) so they follow the 4-lane machine.
+ *     atomics and intrinsics; warpSize, the shuffles/votes and the few
+ *     intrinsics whose PTX the machine lacks are redirected here (macros).
  *   QWENGPU_REAL_GPU (set by the cuda engine on top of NVRTC): warp masks
  *     and vote results are mapped onto the thread's 4-lane group of the real
  *     32-lane warp, so a kernel sees the same 4-lane warps there.
@@ -87,9 +87,9 @@ QG_ATOMIC(atomicInc, unsigned int, __nvvm_atom_inc_gen_ui, unsigned int)
 QG_ATOMIC(atomicDec, unsigned int, __nvvm_atom_dec_gen_ui, unsigned int)
 #undef QG_ATOMIC
 /* CUDA has no atom.sub: atomicSub adds the two's-complement negation. */
-QG_INLINE int atomicSub(int *address, int val) { return __nvvm_atom_add_gen_i(address, -val); }
+QG_INLINE int atomicSub(int *address, int val) { return __nvvm_atom_add_gen_i(address, (int)(0u - (unsigned int)val)); }
 QG_INLINE unsigned int atomicSub(unsigned int *address, unsigned int val) {
-    return (unsigned int)__nvvm_atom_add_gen_i((int *)address, -(int)val);
+    return (unsigned int)__nvvm_atom_add_gen_i((int *)address, (int)(0u - val));
 }
 QG_INLINE int atomicCAS(int *address, int compare, int val) { return __nvvm_atom_cas_gen_i(address, compare, val); }
 QG_INLINE unsigned int atomicCAS(unsigned int *address, unsigned int compare, unsigned int val) {
@@ -112,7 +112,7 @@ QG_INLINE unsigned int max(int a, unsigned int b) { return max((unsigned int)a, 
 QG_INLINE unsigned int max(unsigned int a, int b) { return max(a, (unsigned int)b); }
 QG_INLINE unsigned int umin(unsigned int a, unsigned int b) { return a < b ? a : b; }
 QG_INLINE unsigned int umax(unsigned int a, unsigned int b) { return a > b ? a : b; }
-QG_INLINE int abs(int a) { return a < 0 ? -a : a; }
+QG_INLINE int abs(int a) { return (int)(a < 0 ? 0u - (unsigned int)a : (unsigned int)a); }  /* abs(INT_MIN) == INT_MIN */
 QG_INLINE int __popc(unsigned int x) { return __builtin_popcount(x); }
 QG_INLINE int __clz(int x) { return x ? __builtin_clz((unsigned int)x) : 32; }
 QG_INLINE unsigned int __brev(unsigned int x) { return __builtin_bitreverse32(x); }
