@@ -1,4 +1,4 @@
-"""Collatz step counts for 0..40-ish starting values: per-lane loop trip counts
+"""Collatz step counts for starting values 0..59: per-lane loop trip counts
 from 0 to over 100 inside the same warp."""
 import numpy as np
 

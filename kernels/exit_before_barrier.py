@@ -1,5 +1,6 @@
-"""Per-block reverse through shared memory where the threads past n (half of
-one warp, then a whole block) exit before the barrier the others wait at."""
+"""Per-block reverse through shared memory where the threads past n exit
+before the barrier the others wait at: in block 3 two lanes of warp 0 and
+warps 1-2, in block 4 everyone (docs/isa.md: exited threads complete a barrier)."""
 import numpy as np
 
 KERNEL = "exit_before_barrier"
@@ -11,7 +12,7 @@ N, BLOCK = 38, 12
 def launch():
     rng = np.random.default_rng(316)
     x = rng.integers(-10**6, 10**6, 48, dtype=np.int64).astype(np.int32)
-    return (4,), (BLOCK,), [x, np.full(48, -5, np.int32), np.int32(N)]
+    return (5,), (BLOCK,), [x, np.full(48, -5, np.int32), np.int32(N)]   # block 4 has no element
 
 
 def reference(x, out, n):
