@@ -443,7 +443,8 @@ def test_atomic_add_across_blocks_and_shared():
 def test_shuffles_in_a_partial_warp():
     # block of 3 threads: lane 3 does not exist; value = tid * 10 + 1
     modes = [(ShflMode.DOWN, 1, 0x1F), (ShflMode.UP, 1, 0), (ShflMode.BFLY, 1, 0x1F), (ShflMode.IDX, 2, 0x1F)]
-    blocks = [blk(jmp(1), *out_addr(), s2r(1, SReg.TID_X)), blk(jmp(2), ins(Op.MUL, 1, R(1), 10), ins(Op.ADD, 1, R(1), 1))]
+    blocks = [blk(jmp(1), *out_addr(), s2r(1, SReg.TID_X)),
+              blk(jmp(2), ins(Op.MUL, 1, R(1), 10), ins(Op.ADD, 1, R(1), 1))]
     for i, (mode, b, c) in enumerate(modes):
         blocks.append(blk(jmp(len(blocks) + 1), ins(Op.SHFL, 2, R(1), b, c, mod=mode)))
         blocks.append(blk(jmp(len(blocks) + 1), st(R(15), R(2), offset=16 * i)))
@@ -472,9 +473,11 @@ def test_shuffle_in_divergent_code_reads_own_value_from_inactive_lane():
 def test_votes_with_partial_member_masks():
     # pred = tid in {1, 2}; modes x member masks, in a warp where lane 3 is inactive (3 threads)
     cases = [(VoteMode.BALLOT, 0xF), (VoteMode.BALLOT, 0b0101), (VoteMode.ALL, 0b0110), (VoteMode.ALL, 0xF),
-             (VoteMode.ANY, 0b0001), (VoteMode.ANY, 0b0011), (VoteMode.UNI, 0b0110), (VoteMode.UNI, 0b0011), (VoteMode.UNI, 0b0001),
+             (VoteMode.ANY, 0b0001), (VoteMode.ANY, 0b0011), (VoteMode.UNI, 0b0110), (VoteMode.UNI, 0b0011),
+             (VoteMode.UNI, 0b0001),
              (VoteMode.ACTIVEMASK, 0)]
-    blocks = [blk(jmp(1), *out_addr(), s2r(1, SReg.TID_X)), blk(jmp(2), ins(Op.SUB, 2, R(1), 1), ins(Op.SETLTU, 2, R(2), 2))]
+    blocks = [blk(jmp(1), *out_addr(), s2r(1, SReg.TID_X)),
+              blk(jmp(2), ins(Op.SUB, 2, R(1), 1), ins(Op.SETLTU, 2, R(2), 2))]
     for i, (mode, members) in enumerate(cases):
         blocks.append(blk(jmp(len(blocks) + 1), ins(Op.VOTE, 3, R(2), members, mod=mode)))
         blocks.append(blk(jmp(len(blocks) + 1), st(R(15), R(3), offset=16 * i)))

@@ -297,4 +297,5 @@ def limits_table() -> str:
 def test_docs_limits_table_matches_isa():
     from pathlib import Path
     doc = (Path(__file__).parent.parent / "docs" / "isa.md").read_text()
-    assert limits_table() in doc, "regenerate the table: python -c 'import tests.test_isa as t; print(t.limits_table())'"
+    assert limits_table() in doc, \
+        "regenerate the table: python -c 'import tests.test_isa as t; print(t.limits_table())'"
