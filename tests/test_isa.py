@@ -251,6 +251,29 @@ def test_shfl_full_width_stays_in_the_warp():
     assert [isa.shfl_source_lane(U, l, 1, 0) for l in range(4)] == [0, 0, 1, 2]
 
 
+def _cuda_shfl_source(mode, lane, b, width):
+    """CUDA's documented __shfl_*_sync(.., b, width) source lane on a warp of
+    LANES threads: segments of `width` lanes; a source outside the segment
+    (for xor: in a later segment) or past the warp is the lane itself."""
+    base, b = lane - lane % width, b % 32
+    if mode is I:
+        src = base + b % width
+    elif mode is U:
+        src = lane - b if lane - b >= base else lane
+    elif mode is D:
+        src = lane + b if lane + b < base + width else lane
+    else:
+        src = lane ^ b if lane ^ b < base + width else lane
+    return src if src < isa.LANES else lane
+
+
+@settings(max_examples=300, deadline=None)
+@given(mode=st.sampled_from(list(isa.ShflMode)), lane=st.integers(0, isa.LANES - 1),
+       b=st.one_of(st.integers(0, 40), st.integers(0, M32)), width=st.sampled_from([1, 2, 4, 8, 16, 32]))
+def test_shfl_source_lane_matches_cuda_width_rule(mode, lane, b, width):
+    assert isa.shfl_source_lane(mode, lane, b, _shfl_c(mode, width)) == _cuda_shfl_source(mode, lane, b, width)
+
+
 # --- program checks ------------------------------------------------------------
 def _block(n_alu, unit_at=None):
     ins = [isa.Instr(isa.Op.ADD, isa.Reg(1), (isa.Reg(1), isa.Imm(1))) for _ in range(n_alu)]
