@@ -326,3 +326,32 @@ def add(c: Circuit, at: int, a: Field, b: Field, cin: Field | None = None, sub: 
                 const += 1
         digits.append((terms, const))
     return resolve(c, at, digits, carry_out, name or ("sub" if sub else "add"))
+
+
+# ---------------------------------------------------------------------------
+# shifts by a register amount (PTX clamping: amounts >= 32 give 0, or the sign for SRA)
+# ---------------------------------------------------------------------------
+def _amount_is(b: Field, k: int, extra: dict[int, int]) -> tuple[dict[int, int], int]:
+    """Terms and bias of relu(matches(b[0:5], k) + sum(extra) - 5 * any(b[5:]) - 5 + 1 ...):
+    the argument is 1 exactly when b == k and every `extra` bit is 1, else <= 0."""
+    terms = {b[j]: (1 if k >> j & 1 else -1) for j in range(5)}
+    zeros = sum(1 for j in range(5) if not k >> j & 1)
+    terms = add_terms(terms, {b[j]: -5 for j in range(5, WORD)}, extra)
+    return terms, zeros - 5 - len(extra) + 1
+
+
+def shift(c: Circuit, at: int, op: str, a: Field, b: Field, name: str = "") -> Field:
+    """SHL/SHR/SRA a by the unsigned 32-bit amount b. 1 layer: one neuron per (output bit, amount)."""
+    out = c.field(name or op.lower(), WORD, at)
+    for i, d in enumerate(out.dims):
+        for k in range(WORD):
+            src = i - k if op == "SHL" else i + k
+            if op == "SRA":
+                src = min(src, WORD - 1)          # shifted-in bits copy the sign
+            if 0 <= src < WORD:
+                terms, bias = _amount_is(b, k, {a[src]: 1})
+                relu(c, at, terms, bias, {d: 1})
+    if op == "SRA":                               # amount >= 32: every bit is the sign
+        step(c, at, add_terms({b[j]: 1 for j in range(5, WORD)}, {a[WORD - 1]: WORD}), WORD + 1,
+             {d: 1 for d in out.dims})
+    return out

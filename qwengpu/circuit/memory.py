@@ -1,0 +1,122 @@
+"""Gated DeltaNet memory banks: addressable rows in GDN head states.
+
+A head with A_log = -200 never decays (exp(A_log) underflows to 0), beta = sigmoid(32)
+is exactly 1, and the conv is the identity on the current token, so the delta rule
+with a one-hot key k overwrites row k of the state with the value: S[k] = v.
+
+Keys and queries are compiled from a binary address field: row r's pre-activation is
+M * (2 matches(addr, r) - 2 bits + 1) (+ write-enable), which is M on the addressed row and
+<= -M elsewhere; silu and l2norm turn that into an exact one-hot (or all zeros: no write).
+
+Row encoding: each head holds a slice of `per = d_v / 4` bits as dual rails (b, 1-b),
+plus always-on pad rails so every written row has exactly `per` rails of value RAIL.
+The gated norm then divides a read by a known RMS: an on rail reads as exactly
+sqrt(d_v / per) = 2, times silu(z) = 32, times out_proj 1/64 -> 1.0 in the data field.
+An unwritten row reads as 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qwengpu.circuit import CircuitError
+from qwengpu.circuit.layer import BETA, RAIL, Z_GATE, Circuit
+from qwengpu.circuit.residual import Field
+
+
+@dataclass
+class Bank:
+    name: str
+    layer: int
+    rows: int
+    width: int
+    per: int                         # data bits per head
+    replicas: list[list[int]]        # heads of each replica (one per slice)
+
+    @property
+    def addr_bits(self) -> int:
+        return max(1, (self.rows - 1).bit_length())
+
+    def slices(self):
+        for s, lo in enumerate(range(0, self.width, self.per)):
+            yield s, lo, min(self.width, lo + self.per)
+
+
+def declare_bank(c: Circuit, layer: int, name: str, rows: int, width: int, replicas: int = 1) -> Bank:
+    """A bank of `rows` words of `width` bits in layer `layer`; each replica serves one read per token."""
+    host = c.host
+    if rows > host.key_dim:
+        raise CircuitError(f"bank {name}: {rows} rows; a GDN head has {host.key_dim}")
+    per = host.value_dim // 4
+    heads_per_replica = -(-width // per)
+    lay = c.layer(layer)
+    heads = [lay.take_heads(heads_per_replica, f"bank {name}") for _ in range(replicas)]
+    bank = Bank(name, layer, rows, width, per, heads)
+    anchor = c.layout.anchor[0]
+    A = c.layout.anchor_value
+    for replica in heads:
+        for (s, lo, hi), h in zip(bank.slices(), replica):
+            lay.b[h, anchor] = BETA / A
+            for i in range(hi - lo):                       # complement rails: RAIL * (1 - b)
+                lay.v_row(h, 2 * i + 1)[anchor] = RAIL / A
+            for j in range(bank.per - (hi - lo)):          # pad rails: always RAIL
+                lay.v_row(h, 2 * (hi - lo) + j)[anchor] = RAIL / A
+    return bank
+
+
+def _address_rows(c: Circuit, row_of, bank: Bank, addr: Field, enable: Field | None) -> None:
+    """Fill rows 0..rows-1 of a key or query with the pre-activation
+    M * (2 * matches(addr, r) [+ 2 * enable - 2] - 2 * bits + 1): +M on the addressed row, <= -M
+    on every other row. Never 0: l2norm would blow a near-zero key (fp32 rounding of 0) up
+    to a unit vector and write garbage, so the margin is a full M either way."""
+    from qwengpu.circuit.layer import M
+    if addr.width != bank.addr_bits:
+        raise CircuitError(f"bank {bank.name}: address field has {addr.width} bits, needs {bank.addr_bits}")
+    anchor, A = c.layout.anchor[0], c.layout.anchor_value
+    for r in range(bank.rows):
+        row = row_of(r)
+        zeros = 0
+        for j in range(addr.width):
+            if r >> j & 1:
+                row[addr[j]] += 2 * M
+            else:
+                row[addr[j]] -= 2 * M
+                zeros += 1
+        bias = 2 * zeros - 2 * addr.width + 1
+        if enable is not None:
+            row[enable[0]] += 2 * M
+            bias -= 2
+        row[anchor] += M * bias / A
+
+
+def write(c: Circuit, bank: Bank, addr: Field, data: Field, enable: Field | None = None) -> None:
+    """bank[addr] = data on every token whose enable bit is 1 (every GPU token if None)."""
+    lay = c.layer(bank.layer)
+    if data.width != bank.width:
+        raise CircuitError(f"bank {bank.name}: data field has {data.width} bits, needs {bank.width}")
+    for replica in bank.replicas:
+        for (s, lo, hi), h in zip(bank.slices(), replica):
+            _address_rows(c, lambda r: lay.k_row(h, r), bank, addr, enable)
+            for i in range(hi - lo):
+                lay.v_row(h, 2 * i)[data[lo + i]] += RAIL
+                lay.v_row(h, 2 * i + 1)[data[lo + i]] -= RAIL
+
+
+def read(c: Circuit, bank: Bank, addr: Field, replica: int = 0, enable: Field | None = None,
+         name: str = "") -> Field:
+    """A field (born in the bank's layer) holding bank[addr] (0 if never written, or if
+    enable is 0). A write and a read of the same address in one token read the new value."""
+    lay = c.layer(bank.layer)
+    out = c.field(name or f"{bank.name}.read{replica}", bank.width, bank.layer)
+    anchor, A = c.layout.anchor[0], c.layout.anchor_value
+    dv = c.host.value_dim
+    scale = 1.0 / (2.0 * Z_GATE)                  # on rail: 2 (norm) * 32 (silu z) -> 1
+    for (s, lo, hi), h in zip(bank.slices(), bank.replicas[replica]):
+        _address_rows(c, lambda r: lay.q_row(h, r), bank, addr, None)
+        for j in range(dv):
+            if enable is None:
+                lay.z[h * dv + j, anchor] = Z_GATE / A
+            else:
+                lay.z[h * dv + j, enable[0]] = Z_GATE
+        for i in range(hi - lo):
+            lay.out[out[lo + i], h * dv + 2 * i] = scale
+    return out
