@@ -177,7 +177,8 @@ def _tokenize(text: str) -> list[tuple[str, str, int]]:
 
 def _strip_line_directives(text: str) -> str:
     """.loc/.file take no semicolon: drop them line by line."""
-    return "\n".join("" if ln.lstrip().startswith(_LINE_DIRECTIVES) else ln for ln in text.split("\n"))
+    return "\n".join("" if ln.split(None, 1)[:1] and ln.split(None, 1)[0] in _LINE_DIRECTIVES else ln
+                     for ln in text.split("\n"))
 
 
 def _parse_int(tok: str) -> tuple[int, bool]:
@@ -385,7 +386,8 @@ class _BodyParser:
                 self.fn.variables.append(p.variable())
             elif tok == ".local":
                 p.error("local memory (.local, the stack) is not supported; compile with -O1 or higher")
-            elif tok in (".pragma", ".maxnreg", ".maxntid", ".reqntid", ".minnctapersm"):
+            elif tok in (".pragma", ".maxnreg", ".maxntid", ".reqntid", ".minnctapersm", ".param"):
+                # .param inside a body declares call arguments (calls are rejected when lowering)
                 p.skip_statement()
             elif tok == ";":
                 p.next()

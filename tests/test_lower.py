@@ -1,0 +1,796 @@
+"""Lowering PTX to the machine ISA.
+
+Per-instruction exactness: a one-instruction PTX kernel per (opcode, type),
+run on the reference interpreter, against a plain-Python model of the PTX
+semantics written here from the PTX ISA manual (hypothesis draws the inputs).
+Then errors, block-format invariants, post-dominators, and whole CUDA
+kernels (clang -O1..-O3, NVRTC) against NumPy.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from qwengpu import interp, isa
+from qwengpu.errors import CompileError, MachineLimitError, UnsupportedError
+from qwengpu.launch import Launch
+from qwengpu.toolchain.cfg import immediate_post_dominators
+from qwengpu.toolchain.lower import lower, plain_name
+from qwengpu.toolchain.ptx import parse_ptx
+
+
+# ---------------------------------------------------------------------------
+# Reference model of PTX integer semantics (Python ints)
+# ---------------------------------------------------------------------------
+def wrap(x, w):
+    return x & ((1 << w) - 1)
+
+
+def sx(x, w):
+    x = wrap(x, w)
+    return x - (1 << w) if x >> (w - 1) else x
+
+
+def val(x, w, signed):
+    return sx(x, w) if signed else wrap(x, w)
+
+
+def tdiv(x, y):
+    q = abs(x) // abs(y)
+    return q if (x < 0) == (y < 0) else -q
+
+
+def bfe_ref(a, pos, ln, signed):
+    pos, ln = pos & 0xFF, ln & 0xFF
+    if ln == 0:
+        return 0
+    valid = min(ln, max(0, 32 - pos))
+    d = (a >> pos) & ((1 << valid) - 1) if pos < 32 else 0
+    sbit = (a >> min(pos + ln - 1, 31)) & 1
+    if signed and sbit:
+        d |= 0xFFFFFFFF & ~((1 << valid) - 1)
+    return d
+
+
+def bfi_ref(a, b, pos, ln, w=32):
+    pos, ln = pos & 0xFF, ln & 0xFF
+    for i in range(ln):
+        if pos + i < w:
+            bit = (a >> i) & 1
+            b = (b & ~(1 << (pos + i))) | (bit << (pos + i))
+    return wrap(b, w)
+
+
+def prmt_ref(a, b, sel):
+    data = (b << 32) | a
+    out = 0
+    for i in range(4):
+        s = (sel >> (4 * i)) & 0xF
+        byte = (data >> (8 * (s & 7))) & 0xFF
+        if s & 8:
+            byte = 0xFF if byte & 0x80 else 0
+        out |= byte << (8 * i)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Harness: one PTX instruction between parameter loads and stores
+# ---------------------------------------------------------------------------
+REG = {1: "%p", 8: "%rs", 16: "%rs", 32: "%r", 64: "%rd"}
+
+
+def _load(name, width, k):
+    """PTX that loads input k (two parameter words) into register `name`."""
+    lo, hi = f"[k_param_{1 + 2 * k}]", f"[k_param_{2 + 2 * k}]"
+    if width == 64:
+        return f"ld.param.u32 %t{k}, {lo}; ld.param.u32 %u{k}, {hi}; mov.b64 {name}, {{%t{k}, %u{k}}};"
+    if width == 32:
+        return f"ld.param.u32 {name}, {lo};"
+    if width == 1:
+        return f"ld.param.u32 %t{k}, {lo}; setp.ne.u32 {name}, %t{k}, 0;"
+    return f"ld.param.u32 %t{k}, {lo}; cvt.u16.u32 {name}, %t{k};"
+
+
+def _store(name, width):
+    if width == 64:
+        return f"mov.b64 {{%o0, %o1}}, {name}; st.global.u32 [%out], %o0; st.global.u32 [%out+4], %o1;"
+    if width == 32:
+        return f"st.global.u32 [%out], {name};"
+    if width == 1:
+        return f"selp.u32 %o0, 1, 0, {name}; st.global.u32 [%out], %o0;"
+    return f"cvt.u32.u16 %o0, {name}; st.global.u32 [%out], %o0;"
+
+
+@functools.lru_cache(maxsize=None)
+def op_program(instr: str, dst_w: int, src_ws: tuple[int, ...]) -> isa.Program:
+    """Lower `instr` (with {d} {a} {b} {c} placeholders) in a test kernel."""
+    names = {"d": f"{REG[dst_w]}9"}
+    loads = []
+    for k, (slot, w) in enumerate(zip("abc", src_ws)):
+        names[slot] = f"{REG[w]}{k + 1}"
+        loads.append(_load(names[slot], w, k))
+    params = ",\n".join(f".param .u32 k_param_{i}" for i in range(7))
+    text = f"""
+.version 6.3
+.target sm_75
+.address_size 32
+.visible .entry k({params})
+{{
+    .reg .pred %p<10>;
+    .reg .b16 %rs<10>;
+    .reg .b32 %r<10>;
+    .reg .b64 %rd<10>;
+    .reg .b32 %t<3>;
+    .reg .b32 %u<3>;
+    .reg .b32 %o<2>;
+    .reg .b32 %out;
+    ld.param.u32 %out, [k_param_0];
+    {' '.join(loads)}
+    {instr.format(**names)};
+    {_store(names['d'], dst_w)}
+    ret;
+}}"""
+    return lower(parse_ptx(text), "k")
+
+
+def run_op(instr, dst_w, src_ws, *inputs):
+    prog = op_program(instr, dst_w, tuple(src_ws))
+    params = [0]
+    for x in inputs:
+        params += [x & 0xFFFFFFFF, (x >> 32) & 0xFFFFFFFF]
+    params += [0] * (7 - len(params))
+    mem = np.zeros(isa.GLOBAL_WORDS, dtype=np.uint32)
+    interp.run(prog, (1, 1, 1), (1, 1, 1), params, mem)
+    out = int(mem[0]) | (int(mem[1]) << 32 if dst_w == 64 else 0)
+    return out
+
+
+EDGES = [0, 1, 2, 3, 7, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF,
+         0x1_0000_0000, 0x7FFF_FFFF_FFFF_FFFF, 0x8000_0000_0000_0000, 0xFFFF_FFFF_FFFF_FFFF]
+u64s = st.one_of(st.sampled_from(EDGES), st.integers(0, 2**64 - 1), st.integers(0, 300))
+EXAMPLES = settings(max_examples=25, deadline=None)
+
+INT_TYPES = [("u16", 16, False), ("s16", 16, True), ("u32", 32, False), ("s32", 32, True),
+             ("u64", 64, False), ("s64", 64, True)]
+
+
+# -- arithmetic ----------------------------------------------------------------
+BINARY = {
+    "add": lambda a, b, w, s: a + b,
+    "sub": lambda a, b, w, s: a - b,
+    "mul.lo": lambda a, b, w, s: a * b,
+    "min": lambda a, b, w, s: min(val(a, w, s), val(b, w, s)),
+    "max": lambda a, b, w, s: max(val(a, w, s), val(b, w, s)),
+}
+
+
+@pytest.mark.parametrize("op", list(BINARY))
+@pytest.mark.parametrize("typ,w,signed", INT_TYPES)
+@EXAMPLES
+@given(a=u64s, b=u64s)
+def test_binary_arithmetic(op, typ, w, signed, a, b):
+    a, b = wrap(a, w), wrap(b, w)
+    got = run_op(f"{op}.{typ} {{d}}, {{a}}, {{b}}", w, (w, w), a, b)
+    assert got == wrap(BINARY[op](a, b, w, signed), w)
+
+
+@pytest.mark.parametrize("typ,w,signed", [t for t in INT_TYPES if t[1] < 64])
+@EXAMPLES
+@given(a=u64s, b=u64s)
+def test_mul_hi_and_wide(typ, w, signed, a, b):
+    a, b = wrap(a, w), wrap(b, w)
+    prod = val(a, w, signed) * val(b, w, signed)
+    assert run_op(f"mul.hi.{typ} {{d}}, {{a}}, {{b}}", w, (w, w), a, b) == wrap(prod >> w, w)
+    assert run_op(f"mul.wide.{typ} {{d}}, {{a}}, {{b}}", 2 * w, (w, w), a, b) == wrap(prod, 2 * w)
+
+
+@pytest.mark.parametrize("typ,w,signed", [("s32", 32, True), ("u32", 32, False), ("s64", 64, True)])
+@EXAMPLES
+@given(a=u64s, b=u64s, c=u64s)
+def test_mad(typ, w, signed, a, b, c):
+    a, b, c = wrap(a, w), wrap(b, w), wrap(c, w)
+    assert run_op(f"mad.lo.{typ} {{d}}, {{a}}, {{b}}, {{c}}", w, (w, w, w), a, b, c) == wrap(a * b + c, w)
+    if w == 32:
+        hi = wrap((val(a, w, signed) * val(b, w, signed)) >> 32, 32)
+        assert run_op(f"mad.hi.{typ} {{d}}, {{a}}, {{b}}, {{c}}", 32, (32, 32, 32), a, b, c) == wrap(hi + c, 32)
+        c64 = c | (a << 32)
+        wide = val(a, w, signed) * val(b, w, signed) + c64
+        assert run_op(f"mad.wide.{typ} {{d}}, {{a}}, {{b}}, {{c}}", 64, (32, 32, 64), a, b, c64) == wrap(wide, 64)
+
+
+@pytest.mark.parametrize("typ,w,signed", [t for t in INT_TYPES if t[1] < 64])
+@EXAMPLES
+@given(a=u64s, b=u64s)
+def test_div_rem(typ, w, signed, a, b):
+    a, b = wrap(a, w), wrap(b, w)
+    x, y = val(a, w, signed), val(b, w, signed)
+    if y == 0 or (signed and x == -(1 << (w - 1)) and y == -1):
+        return      # undefined in PTX
+    q = tdiv(x, y)
+    assert run_op(f"div.{typ} {{d}}, {{a}}, {{b}}", w, (w, w), a, b) == wrap(q, w)
+    assert run_op(f"rem.{typ} {{d}}, {{a}}, {{b}}", w, (w, w), a, b) == wrap(x - q * y, w)
+
+
+@pytest.mark.parametrize("typ,w,signed", [("s16", 16, True), ("s32", 32, True), ("s64", 64, True)])
+@EXAMPLES
+@given(a=u64s)
+def test_neg_abs(typ, w, signed, a):
+    a = wrap(a, w)
+    assert run_op(f"neg.{typ} {{d}}, {{a}}", w, (w,), a) == wrap(-a, w)
+    assert run_op(f"abs.{typ} {{d}}, {{a}}", w, (w,), a) == wrap(abs(sx(a, w)), w)
+
+
+# -- logic and shifts ------------------------------------------------------------
+@pytest.mark.parametrize("w", [16, 32, 64])
+@EXAMPLES
+@given(a=u64s, b=u64s)
+def test_logic(w, a, b):
+    a, b = wrap(a, w), wrap(b, w)
+    assert run_op(f"and.b{w} {{d}}, {{a}}, {{b}}", w, (w, w), a, b) == a & b
+    assert run_op(f"or.b{w} {{d}}, {{a}}, {{b}}", w, (w, w), a, b) == a | b
+    assert run_op(f"xor.b{w} {{d}}, {{a}}, {{b}}", w, (w, w), a, b) == a ^ b
+    assert run_op(f"not.b{w} {{d}}, {{a}}", w, (w,), a) == wrap(~a, w)
+    assert run_op(f"cnot.b{w} {{d}}, {{a}}", w, (w,), a) == int(a == 0)
+
+
+@pytest.mark.parametrize("op", ["and", "or", "xor"])
+def test_predicate_logic(op):
+    fn = {"and": lambda x, y: x & y, "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y}[op]
+    for a in (0, 1):
+        for b in (0, 1):
+            assert run_op(f"{op}.pred {{d}}, {{a}}, {{b}}", 1, (1, 1), a, b) == fn(a, b)
+        assert run_op("not.pred {d}, {a}", 1, (1,), a) == 1 - a
+
+
+SHIFTS = [("shl.b16", 16, False, "l"), ("shl.b32", 32, False, "l"), ("shl.b64", 64, False, "l"),
+          ("shr.u16", 16, False, "r"), ("shr.s16", 16, True, "r"), ("shr.u32", 32, False, "r"),
+          ("shr.s32", 32, True, "r"), ("shr.u64", 64, False, "r"), ("shr.s64", 64, True, "r")]
+
+
+@pytest.mark.parametrize("opcode,w,signed,side", SHIFTS)
+@EXAMPLES
+@given(a=u64s, n=st.one_of(st.integers(0, 70), st.sampled_from([31, 32, 33, 63, 64, 65, 2**32 - 1])))
+def test_shift_register_amount(opcode, w, signed, side, a, n):
+    a = wrap(a, w)
+    want = wrap(a << n, w) if side == "l" else wrap(val(a, w, signed) >> n, w)
+    assert run_op(f"{opcode} {{d}}, {{a}}, {{b}}", w, (w, 32), a, n) == want
+
+
+@pytest.mark.parametrize("opcode,w,signed,side", SHIFTS)
+@pytest.mark.parametrize("n", [0, 1, 5, 15, 16, 31, 32, 33, 40, 63, 64, 100])
+def test_shift_immediate_amount(opcode, w, signed, side, n):
+    for a in (0x8123_4567_89AB_CDEF, 0x0123_4567_89AB_CDEF, 0xFFFF_FFFF_FFFF_FFFF):
+        a = wrap(a, w)
+        want = wrap(a << n, w) if side == "l" else wrap(val(a, w, signed) >> n, w)
+        assert run_op(f"{opcode} {{d}}, {{a}}, {n}", w, (w,), a) == want
+
+
+@pytest.mark.parametrize("mode", ["l.wrap", "l.clamp", "r.wrap", "r.clamp"])
+@EXAMPLES
+@given(a=u64s, b=u64s, n=st.integers(0, 40))
+def test_funnel_shift(mode, a, b, n):
+    a, b = wrap(a, 32), wrap(b, 32)
+    k = n & 31 if "wrap" in mode else min(n, 32)
+    pair = (b << 32) | a
+    want = wrap((pair << k) >> 32, 32) if mode[0] == "l" else wrap(pair >> k, 32)
+    assert run_op(f"shf.{mode}.b32 {{d}}, {{a}}, {{b}}, {{c}}", 32, (32, 32, 32), a, b, n) == want
+
+
+# -- bit manipulation --------------------------------------------------------------
+@pytest.mark.parametrize("w", [32, 64])
+@EXAMPLES
+@given(a=u64s)
+def test_popc_clz_brev(w, a):
+    a = wrap(a, w)
+    assert run_op(f"popc.b{w} {{d}}, {{a}}", 32, (w,), a) == bin(a).count("1")
+    assert run_op(f"clz.b{w} {{d}}, {{a}}", 32, (w,), a) == w - a.bit_length()
+    assert run_op(f"brev.b{w} {{d}}, {{a}}", w, (w,), a) == int(format(a, f"0{w}b")[::-1], 2)
+
+
+@pytest.mark.parametrize("typ,signed", [("u32", False), ("s32", True)])
+@EXAMPLES
+@given(a=u64s, pos=st.integers(0, 300), ln=st.integers(0, 300))
+def test_bfe(typ, signed, a, pos, ln):
+    a = wrap(a, 32)
+    assert run_op(f"bfe.{typ} {{d}}, {{a}}, {{b}}, {{c}}", 32, (32, 32, 32), a, pos, ln) == bfe_ref(a, pos, ln, signed)
+
+
+@EXAMPLES
+@given(a=u64s, b=u64s, pos=st.integers(0, 40), ln=st.integers(0, 40))
+def test_bfi(a, b, pos, ln):
+    a, b = wrap(a, 32), wrap(b, 32)
+    want = bfi_ref(a, b, pos, ln)
+    # register position/length, then immediates
+    prog_text = "{d}, {a}, {b}, %t2, %u2"
+    assert run_op(f"ld.param.u32 %t2, [k_param_5]; ld.param.u32 %u2, [k_param_6]; bfi.b32 {prog_text}",
+                  32, (32, 32), a, b, pos | (ln << 32)) == want
+    assert run_op(f"bfi.b32 {{d}}, {{a}}, {{b}}, {pos}, {ln}", 32, (32, 32), a, b) == want
+
+
+def test_bfi_b64_immediate():
+    for a, b in [(0x1234_5678, 0xAAAA_AAAA_BBBB_BBBB), (2**64 - 1, 0)]:
+        got = run_op("bfi.b64 {d}, {a}, {b}, 32, 32", 64, (64, 64), a, b)
+        assert got == bfi_ref(a, b, 32, 32, 64)
+
+
+@EXAMPLES
+@given(a=u64s, b=u64s, sel=st.integers(0, 0xFFFF))
+def test_prmt(a, b, sel):
+    a, b = wrap(a, 32), wrap(b, 32)
+    assert run_op(f"prmt.b32 {{d}}, {{a}}, {{b}}, {sel}", 32, (32, 32), a, b) == prmt_ref(a, b, sel)
+
+
+# -- comparisons and selection -------------------------------------------------------
+CMPS = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
+        "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y}
+UCMPS = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}
+
+
+@pytest.mark.parametrize("cmp", list(CMPS) + list(UCMPS))
+@pytest.mark.parametrize("typ,w,signed", INT_TYPES)
+@EXAMPLES
+@given(a=u64s, b=u64s, same=st.booleans())
+def test_setp(cmp, typ, w, signed, a, b, same):
+    a, b = wrap(a, w), wrap(b if not same else a, w)
+    if cmp in UCMPS:
+        want = CMPS[UCMPS[cmp]](wrap(a, w), wrap(b, w))
+    else:
+        want = CMPS[cmp](val(a, w, signed), val(b, w, signed))
+    assert run_op(f"setp.{cmp}.{typ} {{d}}, {{a}}, {{b}}", 1, (w, w), a, b) == int(want)
+    assert run_op(f"set.{cmp}.u32.{typ} {{d}}, {{a}}, {{b}}", 32, (w, w), a, b) == (0xFFFFFFFF if want else 0)
+
+
+@pytest.mark.parametrize("boolop", ["and", "or", "xor"])
+def test_setp_combining(boolop):
+    fn = {"and": lambda x, y: x & y, "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y}[boolop]
+    for a, b in [(1, 2), (2, 1), (5, 5)]:
+        for c in (0, 1):
+            want = fn(int(a < b), c)
+            got = run_op(f"setp.lt.{boolop}.s32 {{d}}, {{a}}, {{b}}, {{c}}", 1, (32, 32, 1), a, b, c)
+            assert got == want
+            got = run_op(f"setp.lt.{boolop}.s32 {{d}}, {{a}}, {{b}}, !{{c}}", 1, (32, 32, 1), a, b, c)
+            assert got == fn(int(a < b), 1 - c)
+
+
+@pytest.mark.parametrize("w", [16, 32, 64])
+@EXAMPLES
+@given(a=u64s, b=u64s, c=st.integers(0, 1))
+def test_selp(w, a, b, c):
+    a, b = wrap(a, w), wrap(b, w)
+    assert run_op(f"selp.b{w} {{d}}, {{a}}, {{b}}, {{c}}", w, (w, w, 1), a, b, c) == (a if c else b)
+
+
+# -- conversions --------------------------------------------------------------------
+CVT_TYPES = ["u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64"]
+
+
+def _bits(t):
+    return int(t[1:])
+
+
+@pytest.mark.parametrize("dt", CVT_TYPES)
+@pytest.mark.parametrize("stt", CVT_TYPES)
+@settings(max_examples=10, deadline=None)
+@given(a=u64s)
+def test_cvt(dt, stt, a):
+    db, sb = _bits(dt), _bits(stt)
+    sreg, dreg = max(sb, 16), max(db, 16)
+    a = wrap(a, sreg)
+    value = wrap(val(a, sb, stt[0] == "s"), db)
+    want = wrap(val(value, db, dt[0] == "s"), dreg)     # a register wider than dtype is extended
+    assert run_op(f"cvt.{dt}.{stt} {{d}}, {{a}}", dreg, (sreg,), a) == want
+
+
+# -- predicated execution -------------------------------------------------------------
+@pytest.mark.parametrize("neg", [False, True])
+def test_predicated_alu_keeps_old_value(neg):
+    guard = "@!" if neg else "@"
+    for p in (0, 1):
+        got = run_op(f"mov.u32 {{d}}, 7; {guard}{{c}} add.s32 {{d}}, {{a}}, {{b}}", 32, (32, 32, 1), 40, 2, p)
+        runs = bool(p) != neg
+        assert got == (42 if runs else 7)
+
+
+def test_predicated_64bit_alu():
+    for p in (0, 1):
+        got = run_op("mov.b64 {d}, 5; @{c} add.s64 {d}, {a}, {b}", 64, (64, 64, 1), 2**32 - 1, 1, p)
+        assert got == (2**32 if p else 5)
+
+
+# ---------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------
+def _kernel(body: str, regs: str = ".reg .b32 %r<40>; .reg .pred %p<4>; .reg .b64 %rd<4>;") -> str:
+    return f""".version 6.3
+.target sm_75
+.address_size 32
+.visible .entry kern(.param .u32 kern_param_0)
+{{
+    {regs}
+{body}
+}}"""
+
+
+def test_unsupported_instruction_names_line():
+    text = _kernel("    ld.param.u32 %r1, [kern_param_0];\n    add.f32 %r2, %r1, %r1;\n    ret;")
+    with pytest.raises(UnsupportedError, match=r"line 8: .*floating point"):
+        lower(parse_ptx(text), "kern")
+    text = _kernel("    ld.param.u32 %r1, [kern_param_0];\n    frobnicate.b32 %r2, %r1;\n    ret;")
+    with pytest.raises(UnsupportedError, match=r"line 8: instruction frobnicate.b32"):
+        lower(parse_ptx(text), "kern")
+
+
+def test_call_is_unsupported_and_named():
+    text = """.version 6.3
+.target sm_75
+.address_size 32
+.func (.param .b32 func_retval0) helper(.param .b32 helper_param_0)
+{
+    .reg .b32 %r<2>;
+    ld.param.u32 %r1, [helper_param_0];
+    st.param.b32 [func_retval0+0], %r1;
+    ret;
+}
+.visible .entry kern(.param .u32 kern_param_0)
+{
+    .reg .b32 %r<3>;
+    ld.param.u32 %r1, [kern_param_0];
+    { // callseq 0, 0
+    .param .b32 param0;
+    st.param.b32 [param0+0], %r1;
+    .param .b32 retval0;
+    call.uni (retval0), helper, (param0);
+    ld.param.b32 %r2, [retval0+0];
+    } // callseq 0
+    ret;
+}"""
+    with pytest.raises(UnsupportedError, match="calls function helper"):
+        lower(parse_ptx(text), "kern")
+
+
+def test_unknown_kernel_lists_available():
+    text = _kernel("    ret;")
+    with pytest.raises(CompileError, match=r"no kernel named nope.*available kernels: kern"):
+        lower(parse_ptx(text), "nope")
+
+
+def test_mangled_kernel_found_by_plain_name():
+    assert plain_name("_Z6vecAddPiS_i") == "vecAdd"
+    assert plain_name("_ZN2ns6kernelEPi") == "kernel"
+    text = _kernel("    ret;").replace("kern(", "_Z6vecAddPiS_i(").replace("kern_param", "_Z6vecAddPiS_i_param")
+    assert lower(parse_ptx(text), "vecAdd").name == "vecAdd"
+
+
+def test_register_limit():
+    # 20 values all live at once: loads, then a chain of stores that reads them all
+    n = 20
+    loads = "\n".join(f"    ld.global.u32 %r{i + 1}, [%r0+{4 * i}];" for i in range(n))
+    stores = "\n".join(f"    st.global.u32 [%r0+{4 * i}], %r{n - i};" for i in range(n))
+    text = _kernel(f"    ld.param.u32 %r0, [kern_param_0];\n{loads}\n{stores}\n    ret;")
+    with pytest.raises(MachineLimitError, match=r"kernel kern needs (1[6-9]|2\d) registers; a lane has 15"):
+        lower(parse_ptx(text), "kern")
+
+
+def test_rom_limit():
+    body = "\n".join(f"    st.global.u32 [%r0+{4 * i}], %r0;" for i in range(isa.ROM_BLOCKS + 5))
+    text = _kernel(f"    ld.param.u32 %r0, [kern_param_0];\n{body}\n    ret;")
+    with pytest.raises(MachineLimitError, match=rf"needs \d+ ROM blocks; the ROM holds {isa.ROM_BLOCKS}"):
+        lower(parse_ptx(text), "kern")
+
+
+def test_generic_address_of_unknown_space():
+    text = _kernel("    ld.param.u32 %r1, [kern_param_0];\n    ld.global.u32 %r2, [%r1];\n"
+                   "    ld.u32 %r3, [%r2];\n    st.global.u32 [%r1], %r3;\n    ret;")
+    with pytest.raises(UnsupportedError, match=r"line 9: .*generic address"):
+        lower(parse_ptx(text), "kern")
+
+
+def test_local_memory_unsupported():
+    text = _kernel("    .local .align 4 .b8 __local_depot0[16];\n    ret;")
+    with pytest.raises(CompileError, match="local memory"):
+        lower(parse_ptx(text), "kern")
+
+
+# ---------------------------------------------------------------------------
+# Post-dominators and block format
+# ---------------------------------------------------------------------------
+def test_ipdom_diamond_and_loop():
+    # 0 -> 1, 2 ; 1 -> 3 ; 2 -> 3 ; 3 exit
+    assert immediate_post_dominators([[1, 2], [3], [3], []]) == [3, 3, 3, -1]
+    # loop: 0 -> 1 ; 1 -> 1, 2 ; 2 exit
+    assert immediate_post_dominators([[1], [1, 2], []]) == [1, 2, -1]
+    # two exits: 0 -> 1, 2 ; both exit: ipdom(0) is the virtual exit
+    assert immediate_post_dominators([[1, 2], [], []]) == [-1, -1, -1]
+    # nested: 0 -> 1,4 ; 1 -> 2,3 ; 2 -> 3 ; 3 -> 4 ; 4 exit
+    assert immediate_post_dominators([[1, 4], [2, 3], [3], [4], []]) == [4, 3, 3, 4, -1]
+    # early exit inside a loop: 0->1 ; 1->2,4 ; 2->3,5 ; 3->1 ; 4 exit ; 5 exit
+    assert immediate_post_dominators([[1], [2, 4], [3, 5], [1], [], []]) == [1, -1, -1, 1, -1, -1]
+    # infinite loop without exit: no post-dominator
+    assert immediate_post_dominators([[1], [1]]) == [-1, -1]
+
+
+def _machine_succs(prog):
+    out = []
+    for b in prog.blocks:
+        t = b.term
+        out.append([t.target, t.fallthrough] if t.kind is isa.Term.BRC else
+                   [] if t.kind is isa.Term.EXIT else [t.target])
+    return out
+
+
+def _check_format(prog: isa.Program):
+    isa.check_program(prog)
+    succs = _machine_succs(prog)
+    reach = {0}
+    stack = [0]
+    while stack:
+        for s in succs[stack.pop()]:
+            if s not in reach:
+                reach.add(s)
+                stack.append(s)
+    assert reach == set(range(len(prog.blocks))), "every block reachable from block 0"
+    for i, b in enumerate(prog.blocks):
+        assert b.instrs or b.term.kind is not isa.Term.JMP, f"B{i} is an empty jump"
+        if b.term.kind is isa.Term.BRC and b.term.reconv >= 0:
+            # every path from the branch passes through reconv before any exit
+            r, seen, stack = b.term.reconv, set(), list(succs[i])
+            while stack:
+                n = stack.pop()
+                if n == r or n in seen:
+                    continue
+                seen.add(n)
+                assert succs[n], f"B{i}: a path reaches EXIT at B{n} without passing reconv B{r}"
+                stack += succs[n]
+        for ins in b.instrs:
+            for s in ins.srcs:
+                assert not isinstance(s, isa.Reg) or s.n <= prog.regs_used
+
+
+# ---------------------------------------------------------------------------
+# Whole CUDA kernels against NumPy
+# ---------------------------------------------------------------------------
+FRONTENDS = [("clang", 1), ("clang", 2), ("clang", 3), ("nvrtc", 3)]
+
+
+def _compile(src, frontend, opt):
+    from qwengpu.toolchain.frontend import compile_cuda
+    try:
+        return compile_cuda(src, frontend=frontend, opt=opt)
+    except CompileError as e:
+        if frontend == "nvrtc" and ("NVRTC" in str(e) or "libnvrtc" in str(e)):
+            pytest.skip(str(e))
+        raise
+
+
+def launch(src, kernel, grid, block, args, frontend="clang", opt=2):
+    prog = lower(parse_ptx(_compile(src, frontend, opt)), kernel)
+    _check_format(prog)
+    ln = Launch.build(prog, grid, block, args)
+    interp.run(prog, ln.grid, ln.block, ln.params, ln.memory)
+    ln.copy_back()
+    return prog, ln
+
+
+ARITH = r"""
+extern "C" __global__ void arith(int *a, int *b, int *out, unsigned *uout, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int x = a[i], y = b[i];
+    unsigned ux = x, uy = y;
+    out[8 * i + 0] = x * y + x;                 // wraps
+    out[8 * i + 1] = y ? x / y : 0;
+    out[8 * i + 2] = y ? x % y : 0;
+    out[8 * i + 3] = x / 7 + x % 7;             // division by constants (mul.hi magic)
+    out[8 * i + 4] = x / -3 - x % 10;
+    out[8 * i + 5] = (x >> (y & 31)) ^ (x << 3);
+    uout[4 * i + 0] = uy ? ux / uy : 0;
+    uout[4 * i + 1] = uy ? ux % uy : 0;
+    uout[4 * i + 2] = ux / 10 + ux % 1000;
+    uout[4 * i + 3] = ux >> (uy & 31);
+    out[8 * i + 6] = x < y ? x - y : y - x;
+    out[8 * i + 7] = (unsigned)x > (unsigned)y;
+}
+"""
+
+
+@pytest.mark.parametrize("frontend,opt", FRONTENDS)
+def test_kernel_arithmetic(frontend, opt):
+    rng = np.random.default_rng(1)
+    n = 16
+    a = np.concatenate([[-2**31, 2**31 - 1, -7, 7, 0, -1, 100, -100],
+                        rng.integers(-2**31, 2**31, 8)]).astype(np.int32)
+    b = np.concatenate([[-1, 2, 3, -3, 5, 0, -7, 7], rng.integers(-2**31, 2**31, 8)]).astype(np.int32)
+    b[0] = 3        # avoid INT_MIN / -1 (undefined in C++)
+    out = np.zeros(8 * n, np.int32)
+    uout = np.zeros(4 * n, np.uint32)
+    launch(ARITH, "arith", 4, 4, [a, b, out, uout, n], frontend, opt)
+    x, y = a.astype(np.int64), b.astype(np.int64)
+    ux, uy = x & 0xFFFFFFFF, y & 0xFFFFFFFF
+
+    def cdiv(p, q):
+        q = np.where(q == 0, 1, q)
+        return np.sign(p) * np.sign(q) * (np.abs(p) // np.abs(q))
+
+    want = np.zeros((n, 8), np.int64)
+    want[:, 0] = x * y + x
+    want[:, 1] = np.where(y != 0, cdiv(x, y), 0)
+    want[:, 2] = np.where(y != 0, x - cdiv(x, y) * y, 0)
+    want[:, 3] = cdiv(x, 7) + (x - cdiv(x, 7) * 7)
+    want[:, 4] = cdiv(x, -3) - (x - cdiv(x, 10) * 10)
+    want[:, 5] = (x >> (y & 31)) ^ (x << 3)
+    want[:, 6] = np.where(x < y, x - y, y - x)
+    want[:, 7] = ux > uy
+    uwant = np.zeros((n, 4), np.int64)
+    uwant[:, 0] = np.where(uy != 0, ux // np.where(uy == 0, 1, uy), 0)
+    uwant[:, 1] = np.where(uy != 0, ux % np.where(uy == 0, 1, uy), 0)
+    uwant[:, 2] = ux // 10 + ux % 1000
+    uwant[:, 3] = ux >> (uy & 31)
+    np.testing.assert_array_equal(out.astype(np.int64) & 0xFFFFFFFF, want.ravel() & 0xFFFFFFFF)
+    np.testing.assert_array_equal(uout.astype(np.int64), uwant.ravel() & 0xFFFFFFFF)
+
+
+NARROW = r"""
+extern "C" __global__ void narrow(const char *c, const short *s, unsigned char *uc, short *so, int *out, int n)
+{
+    int i = threadIdx.x;
+    if (i >= n) return;
+    char x = c[i];
+    short y = s[i];
+    out[3 * i + 0] = x * 3 + y;                 // sign-extended loads
+    out[3 * i + 1] = (short)(y * y);            // 16-bit wraparound
+    out[3 * i + 2] = (unsigned char)(x + 200);
+    uc[i] = (unsigned char)(x * 5);             // byte stores next to each other
+    so[i] = (short)(y >> 2) - x;                // 16-bit stores
+}
+"""
+
+
+@pytest.mark.parametrize("frontend,opt", FRONTENDS)
+def test_kernel_narrow_types(frontend, opt):
+    n = 12
+    c = np.array([-128, -1, 0, 1, 127, 50, -50, 3, 99, -99, 64, -64, 0, 0, 0, 0], np.int8)
+    s = np.array([-32768, -1, 0, 1, 32767, 300, -300, 1000, -1000, 181, -182, 7, 0, 0, 0, 0], np.int16)
+    uc = np.full(16, 0xAB, np.uint8)
+    so = np.full(8 * 2, 0x5A5A, np.int16)
+    out = np.zeros(3 * n, np.int32)
+    launch(NARROW, "narrow", 1, 12, [c.view(np.int32), s.view(np.int32), uc.view(np.int32),
+                                    so.view(np.int32), out, n], frontend, opt)
+    x, y = c[:n].astype(np.int64), s[:n].astype(np.int64)
+    want = np.stack([x * 3 + y, ((y * y) & 0xFFFF).astype(np.uint16).view(np.int16).astype(np.int64),
+                     (x + 200) & 0xFF], axis=1).ravel()
+    np.testing.assert_array_equal(out, want.astype(np.int32))
+    np.testing.assert_array_equal(uc[:n], ((x * 5) & 0xFF).astype(np.uint8))
+    assert (uc[n:] == 0xAB).all(), "bytes beyond n untouched"
+    np.testing.assert_array_equal(so[:n], (((y >> 2) - x) & 0xFFFF).astype(np.uint16).view(np.int16))
+    assert (so[n:] == 0x5A5A).all()
+
+
+INT64 = r"""
+extern "C" __global__ void int64(const long long *a, const long long *b, long long *out, int n)
+{
+    int i = threadIdx.x;
+    if (i >= n) return;
+    long long x = a[i], y = b[i];
+    unsigned long long ux = x, uy = y;
+    out[8 * i + 0] = x + y;
+    out[8 * i + 1] = x * y - x;
+    out[8 * i + 2] = x >> (y & 63);
+    out[8 * i + 3] = (long long)(ux >> (uy & 63)) ^ (x << (y & 63));
+    out[8 * i + 4] = (x < y) + 2 * (ux < uy) + 4 * (x == y);
+    out[8 * i + 5] = x < y ? x : y;
+    out[8 * i + 6] = (long long)(int)x * (long long)(int)y;   // mul.wide
+    out[8 * i + 7] = -x + (x >> 40) + (long long)(unsigned)y;
+}
+"""
+
+
+@pytest.mark.parametrize("frontend,opt", FRONTENDS)
+def test_kernel_int64(frontend, opt):
+    rng = np.random.default_rng(2)
+    n = 8
+    a = np.concatenate([[-2**63, 2**63 - 1, -1, 5], rng.integers(-2**63, 2**63, 4, dtype=np.int64)]).astype(np.int64)
+    b = np.concatenate([[1, -1, 2**32, 5], rng.integers(-2**63, 2**63, 4, dtype=np.int64)]).astype(np.int64)
+    out = np.zeros(8 * n, np.int64)
+    launch(INT64, "int64", 1, n, [a.view(np.int32), b.view(np.int32), out.view(np.int32), n], frontend, opt)
+    M = (1 << 64) - 1
+    for i in range(n):
+        x, y = int(a[i]), int(b[i])
+        ux, uy = x & M, y & M
+        s32 = lambda v: sx(v, 32)
+        want = [x + y, x * y - x, x >> (y & 63), (ux >> (uy & 63)) ^ (x << (y & 63)),
+                (x < y) + 2 * (ux < uy) + 4 * (x == y), min(x, y), s32(x) * s32(y),
+                -x + (x >> 40) + (y & 0xFFFFFFFF)]
+        assert [int(v) & M for v in out[8 * i:8 * i + 8]] == [w & M for w in want], f"element {i}"
+
+
+CONTROL = r"""
+__device__ int counter;
+__constant__ int table[4] = {10, 20, 30, 40};
+extern "C" __global__ void control(const int *in, int *out, int *hist, int n)
+{
+    __shared__ int buf[16];
+    int t = threadIdx.x;
+    int v = in[t];
+    int steps = 0;
+    while (v > 1 && steps < 50) {              // data-dependent loop, divergent
+        v = (v & 1) ? 3 * v + 1 : v >> 1;
+        steps++;
+        if (steps == 7 && (t & 1)) break;
+    }
+    buf[t] = steps + table[t & 3];
+    __syncthreads();
+    int sum = 0;
+    for (int k = 0; k < 16; k++) sum += buf[(t + k) & 15];
+    out[t] = sum * 100 + buf[15 - t];
+    atomicAdd(&hist[steps & 3], 1);
+    atomicMax(&hist[4], steps);
+    atomicMin(&hist[5], -steps);
+    atomicInc((unsigned *)&hist[6], 5u);
+    atomicCAS(&hist[7], 0, t + 1);
+    atomicAdd(&counter, 1);
+    unsigned ballot = __ballot_sync(0xf, steps > 5);
+    int down = __shfl_down_sync(0xf, steps, 1);
+    int x = __shfl_xor_sync(0xf, t, 2);
+    int any = __any_sync(0xf, steps > 10), all = __all_sync(0xf, steps > 0);
+    out[16 + t] = (int)ballot + 16 * down;
+    out[32 + t] = x + 100 * any + 1000 * all;
+}
+"""
+
+
+@pytest.mark.parametrize("frontend,opt", FRONTENDS)
+def test_kernel_control_shared_atomics_warp(frontend, opt):
+    inp = np.array([27, 1, 6, 7, 9, 2, 3, 97, 0, 5, 31, 4, 8, 11, 100, 12], np.int32)
+    out = np.zeros(48, np.int32)
+    hist = np.zeros(8, np.int32)
+    prog, ln = launch(CONTROL, "control", 1, 16, [inp, out, hist, 16], frontend, opt)
+    assert ln.memory[0] == 16         # __device__ int counter: one atomicAdd per thread
+    steps = []
+    for t, v in enumerate(inp):
+        s = 0
+        v = int(v)
+        while v > 1 and s < 50:
+            v = 3 * v + 1 if v & 1 else v >> 1
+            s += 1
+            if s == 7 and t & 1:
+                break
+        steps.append(s)
+    steps = np.array(steps)
+    buf = steps + np.array([10, 20, 30, 40])[np.arange(16) & 3]
+    want = np.array([buf.sum() * 100 + buf[15 - t] for t in range(16)])
+    np.testing.assert_array_equal(out[:16], want)
+    for w in range(4):
+        lanes = steps[4 * w:4 * w + 4]
+        ballot = sum(1 << l for l in range(4) if lanes[l] > 5)
+        down = [lanes[l + 1] if l < 3 else lanes[l] for l in range(4)]
+        np.testing.assert_array_equal(out[16 + 4 * w:20 + 4 * w], [ballot + 16 * d for d in down])
+        x = [4 * w + (l ^ 2) for l in range(4)]
+        anyv, allv = int((lanes > 10).any()), int((lanes > 0).all())
+        np.testing.assert_array_equal(out[32 + 4 * w:36 + 4 * w], [v + 100 * anyv + 1000 * allv for v in x])
+    hist_want = [int((steps & 3 == k).sum()) for k in range(4)] + [steps.max(), -steps.max()]
+    np.testing.assert_array_equal(hist[:6], hist_want)
+    assert hist[6] == 16 % 6          # atomicInc wraps at 5: 16 increments from 0
+    assert 1 <= hist[7] <= 16         # exactly one thread wins the CAS
+
+
+def test_kernel_globals_and_constants_layout():
+    src = CONTROL
+    prog = lower(parse_ptx(_compile(src, "clang", 2)), "control")
+    assert prog.static_global_words == 1
+    assert [p.word for p in prog.params] == [0, 1, 2, 3]
+    assert prog.const_init == {4: 10, 5: 20, 6: 30, 7: 40}
+    assert prog.shared_words == 16
+
+
+def test_suite_kernels_keep_block_format():
+    """Every kernel of the suite that lowers keeps the block-format invariants."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent / "kernels"
+    for cu in sorted(root.glob("*.cu"))[:12]:
+        module = parse_ptx(_compile(cu.read_text(), "clang", 2))
+        for name in module.kernels:
+            _check_format(lower(module, name))
