@@ -378,6 +378,8 @@ class _BodyParser:
         self.scopes.append({})
         while not p.accept("}"):
             tok = p.peek()
+            if tok is None:
+                p.error(f"unexpected end of PTX: function {self.fn.name} lacks its closing '}}'")
             if tok == "{":
                 self.block()
             elif tok == ".reg":
