@@ -177,14 +177,23 @@ def test_binary_arithmetic(op, typ, w, signed, a, b):
     assert got == wrap(BINARY[op](a, b, w, signed), w)
 
 
-@pytest.mark.parametrize("typ,w,signed", [t for t in INT_TYPES if t[1] < 64])
+@pytest.mark.parametrize("typ,w,signed", INT_TYPES)
 @EXAMPLES
 @given(a=u64s, b=u64s)
 def test_mul_hi_and_wide(typ, w, signed, a, b):
     a, b = wrap(a, w), wrap(b, w)
     prod = val(a, w, signed) * val(b, w, signed)
     assert run_op(f"mul.hi.{typ} {{d}}, {{a}}, {{b}}", w, (w, w), a, b) == wrap(prod >> w, w)
-    assert run_op(f"mul.wide.{typ} {{d}}, {{a}}, {{b}}", 2 * w, (w, w), a, b) == wrap(prod, 2 * w)
+    if w < 64:
+        assert run_op(f"mul.wide.{typ} {{d}}, {{a}}, {{b}}", 2 * w, (w, w), a, b) == wrap(prod, 2 * w)
+
+
+@pytest.mark.parametrize("typ,signed", [("u64", False), ("s64", True)])
+@pytest.mark.parametrize("b", [7, 10, 1000, 0x6666666666666667, 2**63 + 5])
+def test_mul_hi_64_by_constant(typ, signed, b):
+    for a in (0, 1, 2**63, 2**64 - 1, 0x123456789ABCDEF0, 2**63 - 1):
+        want = wrap((val(a, 64, signed) * val(b, 64, signed)) >> 64, 64)
+        assert run_op(f"mul.hi.{typ} {{d}}, {{a}}, {b}", 64, (64,), a) == want
 
 
 @pytest.mark.parametrize("typ,w,signed", [("s32", 32, True), ("u32", 32, False), ("s64", 64, True)])
@@ -201,7 +210,7 @@ def test_mad(typ, w, signed, a, b, c):
         assert run_op(f"mad.wide.{typ} {{d}}, {{a}}, {{b}}, {{c}}", 64, (32, 32, 64), a, b, c64) == wrap(wide, 64)
 
 
-@pytest.mark.parametrize("typ,w,signed", [t for t in INT_TYPES if t[1] < 64])
+@pytest.mark.parametrize("typ,w,signed", INT_TYPES)
 @EXAMPLES
 @given(a=u64s, b=u64s)
 def test_div_rem(typ, w, signed, a, b):
@@ -794,3 +803,44 @@ def test_suite_kernels_keep_block_format():
         module = parse_ptx(_compile(cu.read_text(), "clang", 2))
         for name in module.kernels:
             _check_format(lower(module, name))
+
+
+DIV64 = r"""
+extern "C" __global__ void div64(long long *o, const long long *y)
+{
+    int t = threadIdx.x;
+    o[t] = o[t] / y[t];                        // runtime 64-bit division (a loop)
+}
+extern "C" __global__ void rem64(unsigned long long *u, const unsigned long long *y)
+{
+    int t = threadIdx.x;
+    u[t] = u[t] % y[t];
+}
+extern "C" __global__ void const64(long long *o, unsigned long long *u)
+{
+    int t = threadIdx.x;
+    o[t] = o[t] / 10 + o[t] % 7;               // mul.hi.s64 magic numbers
+    u[t] = u[t] / 1000;                        // mul.hi.u64
+}
+"""
+
+
+@pytest.mark.parametrize("frontend,opt", FRONTENDS)
+def test_kernel_int64_division(frontend, opt):
+    n = 8
+    xs = [-2**63, 2**63 - 1, -1, 0, 123456789012345, -987654321098765, 10, -7]
+    us = [2**64 - 1, 0, 1, 999, 2**63, 1234567890123456789, 5, 2**40]
+    M = (1 << 64) - 1
+    ys = [-12345, 3, 2**40 + 1, -2**62, 1, -1, 7, 2]
+    o = np.array(xs, np.int64)
+    launch(DIV64, "div64", 1, n, [o.view(np.int32), np.array(ys, np.int64).view(np.int32)], frontend, opt)
+    assert [int(v) & M for v in o] == [tdiv(x, y) & M for x, y in zip(xs, ys)]
+    uy = [2**40 + 3, 2**64 - 1, 10, 1, 2**63, 3, 1, 2**33]
+    u = np.array(us, np.uint64)
+    launch(DIV64, "rem64", 1, n, [u.view(np.uint32), np.array(uy, np.uint64).view(np.uint32)], frontend, opt)
+    assert [int(v) for v in u] == [x % y for x, y in zip(us, uy)]
+    o = np.array(xs, np.int64)
+    u = np.array(us, np.uint64)
+    launch(DIV64, "const64", 1, n, [o.view(np.int32), u.view(np.uint32)], frontend, opt)
+    assert [int(v) & M for v in o] == [(tdiv(x, 10) + x - tdiv(x, 7) * 7) & M for x in xs]
+    assert [int(v) for v in u] == [x // 1000 for x in us]

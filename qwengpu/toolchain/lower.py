@@ -584,11 +584,76 @@ class _Translator:
 
     def op_div(self, ins, parts):
         signed = self.itype(parts)[1]
-        self.binary(ins, parts, Op.DIV if signed else Op.DIVU, signed_inputs=True)
+        self.binary(ins, parts, Op.DIV if signed else Op.DIVU, lambda a, b: self.divmod64(a, b, signed)[0],
+                    signed_inputs=True)
 
     def op_rem(self, ins, parts):
         signed = self.itype(parts)[1]
-        self.binary(ins, parts, Op.REM if signed else Op.REMU, signed_inputs=True)
+        self.binary(ins, parts, Op.REM if signed else Op.REMU, lambda a, b: self.divmod64(a, b, signed)[1],
+                    signed_inputs=True)
+
+    def divmod64(self, n, d, signed):
+        """64-bit division: a 64-step shift-and-subtract loop on magnitudes,
+        then the C signs (quotient negative when the signs differ, remainder
+        with the dividend's sign)."""
+        if signed:
+            sn, sd = self.emit(Op.SRA, n[1], Imm(31)), self.emit(Op.SRA, d[1], Imm(31))
+            n, d = self.negate_if(n, sn), self.negate_if(d, sd)
+        q = [self.emit(Op.MOV, n[0], dst=self.new_vreg()), self.emit(Op.MOV, n[1], dst=self.new_vreg())]
+        r = [self.emit(Op.MOV, Imm(0), dst=self.new_vreg()), self.emit(Op.MOV, Imm(0), dst=self.new_vreg())]
+        i = self.emit(Op.MOV, Imm(64), dst=self.new_vreg())
+        loop, after = self.new_block(), self.new_block()
+        self.switch_to(loop)
+        # (r:q) <<= 1, in place (few live temporaries: registers are scarce)
+        self.emit(Op.OR, self.emit(Op.SHL, r[1], Imm(1)), self.emit(Op.SHR, r[0], Imm(31)), dst=r[1])
+        self.emit(Op.OR, self.emit(Op.SHL, r[0], Imm(1)), self.emit(Op.SHR, q[1], Imm(31)), dst=r[0])
+        self.emit(Op.OR, self.emit(Op.SHL, q[1], Imm(1)), self.emit(Op.SHR, q[0], Imm(31)), dst=q[1])
+        self.emit(Op.SHL, q[0], Imm(1), dst=q[0])
+        # if r >= d: r -= d, set the quotient bit
+        ge = self.emit(Op.XOR, self.cmp64("lo", r, d), Imm(1))
+        diff = self.sub64(r, d)
+        self.emit(Op.SEL, ge, diff[0], r[0], dst=r[0])
+        self.emit(Op.SEL, ge, diff[1], r[1], dst=r[1])
+        self.emit(Op.OR, q[0], ge, dst=q[0])
+        self.emit(Op.SUB, i, Imm(1), dst=i)
+        more = self.emit(Op.SETNE, i, Imm(0))
+        self.terminate(VTerm(Term.BRC, loop, more, after))
+        self.cur = after
+        if signed:
+            return self.negate_if(q, self.emit(Op.XOR, sn, sd)), self.negate_if(r, sn)
+        return q, r
+
+    def negate_if(self, x, sign):
+        """x when sign == 0, -x when sign == -1 (two's complement, 64-bit)."""
+        flipped = [self.emit(Op.XOR, x[0], sign), self.emit(Op.XOR, x[1], sign)]
+        return self.sub64(flipped, [sign, sign])
+
+    def mulhi64(self, a, b, signed):
+        """High 64 bits of the 128-bit product, from 32-bit partial products."""
+        a0, a1 = a
+        b0, b1 = b
+        p00h = self.emit(Op.MULHIU, a0, b0)
+        p01l, p01h = self.emit(Op.MUL, a0, b1), self.emit(Op.MULHIU, a0, b1)
+        p10l, p10h = self.emit(Op.MUL, a1, b0), self.emit(Op.MULHIU, a1, b0)
+        p11l, p11h = self.emit(Op.MUL, a1, b1), self.emit(Op.MULHIU, a1, b1)
+
+        def add_carry(x, y):
+            s = self.emit(Op.ADD, x, y)
+            return s, self.emit(Op.SETLTU, s, y)
+        s, c1 = add_carry(p00h, p01l)          # column 1 (bits 32..63): only its carries matter
+        s, c = add_carry(s, p10l)
+        c1 = self.emit(Op.ADD, c1, c)
+        t, c2 = add_carry(p01h, p10h)          # column 2 (bits 64..95)
+        t, c = add_carry(t, p11l)
+        c2 = self.emit(Op.ADD, c2, c)
+        lo, c = add_carry(t, c1)
+        c2 = self.emit(Op.ADD, c2, c)
+        out = [lo, self.emit(Op.ADD, p11h, c2)]
+        if signed:      # signed high half: subtract b when a < 0 and a when b < 0
+            sa, sb = self.emit(Op.SRA, a1, Imm(31)), self.emit(Op.SRA, b1, Imm(31))
+            out = self.sub64(out, [self.emit(Op.AND, b0, sa), self.emit(Op.AND, b1, sa)])
+            out = self.sub64(out, [self.emit(Op.AND, a0, sb), self.emit(Op.AND, a1, sb)])
+        return out
 
     def op_min(self, ins, parts):
         signed = self.itype(parts)[1]
@@ -653,9 +718,7 @@ class _Translator:
                 self.unsupported(f"{ins.opcode} (128-bit result) is not supported")
             rbits = 2 * bits
         elif bits == 64:
-            if mode == "hi":
-                self.unsupported(f"{ins.opcode}: 64-bit mul.hi is not supported")
-            out, rbits = self.mul64(av, bv), 64
+            out, rbits = (self.mulhi64(av, bv, signed) if mode == "hi" else self.mul64(av, bv)), 64
         elif mode == "hi":
             if bits == 32:
                 out = [self.emit(Op.MULHI if signed else Op.MULHIU, av[0], bv[0])]
@@ -1164,6 +1227,8 @@ def _simplify(op: Op, srcs: list):
     if op is Op.MUL and isinstance(b, Imm) and b.value == 1:
         return a
     if op in (Op.SHL, Op.SHR) and za:
+        return Imm(0)
+    if op is Op.SETLTU and zb:
         return Imm(0)
     return None
 
