@@ -162,6 +162,7 @@ def interleave_text(x: np.ndarray, n_text: np.ndarray, rng, fraction=0.1):
 def run_cases(model, circuit, x: np.ndarray, seq: int = 1024):
     """Pack tokens into [batch, seq] (padding with zero tokens), run one prefill, return per-layer hidden."""
     n = len(x)
+    seq = min(seq, n)
     rows = -(-n // seq)
     pad = np.zeros((rows * seq, x.shape[1]))
     pad[:n] = x

@@ -1,0 +1,86 @@
+"""Compiled layers: silence rules, bf16-exact weights, determinism, and 2B-shaped resources."""
+import numpy as np
+import pytest
+
+from qwengpu.circuit import CircuitError
+from qwengpu.circuit import gadgets as G
+from qwengpu.circuit import memory as Mem
+from qwengpu.circuit.check import compile_banks, compile_spec, specs
+from qwengpu.circuit.host import QWEN35_2B, circuit_width
+from qwengpu.circuit.layer import Circuit
+
+
+def small_circuit():
+    from qwengpu.circuit.check import MLP_HOST
+    c = Circuit(MLP_HOST, circuit_width(MLP_HOST, 448))
+    return c, c.input("a", 32), c.input("b", 32)
+
+
+def test_a_neuron_reading_a_text_dim_is_refused():
+    c, a, b = small_circuit()
+    c.layer(0).relu({3: 1}, 0, {a[0]: 1})          # dim 3 is a text dim
+    with pytest.raises(CircuitError, match="gate_proj.weight reads a text dim"):
+        c.weights()
+
+
+def test_writing_a_text_dim_is_refused():
+    c, a, b = small_circuit()
+    c.layer(0).relu({a[0]: 1}, 0, {5: 1.0})
+    with pytest.raises(CircuitError, match="down_proj.weight writes a text dim"):
+        c.weights()
+
+
+def test_weights_not_exact_in_bf16_are_refused():
+    c, a, b = small_circuit()
+    c.layer(0).relu({a[0]: 257}, 0, {b[0]: 1.0})
+    with pytest.raises(CircuitError, match="not exact in bf16"):
+        c.weights()
+
+
+def test_neuron_range_beyond_exact_bf16_is_refused():
+    c, a, b = small_circuit()
+    with pytest.raises(CircuitError, match="exact range"):
+        G.relu(c, 0, {d: 16 for d in a.dims}, 0, {b[0]: 1.0})   # reaches 512
+
+
+def test_compiling_twice_gives_identical_weights():
+    spec = next(s for s in specs() if s.name == "ADD")
+    assert compile_spec(spec)[0].digest() == compile_spec(spec)[0].digest()
+    assert compile_banks()[0].digest() == compile_banks()[0].digest()
+
+
+def test_silence_structure_holds_for_every_gadget():
+    """Every compiled gadget reads and writes circuit dims only (checked in weights())."""
+    for spec in specs():
+        c, _, _ = compile_spec(spec)
+        w = c.weights()
+        n = c.layout.n
+        for layer in w:
+            assert not layer["mlp.gate_proj.weight"][:, :n].any()
+            assert not layer["linear_attn.in_proj_z.weight"][:, :n].any()
+
+
+@pytest.mark.parametrize("spec", specs(), ids=lambda s: s.name)
+def test_every_gadget_fits_a_2b_layer(spec):
+    c, _, _ = compile_spec(spec, QWEN35_2B)
+    c.weights()                                   # raises if a layer exceeds 6144 neurons
+    assert all(layer.neuron_count <= QWEN35_2B.intermediate for layer in c.layers)
+    assert c.layout.width <= 1024
+
+
+def test_bank_uses_2b_heads_and_refuses_too_many():
+    c = Circuit(QWEN35_2B, 1024)
+    addr, data = c.input("addr", 7), c.input("data", 32)
+    bank = Mem.declare_bank(c, 0, "global", 128, 32, replicas=16)   # 16 heads x 128 words
+    Mem.write(c, bank, addr, data)
+    assert c.layers[0].heads_used == 16
+    w = c.weights()[0]
+    assert w["linear_attn.in_proj_qkv.weight"].shape == (3 * 16 * 128, 3072)
+    with pytest.raises(CircuitError, match="needs 1 GDN heads, 0 of 16 left"):
+        Mem.declare_bank(c, 0, "more", 8, 8)
+
+
+def test_bank_refuses_more_rows_than_a_head():
+    c = Circuit(QWEN35_2B, 1024)
+    with pytest.raises(CircuitError, match="129 rows; a GDN head has 128"):
+        Mem.declare_bank(c, 0, "big", 129, 8)
