@@ -543,16 +543,28 @@ def _check_format(prog: isa.Program):
     assert reach == set(range(len(prog.blocks))), "every block reachable from block 0"
     for i, b in enumerate(prog.blocks):
         assert b.instrs or b.term.kind is not isa.Term.JMP, f"B{i} is an empty jump"
-        if b.term.kind is isa.Term.BRC and b.term.reconv >= 0:
-            # every path from the branch passes through reconv before any exit
-            r, seen, stack = b.term.reconv, set(), list(succs[i])
-            while stack:
-                n = stack.pop()
-                if n == r or n in seen:
+        t = b.term
+        if t.kind is isa.Term.BRC and t.reconv >= 0:
+            # every path from the branch passes through reconv before any exit,
+            # except a return side: a successor that exits at once, reconv being the other
+            r = t.reconv
+            for start in succs[i]:
+                if start != r and not succs[start] and r in succs[i]:
                     continue
-                seen.add(n)
-                assert succs[n], f"B{i}: a path reaches EXIT at B{n} without passing reconv B{r}"
-                stack += succs[n]
+                seen, stack = set(), [start]
+                while stack:
+                    n = stack.pop()
+                    if n == r or n in seen:
+                        continue
+                    seen.add(n)
+                    assert succs[n], f"B{i}: a path reaches EXIT at B{n} without passing reconv B{r}"
+                    tn = prog.blocks[n].term
+                    if tn.kind is isa.Term.BRC and tn.reconv in succs[n]:
+                        other = succs[n][0] if tn.reconv == succs[n][1] else succs[n][1]
+                        if not succs[other]:        # a return side: those lanes leave
+                            stack.append(tn.reconv)
+                            continue
+                    stack += succs[n]
         for ins in b.instrs:
             for s in ins.srcs:
                 assert not isinstance(s, isa.Reg) or s.n <= prog.regs_used
@@ -844,3 +856,40 @@ def test_kernel_int64_division(frontend, opt):
     launch(DIV64, "const64", 1, n, [o.view(np.int32), u.view(np.uint32)], frontend, opt)
     assert [int(v) & M for v in o] == [(tdiv(x, 10) + x - tdiv(x, 7) * 7) & M for x in xs]
     assert [int(v) for v in u] == [x // 1000 for x in us]
+
+
+EARLY_EXIT = r"""
+extern "C" __global__ void early(const int *x, int *out, int n)
+{
+    __shared__ int tile[16];
+    int t = threadIdx.x;
+    if (t >= n) return;                  // lanes leave before the barrier the others wait at
+    tile[t] = x[t];
+    __syncthreads();
+    int v = tile[n - 1 - t];
+    if (t & 1) {
+        if (t == 1) return;              // a return nested in an if/else
+        v += 10;
+    } else {
+        v += 20;
+    }
+    __syncthreads();
+    out[t] = v + __shfl_xor_sync(0xf, v, 1);
+}
+"""
+
+
+@pytest.mark.parametrize("frontend,opt", FRONTENDS)
+def test_kernel_return_before_barrier(frontend, opt):
+    n = 10
+    x = np.arange(100, 116, dtype=np.int32)
+    out = np.full(16, -1, np.int32)
+    launch(EARLY_EXIT, "early", 1, 16, [x, out, n], frontend, opt)
+    v = {t: int(x[n - 1 - t]) + (10 if t & 1 else 20) for t in range(n) if t != 1}
+    for t in range(16):
+        if t >= n or t == 1:
+            assert out[t] == -1
+        else:
+            partner = t ^ 1
+            # a partner that returned leaves the shuffle reading the lane's own value
+            assert out[t] == v[t] + v.get(partner, v[t]) if partner < n else v[t] + v[t]

@@ -1560,6 +1560,21 @@ def form_blocks(blocks: list[VBlock], reg_of) -> list[isa.MachineBlock]:
             return final(tgt, seen + (i,))
         return i
     redirect = {i: final(i) for i in range(len(raw))}
+    # a jump to a bare EXIT block exits itself (so return paths end in EXIT; see set_reconvergence)
+    bare_exit = {i for i, r in enumerate(raw) if not r[0] and r[1] is Term.EXIT}
+    raw = [(ins, Term.EXIT, -1, None, -1) if kind is Term.JMP and redirect[tgt] in bare_exit
+           else (ins, kind, tgt, cond, ft) for ins, kind, tgt, cond, ft in raw]
+    # and every branch edge into a bare EXIT gets its own copy, so a return
+    # path is never shared with (reachable from) the branch's other side
+    for i, (ins, kind, tgt, cond, ft) in enumerate(list(raw)):
+        if kind is Term.BRC:
+            sides = []
+            for s in (tgt, ft):
+                if redirect[s] in bare_exit:
+                    raw.append(([], Term.EXIT, -1, None, -1))
+                    redirect[len(raw) - 1] = s = len(raw) - 1
+                sides.append(s)
+            raw[i] = (ins, kind, sides[0], cond, sides[1])
     entry = redirect[0]
     order, seen, stack = [], {entry}, [entry]
     while stack:        # depth-first from the entry, so block 0 is the entry
@@ -1596,13 +1611,44 @@ def _machine_instr(ins: VInstr, reg_of) -> isa.Instr | None:
 
 
 def set_reconvergence(blocks: list[isa.MachineBlock]) -> None:
+    """reconv of each BRC: its immediate post-dominator, except for return
+    paths. Lanes parked at a join have not exited, so a join after a `return`
+    would keep them from a barrier the others wait at (docs/isa.md, "Choosing
+    reconvergence points"). A side S of a branch *returns* when S's block ends
+    in EXIT and S is not reachable from the other side O: with one returning
+    side reconv = O (that edge is left out of the graph for every other
+    post-dominator), with two, -1."""
     succs = [[b.term.target, b.term.fallthrough] if b.term.kind is Term.BRC else
              [] if b.term.kind is Term.EXIT else [b.term.target] for b in blocks]
-    ipdom = immediate_post_dominators(succs)
+    reach = [_reach(succs, i) for i in range(len(blocks))]
+    exits = {i for i, b in enumerate(blocks) if b.term.kind is Term.EXIT}
+    special: dict[int, int] = {}
+    graph = [list(ss) for ss in succs]
+    for i, b in enumerate(blocks):
+        if b.term.kind is not Term.BRC:
+            continue
+        t, f = b.term.target, b.term.fallthrough
+        ret_t, ret_f = t in exits and t not in reach[f], f in exits and f not in reach[t]
+        if ret_t and ret_f:
+            special[i] = -1
+        elif ret_t or ret_f:
+            special[i] = f if ret_t else t
+            graph[i] = [special[i]]
+    ipdom = immediate_post_dominators(graph)
     for i, b in enumerate(blocks):
         t = b.term
         if t.kind is Term.BRC:
-            b.term = isa.Terminator(Term.BRC, t.target, t.cond, t.fallthrough, ipdom[i])
+            b.term = isa.Terminator(Term.BRC, t.target, t.cond, t.fallthrough, special.get(i, ipdom[i]))
+
+
+def _reach(succs: list[list[int]], start: int) -> set[int]:
+    seen, stack = {start}, [start]
+    while stack:
+        for s in succs[stack.pop()]:
+            if s not in seen:
+                seen.add(s)
+                stack.append(s)
+    return seen
 
 
 # ---------------------------------------------------------------------------
