@@ -473,12 +473,27 @@ def test_mangled_kernel_found_by_plain_name():
     assert lower(parse_ptx(text), "vecAdd").name == "vecAdd"
 
 
-def test_register_limit():
-    # 20 values all live at once: loads, then a chain of stores that reads them all
-    n = 20
+def _many_live_values(n: int, extra: str = "") -> str:
+    """n loaded values all live at once, stored back in reverse order."""
     loads = "\n".join(f"    ld.global.u32 %r{i + 1}, [%r0+{4 * i}];" for i in range(n))
     stores = "\n".join(f"    st.global.u32 [%r0+{4 * i}], %r{n - i};" for i in range(n))
-    text = _kernel(f"    ld.param.u32 %r0, [kern_param_0];\n{loads}\n{stores}\n    ret;")
+    return _kernel(f"    ld.param.u32 %r0, [kern_param_0];\n{extra}{loads}\n{stores}\n    ret;")
+
+
+def test_spilling_keeps_values():
+    prog = lower(parse_ptx(_many_live_values(20)), "kern")
+    assert prog.regs_used <= isa.USABLE_REGS and prog.shared_words == isa.SHARED_WORDS
+    _check_format(prog)
+    mem = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    mem[:20] = np.arange(100, 120)
+    interp.run(prog, (1, 1, 1), (8, 1, 1), [0], mem)     # 8 threads share the spill slots safely
+    np.testing.assert_array_equal(mem[:20], np.arange(119, 99, -1))
+
+
+def test_register_limit():
+    # dynamic shared memory takes every free word, so nothing can be spilled
+    text = _many_live_values(20, "    mov.u32 %r30, dyn;\n    st.shared.u32 [%r30], %r0;\n")
+    text = text.replace(".visible .entry", ".extern .shared .align 4 .b8 dyn[];\n.visible .entry")
     with pytest.raises(MachineLimitError, match=r"kernel kern needs (1[6-9]|2\d) registers; a lane has 15"):
         lower(parse_ptx(text), "kern")
 

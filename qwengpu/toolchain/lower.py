@@ -1413,28 +1413,111 @@ def liveness(blocks: list[VBlock]) -> list[set[int]]:
     return live_out
 
 
-def allocate_registers(blocks: list[VBlock], kernel: str, next_vreg: int) -> tuple[dict[int, int], int]:
-    """Colour with r1..r15; when that fails, recompute invariant values next
-    to their uses (rematerialisation) to shorten their live ranges, and retry."""
+SPILL_SLOT_WORDS = isa.MAX_BLOCK_THREADS     # one word per thread of the block
+
+
+@dataclass
+class Allocation:
+    colours: dict[int, int]
+    regs_used: int
+    spill_slots: int
+
+
+def allocate_registers(blocks: list[VBlock], kernel: str, next_vreg: int, shared_words: int = 0) -> Allocation:
+    """Colour with r1..r15. When that fails: first recompute invariant values
+    next to their uses (rematerialisation), then spill a register to shared
+    memory (a slot of one word per thread at the top of shared memory), and
+    retry."""
     tried: set[int] = set()
+    no_spill: set[int] = set()
     first_need = None
+    spill = _Spiller(blocks, next_vreg)
     while True:
         graph, moves = interference(blocks)
         colours = _colour(graph, moves, isa.USABLE_REGS)
         if colours is not None:
-            return colours, max(colours.values(), default=0)
+            return Allocation(colours, max(colours.values(), default=0), spill.slots)
         if first_need is None:
             first_need = max(_colour(graph, moves, len(graph) + 1).values(), default=0)
         inv = invariant_registers(blocks)
-        cands = [v for v in inv if v in graph and v not in tried and _remat_cost(v, inv) <= 4]
-        if not cands:
-            raise MachineLimitError(f"kernel {kernel} needs {first_need} registers; a lane has {isa.USABLE_REGS}")
-        v = max(cands, key=lambda x: (len(graph[x]) / _remat_cost(x, inv), -x))
-        tried.add(v)
-        before = next_vreg
-        next_vreg = rematerialize(blocks, v, inv, next_vreg)
-        tried |= set(range(before + 1, next_vreg + 1))      # never split the copies again
-        eliminate_dead_code(blocks)
+        cands = [v for v in inv if v in graph and v not in tried and _remat_cost(v, inv) <= 6]
+        if cands:
+            v = max(cands, key=lambda x: (len(graph[x]) / _remat_cost(x, inv), -x))
+            tried.add(v)
+            before = spill.next_vreg
+            spill.next_vreg = rematerialize(blocks, v, inv, spill.next_vreg)
+            tried |= set(range(before + 1, spill.next_vreg + 1))      # never split the copies again
+            no_spill |= set(range(before + 1, spill.next_vreg + 1))
+            eliminate_dead_code(blocks)
+            continue
+        cands = [v for v in graph if v not in no_spill and v not in inv]
+        room = isa.SHARED_WORDS - shared_words - SPILL_SLOT_WORDS * (spill.slots + 1)
+        if not cands or room < 0:
+            raise MachineLimitError(f"kernel {kernel} needs {first_need} registers; a lane has {isa.USABLE_REGS}"
+                                    + (" (and shared memory has no room left to spill)" if cands else ""))
+        refs = _reference_counts(blocks)
+        v = min(cands, key=lambda x: (refs.get(x, 1) / max(1, len(graph[x])), x))
+        before = spill.next_vreg
+        spill.spill(v)
+        no_spill |= set(range(before + 1, spill.next_vreg + 1))
+        tried |= set(range(before + 1, spill.next_vreg + 1))
+
+
+def _reference_counts(blocks: list[VBlock]) -> dict[int, int]:
+    n: dict[int, int] = {}
+    for b in blocks:
+        for ins in b.instrs:
+            for v in _uses(ins) + ([ins.dst] if ins.dst is not None else []):
+                n[v] = n.get(v, 0) + 1
+        if b.term.cond is not None:
+            n[b.term.cond] = n.get(b.term.cond, 0) + 1
+    return n
+
+
+class _Spiller:
+    """Spill slot k of a thread lives at shared byte address
+    4 * (SHARED_WORDS - SPILL_SLOT_WORDS * (k + 1)) + 4 * (4 * warpid + laneid).
+    The per-thread offset is an invariant register computed at the entry
+    (and rematerialised like any other when registers run short)."""
+
+    def __init__(self, blocks: list[VBlock], next_vreg: int):
+        self.blocks, self.next_vreg, self.slots = blocks, next_vreg, 0
+        self.offset: int | None = None
+
+    def fresh(self) -> int:
+        self.next_vreg += 1
+        return self.next_vreg
+
+    def thread_offset(self) -> int:
+        if self.offset is None:
+            w, lane, a, b, off = (self.fresh() for _ in range(5))
+            self.blocks[0].instrs[:0] = [
+                VInstr(Op.S2R, w, [Imm(int(isa.SReg.WARPID))]), VInstr(Op.S2R, lane, [Imm(int(isa.SReg.LANEID))]),
+                VInstr(Op.SHL, a, [w, Imm(4)]), VInstr(Op.SHL, b, [lane, Imm(2)]), VInstr(Op.ADD, off, [a, b])]
+            self.offset = off
+        return self.offset
+
+    def spill(self, v: int) -> None:
+        base = Imm(4 * (isa.SHARED_WORDS - SPILL_SLOT_WORDS * (self.slots + 1)))
+        self.slots += 1
+        off = self.thread_offset()
+        for blk in self.blocks:
+            new: list[VInstr] = []
+            for ins in blk.instrs:
+                if v in ins.srcs:
+                    t = self.fresh()
+                    new.append(VInstr(Op.LD, t, [off, base], isa.Space.SHARED, ins.line))
+                    ins.srcs = [t if s == v else s for s in ins.srcs]
+                new.append(ins)
+                if ins.dst == v:
+                    t = self.fresh()
+                    ins.dst = t
+                    new.append(VInstr(Op.ST, None, [off, base, t], isa.Space.SHARED, ins.line))
+            if blk.term.cond == v:
+                t = self.fresh()
+                new.append(VInstr(Op.LD, t, [off, base], isa.Space.SHARED))
+                blk.term.cond = t
+            blk.instrs = new
 
 
 def _remat_cost(v: int, inv: dict[int, VInstr]) -> int:
@@ -1663,10 +1746,11 @@ def lower(module: ptx.Module, kernel_name: str) -> isa.Program:
     propagate_copies(blocks)
     eliminate_dead_code(blocks)
     blocks = simplify_cfg(blocks)
-    colours, nregs = allocate_registers(blocks, plain_name(fn.name), tr.nvreg)
-    machine = form_blocks(blocks, lambda v: colours.get(v, 0))
+    alloc = allocate_registers(blocks, plain_name(fn.name), tr.nvreg, lay.shared_words)
+    machine = form_blocks(blocks, lambda v: alloc.colours.get(v, 0))
     set_reconvergence(machine)
+    shared_words = isa.SHARED_WORDS if alloc.spill_slots else lay.shared_words
     prog = isa.Program(plain_name(fn.name), machine, lay.params, lay.const_init, lay.global_init,
-                       lay.static_global_words, lay.shared_words, nregs)
+                       lay.static_global_words, shared_words, alloc.regs_used)
     isa.check_program(prog)
     return prog
