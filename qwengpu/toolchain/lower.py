@@ -1610,21 +1610,8 @@ def form_blocks(blocks: list[VBlock], reg_of) -> list[isa.MachineBlock]:
     first = []
     for b in blocks:
         first.append(len(chunks))
-        cur: list[isa.Instr] = []
-        pieces = []
-        for ins in b.instrs:
-            mi = _machine_instr(ins, reg_of)
-            if mi is None:
-                continue
-            if len(cur) == isa.BLOCK_SLOTS:
-                pieces.append(cur)
-                cur = []
-            cur.append(mi)
-            if mi.op.is_unit:
-                pieces.append(cur)
-                cur = []
-        if cur or not pieces:
-            pieces.append(cur)
+        machine = [mi for mi in (_machine_instr(ins, reg_of) for ins in b.instrs) if mi is not None]
+        pieces = schedule(machine) or [[]]
         for j, p in enumerate(pieces):
             chunks.append([p, b.term if j == len(pieces) - 1 else None])
     # terminators with machine block numbers
@@ -1683,6 +1670,44 @@ def form_blocks(blocks: list[VBlock], reg_of) -> list[isa.MachineBlock]:
             term = isa.Terminator(kind, tgt)
         out.append(isa.MachineBlock(instrs, term))
     return out
+
+
+def schedule(instrs: list[isa.Instr]) -> list[list[isa.Instr]]:
+    """Pack one basic block's instructions into as few machine blocks as
+    possible: each piece takes every ready ALU instruction it has room for,
+    then at most one ready memory/warp instruction, last. Order constraints:
+    register dependences (read-after-write, write-after-read, write-after-
+    write) and the original order of the memory/warp instructions."""
+    n = len(instrs)
+    preds: list[set[int]] = [set() for _ in range(n)]
+    for j, b in enumerate(instrs):
+        b_reads = {s.n for s in b.srcs if isinstance(s, isa.Reg) and s.n}
+        b_write = b.dst.n
+        for i in range(j):
+            a = instrs[i]
+            a_reads = {s.n for s in a.srcs if isinstance(s, isa.Reg) and s.n}
+            if ((a.dst.n and (a.dst.n in b_reads or a.dst.n == b_write)) or (b_write and b_write in a_reads)
+                    or (a.op.is_unit and b.op.is_unit)):
+                preds[j].add(i)
+    done: set[int] = set()
+    pieces = []
+    while len(done) < n:
+        piece: list[int] = []
+
+        def ready(k):
+            return k not in done and k not in piece and preds[k] <= done | set(piece)
+        while len(piece) < isa.BLOCK_SLOTS:
+            k = next((k for k in range(n) if ready(k) and not instrs[k].op.is_unit), None)
+            if k is None:
+                break
+            piece.append(k)
+        if len(piece) < isa.BLOCK_SLOTS:
+            k = next((k for k in range(n) if ready(k) and instrs[k].op.is_unit), None)
+            if k is not None:
+                piece.append(k)
+        done |= set(piece)
+        pieces.append([instrs[k] for k in piece])
+    return pieces
 
 
 def _machine_instr(ins: VInstr, reg_of) -> isa.Instr | None:
