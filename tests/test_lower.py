@@ -908,3 +908,87 @@ def test_kernel_return_before_barrier(frontend, opt):
             partner = t ^ 1
             # a partner that returned leaves the shuffle reading the lane's own value
             assert out[t] == v[t] + v.get(partner, v[t]) if partner < n else v[t] + v[t]
+
+
+HANDWRITTEN = r"""
+.version 6.3
+.target sm_75
+.address_size 32
+.extern .shared .align 4 .b8 dyn[];
+.visible .const .align 4 .u32 tab[4] = {5, 6, 7, 8};
+.visible .global .align 4 .u32 gvar[2] = {100, 200};
+
+.visible .entry hand(.param .u32 hand_param_0)
+{
+    .reg .pred %p<6>;
+    .reg .b32 %r<30>;
+    .reg .b64 %rd<3>;
+    ld.param.u32 %r1, [hand_param_0];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, %laneid;
+    mov.u32 %r4, %warpid;
+    shl.b32 %r5, %r2, 2;
+    // generic pointer into dynamic shared memory through cvta
+    mov.u32 %r6, dyn;
+    cvta.shared.u32 %r7, %r6;
+    add.s32 %r8, %r7, %r5;
+    st.u32 [%r8], %r2;
+    bar.sync 0;
+    ld.u32 %r9, [%r8+4];                 // neighbour's value (generic -> shared)
+    and.b32 %r10, %r2, 3;
+    shl.b32 %r11, %r10, 2;
+    mov.u32 %r12, tab;
+    add.s32 %r13, %r12, %r11;
+    ld.const.u32 %r14, [%r13];           // .const table
+    red.global.add.u32 [gvar], %r2;      // sum of tids into gvar[0]
+    setp.lt.u32 %p1, %r2, 2;
+    @%p1 red.global.max.s32 [gvar+4], %r14;
+    vote.sync.uni.pred %p2, %p1, 15;
+    selp.u32 %r15, 1, 0, %p2;
+    activemask.b32 %r16;
+    mov.b64 %rd1, {%r3, %r4};            // pack lane (low) and warp (high), unpack
+    mov.b64 {%r17, %r18}, %rd1;
+    add.s32 %r19, %r1, %r5;
+    {
+        .reg .b32 %r9;                   // shadows the outer %r9 inside this scope
+        mov.u32 %r9, 1000;
+        add.s32 %r20, %r9, %r14;
+    }
+    add.s32 %r20, %r20, %r9;
+    shl.b32 %r22, %r2, 3;
+    add.s32 %r23, %r1, %r22;
+    st.global.v2.u32 [%r23], {%r20, %r15};
+    st.global.u32 [%r19+64], %r16;
+    mad.lo.s32 %r21, %r18, 10, %r17;
+    st.global.u32 [%r19+128], %r21;
+    setp.eq.s32 %p3, %r2, 5;
+    @%p3 ret;
+    st.global.u32 [%r19+192], %r2;
+    ret;
+}
+"""
+
+
+def test_handwritten_ptx_features():
+    prog = lower(parse_ptx(HANDWRITTEN), "hand")
+    _check_format(prog)
+    assert prog.shared_words == isa.SHARED_WORDS and prog.static_global_words == 2
+    assert prog.const_init == {1: 5, 2: 6, 3: 7, 4: 8} and prog.global_init == {0: 100, 1: 200}
+    mem = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    mem[:2] = [100, 200]
+    base = 4 * 8                                   # output array after the two global words
+    interp.run(prog, (1, 1, 1), (7, 1, 1), [base], mem)
+    out = mem[8:8 + 64].astype(np.int64)
+    tab = [5, 6, 7, 8]
+    for t in range(7):
+        w, lane = t // 4, t % 4
+        neighbour = t + 1 if t < 6 else 0          # the word after the last thread's was never written
+        warp_threads = [u for u in range(7) if u // 4 == w]
+        uniform = len({u < 2 for u in warp_threads}) == 1
+        active = sum(1 << (u % 4) for u in warp_threads)
+        assert out[2 * t] == 1000 + tab[t & 3] + neighbour, t    # scoped %r9 is not the outer one
+        assert out[2 * t + 1] == int(uniform), t
+        assert out[16 + t] == active
+        assert out[32 + t] == w * 10 + lane
+        assert out[48 + t] == (0 if t == 5 else t)
+    assert mem[0] == 100 + sum(range(7)) and mem[1] == max(200, tab[0], tab[1])
