@@ -456,7 +456,13 @@ def test_call_is_unsupported_and_named():
     } // callseq 0
     ret;
 }"""
-    with pytest.raises(UnsupportedError, match="calls function helper"):
+    with pytest.raises(UnsupportedError, match=r"line 19: kernel kern calls function helper; calls are not"):
+        lower(parse_ptx(text), "kern")
+
+
+def test_struct_parameter_unsupported():
+    text = _kernel("    ret;").replace(".param .u32 kern_param_0", ".param .align 4 .b8 kern_param_0[8]")
+    with pytest.raises(UnsupportedError, match="kern_param_0 is a 8-byte struct or array"):
         lower(parse_ptx(text), "kern")
 
 

@@ -140,8 +140,8 @@ def _referenced(fn: ptx.Function) -> set[str]:
 def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
     symbols, params, param_bits = {}, [], {}
     for i, p in enumerate(fn.params):
-        if p.size > 8:
-            raise UnsupportedError(f"line {p.line}: parameter {p.name} is {p.size} bytes; "
+        if p.size != max(1, TYPE_BITS[p.type] // 8) or p.size > 8:
+            raise UnsupportedError(f"line {p.line}: parameter {p.name} is a {p.size}-byte struct or array; "
                                    "only scalars and pointers (one word each) are supported")
         params.append(isa.Param(p.name, i, TYPE_BITS[p.type]))
         param_bits[p.name] = TYPE_BITS[p.type]
@@ -1191,8 +1191,9 @@ class _Translator:
 
     def op_call(self, ins, parts):
         callee = next((o.name for o in ins.operands if isinstance(o, ptx.Sym)), "?")
-        self.unsupported(f"kernel {self.fn.name} calls function {callee}; calls are not supported "
-                         "(make it __forceinline__)")
+        shown = callee if plain_name(callee) == callee else f"{plain_name(callee)} ({callee})"
+        raise UnsupportedError(f"line {ins.line}: kernel {plain_name(self.fn.name)} calls function {shown}; "
+                               "calls are not supported (make it __forceinline__)")
 
     def op_trap(self, ins, parts):
         self.unsupported("trap is not supported")
