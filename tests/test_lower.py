@@ -998,3 +998,49 @@ def test_handwritten_ptx_features():
         assert out[32 + t] == w * 10 + lane
         assert out[48 + t] == (0 if t == 5 else t)
     assert mem[0] == 100 + sum(range(7)) and mem[1] == max(200, tab[0], tab[1])
+
+
+NARROW_MEM = """
+.version 6.3
+.target sm_75
+.address_size 32
+.visible .entry nm(.param .u32 nm_param_0, .param .u32 nm_param_1)
+{{
+    .reg .b32 %r<8>;
+    .reg .b16 %rs<3>;
+    ld.param.u32 %r1, [nm_param_0];
+    ld.param.u32 %r2, [nm_param_1];
+    add.s32 %r3, %r1, %r2;                 // byte offset known only at run time
+    ld.global.{ty} %r4, [%r3+{off}];
+    st.global.u32 [%r1+32], %r4;
+    ld.global.{ty} %rs1, [%r3+{off}];
+    cvt.u32.u16 %r5, %rs1;
+    st.global.u32 [%r1+36], %r5;
+    st.global.{sty} [%r3+{off}+16], %r4;
+    ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("ty", ["u8", "s8", "u16", "s16"])
+@pytest.mark.parametrize("off", [0, 1, 2, 3])
+def test_narrow_loads_and_stores_at_every_offset(ty, off):
+    w = int(ty[1:])
+    if w == 16 and off % 2:
+        return          # misaligned 16-bit access: undefined in PTX
+    sty = f"b{w}"
+    prog = lower(parse_ptx(NARROW_MEM.format(ty=ty, off=off, sty=sty)), "nm")
+    for shift in (0, 4):
+        mem = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+        data = bytes([0x81, 0x7F, 0xFE, 0x35, 0x90, 0x12, 0xC4, 0x08])
+        mem[:2] = np.frombuffer(data, np.uint32)
+        mem[4:8] = 0xA5A5A5A5
+        interp.run(prog, (1, 1, 1), (1, 1, 1), [0, shift], mem)
+        raw = int.from_bytes(data[shift + off:shift + off + w // 8], "little")
+        value = sx(raw, w) if ty[0] == "s" else raw
+        assert mem[8] == wrap(value, 32)                         # into a 32-bit register
+        assert mem[9] == wrap(value, 16)                         # into a 16-bit register
+        stored = bytearray(np.array(mem[4:8]).tobytes())
+        expect = bytearray(b"\xA5" * 16)
+        expect[shift + off:shift + off + w // 8] = raw.to_bytes(w // 8, "little")
+        assert stored == expect, "only the stored bytes change"
