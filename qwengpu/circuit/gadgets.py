@@ -36,8 +36,10 @@ def relu(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, f
     lo, hi = span(c, terms, bias)
     if hi > MAX_POSITIVE:
         raise CircuitError(f"neuron argument reaches {hi}; exact range is <= {MAX_POSITIVE}")
-    if hi > 0:
-        c.layer(at).relu(terms, bias, out)
+    if hi > 0:                       # int fields are stored scaled: read and write in units
+        scale = c.layout.dim_scale
+        c.layer(at).relu({d: k / scale[d] for d, k in terms.items()}, bias,
+                         {d: k * scale[d] for d, k in out.items()})
 
 
 def step(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, float]) -> None:
@@ -89,7 +91,7 @@ def copy_bits(c: Circuit, at: int, src: Field, dst: Field, sign: float = 1.0) ->
 
 def const_one(c: Circuit, at: int, out: dict[int, float]) -> None:
     """out += coef (a neuron on the anchor alone)."""
-    c.layer(at).relu({}, 1, out)
+    c.layer(at).relu({}, 1, {d: k * c.layout.dim_scale[d] for d, k in out.items()})
 
 
 def nibble(field: Field, m: int, weights=(1, 2, 4, 8)) -> dict[int, int]:
@@ -354,4 +356,42 @@ def shift(c: Circuit, at: int, op: str, a: Field, b: Field, name: str = "") -> F
     if op == "SRA":                               # amount >= 32: every bit is the sign
         step(c, at, add_terms({b[j]: 1 for j in range(5, WORD)}, {a[WORD - 1]: WORD}), WORD + 1,
              {d: 1 for d in out.dims})
+    return out
+
+
+# ---------------------------------------------------------------------------
+# multiply: 32 x 32 -> low 32
+# ---------------------------------------------------------------------------
+NIBBLE_PRODUCTS = sorted({i * j for i in range(16) for j in range(16)})
+
+
+def mul(c: Circuit, at: int, a: Field, b: Field, name: str = "mul") -> Field:
+    """MUL (low 32 bits of a * b). 5 layers, every intermediate an integer <= 225 (exact in bf16):
+    L0  nibble-pair products P_pq = A_p * B_q (p + q <= 7) from 16 AND neurons each;
+    L1  split each P_pq into lo + 16 hi (a basis over the reachable products) and sum them into
+        column digits T_m = sum lo(p+q=m) + sum hi(p+q=m-1) <= 218;
+    L2  Z_m = (T_m mod 16) + (T_{m-1} div 16) <= 28;
+    L3-4 carry resolution of the digits Z_m (as in add)."""
+    pairs = [(p, q) for p in range(NIBBLES) for q in range(NIBBLES) if p + q < NIBBLES]
+    prod = c.field(f"{name}.pairs", len(pairs), at, kind="int", vmax=225)
+    for k, (p, q) in enumerate(pairs):
+        for i in range(4):
+            for j in range(4):
+                relu(c, at, {a[4 * p + i]: 1, b[4 * q + j]: 1}, -1, {prod[k]: 1 << (i + j)})
+    cols = c.field(f"{name}.columns", NIBBLES, at + 1, kind="int", vmax=218)
+    for k, (p, q) in enumerate(pairs):
+        fns = [(lambda v: v % 16, {cols[p + q]: 1})]
+        if p + q + 1 < NIBBLES:
+            fns.append((lambda v: v // 16, {cols[p + q + 1]: 1}))
+        basis(c, at + 1, {prod[k]: 1}, 0, fns, values=NIBBLE_PRODUCTS)
+    c.clear(prod, at + 1)
+    digits = c.field(f"{name}.digits", NIBBLES, at + 2, kind="int", vmax=28)
+    for m in range(NIBBLES):
+        fns = [(lambda v: v % 16, {digits[m]: 1})]
+        if m + 1 < NIBBLES:
+            fns.append((lambda v: v // 16, {digits[m + 1]: 1}))
+        basis(c, at + 2, {cols[m]: 1}, 0, fns, values=list(range(219)))
+    c.clear(cols, at + 2)
+    out, _ = resolve(c, at + 3, [({digits[m]: 1}, 0) for m in range(NIBBLES)], name=name)
+    c.clear(digits, at + 3)
     return out

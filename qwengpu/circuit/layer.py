@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from qwengpu.circuit import CircuitError
-from qwengpu.circuit.residual import GAIN_LOG2, ResidualLayout
+from qwengpu.circuit.residual import GAIN_LOG2, NORM_OUT, ResidualLayout
 
 M = 128          # silu scale of MLP neurons and GDN keys/queries
 RAIL = 32.0      # value of an "on" rail stored in a GDN row (silu(32) == 32 exactly)
@@ -78,11 +78,11 @@ class CompiledLayer:
         if len(self.neurons) > I or len(self.neurons) > host.intermediate:
             raise CircuitError(f"layer {self.index} needs {len(self.neurons)} MLP neurons; "
                                f"the host has {min(I, host.intermediate)}")
-        anchor, A = lay.anchor[0], lay.anchor_value
+        anchor, A = lay.anchor[0], lay.normed_anchor
         gate, up, down = np.zeros((I, N)), np.zeros((I, N)), np.zeros((N, I))
         for j, (terms, bias, out) in enumerate(self.neurons):
             for d, c in terms.items():
-                gate[j, d] += M * c
+                gate[j, d] += M * c / NORM_OUT        # undo the norm's exact 2**-8
             # a bias needs up to 16 significant bits: split it over two anchor dims (8 bits each)
             hi, lo = split_bias(bias)
             gate[j, anchor] += M * lo / A
@@ -170,7 +170,7 @@ class Circuit:
         """Layer `at`'s MLP subtracts the field (exact for 0/1 and small ints) and frees its dims."""
         lay = self.layer(at)
         for d in field.dims:
-            lay.relu({d: 1}, 0, {d: -1.0})
+            lay.relu({d: 1 / field.scale}, 0, {d: -field.scale})
         self.layout.release(field, at)
 
     def weights(self) -> list[dict[str, np.ndarray]]:

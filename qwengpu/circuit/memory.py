@@ -20,7 +20,9 @@ from dataclasses import dataclass
 
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit.layer import BETA, RAIL, Z_GATE, Circuit
-from qwengpu.circuit.residual import Field
+from qwengpu.circuit.residual import NORM_OUT, Field
+
+READ = 1 / NORM_OUT     # weights on data dims undo the decoder norm's exact 2**-8
 
 
 @dataclass
@@ -52,7 +54,7 @@ def declare_bank(c: Circuit, layer: int, name: str, rows: int, width: int, repli
     heads = [lay.take_heads(heads_per_replica, f"bank {name}") for _ in range(replicas)]
     bank = Bank(name, layer, rows, width, per, heads)
     anchor = c.layout.anchor[0]
-    A = c.layout.anchor_value
+    A = c.layout.normed_anchor
     for replica in heads:
         for (s, lo, hi), h in zip(bank.slices(), replica):
             lay.b[h, anchor] = BETA / A
@@ -71,19 +73,19 @@ def _address_rows(c: Circuit, row_of, bank: Bank, addr: Field, enable: Field | N
     from qwengpu.circuit.layer import M
     if addr.width != bank.addr_bits:
         raise CircuitError(f"bank {bank.name}: address field has {addr.width} bits, needs {bank.addr_bits}")
-    anchor, A = c.layout.anchor[0], c.layout.anchor_value
+    anchor, A = c.layout.anchor[0], c.layout.normed_anchor
     for r in range(bank.rows):
         row = row_of(r)
         zeros = 0
         for j in range(addr.width):
             if r >> j & 1:
-                row[addr[j]] += 2 * M
+                row[addr[j]] += 2 * M * READ
             else:
-                row[addr[j]] -= 2 * M
+                row[addr[j]] -= 2 * M * READ
                 zeros += 1
         bias = 2 * zeros - 2 * addr.width + 1
         if enable is not None:
-            row[enable[0]] += 2 * M
+            row[enable[0]] += 2 * M * READ
             bias -= 2
         row[anchor] += M * bias / A
 
@@ -97,8 +99,8 @@ def write(c: Circuit, bank: Bank, addr: Field, data: Field, enable: Field | None
         for (s, lo, hi), h in zip(bank.slices(), replica):
             _address_rows(c, lambda r: lay.k_row(h, r), bank, addr, enable)
             for i in range(hi - lo):
-                lay.v_row(h, 2 * i)[data[lo + i]] += RAIL
-                lay.v_row(h, 2 * i + 1)[data[lo + i]] -= RAIL
+                lay.v_row(h, 2 * i)[data[lo + i]] += RAIL * READ
+                lay.v_row(h, 2 * i + 1)[data[lo + i]] -= RAIL * READ
 
 
 def read(c: Circuit, bank: Bank, addr: Field, replica: int = 0, enable: Field | None = None,
@@ -107,7 +109,7 @@ def read(c: Circuit, bank: Bank, addr: Field, replica: int = 0, enable: Field | 
     enable is 0). A write and a read of the same address in one token read the new value."""
     lay = c.layer(bank.layer)
     out = c.field(name or f"{bank.name}.read{replica}", bank.width, bank.layer)
-    anchor, A = c.layout.anchor[0], c.layout.anchor_value
+    anchor, A = c.layout.anchor[0], c.layout.normed_anchor
     dv = c.host.value_dim
     scale = 1.0 / (2.0 * Z_GATE)                  # on rail: 2 (norm) * 32 (silu z) -> 1
     for (s, lo, hi), h in zip(bank.slices(), bank.replicas[replica]):
@@ -116,7 +118,7 @@ def read(c: Circuit, bank: Bank, addr: Field, replica: int = 0, enable: Field | 
             if enable is None:
                 lay.z[h * dv + j, anchor] = Z_GATE / A
             else:
-                lay.z[h * dv + j, enable[0]] = Z_GATE
+                lay.z[h * dv + j, enable[0]] = Z_GATE * READ
         for i in range(hi - lo):
             lay.out[out[lo + i], h * dv + 2 * i] = scale
     return out

@@ -57,13 +57,13 @@ def encode(circuit: Circuit, values: dict[Field, np.ndarray], cases: int) -> np.
         elif field.kind == "onehot":
             x[np.arange(cases), np.array(field.dims)[vals.astype(np.int64)]] = 1.0
         else:
-            x[:, field.dims[0]] = vals
+            x[:, field.dims[0]] = vals * field.scale
     return x
 
 
 def decode(hidden: np.ndarray, field: Field) -> tuple[np.ndarray, float]:
     """(integers, max distance of any dim from its nearest integer) of a bits/int field."""
-    raw = hidden[:, list(field.dims)].astype(np.float64)
+    raw = hidden[:, list(field.dims)].astype(np.float64) / field.scale
     near = np.rint(raw)
     err = float(np.abs(raw - near).max()) if raw.size else 0.0
     if field.kind == "bits":

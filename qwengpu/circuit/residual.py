@@ -7,12 +7,13 @@ dim i of field "sum" is the direction "sum[i]"). A field is written by layer
 born after `died`.
 
 Encodings (see docs/circuit.md):
-  anchor  t dims of value A = 2**(m + GAIN_LOG2), where n + C = t * 4**m: on GPU tokens
-          mean(x**2) == 4**GAIN_LOG2 exactly, so every decoder RMS norm with gain
-          2**GAIN_LOG2 is the identity on circuit dims.
+  anchor  t dims of value A = 2**(m + ANCHOR_LOG2), where n + C = t * 4**m: on GPU tokens
+          mean(x**2) == 4**ANCHOR_LOG2, so large that the data's share is lost in fp32
+          rounding: every decoder RMS norm (gain 2**GAIN_LOG2) multiplies circuit dims by
+          exactly NORM_OUT = 2**(GAIN_LOG2 - ANCHOR_LOG2), whatever the data.
   bits    0/1 per dim, bit i = 2**i, least significant first.
   onehot  exactly one dim is 1.
-  int     a small non-negative integer (<= 256, exact in bf16) in one dim.
+  int     a non-negative integer < 256 in one dim, stored as value * 2**-8 (exact in bf16).
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ from dataclasses import dataclass
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit.host import HostSpec, anchor_split
 
+INT_SCALE = 2.0 ** -8  # an int field holds value * 2**-8 (exact in bf16 for values < 256)
+ANCHOR_LOG2 = 16      # mean square of a GPU token's residual is 4**16
+NORM_OUT = 2.0 ** -8   # circuit dims after a decoder norm: x * 2**(GAIN_LOG2 - ANCHOR_LOG2)
 GAIN_LOG2 = 8          # decoder-norm gain 2**8: (1 + w) with w = 255, exact in bf16
 FOREVER = 1 << 30
 
@@ -33,6 +37,12 @@ class Field:
     born: int
     died: int = FOREVER
     vmax: int = 1              # largest value one dim holds (1 for bits/onehot)
+
+    @property
+    def scale(self) -> float:
+        """Residual value per unit: int fields are stored as value / 256, so that their squares
+        barely move the decoder norms (see docs/circuit.md, "Integer fields")."""
+        return INT_SCALE if self.kind == "int" else 1.0
 
     @property
     def width(self) -> int:
@@ -54,10 +64,12 @@ class ResidualLayout:
         self.n = host.hidden
         self.total = host.hidden + width
         t, m = anchor_split(self.total)
-        self.anchor_value = 2.0 ** (m + GAIN_LOG2)
+        self.anchor_value = 2.0 ** (m + ANCHOR_LOG2)
+        self.normed_anchor = self.anchor_value * NORM_OUT     # the anchor after a decoder norm
         self.fields: list[Field] = []
         self._free_after = [-2] * width          # a dim is free for fields born after this layer
         self.dim_vmax: dict[int, int] = {}       # dim -> largest value of the field now holding it
+        self.dim_scale: dict[int, float] = {}    # dim -> residual value per unit of that field
         self.anchor = self.alloc("anchor", t, born=-1, kind="anchor")
 
     def alloc(self, name: str, width: int, born: int, kind: str = "bits", vmax: int = 1) -> Field:
@@ -70,6 +82,7 @@ class ResidualLayout:
                 for j in range(start, i + 1):
                     self._free_after[j] = FOREVER
                     self.dim_vmax[self.n + j] = vmax
+                    self.dim_scale[self.n + j] = INT_SCALE if kind == "int" else 1.0
                 field = Field(name, tuple(self.n + j for j in range(start, i + 1)), kind, born, vmax=vmax)
                 self.fields.append(field)
                 return field
