@@ -39,7 +39,7 @@ def test_circuit_width_limit_is_named():
 def test_anchor_mean_square_is_exact_power_of_four():
     lay = ResidualLayout(QWEN35_2B, 1024)
     total = lay.anchor.width * lay.anchor_value ** 2
-    assert total / lay.total == 4.0 ** 8
+    assert total / lay.total == 4.0 ** 16
 
 
 def test_allocator_reuses_released_dims_only_after_the_clear():
