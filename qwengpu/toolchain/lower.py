@@ -1540,15 +1540,21 @@ def rematerialize(blocks: list[VBlock], v: int, inv: dict[int, VInstr], next_vre
 
     for b in blocks:
         new: list[VInstr] = []
+        recent = None           # (copy, index): reads a few instructions apart share one copy
         for ins in b.instrs:
             if v in ins.srcs:
-                c = clone(v, new)
-                ins.srcs = [c if s == v else s for s in ins.srcs]
+                if recent is None or len(new) - recent[1] > REMAT_REUSE_DISTANCE:
+                    recent = (clone(v, new), len(new))
+                ins.srcs = [recent[0] if s == v else s for s in ins.srcs]
+                recent = (recent[0], len(new))
             new.append(ins)
         if b.term.cond == v:
-            b.term.cond = clone(v, new)
+            b.term.cond = recent[0] if recent and len(new) - recent[1] <= REMAT_REUSE_DISTANCE else clone(v, new)
         b.instrs = new
     return next_vreg
+
+
+REMAT_REUSE_DISTANCE = 4
 
 
 def interference(blocks: list[VBlock]):
