@@ -1044,3 +1044,62 @@ def test_narrow_loads_and_stores_at_every_offset(ty, off):
         expect = bytearray(b"\xA5" * 16)
         expect[shift + off:shift + off + w // 8] = raw.to_bytes(w // 8, "little")
         assert stored == expect, "only the stored bytes change"
+
+
+BYTES_STRUCTS = r"""
+extern "C" __global__ void bytes(const unsigned char *in, unsigned char *out, int n)
+{
+    __shared__ unsigned char s[64];
+    __shared__ short h[16];
+    int t = threadIdx.x;
+    for (int i = t; i < n; i += blockDim.x) s[i] = in[i] ^ 0x5a;     // byte stores to shared
+    h[t] = (short)(t * -300);
+    __syncthreads();
+    for (int i = t; i < n; i += blockDim.x) out[i] = s[n - 1 - i] + (unsigned char)h[i & 15];
+}
+struct P { int x; short y; char z; };
+extern "C" __global__ void structs(P *p, int *o, int n)
+{
+    int t = threadIdx.x;
+    if (t >= n) return;
+    P v = p[t];
+    v.x += v.y * v.z;
+    v.y = (short)(v.x >> 3);
+    v.z = (char)t;
+    p[t] = v;
+    o[t] = v.x + v.y + v.z;
+}
+"""
+
+
+@pytest.mark.parametrize("frontend,opt", FRONTENDS)
+def test_kernel_bytes_in_shared_memory(frontend, opt):
+    n = 50
+    rng = np.random.default_rng(5)
+    inp = rng.integers(0, 256, 64, dtype=np.uint8)
+    out = np.zeros(64, np.uint8)
+    launch(BYTES_STRUCTS, "bytes", 1, 16, [inp.view(np.uint32), out.view(np.uint32), n], frontend, opt)
+    s = inp[:n] ^ 0x5A
+    h = (np.arange(16) * -300) & 0xFF
+    want = (s[n - 1 - np.arange(n)].astype(np.int64) + h[np.arange(n) & 15]) & 0xFF
+    np.testing.assert_array_equal(out[:n], want)
+    assert not out[n:].any()
+
+
+@pytest.mark.parametrize("frontend,opt", FRONTENDS)
+def test_kernel_struct_fields(frontend, opt):
+    n = 6
+    dt = np.dtype([("x", "<i4"), ("y", "<i2"), ("z", "i1"), ("pad", "u1")])
+    p = np.zeros(8, dt)
+    p["x"] = [5, -7, 100000, -2**31, 2**31 - 1, 0, 1, 2]
+    p["y"] = [3, -32768, 32767, 2, -1, 9, 0, 0]
+    p["z"] = [-128, 127, -1, 5, 0, 3, 0, 0]
+    orig = p.copy()
+    o = np.zeros(8, np.int32)
+    launch(BYTES_STRUCTS, "structs", 1, 8, [p.view(np.int32), o, n], frontend, opt)
+    for t in range(n):
+        x = sx(int(orig["x"][t]) + int(orig["y"][t]) * int(orig["z"][t]), 32)
+        y = sx(x >> 3, 16)
+        assert (p["x"][t], p["y"][t], p["z"][t]) == (x, y, t)
+        assert o[t] == sx(x + y + t, 32)
+    assert (p[n:] == orig[n:]).all()
