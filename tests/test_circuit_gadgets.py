@@ -171,3 +171,31 @@ def test_decode_path_gives_the_same_results():
     for dtype in DTYPES:
         (got,), _ = run("ADD", dtype, [a, b], decode_path=True)
         assert got.tolist() == expect("ADD", a, b)
+
+
+def test_gadgets_compose_across_layers_with_field_reuse():
+    """s = a + b; wrapped = s <u a; out = wrapped ? a : s; then s's dims are reused."""
+    from qwengpu.circuit import gadgets as G
+    from qwengpu.circuit.check import MLP_HOST
+    from qwengpu.circuit.host import circuit_width
+    from qwengpu.circuit.layer import Circuit
+    c = Circuit(MLP_HOST, circuit_width(MLP_HOST, 448))
+    a, b = c.input("a", 32), c.input("b", 32)
+    s, _ = G.add(c, 0, a, b)
+    wrapped = G.compare(c, 2, "SETLTU", s, a)
+    out = G.select(c, 4, wrapped, a, s)
+    c.clear(s, 4)
+    again = G.gate(c, 5, "xor", out, b, name="again")
+    assert again.dims == s.dims                   # cleared at layer 4, reused by a layer-5 field
+    assert "again" in c.layout.layout_map()
+    rng = np.random.default_rng(5)
+    av, bv = rng.integers(0, 1 << 32, 300, dtype=np.uint64), rng.integers(0, 1 << 32, 300, dtype=np.uint64)
+    x = encode(c, {a: av, b: bv}, 300)
+    for dtype in DTYPES:
+        hs = run_cases(build_model(c, dtype), c, x)
+        total = [(int(p) + int(q)) & 0xFFFF_FFFF for p, q in zip(av, bv)]
+        want_out = [int(p) if t < int(p) else t for p, t in zip(av, total)]
+        raw = hs[-1][:, list(again.dims)]
+        assert np.isin(raw, (0.0, 1.0)).all()
+        got = ((raw > 0.5).astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=1)
+        assert got.tolist() == [o ^ int(q) for o, q in zip(want_out, bv)]

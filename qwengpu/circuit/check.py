@@ -350,3 +350,17 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def cost_table(host: HostSpec = QWEN35_2B) -> list[dict]:
+    """Per gadget, compiled against `host`: MLP layers, neurons (total and widest layer), and the
+    circuit dims it needs beyond its inputs (outputs + temporaries at their peak)."""
+    rows = []
+    for spec in specs():
+        c, fields, _ = compile_spec(spec, host)
+        inputs = c.layout.anchor.width + sum(f.width for f in fields)
+        rows.append({"name": spec.name, "layers": len(c.layers),
+                     "neurons": sum(layer.neuron_count for layer in c.layers),
+                     "widest": max(layer.neuron_count for layer in c.layers),
+                     "dims": c.layout.high_water() - inputs})
+    return rows
