@@ -1,12 +1,235 @@
-"""Control-flow graph helpers: immediate post-dominators.
+"""The virtual IR between PTX and machine code, its clean-up passes, and
+immediate post-dominators.
 
-Cooper, Harvey and Kennedy's iterative dominator algorithm ("A Simple, Fast
-Dominance Algorithm") run on the reverse CFG, rooted at a virtual exit node
-that every exiting block (no successors) flows into.
+The IR: basic blocks (`VBlock`) of `VInstr` (an ISA opcode over unbounded
+virtual registers, plain ints, or `isa.Imm`) ending in a machine-style
+terminator (`VTerm`: JMP/BRC/BAR/EXIT). Post-dominators use Cooper, Harvey
+and Kennedy's iterative algorithm ("A Simple, Fast Dominance Algorithm") on
+the reverse CFG, rooted at a virtual exit that every exiting block flows into.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 
+from qwengpu import isa
+
+Op, Imm, Term = isa.Op, isa.Imm, isa.Term
+M32 = isa.MASK32
+
+# ---------------------------------------------------------------------------
+# Virtual IR
+# ---------------------------------------------------------------------------
+@dataclass
+class VInstr:
+    op: Op
+    dst: int | None            # virtual register (None: no result)
+    srcs: list                 # int (virtual register) | isa.Imm
+    mod: object = None
+    line: int = 0
+
+
+@dataclass
+class VTerm:
+    kind: Term
+    target: int = -1
+    cond: int | None = None
+    fallthrough: int = -1
+
+    def succs(self) -> list[int]:
+        if self.kind is Term.BRC:
+            return [self.target, self.fallthrough]
+        return [] if self.kind is Term.EXIT else [self.target]
+
+
+@dataclass
+class VBlock:
+    instrs: list[VInstr] = field(default_factory=list)
+    term: VTerm | None = None
+
+
+def simplify(op: Op, srcs: list):
+    """Constant folding and identities; returns an operand or None."""
+    if all(isinstance(s, Imm) for s in srcs):
+        return Imm(isa.ALU_SEMANTICS[op.name](*(s.value for s in srcs)))
+    if len(srcs) != 2:
+        if op is Op.SEL and isinstance(srcs[0], Imm):
+            return srcs[1] if srcs[0].value else srcs[2]
+        return None
+    a, b = srcs
+    zb = isinstance(b, Imm) and b.value == 0
+    za = isinstance(a, Imm) and a.value == 0
+    if op in (Op.ADD, Op.OR, Op.XOR, Op.SUB, Op.SHL, Op.SHR, Op.SRA) and zb:
+        return a
+    if op in (Op.ADD, Op.OR, Op.XOR) and za:
+        return b
+    if op is Op.AND and (za or zb):
+        return Imm(0)
+    if op is Op.AND and isinstance(b, Imm) and b.value == M32:
+        return a
+    if op is Op.MUL and (za or zb):
+        return Imm(0)
+    if op is Op.MUL and isinstance(b, Imm) and b.value == 1:
+        return a
+    if op in (Op.SHL, Op.SHR) and za:
+        return Imm(0)
+    if op is Op.SETLTU and zb:
+        return Imm(0)
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Clean-up passes on the virtual IR
+# ---------------------------------------------------------------------------
+def uses(ins: VInstr):
+    return [s for s in ins.srcs if isinstance(s, int)]
+
+
+def propagate_constants(blocks: list[VBlock]) -> None:
+    """A register whose only definition is `MOV v, imm` is that immediate everywhere."""
+    defs: dict[int, list[VInstr]] = {}
+    for b in blocks:
+        for ins in b.instrs:
+            if ins.dst is not None:
+                defs.setdefault(ins.dst, []).append(ins)
+    consts = {v: d[0].srcs[0] for v, d in defs.items()
+              if len(d) == 1 and d[0].op is Op.MOV and isinstance(d[0].srcs[0], Imm)}
+    if not consts:
+        return
+    for b in blocks:
+        for ins in b.instrs:
+            ins.srcs = [consts.get(s, s) if isinstance(s, int) else s for s in ins.srcs]
+            if ins.op.kind is isa.Kind.ALU and ins.dst not in consts:
+                f = simplify(ins.op, ins.srcs)
+                if f is not None:
+                    ins.op, ins.srcs = Op.MOV, [f]
+        t = b.term
+        if t.kind is Term.BRC and t.cond in consts:
+            b.term = VTerm(Term.JMP, t.target if consts[t.cond].value else t.fallthrough)
+
+
+def definitions(blocks: list[VBlock]) -> dict[int, list[VInstr]]:
+    defs: dict[int, list[VInstr]] = {}
+    for b in blocks:
+        for ins in b.instrs:
+            if ins.dst is not None:
+                defs.setdefault(ins.dst, []).append(ins)
+    return defs
+
+
+def invariant_registers(blocks: list[VBlock]) -> dict[int, VInstr]:
+    """Registers with one definition computed only from immediates, special
+    registers, parameters and other such registers: the same value whenever
+    (and wherever) they are read, so they may be copied or recomputed freely."""
+    single = {v: d[0] for v, d in definitions(blocks).items() if len(d) == 1}
+    inv: dict[int, VInstr] = {}
+    changed = True
+    while changed:
+        changed = False
+        for v, ins in single.items():
+            if v in inv:
+                continue
+            srcs_ok = all(isinstance(s, Imm) or s in inv for s in ins.srcs)
+            if srcs_ok and (ins.op is Op.S2R or ins.op.kind is isa.Kind.ALU or
+                            ins.op is Op.LD and ins.mod is isa.Space.CONST):
+                inv[v] = ins
+                changed = True
+    return inv
+
+
+def propagate_copies(blocks: list[VBlock]) -> None:
+    """`MOV d, s` where d has one definition and s is invariant: read s for d."""
+    inv = invariant_registers(blocks)
+    single = {v for v, d in definitions(blocks).items() if len(d) == 1}
+    subst = {ins.dst: ins.srcs[0] for b in blocks for ins in b.instrs
+             if ins.op is Op.MOV and ins.dst in single and isinstance(ins.srcs[0], int) and ins.srcs[0] in inv}
+
+    def final(v):
+        while v in subst:
+            v = subst[v]
+        return v
+    for b in blocks:
+        for ins in b.instrs:
+            ins.srcs = [final(s) if isinstance(s, int) else s for s in ins.srcs]
+        if b.term.cond is not None:
+            b.term.cond = final(b.term.cond)
+
+
+def eliminate_dead_code(blocks: list[VBlock]) -> None:
+    """Mark and sweep: keep side effects, branch conditions, and every
+    definition of a register something kept reads (flow-insensitive, so dead
+    cycles such as unused 64-bit address high words disappear too)."""
+    defs: dict[int, list[VInstr]] = {}
+    work: list[int] = []
+    live_ins: list[VInstr] = []
+    for b in blocks:
+        for ins in b.instrs:
+            if ins.dst is not None:
+                defs.setdefault(ins.dst, []).append(ins)
+            if ins.op in (Op.ST, Op.ATOM):
+                live_ins.append(ins)
+        if b.term.kind is Term.BRC:
+            work.append(b.term.cond)
+    needed: set[int] = set()
+    keep: set[int] = {id(i) for i in live_ins}
+    for ins in live_ins:
+        work += uses(ins)
+    while work:
+        v = work.pop()
+        if v in needed:
+            continue
+        needed.add(v)
+        for ins in defs.get(v, []):
+            keep.add(id(ins))
+            work += uses(ins)
+    for b in blocks:
+        b.instrs = [i for i in b.instrs if id(i) in keep]
+
+
+def simplify_cfg(blocks: list[VBlock]) -> list[VBlock]:
+    """Drop unreachable blocks, turn trivial BRCs into JMPs, merge a block into
+    its only predecessor when that predecessor just jumps to it."""
+    for b in blocks:
+        t = b.term
+        if t.kind is Term.BRC and t.target == t.fallthrough:
+            b.term = VTerm(Term.JMP, t.target)
+    order = _reachable(blocks)
+    preds = {i: 0 for i in order}
+    for i in order:
+        for s in blocks[i].term.succs():
+            preds[s] += 1
+    merged = set()
+    for i in order:
+        if i in merged:
+            continue
+        b = blocks[i]
+        while b.term.kind is Term.JMP and b.term.target != 0 and b.term.target != i and preds[b.term.target] == 1 \
+                and b.term.target not in merged:
+            s = b.term.target
+            b.instrs += blocks[s].instrs
+            b.term = blocks[s].term
+            merged.add(s)
+    keep = [i for i in order if i not in merged]
+    index = {old: new for new, old in enumerate(keep)}
+    out = []
+    for i in keep:
+        b, t = blocks[i], blocks[i].term
+        out.append(VBlock(b.instrs, VTerm(t.kind, index.get(t.target, -1), t.cond, index.get(t.fallthrough, -1))))
+    return out
+
+
+def _reachable(blocks: list[VBlock]) -> list[int]:
+    seen, stack = {0}, [0]
+    while stack:
+        for s in blocks[stack.pop()].term.succs():
+            if s not in seen:
+                seen.add(s)
+                stack.append(s)
+    return sorted(seen)
+
+
+# ---------------------------------------------------------------------------
+# Post-dominators
+# ---------------------------------------------------------------------------
 def immediate_post_dominators(succs: list[list[int]]) -> list[int]:
     """succs[i]: successor blocks of block i. Returns ipdom[i]: the block
     where all paths from i meet first, or -1 when that is the virtual exit

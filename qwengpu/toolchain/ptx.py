@@ -328,13 +328,13 @@ class _Parser:
         while not self.accept(")"):
             line = self.line
             self.expect(".param")
-            typ, align = None, 4
+            typ = None
             while self.peek().startswith("."):
                 d = self.next()[1:]
                 if d in TYPE_BITS:
                     typ = d
                 elif d == "align":
-                    align = self.integer()
+                    self.integer()
                 # .ptr, .global, .shared ... qualifiers are ignored
             name = self.next()
             count = 1
