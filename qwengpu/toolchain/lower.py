@@ -590,8 +590,7 @@ class _Translator:
         self.emit(Op.SEL, ge, diff[1], r[1], dst=r[1])
         self.emit(Op.OR, q[0], ge, dst=q[0])
         self.emit(Op.SUB, i, Imm(1), dst=i)
-        more = self.emit(Op.SETNE, i, Imm(0))
-        self.terminate(VTerm(Term.BRC, loop, more, after))
+        self.terminate(VTerm(Term.BRC, loop, i, after))      # loop while i != 0
         self.cur = after
         if signed:
             return self.negate_if(q, self.emit(Op.XOR, sn, sd)), self.negate_if(r, sn)
