@@ -1103,3 +1103,75 @@ def test_kernel_struct_fields(frontend, opt):
         assert (p["x"][t], p["y"][t], p["z"][t]) == (x, y, t)
         assert o[t] == sx(x + y + t, 32)
     assert (p[n:] == orig[n:]).all()
+
+
+@pytest.mark.parametrize("typ,signed", [("u32", False), ("s32", True)])
+@EXAMPLES
+@given(a=u64s, b=u64s)
+def test_mul24(typ, signed, a, b):
+    a, b = wrap(a, 32), wrap(b, 32)
+    want = wrap(val(a, 24, signed) * val(b, 24, signed), 32)
+    assert run_op(f"mul24.lo.{typ} {{d}}, {{a}}, {{b}}", 32, (32, 32), a, b) == want
+
+
+ATOM_PTX = """
+.version 6.3
+.target sm_75
+.address_size 32
+.visible .entry at(.param .u32 at_param_0, .param .u32 at_param_1, .param .u32 at_param_2)
+{{
+    .reg .b32 %r<6>;
+    ld.param.u32 %r1, [at_param_0];
+    ld.param.u32 %r2, [at_param_1];
+    ld.param.u32 %r3, [at_param_2];
+    atom.{space}.{op} %r4, [%r1+4], {srcs};
+    st.global.u32 [%r1+8], %r4;
+    {copy}
+    ret;
+}}
+"""
+ATOMS = {   # PTX atom -> (new value from old, b, c), written from the PTX manual
+    "add.u32": lambda o, b, c: o + b, "exch.b32": lambda o, b, c: b,
+    "min.s32": lambda o, b, c: min(sx(o, 32), sx(b, 32)), "max.s32": lambda o, b, c: max(sx(o, 32), sx(b, 32)),
+    "min.u32": lambda o, b, c: min(o, b), "max.u32": lambda o, b, c: max(o, b),
+    "and.b32": lambda o, b, c: o & b, "or.b32": lambda o, b, c: o | b, "xor.b32": lambda o, b, c: o ^ b,
+    "inc.u32": lambda o, b, c: 0 if o >= b else o + 1, "dec.u32": lambda o, b, c: b if o == 0 or o > b else o - 1,
+    "cas.b32": lambda o, b, c: c if o == b else o,
+}
+
+
+@pytest.mark.parametrize("space", ["global", "shared"])
+@pytest.mark.parametrize("op", list(ATOMS))
+@settings(max_examples=15, deadline=None)
+@given(old=u64s, b=u64s, c=u64s, same=st.booleans())
+def test_atomics(space, op, old, b, c, same):
+    old, b, c = wrap(old, 32), wrap(b if not same else old, 32), wrap(c, 32)
+    srcs = "%r2, %r3" if op.startswith("cas") else "%r2"
+    if space == "shared":
+        # the shared word starts as `old` (stored first), its final value is copied out
+        text = ATOM_PTX.format(space="shared", op=op, srcs=srcs, copy="ld.shared.u32 %r5, [%r1+4]; "
+                               "st.global.u32 [%r1+12], %r5;")
+        text = text.replace("    atom.", "    st.shared.u32 [%r1+4], %r5;\n    atom.").replace(
+            "ld.param.u32 %r3, [at_param_2];", "ld.param.u32 %r3, [at_param_2];\n    ld.global.u32 %r5, [%r1+4];")
+    else:
+        text = ATOM_PTX.format(space="global", op=op, srcs=srcs, copy="")
+    prog = lower(parse_ptx(text), "at")
+    mem = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    mem[1] = old
+    interp.run(prog, (1, 1, 1), (1, 1, 1), [0, b, c], mem)
+    new = wrap(ATOMS[op](old, b, c), 32)
+    assert mem[2] == old
+    assert (mem[3] if space == "shared" else mem[1]) == new
+
+
+def test_red_and_atom_sub_as_negated_add():
+    text = ATOM_PTX.format(space="global", op="add.u32", srcs="%r2", copy="red.global.add.u32 [%r1+4], %r3;")
+    prog = lower(parse_ptx(text), "at")
+    mem = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    mem[1] = 10
+    interp.run(prog, (1, 1, 1), (1, 1, 1), [0, 5, 2**32 - 3], mem)
+    assert mem[1] == 12 and mem[2] == 10
+    prog = lower(parse_ptx(ATOM_PTX.format(space="global", op="sub.u32", srcs="%r2", copy="")), "at")
+    mem[1] = 10
+    interp.run(prog, (1, 1, 1), (1, 1, 1), [0, 3, 0], mem)
+    assert mem[1] == 7 and mem[2] == 10
