@@ -1,0 +1,277 @@
+"""build(): the merged checkpoint, a stock text-only Qwen3_5ForCausalLM.
+
+    merged residual = n base dims, then C circuit dims
+    layers          = circuit layers (linear_attention) + every base layer, in order
+    vocabulary      = base vocabulary + GPU tokens (rows zero in the base dims)
+
+Base tensors change only by zero padding, except the hidden-size RMS norms, whose mean now
+runs over n + C dims: their gain (1 + w) is scaled by sqrt(n / (n + C)) and rms_norm_eps by
+n / (n + C), so that on text (zero circuit dims) every base norm computes what it did. The
+base layers' norms get gain 0 on circuit dims (their matrices read no circuit dim anyway);
+the final norm's circuit gains come from the circuit (default 1).
+
+Tensors stream one at a time from the base shards into output shards of bounded size; no
+tensor of the base is held in fp32 unless the output is fp32.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+
+from qwengpu.model import CheckpointError
+from qwengpu.model.checkpoint import BaseCheckpoint, open_base, read_tensor
+from qwengpu.model.hosts import FP32_SUFFIXES, layer_shapes
+from qwengpu.model.tokenizer import write_tokenizer
+
+DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
+READS_HIDDEN = ("in_proj_qkv.weight", "in_proj_z.weight", "in_proj_b.weight", "in_proj_a.weight",
+                "q_proj.weight", "k_proj.weight", "v_proj.weight", "gate_proj.weight", "up_proj.weight")
+WRITES_HIDDEN = ("out_proj.weight", "o_proj.weight", "down_proj.weight")
+LAYER_NORMS = ("input_layernorm.weight", "post_attention_layernorm.weight")
+MAX_SHARD_BYTES = 1 << 30
+
+
+@dataclass
+class CircuitWeights:
+    """What the circuit compiler hands the build.
+
+    width            C, the circuit's residual dims (after the base's n)
+    layers           per circuit layer, the Qwen3_5DecoderLayer (linear_attention) parameters by
+                     name relative to the layer, shaped for hidden n + C; MLP matrices may have
+                     fewer neurons than the base (they are zero-padded to its intermediate size)
+    token_names      the GPU tokens, appended to the vocabulary in this order
+    token_embeddings [len(token_names), C]: each GPU token's circuit dims (its base dims are 0);
+                     with the tied head also its output code
+    final_norm       optional [C] gains (1 + w) of the final norm on circuit dims (default 1)
+    """
+    width: int
+    layers: list[dict[str, np.ndarray]]
+    token_names: list[str]
+    token_embeddings: np.ndarray
+    final_norm: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
+
+    def digest(self) -> str:
+        h = hashlib.sha256(f"C={self.width};tokens={'|'.join(self.token_names)}".encode())
+        arrays = [self.token_embeddings] + ([self.final_norm] if self.final_norm is not None else [])
+        arrays += [layer[k] for layer in self.layers for k in sorted(layer)]
+        for a in arrays:
+            h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+        return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- plan
+@dataclass
+class Item:
+    name: str
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    make: Callable[[], torch.Tensor]
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * torch.empty(0, dtype=self.dtype).element_size()
+
+
+def out_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if name.endswith(FP32_SUFFIXES) else dtype
+
+
+def merged_config(base: BaseCheckpoint, circuit: CircuitWeights, dtype: str) -> dict:
+    text, n, C = base.text_config, base.hidden, circuit.width
+    V, L = text["vocab_size"], len(circuit.layers)
+    cfg = {k: v for k, v in text.items() if not k.startswith("_")}
+    cfg.update(architectures=["Qwen3_5ForCausalLM"], model_type="qwen3_5_text", hidden_size=n + C,
+               vocab_size=V + len(circuit.token_names), num_hidden_layers=L + text["num_hidden_layers"],
+               layer_types=["linear_attention"] * L + list(text["layer_types"]),
+               rms_norm_eps=text["rms_norm_eps"] * n / (n + C), dtype=dtype)
+    cfg["qwengpu"] = {"base_hidden_size": n, "circuit_width": C, "circuit_layers": L, "base_vocab_size": V,
+                      "gpu_token_ids": [V, V + len(circuit.token_names)], "base_rms_norm_eps": text["rms_norm_eps"],
+                      "circuit_digest": circuit.digest(), **circuit.info}
+    return cfg
+
+
+def check_circuit_fits(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict) -> None:
+    """Every circuit layer must have exactly the merged model's linear-attention shapes
+    (fewer MLP neurons are allowed: zero-padded)."""
+    n, C, inter = base.hidden, circuit.width, base.text_config["intermediate_size"]
+    want = layer_shapes(merged, "linear_attention")
+    if circuit.token_embeddings.shape != (len(circuit.token_names), C):
+        raise CheckpointError(f"circuit token embeddings have shape {list(circuit.token_embeddings.shape)}; "
+                              f"expected [{len(circuit.token_names)}, {C}]")
+    for i, layer in enumerate(circuit.layers):
+        if set(layer) != set(want):
+            raise CheckpointError(f"circuit layer {i}: parameters {sorted(set(layer) ^ set(want))[:3]} "
+                                  "do not match a Qwen3.5 linear-attention layer")
+        for name, shape in want.items():
+            got = tuple(layer[name].shape)
+            if name.startswith("mlp."):
+                neurons = got[1] if name.endswith("down_proj.weight") else got[0]
+                if neurons > inter:
+                    raise CheckpointError(f"circuit layer {i} needs {neurons} MLP neurons; the base has {inter}")
+                got = (n + C, inter) if name.endswith("down_proj.weight") else (inter, n + C)
+            if got != shape:
+                raise CheckpointError(f"the circuit cannot fit this base: layer {i} {name} has shape "
+                                      f"{list(layer[name].shape)}, the base's layer shape is {list(shape)}")
+
+
+def _padded(src: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """`src` in the top-left corner of a zero tensor."""
+    out = torch.zeros(shape, dtype=dtype)
+    out[: src.shape[0], : src.shape[1]] = src.to(dtype)
+    return out
+
+
+def _norm(src: torch.Tensor, n: int, C: int, circuit_gain: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    """(1 + w') = (1 + w) * sqrt(n / (n + C)) on base dims, the given gains on circuit dims."""
+    w = src.to(torch.float64)
+    gain = torch.cat([(1.0 + w) * np.sqrt(n / (n + C)), torch.from_numpy(np.asarray(circuit_gain, np.float64))])
+    return (gain - 1.0).to(dtype)
+
+
+def _circuit_tensor(value: np.ndarray, name: str, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    src = torch.from_numpy(np.ascontiguousarray(value, dtype=np.float64))
+    if name.startswith("mlp."):
+        return _padded(src, shape, dtype)
+    return src.to(dtype)
+
+
+def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: torch.dtype) -> list[Item]:
+    n, C, Lc = base.hidden, circuit.width, len(circuit.layers)
+    N, V, Vg = n + C, base.text_config["vocab_size"], len(circuit.token_names)
+    items = []
+    shapes = layer_shapes(merged, "linear_attention")
+    for i, layer in enumerate(circuit.layers):
+        for name in sorted(layer):
+            dt = out_dtype(name, dtype)
+            items.append(Item(f"model.layers.{i}.{name}", shapes[name], dt,
+                              lambda v=layer[name], nm=name, s=shapes[name], d=dt: _circuit_tensor(v, nm, s, d)))
+    gpu_rows = torch.from_numpy(np.ascontiguousarray(circuit.token_embeddings, np.float64))
+    final_gain = circuit.final_norm if circuit.final_norm is not None else np.ones(C)
+
+    def head(name):
+        def make():
+            out = _padded(read_tensor(base, name), (V + Vg, N), dtype)
+            out[V:, n:] = gpu_rows.to(dtype)
+            return out
+        return make
+
+    for name in sorted(base.sources, key=_natural):
+        m = re.match(r"model\.layers\.(\d+)\.(.*)", name)
+        new, dt = name, out_dtype(name, dtype)
+        shape = tuple(base_shape(base, name))
+        if m:
+            new = f"model.layers.{int(m.group(1)) + Lc}.{m.group(2)}"
+        if name in ("model.embed_tokens.weight", "lm_head.weight"):
+            items.append(Item(new, (V + Vg, N), dt, head(name)))
+        elif name == "model.norm.weight":
+            items.append(Item(new, (N,), dt, lambda nm=name, d=dt: _norm(read_tensor(base, nm), n, C, final_gain, d)))
+        elif name.endswith(LAYER_NORMS):
+            items.append(Item(new, (N,), dt, lambda nm=name, d=dt: _norm(read_tensor(base, nm), n, C, np.zeros(C), d)))
+        elif name.endswith(READS_HIDDEN):
+            s = (shape[0], N)
+            items.append(Item(new, s, dt, lambda nm=name, s=s, d=dt: _padded(read_tensor(base, nm), s, d)))
+        elif name.endswith(WRITES_HIDDEN):
+            s = (N, shape[1])
+            items.append(Item(new, s, dt, lambda nm=name, s=s, d=dt: _padded(read_tensor(base, nm), s, d)))
+        else:
+            items.append(Item(new, shape, dt, lambda nm=name, d=dt: read_tensor(base, nm).to(d)))
+    return items
+
+
+def base_shape(base: BaseCheckpoint, name: str) -> tuple[int, ...]:
+    from safetensors import safe_open
+    file, disk = base.sources[name]
+    with safe_open(str(file), framework="pt") as f:
+        return tuple(f.get_slice(disk).get_shape())
+
+
+def _natural(name: str):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def shards(items: list[Item], limit: int) -> list[list[Item]]:
+    groups, size = [[]], 0
+    for item in items:
+        if groups[-1] and size + item.nbytes > limit:
+            groups.append([])
+            size = 0
+        groups[-1].append(item)
+        size += item.nbytes
+    return groups
+
+
+# --------------------------------------------------------------------------- build
+def resolve_base(base: str | Path) -> Path:
+    if str(base) == "standin":
+        from qwengpu.model.standin import ensure_standin
+        return ensure_standin()
+    return Path(base)
+
+
+def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: bool = False,
+          circuit: CircuitWeights | None = None, progress: bool = True,
+          max_shard_bytes: int = MAX_SHARD_BYTES) -> Path:
+    """Write the merged checkpoint for `base` (a directory or "standin") to `out`.
+
+    Everything is validated before any tensor is read: the output directory, the base's
+    config and tensor shapes, and that the circuit fits the base's layer shapes."""
+    if dtype not in DTYPES:
+        raise CheckpointError(f"dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
+        raise CheckpointError(f"{out} exists and is not empty; pass --force to overwrite it")
+    base_dir = resolve_base(base)
+    if out.resolve() == base_dir.resolve():
+        raise CheckpointError(f"{out}: the output directory is the base checkpoint itself")
+    ckpt = open_base(base_dir)
+    if circuit is None:
+        from qwengpu.model.circuits import default_circuit
+        circuit = default_circuit(ckpt.text_config)
+    merged = merged_config(ckpt, circuit, dtype)
+    check_circuit_fits(ckpt, circuit, merged)
+    items = plan(ckpt, circuit, merged, DTYPES[dtype])
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    _write_weights(tmp, shards(items, max_shard_bytes), progress)
+    (tmp / "config.json").write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n")
+    V = ckpt.text_config["vocab_size"]
+    write_tokenizer(tmp, [(V + i, name) for i, name in enumerate(circuit.token_names)], base=base_dir)
+    if out.exists():
+        shutil.rmtree(out) if out.is_dir() else out.unlink()
+    tmp.rename(out)
+    return out
+
+
+def _write_weights(folder: Path, groups: list[list[Item]], show: bool) -> None:
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+    total = sum(item.nbytes for g in groups for item in g)
+    names = ["model.safetensors"] if len(groups) == 1 else \
+        [f"model-{i + 1:05d}-of-{len(groups):05d}.safetensors" for i in range(len(groups))]
+    weight_map = {}
+    columns = (TextColumn("[bold]build"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+               TextColumn("{task.description}"))
+    with Progress(*columns, disable=not show, transient=False) as bar:
+        task = bar.add_task("", total=total)
+        for file, group in zip(names, groups):
+            tensors = {}
+            for item in group:
+                bar.update(task, description=item.name)
+                tensors[item.name] = item.make().contiguous()
+                bar.advance(task, item.nbytes)
+                weight_map[item.name] = file
+            save_file(tensors, str(folder / file), metadata={"format": "pt"})
+            del tensors
+    if len(groups) > 1:
+        index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
+        (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")

@@ -1,0 +1,84 @@
+"""The stand-in base: a deterministic random-weight Qwen3.5 text model.
+
+Same layer shapes as Qwen3.5-2B except the residual width (GDN heads 16 x 128 x 128,
+conv kernel 4, MLP 6144 neurons, full attention 8/2 heads of 256 with the output gate,
+the real 248,320-entry vocabulary), so a circuit built for it is the circuit a real
+Qwen3.5-2B receives; only n (and thus the circuit's width C) differs. Three GDN layers
+and one full-attention layer, bf16 with A_log and the GDN norm in fp32 like the real
+checkpoint. Weights come from numpy's PCG64 with a fixed seed, so every build is
+byte-identical.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+
+from qwengpu.model.hosts import FP32_SUFFIXES, host_config, model_shapes
+from qwengpu.model.tokenizer import write_tokenizer
+
+HIDDEN = 64
+LAYER_TYPES = ["linear_attention"] * 3 + ["full_attention"]
+SEED = 20260
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_DIR = REPO / "build" / "standin"
+
+
+def standin_config(hidden: int = HIDDEN) -> dict:
+    cfg = host_config("qwen3_5_2b_text")
+    cfg.update(hidden_size=hidden, num_hidden_layers=len(LAYER_TYPES), layer_types=list(LAYER_TYPES))
+    return cfg
+
+
+def _init(name: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Random values of sensible scale for each kind of parameter."""
+    if name.endswith("A_log"):
+        return np.log(rng.uniform(1.0, 16.0, shape))
+    if name.endswith("dt_bias"):
+        return rng.uniform(0.5, 1.5, shape)
+    if name.endswith("linear_attn.norm.weight"):        # the gated norm multiplies by w itself
+        return 1.0 + rng.normal(0, 0.1, shape)
+    if len(shape) == 1:                                 # decoder / q / k norms: (1 + w)
+        return rng.normal(0, 0.2, shape)
+    if name.endswith("embed_tokens.weight"):            # tied head: large enough for peaked logits
+        return rng.normal(0, 0.5, shape)
+    if name.endswith("conv1d.weight"):
+        return rng.normal(0, 0.5, shape)
+    return rng.normal(0, 1.0 / np.sqrt(shape[-1]), shape)
+
+
+def standin_tensors(cfg: dict, seed: int = SEED) -> dict[str, torch.Tensor]:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, shape in model_shapes(cfg).items():
+        value = torch.from_numpy(_init(name, shape, rng).astype(np.float32))
+        out[name] = value if name.endswith(FP32_SUFFIXES) else value.to(torch.bfloat16)
+    return out
+
+
+def write_standin(out: Path = DEFAULT_DIR, hidden: int = HIDDEN, seed: int = SEED) -> Path:
+    """Write the stand-in checkpoint (config.json, model.safetensors, tokenizer files) to `out`."""
+    out = Path(out)
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    cfg = standin_config(hidden)
+    cfg["_comment"] = f"qwengpu stand-in base: random weights (seed {seed}), Qwen3.5-2B layer shapes, hidden {hidden}"
+    save_file(standin_tensors(cfg, seed), str(tmp / "model.safetensors"), metadata={"format": "pt"})
+    (tmp / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    write_tokenizer(tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out
+
+
+def ensure_standin(out: Path = DEFAULT_DIR) -> Path:
+    """The cached stand-in, built on first use."""
+    out = Path(out)
+    if not (out / "model.safetensors").is_file():
+        write_standin(out)
+    return out
