@@ -1175,3 +1175,18 @@ def test_red_and_atom_sub_as_negated_add():
     mem[1] = 10
     interp.run(prog, (1, 1, 1), (1, 1, 1), [0, 3, 0], mem)
     assert mem[1] == 7 and mem[2] == 10
+
+
+def test_small_if_becomes_select():
+    # if (a < b) d = a * 3 + b;  -- a triangle of ALU ops: no branch is left
+    body = """    setp.lt.s32 {c}, {a}, {b};
+    @!{c} bra SKIP;
+    mul.lo.s32 %r7, {a}, 3;
+    add.s32 {d}, %r7, {b};
+SKIP:
+    add.s32 {d}, {d}, 0"""
+    instr = "mov.u32 {d}, 99;\n" + body
+    prog = op_program(instr, 32, (32, 32, 1))
+    assert not any(b.term.kind is isa.Term.BRC for b in prog.blocks)
+    assert run_op(instr, 32, (32, 32, 1), 4, 10, 0) == 22
+    assert run_op(instr, 32, (32, 32, 1), 10, 4, 0) == 99

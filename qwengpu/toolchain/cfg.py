@@ -217,6 +217,50 @@ def simplify_cfg(blocks: list[VBlock]) -> list[VBlock]:
     return out
 
 
+IF_CONVERT_MAX = 6      # instructions in a branch side worth executing unconditionally
+
+
+def if_convert(blocks: list[VBlock], next_vreg: int) -> int:
+    """Turn `if (c) { few ALU ops }` triangles into straight-line code: the
+    side's instructions run on every lane into fresh registers (ALU ops are
+    total functions without side effects, so that is safe), then
+    `d = SEL c, new, d` commits them. Saves the branch, the divergence and a
+    machine block. Returns the next free virtual register."""
+    changed = True
+    while changed:
+        changed = False
+        preds: dict[int, int] = {}
+        for b in blocks:
+            for s in b.term.succs():
+                preds[s] = preds.get(s, 0) + 1
+        for i, a in enumerate(blocks):
+            t = a.term
+            if t.kind is not Term.BRC:
+                continue
+            for side, other in ((t.target, t.fallthrough), (t.fallthrough, t.target)):
+                sb = blocks[side]
+                if (side in (0, i, other) or preds.get(side) != 1 or sb.term.kind is not Term.JMP
+                        or sb.term.target != other or len(sb.instrs) > IF_CONVERT_MAX
+                        or any(ins.op.is_unit for ins in sb.instrs)):
+                    continue
+                rename: dict[int, int] = {}
+                for ins in sb.instrs:
+                    next_vreg += 1
+                    a.instrs.append(VInstr(ins.op, next_vreg, [rename.get(x, x) if isinstance(x, int) else x
+                                                                for x in ins.srcs], ins.mod, ins.line))
+                    rename[ins.dst] = next_vreg
+                taken = side == t.target
+                # commit; the condition register itself (if the side writes it) last
+                for d in sorted(rename, key=lambda d: d == t.cond):
+                    new = rename[d]
+                    a.instrs.append(VInstr(Op.SEL, d, [t.cond, new, d] if taken else [t.cond, d, new]))
+                a.term = VTerm(Term.JMP, other)
+                sb.instrs, sb.term = [], VTerm(Term.EXIT)     # unreachable now
+                changed = True
+                break
+    return next_vreg
+
+
 def _reachable(blocks: list[VBlock]) -> list[int]:
     seen, stack = {0}, [0]
     while stack:

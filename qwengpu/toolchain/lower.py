@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from qwengpu import isa
 from qwengpu.errors import CompileError, UnsupportedError
 from qwengpu.toolchain import ptx
-from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, eliminate_dead_code, immediate_post_dominators,
-                                   propagate_constants, propagate_copies, simplify, simplify_cfg)
+from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, eliminate_dead_code, if_convert,
+                                   immediate_post_dominators, propagate_constants, propagate_copies, simplify,
+                                   simplify_cfg)
 from qwengpu.toolchain.regalloc import allocate_registers
 
 Op, Imm, Term = isa.Op, isa.Imm, isa.Term
@@ -1346,6 +1347,8 @@ def lower(module: ptx.Module, kernel_name: str) -> isa.Program:
     propagate_constants(blocks)
     propagate_copies(blocks)
     eliminate_dead_code(blocks)
+    blocks = simplify_cfg(blocks)
+    tr.nvreg = if_convert(blocks, tr.nvreg)
     blocks = simplify_cfg(blocks)
     alloc = allocate_registers(blocks, plain_name(fn.name), tr.nvreg, lay.shared_words)
     machine = form_blocks(blocks, lambda v: alloc.colours.get(v, 0))
