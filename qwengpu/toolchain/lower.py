@@ -124,7 +124,9 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
     next_byte = {"const": 4 * len(params), "global": 0, "shared": 0}
     inits = {"const": {}, "global": {}, "shared": {}}
     used = _referenced(fn)
-    variables = [v for v in module.variables if v.space != "shared" or v.name in used] + fn.variables
+    # every kernel of a module sees its __device__ variables at the same addresses;
+    # constant and shared variables are per launch, so only the referenced ones take space
+    variables = [v for v in module.variables if v.space == "global" or v.name in used] + fn.variables
     dynamic = []
     for var in variables:
         if var.space not in next_byte:
