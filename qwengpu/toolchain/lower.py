@@ -129,6 +129,9 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
     variables = [v for v in module.variables if v.space == "global" or v.name in used] + fn.variables
     dynamic = []
     for var in variables:
+        if var.space == "local":
+            raise UnsupportedError(f"line {var.line}: kernel {plain_name(fn.name)} uses local memory ({var.name}: "
+                                   "a stack frame or a local array indexed at run time), which is not supported")
         if var.space not in next_byte:
             raise UnsupportedError(f"line {var.line}: .{var.space} variable {var.name} is not supported")
         if var.extern and var.space == "shared" and var.size == 0:

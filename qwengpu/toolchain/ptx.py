@@ -384,10 +384,8 @@ class _BodyParser:
                 self.block()
             elif tok == ".reg":
                 self.reg_decl()
-            elif tok in (".shared", ".global", ".const"):
-                self.fn.variables.append(p.variable())
-            elif tok == ".local":
-                p.error("local memory (.local, the stack) is not supported; compile with -O1 or higher")
+            elif tok in (".shared", ".global", ".const", ".local"):
+                self.fn.variables.append(p.variable())    # .local is rejected when this kernel is lowered
             elif tok in (".pragma", ".maxnreg", ".maxntid", ".reqntid", ".minnctapersm", ".param"):
                 # .param inside a body declares call arguments (calls are rejected when lowering)
                 p.skip_statement()
