@@ -1190,3 +1190,121 @@ SKIP:
     assert not any(b.term.kind is isa.Term.BRC for b in prog.blocks)
     assert run_op(instr, 32, (32, 32, 1), 4, 10, 0) == 22
     assert run_op(instr, 32, (32, 32, 1), 10, 4, 0) == 99
+
+
+# ---------------------------------------------------------------------------
+# Random straight-line programs mixing widths (canonical forms across instructions)
+# ---------------------------------------------------------------------------
+RAND_REGS = {16: ["%rs1", "%rs2", "%rs3"], 32: ["%r1", "%r2", "%r3"], 64: ["%rd1", "%rd2", "%rd3"]}
+RAND_BIN = {"add": lambda a, b, w, s: a + b, "sub": lambda a, b, w, s: a - b, "mul.lo": lambda a, b, w, s: a * b,
+            "and": lambda a, b, w, s: a & b, "or": lambda a, b, w, s: a | b, "xor": lambda a, b, w, s: a ^ b,
+            "min": lambda a, b, w, s: min(val(a, w, s), val(b, w, s)),
+            "max": lambda a, b, w, s: max(val(a, w, s), val(b, w, s))}
+
+
+@st.composite
+def random_program(draw):
+    """A few PTX instructions over 16/32/64-bit registers, and a Python model."""
+    lines, steps = [], []
+    for _ in range(draw(st.integers(2, 7))):
+        kind = draw(st.sampled_from(["bin", "shift", "cvt", "setp_selp", "wide"]))
+        w = draw(st.sampled_from([16, 32, 64]))
+        s = draw(st.booleans())
+        d, a, b = (draw(st.sampled_from(RAND_REGS[w])) for _ in range(3))
+        ty = ("s" if s else "u") + str(w)
+        if kind == "bin":
+            op = draw(st.sampled_from(sorted(RAND_BIN)))
+            bty = ty if op in ("min", "max", "add", "sub", "mul.lo") else f"b{w}"
+            lines.append(f"{op}.{bty} {d}, {a}, {b};")
+            steps.append(("bin", op, w, s, d, a, b))
+        elif kind == "shift":
+            n = draw(st.integers(0, w + 3))
+            op = draw(st.sampled_from(["shl", "shr"]))
+            sty = f"b{w}" if op == "shl" else ty
+            lines.append(f"{op}.{sty} {d}, {a}, {n};")
+            steps.append(("shift", op, w, s, d, a, n))
+        elif kind == "cvt":
+            sw = draw(st.sampled_from([16, 32, 64]))
+            src = draw(st.sampled_from(RAND_REGS[sw]))
+            sty = ("s" if draw(st.booleans()) else "u") + str(sw)
+            lines.append(f"cvt.{ty}.{sty} {d}, {src};")
+            steps.append(("cvt", None, w, s, d, src, sty))
+        elif kind == "setp_selp":
+            cmp = draw(st.sampled_from(["lt", "le", "gt", "ge", "eq", "ne"]))
+            lines.append(f"setp.{cmp}.{ty} %p1, {a}, {b}; selp.b{w} {d}, {a}, {b}, %p1;")
+            steps.append(("selp", cmp, w, s, d, a, b))
+        else:
+            if w == 64:
+                continue
+            lines.append(f"mul.wide.{ty} {RAND_REGS[2 * w][0]}, {a}, {b};")
+            steps.append(("wide", None, w, s, RAND_REGS[2 * w][0], a, b))
+    return lines, steps
+
+
+def _model(steps, regs):
+    width = {r: w for w, rs in RAND_REGS.items() for r in rs}
+    for kind, op, w, s, d, a, b in steps:
+        if kind == "bin":
+            v = RAND_BIN[op](regs[a], regs[b], w, s)
+        elif kind == "shift":
+            v = regs[a] << b if op == "shl" else val(regs[a], w, s) >> b
+        elif kind == "cvt":
+            sw = int(b[1:])
+            v = val(regs[a], sw, b[0] == "s")
+        elif kind == "selp":
+            x, y = val(regs[a], w, s), val(regs[b], w, s)
+            v = regs[a] if CMPS[op](x, y) else regs[b]
+        else:
+            v = val(regs[a], w, s) * val(regs[b], w, s)
+            w = 2 * w
+        regs[d] = wrap(v, width[d])
+    return regs
+
+
+@settings(max_examples=int(__import__("os").environ.get("RANDPROG_EXAMPLES", 60)), deadline=None)
+@given(prog=random_program(), seeds=st.lists(u64s, min_size=9, max_size=9))
+def test_random_mixed_width_programs(prog, seeds):
+    lines, steps = prog
+    regs = [r for w in (16, 32, 64) for r in RAND_REGS[w]]
+    init = {r: wrap(x, int(16 if r.startswith("%rs") else 64 if r.startswith("%rd") else 32))
+            for r, x in zip(regs, seeds)}
+    # inputs: 9 pairs of words; outputs: every register as two words
+    params = ",\n".join(f".param .u32 rp_{i}" for i in range(19))
+    loads, stores = [], []
+    for k, r in enumerate(regs):
+        loads.append(f"ld.param.u32 %a, [rp_{1 + 2 * k}]; ld.param.u32 %b, [rp_{2 + 2 * k}];")
+        if r.startswith("%rd"):
+            loads.append(f"mov.b64 {r}, {{%a, %b}};")
+            stores.append(f"mov.b64 {{%a, %b}}, {r}; st.global.u32 [%o+{8 * k}], %a; st.global.u32 [%o+{8 * k + 4}], %b;")
+        elif r.startswith("%rs"):
+            loads.append(f"cvt.u16.u32 {r}, %a;")
+            stores.append(f"cvt.u32.u16 %a, {r}; st.global.u32 [%o+{8 * k}], %a;")
+        else:
+            loads.append(f"mov.b32 {r}, %a;")
+            stores.append(f"st.global.u32 [%o+{8 * k}], {r};")
+    text = f""".version 6.3
+.target sm_75
+.address_size 32
+.visible .entry rp({params})
+{{
+    .reg .pred %p<2>;
+    .reg .b16 %rs<4>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    .reg .b32 %a, %b, %o;
+    ld.param.u32 %o, [rp_0];
+    {' '.join(loads)}
+    {' '.join(lines)}
+    {' '.join(stores)}
+    ret;
+}}"""
+    prog_ = lower(parse_ptx(text), "rp")
+    params_ = [64]
+    for r in regs:
+        params_ += [init[r] & 0xFFFFFFFF, init[r] >> 32]
+    mem = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    interp.run(prog_, (1, 1, 1), (1, 1, 1), params_, mem)
+    want = _model(steps, dict(init))
+    for k, r in enumerate(regs):
+        got = int(mem[16 + 2 * k]) | (int(mem[17 + 2 * k]) << 32 if r.startswith("%rd") else 0)
+        assert got == want[r], f"{r} after {lines}"
