@@ -890,7 +890,7 @@ class _Translator:
 
     def op_prmt(self, ins, parts):
         """prmt.b32 d, a, b, sel (default mode, immediate selector)."""
-        if len(parts) > 2 and parts[2] != "b32" or parts[1] != "b32":
+        if parts[1:] != ["b32"]:
             self.unsupported(f"{ins.opcode}: only the default prmt mode is supported")
         d, a, b, c = ins.operands
         sel = self.read1(c, 32)
