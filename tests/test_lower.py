@@ -1385,25 +1385,64 @@ class _RandomKernel:
                 p_lines += [f"{pad}{i} = 0", f"{pad}while {i} < (({pe}) & 3):", *bp, f"{pad}    {i} += 1"]
         return c_lines, p_lines
 
+    def exchange(self):
+        """A converged cross-thread step: CUDA text and a model over all 16 threads' values."""
+        r = self.rng
+        v, k = r.choice(self.VARS), r.randint(1, 3)
+        kind = r.choice(["xor", "down", "ballot", "shared"])
+        if kind == "xor":
+            return f"    {v} = __shfl_xor_sync(0xfu, {v}, {k});", v, lambda vals, t: vals[t ^ k]
+        if kind == "down":
+            return (f"    {v} = __shfl_down_sync(0xfu, {v}, {k});", v,
+                    lambda vals, t: vals[t + k] if t % 4 + k < 4 else vals[t])
+        if kind == "ballot":
+            return (f"    {v} = __ballot_sync(0xfu, {v} & 1u);", v,
+                    lambda vals, t: sum((vals[4 * (t // 4) + l] & 1) << l for l in range(4)))
+        return (f"    sh[t] = {v}; __syncthreads(); {v} = sh[(t + {k}u) & 15u]; __syncthreads();", v,
+                lambda vals, t: vals[(t + k) % 16])
+
     def build(self):
-        body_c, body_p = self.block(0, 1)
-        cuda = "\n".join(['extern "C" __global__ void rk(const unsigned *in, unsigned *out)', "{",
-                          "    unsigned t = threadIdx.x, a = in[t], b = in[t + 16], c = t;", *body_c,
-                          "    out[3 * t] = a; out[3 * t + 1] = b; out[3 * t + 2] = c;", "}"])
-        py = "\n".join(["def rk(a, b, c):", *body_p, "    return a, b, c"])
-        return cuda, py
+        """CUDA source, and a Python model: a list of per-thread segments
+        (functions of a, b, c) with cross-thread steps between them."""
+        cuda = ['extern "C" __global__ void rk(const unsigned *in, unsigned *out)', "{",
+                "    __shared__ unsigned sh[16];",
+                "    unsigned t = threadIdx.x, a = in[t], b = in[t + 16], c = t;"]
+        model = []
+        for seg in range(self.rng.randint(1, 3)):
+            if seg:
+                text, var, fn = self.exchange()
+                cuda.append(text)
+                model.append((var, fn))
+            body_c, body_p = self.block(0, 1)
+            cuda += body_c
+            scope = {"M": 0xFFFFFFFF, "sx": sx}
+            exec("\n".join(["def seg(a, b, c):", *body_p, "    return a, b, c"]), scope)
+            model.append(scope["seg"])
+        cuda += ["    out[3 * t] = a; out[3 * t + 1] = b; out[3 * t + 2] = c;", "}"]
+        return "\n".join(cuda), model
+
+
+def _run_model(model, inp):
+    state = [dict(a=int(inp[t]), b=int(inp[t + 16]), c=t) for t in range(16)]
+    for step in model:
+        if callable(step):
+            state = [dict(zip("abc", step(s["a"], s["b"], s["c"]))) for s in state]
+        else:
+            var, fn = step
+            vals = [s[var] for s in state]
+            for t, s in enumerate(state):
+                s[var] = fn(vals, t)
+    return [s[v] for s in state for v in "abc"]
 
 
 @settings(max_examples=int(__import__("os").environ.get("RANDKERNEL_EXAMPLES", 6)), deadline=None)
 @given(seed=st.integers(0, 2**31))
 def test_random_structured_kernels(seed):
-    cuda, py = _RandomKernel(seed).build()
-    scope = {"M": 0xFFFFFFFF, "sx": sx}
-    exec(py, scope)
+    cuda, model = _RandomKernel(seed).build()
     rng = np.random.default_rng(seed)
     inp = rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32)
     inp[:4] = [0, 1, 0xFFFFFFFF, 0x80000000]
-    want = [v for t in range(16) for v in scope["rk"](int(inp[t]), int(inp[t + 16]), t)]
+    want = _run_model(model, inp)
     for frontend, opt in FRONTENDS:
         out = np.zeros(48, np.uint32)
         try:
