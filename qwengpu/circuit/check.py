@@ -3,8 +3,10 @@
 Each gadget is compiled alone into a small circuit, wrapped in a stock
 Qwen3_5ForCausalLM (model.py) and run on random cases packed as the tokens of a few
 sequences, with random text tokens interleaved. Outputs are read from the residual
-stream and compared with isa.ALU_SEMANTICS (or a plain Python reference); an output
-dim that is not within 0.25 of 0 or 1 counts as a mismatch. silent_on_text requires
+stream and compared with isa.ALU_SEMANTICS (or a plain Python reference). MLP gadgets
+must be bit-exact: any output dim that is not exactly its 0.0/1.0 value is a mismatch.
+Bank reads must be bit-exact in bf16 and within 0.25 in fp32 (the fp32 read path
+rounds at ~1e-6: the 1/sqrt(d_k) query scale and the chunked algorithm). silent_on_text requires
 every text token's residual to come out of every circuit layer bit-identical to its
 input embedding, and bank states to be unchanged by text tokens.
 """
@@ -26,7 +28,7 @@ from qwengpu.circuit.model import build_model, decode, encode, run_decode, run_p
 MLP_HOST = HostSpec(hidden=64, intermediate=6144, gdn_heads=1, key_dim=16, value_dim=16, conv_kernel=4, eps=1e-6)
 BANK_HOST = HostSpec(hidden=64, intermediate=6144, gdn_heads=16, key_dim=128, value_dim=128,
                      conv_kernel=4, eps=1e-6)
-TOLERANCE = 0.25
+TOLERANCE = {"float32": 0.25, "bfloat16": 0.0}     # bank reads
 ALU = isa.ALU_SEMANTICS
 U32 = 0xFFFF_FFFF
 
@@ -186,7 +188,7 @@ def check_spec(spec: Spec, cases: int, dtypes, rng) -> tuple[dict, bool, float]:
             ideal = _ideal(out, [w[k] for w in want])
             dev = np.abs(gpu[:, list(out.dims)] - ideal).max(axis=1)
             worst = max(worst, float(dev.max()))
-            bad |= dev > TOLERANCE
+            bad |= dev > 0.0                     # MLP gadgets: bit-exact in every dtype
         mismatches += int(bad.sum())
         silent &= all(np.array_equal(hs[layer][is_text], hs[0][is_text]) for layer in range(len(hs)))
     result = {"cases": n * len(dtypes), "mismatches": mismatches, "layers": len(c.layers),
@@ -275,7 +277,7 @@ def check_banks(steps: int, dtypes, rng, decode_steps: int = 24) -> tuple[dict, 
         for name, field in reads.items():
             ideal = _ideal(field, want[name])
             dev = np.abs(hs[1][:, list(field.dims)] - ideal).max(axis=1)
-            mismatches += int((dev > TOLERANCE)[~text].sum())
+            mismatches += int((dev > TOLERANCE[dtype])[~text].sum())
             cases += int((~text).sum())
         mismatches += readback_mismatches(kv.get_recurrent_state(0).float().numpy()[0], banks, final)
     result = {"cases": cases, "mismatches": mismatches, "layers": len(c.layers),

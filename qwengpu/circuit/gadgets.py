@@ -146,7 +146,7 @@ def clear(c: Circuit, at: int, a: Field) -> None:
 
 
 def select(c: Circuit, at: int, cond: Field, a: Field, b: Field, name: str = "sel") -> Field:
-    """SEL: cond != 0 ? a : b for a multi-bit cond. 1 layer, 4 neurons per bit."""
+    """SEL: cond != 0 ? a : b for a multi-bit cond. 1 layer, 3 neurons per bit."""
     big = cond.width + 1
     nz = {d: 1 for d in cond.dims}
     out = c.field(name, a.width, at)
