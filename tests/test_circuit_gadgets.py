@@ -199,3 +199,21 @@ def test_gadgets_compose_across_layers_with_field_reuse():
         assert np.isin(raw, (0.0, 1.0)).all()
         got = ((raw > 0.5).astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=1)
         assert got.tolist() == [o ^ int(q) for o, q in zip(want_out, bv)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_add_compiled_for_the_2b_host_runs_exactly_at_full_width(dtype):
+    """The 2B shape: N = 2048 + 1024 = 3072 (three anchors), 16 GDN heads of 128 x 128."""
+    from qwengpu.circuit.host import QWEN35_2B
+    c, (a, b), (s,) = compile_spec(SPECS["ADD"], QWEN35_2B)
+    assert c.layout.total == 3072 and c.layout.anchor.width == 3
+    rng = np.random.default_rng(11)
+    av, bv = rng.integers(0, 1 << 32, 64, dtype=np.uint64), rng.integers(0, 1 << 32, 64, dtype=np.uint64)
+    x = encode(c, {a: av, b: bv}, 64)
+    x, is_text = interleave_text(x, c.layout.n, rng, fraction=0.25)
+    hs = run_cases(build_model(c, dtype), c, x)
+    assert all(np.array_equal(hs[k][is_text], hs[0][is_text]) for k in range(len(hs)))
+    raw = hs[-1][~is_text][:, list(s.dims)]
+    assert np.isin(raw, (0.0, 1.0)).all()
+    got = ((raw > 0.5).astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=1)
+    assert got.tolist() == expect("ADD", av, bv)
