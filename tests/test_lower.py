@@ -562,30 +562,22 @@ def _check_format(prog: isa.Program):
                 reach.add(s)
                 stack.append(s)
     assert reach == set(range(len(prog.blocks))), "every block reachable from block 0"
+    npreds = [sum(x.count(j) for x in succs) for j in range(len(succs))]
+    returns = {j for j in range(len(succs)) if not succs[j] and npreds[j] == 1}
     for i, b in enumerate(prog.blocks):
         assert b.instrs or b.term.kind is not isa.Term.JMP, f"B{i} is an empty jump"
         t = b.term
         if t.kind is isa.Term.BRC and t.reconv >= 0:
             # every path from the branch passes through reconv before any exit,
-            # except a return side: a successor that exits at once, reconv being the other
-            r = t.reconv
-            for start in succs[i]:
-                if start != r and not succs[start] and r in succs[i]:
+            # except return paths: into an EXIT block whose only way in is that edge
+            r, seen, stack = t.reconv, set(), [x for x in succs[i] if x not in returns]
+            while stack:
+                n = stack.pop()
+                if n == r or n in seen:
                     continue
-                seen, stack = set(), [start]
-                while stack:
-                    n = stack.pop()
-                    if n == r or n in seen:
-                        continue
-                    seen.add(n)
-                    assert succs[n], f"B{i}: a path reaches EXIT at B{n} without passing reconv B{r}"
-                    tn = prog.blocks[n].term
-                    if tn.kind is isa.Term.BRC and tn.reconv in succs[n]:
-                        other = succs[n][0] if tn.reconv == succs[n][1] else succs[n][1]
-                        if not succs[other]:        # a return side: those lanes leave
-                            stack.append(tn.reconv)
-                            continue
-                    stack += succs[n]
+                seen.add(n)
+                assert succs[n], f"B{i}: a path reaches EXIT at B{n} without passing reconv B{r}"
+                stack += [x for x in succs[n] if x not in returns]
         for ins in b.instrs:
             for s in ins.srcs:
                 assert not isinstance(s, isa.Reg) or s.n <= prog.regs_used
@@ -1322,6 +1314,7 @@ class _RandomKernel:
         import random
         self.rng = random.Random(seed)
         self.loop_vars: list[str] = []
+        self.returns = self.rng.random() < 0.5      # some kernels let threads return early
 
     def expr(self, depth=0):
         r = self.rng
@@ -1361,8 +1354,13 @@ class _RandomKernel:
         c_lines, p_lines = [], []
         for _ in range(r.randint(1, 3)):
             pad = "    " * indent
-            kind = r.choice(["assign", "assign", "if", "for"] if depth < 2 else ["assign"])
-            if kind == "assign":
+            kinds = ["assign", "assign", "if", "for"] if depth < 2 else ["assign"]
+            kind = r.choice(kinds + (["return"] if depth >= 1 and self.returns else []))
+            if kind == "return":
+                ce, pe = self.expr()
+                c_lines.append(f"{pad}if (({ce}) & 1u) return;")
+                p_lines += [f"{pad}if ({pe}) & 1:", f"{pad}    return a, b, c, True"]
+            elif kind == "assign":
                 v = r.choice(self.VARS)
                 ce, pe = self.expr()
                 c_lines.append(f"{pad}{v} = {ce};")
@@ -1386,53 +1384,73 @@ class _RandomKernel:
         return c_lines, p_lines
 
     def exchange(self):
-        """A converged cross-thread step: CUDA text and a model over all 16 threads' values."""
+        """A cross-thread step at the top level: CUDA text and (kind, var, k) for the model."""
         r = self.rng
         v, k = r.choice(self.VARS), r.randint(1, 3)
         kind = r.choice(["xor", "down", "ballot", "shared"])
-        if kind == "xor":
-            return f"    {v} = __shfl_xor_sync(0xfu, {v}, {k});", v, lambda vals, t: vals[t ^ k]
-        if kind == "down":
-            return (f"    {v} = __shfl_down_sync(0xfu, {v}, {k});", v,
-                    lambda vals, t: vals[t + k] if t % 4 + k < 4 else vals[t])
-        if kind == "ballot":
-            return (f"    {v} = __ballot_sync(0xfu, {v} & 1u);", v,
-                    lambda vals, t: sum((vals[4 * (t // 4) + l] & 1) << l for l in range(4)))
-        return (f"    sh[t] = {v}; __syncthreads(); {v} = sh[(t + {k}u) & 15u]; __syncthreads();", v,
-                lambda vals, t: vals[(t + k) % 16])
+        text = {"xor": f"    {v} = __shfl_xor_sync(0xfu, {v}, {k});",
+                "down": f"    {v} = __shfl_down_sync(0xfu, {v}, {k});",
+                "ballot": f"    {v} = __ballot_sync(0xfu, {v} & 1u);",
+                "shared": f"    sh[t] = {v}; __syncthreads(); {v} = sh[(t + {k}u) & 15u]; __syncthreads();"}[kind]
+        return text, (kind, v, k)
 
     def build(self):
         """CUDA source, and a Python model: a list of per-thread segments
         (functions of a, b, c) with cross-thread steps between them."""
         cuda = ['extern "C" __global__ void rk(const unsigned *in, unsigned *out)', "{",
                 "    __shared__ unsigned sh[16];",
+                "    sh[threadIdx.x] = 0u; __syncthreads();",
                 "    unsigned t = threadIdx.x, a = in[t], b = in[t + 16], c = t;"]
         model = []
         for seg in range(self.rng.randint(1, 3)):
             if seg:
-                text, var, fn = self.exchange()
+                text, step = self.exchange()
                 cuda.append(text)
-                model.append((var, fn))
+                model.append(step)
             body_c, body_p = self.block(0, 1)
             cuda += body_c
             scope = {"M": 0xFFFFFFFF, "sx": sx}
-            exec("\n".join(["def seg(a, b, c):", *body_p, "    return a, b, c"]), scope)
+            exec("\n".join(["def seg(a, b, c):", *body_p, "    return a, b, c, False"]), scope)
             model.append(scope["seg"])
         cuda += ["    out[3 * t] = a; out[3 * t + 1] = b; out[3 * t + 2] = c;", "}"]
         return "\n".join(cuda), model
 
 
 def _run_model(model, inp):
+    """Threads that returned write nothing (their outputs stay 0) and take no
+    part in later steps: a shuffle from them reads the caller's own value, a
+    ballot leaves their bit clear, their shared word keeps its old value."""
     state = [dict(a=int(inp[t]), b=int(inp[t + 16]), c=t) for t in range(16)]
+    alive = [True] * 16
+    shared = [0] * 16
     for step in model:
         if callable(step):
-            state = [dict(zip("abc", step(s["a"], s["b"], s["c"]))) for s in state]
-        else:
-            var, fn = step
-            vals = [s[var] for s in state]
             for t, s in enumerate(state):
-                s[var] = fn(vals, t)
-    return [s[v] for s in state for v in "abc"]
+                if alive[t]:
+                    *abc, gone = step(s["a"], s["b"], s["c"])
+                    s.update(zip("abc", abc))
+                    alive[t] = not gone
+            continue
+        kind, var, k = step
+        vals = [s[var] for s in state]
+        if kind == "shared":
+            for t in range(16):
+                if alive[t]:
+                    shared[t] = vals[t]
+        for t, s in enumerate(state):
+            if not alive[t]:
+                continue
+            if kind == "xor":
+                src = t ^ k
+                s[var] = vals[src] if alive[src] else vals[t]
+            elif kind == "down":
+                src = t + k
+                s[var] = vals[src] if t % 4 + k < 4 and alive[src] else vals[t]
+            elif kind == "ballot":
+                s[var] = sum((vals[4 * (t // 4) + l] & 1) << l for l in range(4) if alive[4 * (t // 4) + l])
+            else:
+                s[var] = shared[(t + k) % 16]
+    return [s[v] if alive[t] else 0 for t, s in enumerate(state) for v in "abc"]
 
 
 @settings(max_examples=int(__import__("os").environ.get("RANDKERNEL_EXAMPLES", 6)), deadline=None)

@@ -1303,32 +1303,47 @@ def _machine_instr(ins: VInstr, reg_of) -> isa.Instr | None:
 def set_reconvergence(blocks: list[isa.MachineBlock]) -> None:
     """reconv of each BRC: its immediate post-dominator, except for return
     paths. Lanes parked at a join have not exited, so a join after a `return`
-    would keep them from a barrier the others wait at (docs/isa.md, "Choosing
-    reconvergence points"). A side S of a branch *returns* when S's block ends
-    in EXIT and S is not reachable from the other side O: with one returning
-    side reconv = O (that edge is left out of the graph for every other
-    post-dominator), with two, -1."""
+    would keep them from a barrier or warp operation the others reach
+    (docs/isa.md, "Choosing reconvergence points"). A side S of a branch
+    *returns* when S's block ends in EXIT, the branch is its only way in, and
+    the other side O can still reach an exit without it (so it is not the
+    kernel's normal way out, e.g. a loop's exit to the final `ret`). With one
+    returning side reconv = O; with two, -1; and every return edge is left out
+    of the graph for all other post-dominators, so a return inside a loop or
+    an if does not push their reconvergence out to the exit."""
     succs = [[b.term.target, b.term.fallthrough] if b.term.kind is Term.BRC else
              [] if b.term.kind is Term.EXIT else [b.term.target] for b in blocks]
-    reach = [_reach(succs, i) for i in range(len(blocks))]
-    exits = {i for i, b in enumerate(blocks) if b.term.kind is Term.EXIT}
+    preds: dict[int, int] = {}
+    for ss in succs:
+        for x in ss:
+            preds[x] = preds.get(x, 0) + 1
+    single_exits = {i for i, b in enumerate(blocks) if b.term.kind is Term.EXIT and preds.get(i) == 1}
     special: dict[int, int] = {}
     graph = [list(ss) for ss in succs]
     for i, b in enumerate(blocks):
         if b.term.kind is not Term.BRC:
             continue
         t, f = b.term.target, b.term.fallthrough
-        ret_t, ret_f = t in exits and t not in reach[f], f in exits and f not in reach[t]
-        if ret_t and ret_f:
-            special[i] = -1
-        elif ret_t or ret_f:
-            special[i] = f if ret_t else t
-            graph[i] = [special[i]]
+        if t in single_exits and f in single_exits:
+            special[i], graph[i] = -1, []
+            continue
+        for side, other in ((t, f), (f, t)):
+            if side in single_exits:
+                graph[i] = [other]
+                if _reaches_exit(graph, other):
+                    special[i] = other
+                else:
+                    graph[i] = [t, f]       # the kernel's normal way out: keep the edge
+                break
     ipdom = immediate_post_dominators(graph)
     for i, b in enumerate(blocks):
         t = b.term
         if t.kind is Term.BRC:
             b.term = isa.Terminator(Term.BRC, t.target, t.cond, t.fallthrough, special.get(i, ipdom[i]))
+
+
+def _reaches_exit(graph: list[list[int]], start: int) -> bool:
+    return any(not graph[n] for n in _reach(graph, start))
 
 
 def _reach(succs: list[list[int]], start: int) -> set[int]:
