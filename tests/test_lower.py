@@ -1355,8 +1355,14 @@ class _RandomKernel:
         for _ in range(r.randint(1, 3)):
             pad = "    " * indent
             kinds = ["assign", "assign", "if", "for"] if depth < 2 else ["assign"]
-            kind = r.choice(kinds + (["return"] if depth >= 1 and self.returns else []))
-            if kind == "return":
+            kinds += ["return"] if depth >= 1 and self.returns else []
+            kinds += ["break"] if self.loop_vars else []
+            kind = r.choice(kinds)
+            if kind == "break":
+                ce, pe = self.expr()
+                c_lines.append(f"{pad}if (({ce}) & 1u) break;")
+                p_lines += [f"{pad}if ({pe}) & 1:", f"{pad}    break"]
+            elif kind == "return":
                 ce, pe = self.expr()
                 c_lines.append(f"{pad}if (({ce}) & 1u) return;")
                 p_lines += [f"{pad}if ({pe}) & 1:", f"{pad}    return a, b, c, True"]
