@@ -1356,9 +1356,14 @@ class _RandomKernel:
             pad = "    " * indent
             kinds = ["assign", "assign", "if", "for"] if depth < 2 else ["assign"]
             kinds += ["return"] if depth >= 1 and self.returns else []
-            kinds += ["break"] if self.loop_vars else []
+            kinds += ["break", "continue"] if self.loop_vars else []
             kind = r.choice(kinds)
-            if kind == "break":
+            if kind == "continue":
+                ce, pe = self.expr()
+                i = self.loop_vars[-1]
+                c_lines.append(f"{pad}if (({ce}) & 1u) continue;")
+                p_lines += [f"{pad}if ({pe}) & 1:", f"{pad}    {i} += 1", f"{pad}    continue"]
+            elif kind == "break":
                 ce, pe = self.expr()
                 c_lines.append(f"{pad}if (({ce}) & 1u) break;")
                 p_lines += [f"{pad}if ({pe}) & 1:", f"{pad}    break"]
