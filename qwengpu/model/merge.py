@@ -4,14 +4,25 @@
     layers          = circuit layers (linear_attention) + every base layer, in order
     vocabulary      = base vocabulary + GPU tokens (rows zero in the base dims)
 
-Base tensors change only by zero padding, except the hidden-size RMS norms, whose mean now
-runs over n + C dims: their gain (1 + w) is scaled by sqrt(n / (n + C)) and rms_norm_eps by
-n / (n + C), so that on text (zero circuit dims) every base norm computes what it did. The
-base layers' norms get gain 0 on circuit dims (their matrices read no circuit dim anyway);
-the final norm's circuit gains come from the circuit (default 1).
+Base matrices are zero-padded. The hidden-size RMS norms now average over n + C dims, so on
+text (zero circuit dims) mean(x^2) shrinks by n / (n + C). Two ways to compensate
+(`rescale`):
 
-Tensors stream one at a time from the base shards into output shards of bounded size; no
-tensor of the base is held in fp32 unless the output is fp32.
+  "residual" (default, exact): scale the text residual by a = sqrt((n + C) / n): the text
+      embedding rows and every matrix that writes the residual (o_proj, out_proj, down_proj)
+      times a; each decoder norm's gain (1 + w) times 1/a; the final norm's gain times 1/a**2
+      (the tied head reads the scaled embedding). rms_norm_eps is unchanged. Then every norm
+      computes exactly what it did, including the head-dim norms that share rms_norm_eps.
+  "eps" (the issue's recipe): gain (1 + w) times sqrt(n / (n + C)) and rms_norm_eps times
+      n / (n + C). Exact for the decoder norms, but the same eps also feeds the GDN gated norm
+      and the attention q/k norms, which do not grow: where their inputs are small
+      (mean square near eps) the base's function changes. docs/build.md has the numbers.
+
+The base layers' norms get gain 0 on circuit dims (their matrices read no circuit dim
+anyway); the final norm's circuit gains come from the circuit (default 1).
+
+Tensors stream one at a time from the base shards into output shards of bounded size; large
+tensors are converted in row blocks, so no base tensor is held in float64 or fp32 whole.
 """
 from __future__ import annotations
 
@@ -38,6 +49,8 @@ READS_HIDDEN = ("in_proj_qkv.weight", "in_proj_z.weight", "in_proj_b.weight", "i
 WRITES_HIDDEN = ("out_proj.weight", "o_proj.weight", "down_proj.weight")
 LAYER_NORMS = ("input_layernorm.weight", "post_attention_layernorm.weight")
 MAX_SHARD_BYTES = 1 << 30
+RESCALES = ("residual", "eps")
+ROW_BLOCK = 8192
 
 
 @dataclass
@@ -86,16 +99,17 @@ def out_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if name.endswith(FP32_SUFFIXES) else dtype
 
 
-def merged_config(base: BaseCheckpoint, circuit: CircuitWeights, dtype: str) -> dict:
+def merged_config(base: BaseCheckpoint, circuit: CircuitWeights, dtype: str, rescale: str = "residual") -> dict:
     text, n, C = base.text_config, base.hidden, circuit.width
     V, L = text["vocab_size"], len(circuit.layers)
     cfg = {k: v for k, v in text.items() if not k.startswith("_")}
     cfg.update(architectures=["Qwen3_5ForCausalLM"], model_type="qwen3_5_text", hidden_size=n + C,
                vocab_size=V + len(circuit.token_names), num_hidden_layers=L + text["num_hidden_layers"],
                layer_types=["linear_attention"] * L + list(text["layer_types"]),
-               rms_norm_eps=text["rms_norm_eps"] * n / (n + C), dtype=dtype)
+               rms_norm_eps=text["rms_norm_eps"] * (n / (n + C) if rescale == "eps" else 1.0), dtype=dtype)
     cfg["qwengpu"] = {"base_hidden_size": n, "circuit_width": C, "circuit_layers": L, "base_vocab_size": V,
                       "gpu_token_ids": [V, V + len(circuit.token_names)], "base_rms_norm_eps": text["rms_norm_eps"],
+                      "rescale": rescale,
                       "circuit_digest": circuit.digest(), **circuit.info}
     return cfg
 
@@ -124,18 +138,31 @@ def check_circuit_fits(base: BaseCheckpoint, circuit: CircuitWeights, merged: di
                                       f"{list(layer[name].shape)}, the base's layer shape is {list(shape)}")
 
 
-def _padded(src: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    """`src` in the top-left corner of a zero tensor."""
+def _padded(src: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype, factor: float = 1.0) -> torch.Tensor:
+    """factor * `src` in the top-left corner of a zero tensor, converted a block of rows at a time."""
     out = torch.zeros(shape, dtype=dtype)
-    out[: src.shape[0], : src.shape[1]] = src.to(dtype)
+    for r in range(0, src.shape[0], ROW_BLOCK):
+        block = src[r: r + ROW_BLOCK]
+        if factor != 1.0:
+            block = block.to(torch.float64) * factor
+        out[r: r + block.shape[0], : src.shape[1]] = block.to(dtype)
     return out
 
 
-def _norm(src: torch.Tensor, n: int, C: int, circuit_gain: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
-    """(1 + w') = (1 + w) * sqrt(n / (n + C)) on base dims, the given gains on circuit dims."""
+def _norm(src: torch.Tensor, factor: float, circuit_gain: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    """(1 + w') = (1 + w) * factor on base dims, the given gains on circuit dims."""
     w = src.to(torch.float64)
-    gain = torch.cat([(1.0 + w) * np.sqrt(n / (n + C)), torch.from_numpy(np.asarray(circuit_gain, np.float64))])
+    gain = torch.cat([(1.0 + w) * factor, torch.from_numpy(np.asarray(circuit_gain, np.float64))])
     return (gain - 1.0).to(dtype)
+
+
+def scales(n: int, C: int, rescale: str, tied: bool) -> dict[str, float]:
+    """Factors for the text embedding, residual writers, decoder norms and the final norm."""
+    if rescale == "eps":
+        s = np.sqrt(n / (n + C))
+        return {"embed": 1.0, "write": 1.0, "norm": s, "final": s}
+    a = np.sqrt((n + C) / n)
+    return {"embed": a, "write": a, "norm": 1 / a, "final": 1 / a ** 2 if tied else 1 / a}
 
 
 def _circuit_tensor(value: np.ndarray, name: str, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
@@ -145,7 +172,8 @@ def _circuit_tensor(value: np.ndarray, name: str, shape: tuple[int, ...], dtype:
     return src.to(dtype)
 
 
-def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: torch.dtype) -> list[Item]:
+def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: torch.dtype,
+         rescale: str = "residual") -> list[Item]:
     n, C, Lc = base.hidden, circuit.width, len(circuit.layers)
     N, V, Vg = n + C, base.text_config["vocab_size"], len(circuit.token_names)
     items = []
@@ -157,10 +185,12 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
                               lambda v=layer[name], nm=name, s=shapes[name], d=dt: _circuit_tensor(v, nm, s, d)))
     gpu_rows = torch.from_numpy(np.ascontiguousarray(circuit.token_embeddings, np.float64))
     final_gain = circuit.final_norm if circuit.final_norm is not None else np.ones(C)
+    k = scales(n, C, rescale, tied="lm_head.weight" not in base.sources)
 
     def head(name):
         def make():
-            out = _padded(read_tensor(base, name), (V + Vg, N), dtype)
+            factor = k["embed"] if name == "model.embed_tokens.weight" else 1.0
+            out = _padded(read_tensor(base, name), (V + Vg, N), dtype, factor)
             out[V:, n:] = gpu_rows.to(dtype)
             return out
         return make
@@ -174,15 +204,15 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
         if name in ("model.embed_tokens.weight", "lm_head.weight"):
             items.append(Item(new, (V + Vg, N), dt, head(name)))
         elif name == "model.norm.weight":
-            items.append(Item(new, (N,), dt, lambda nm=name, d=dt: _norm(read_tensor(base, nm), n, C, final_gain, d)))
+            items.append(Item(new, (N,), dt, lambda nm=name, d=dt: _norm(read_tensor(base, nm), k["final"], final_gain, d)))
         elif name.endswith(LAYER_NORMS):
-            items.append(Item(new, (N,), dt, lambda nm=name, d=dt: _norm(read_tensor(base, nm), n, C, np.zeros(C), d)))
+            items.append(Item(new, (N,), dt, lambda nm=name, d=dt: _norm(read_tensor(base, nm), k["norm"], np.zeros(C), d)))
         elif name.endswith(READS_HIDDEN):
             s = (shape[0], N)
             items.append(Item(new, s, dt, lambda nm=name, s=s, d=dt: _padded(read_tensor(base, nm), s, d)))
         elif name.endswith(WRITES_HIDDEN):
             s = (N, shape[1])
-            items.append(Item(new, s, dt, lambda nm=name, s=s, d=dt: _padded(read_tensor(base, nm), s, d)))
+            items.append(Item(new, s, dt, lambda nm=name, s=s, d=dt: _padded(read_tensor(base, nm), s, d, k["write"])))
         else:
             items.append(Item(new, shape, dt, lambda nm=name, d=dt: read_tensor(base, nm).to(d)))
     return items
@@ -220,13 +250,15 @@ def resolve_base(base: str | Path) -> Path:
 
 def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: bool = False,
           circuit: CircuitWeights | None = None, progress: bool = True,
-          max_shard_bytes: int = MAX_SHARD_BYTES) -> Path:
+          max_shard_bytes: int = MAX_SHARD_BYTES, rescale: str = "residual") -> Path:
     """Write the merged checkpoint for `base` (a directory or "standin") to `out`.
 
     Everything is validated before any tensor is read: the output directory, the base's
     config and tensor shapes, and that the circuit fits the base's layer shapes."""
     if dtype not in DTYPES:
         raise CheckpointError(f"dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+    if rescale not in RESCALES:
+        raise CheckpointError(f"rescale {rescale!r}: expected one of {', '.join(RESCALES)}")
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
         raise CheckpointError(f"{out} exists and is not empty; pass --force to overwrite it")
@@ -237,9 +269,9 @@ def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: boo
     if circuit is None:
         from qwengpu.model.circuits import default_circuit
         circuit = default_circuit(ckpt.text_config)
-    merged = merged_config(ckpt, circuit, dtype)
+    merged = merged_config(ckpt, circuit, dtype, rescale)
     check_circuit_fits(ckpt, circuit, merged)
-    items = plan(ckpt, circuit, merged, DTYPES[dtype])
+    items = plan(ckpt, circuit, merged, DTYPES[dtype], rescale)
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)

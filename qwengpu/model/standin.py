@@ -62,15 +62,37 @@ def standin_tensors(cfg: dict, seed: int = SEED) -> dict[str, torch.Tensor]:
 
 def write_standin(out: Path = DEFAULT_DIR, hidden: int = HIDDEN, seed: int = SEED) -> Path:
     """Write the stand-in checkpoint (config.json, model.safetensors, tokenizer files) to `out`."""
+    cfg = standin_config(hidden)
+    note = f"qwengpu stand-in base: random weights (seed {seed}), Qwen3.5-2B layer shapes, hidden {hidden}"
+    return write_random_base(out, cfg, "text-only", seed, tokenizer=True, note=note)
+
+
+def write_random_base(out: Path, cfg: dict, layout: str = "text-only", seed: int = SEED,
+                      tokenizer: bool = False, note: str = "") -> Path:
+    """A random-weight Qwen3.5 checkpoint for `cfg` (a text config). "multimodal" writes the
+    published layout: a qwen3_5 config with text_config, weights under model.language_model.*,
+    plus (tiny) model.visual.* and mtp.* tensors that a text build must ignore."""
     out = Path(out)
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    cfg = standin_config(hidden)
-    cfg["_comment"] = f"qwengpu stand-in base: random weights (seed {seed}), Qwen3.5-2B layer shapes, hidden {hidden}"
-    save_file(standin_tensors(cfg, seed), str(tmp / "model.safetensors"), metadata={"format": "pt"})
-    (tmp / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-    write_tokenizer(tmp)
+    tensors = standin_tensors(cfg, seed)
+    text = dict(cfg, _comment=note) if note else dict(cfg)
+    if layout == "multimodal":
+        tensors = {("model.language_model." + k[len("model."):] if k.startswith("model.") else k): v
+                   for k, v in tensors.items()}
+        tensors["model.visual.patch_embed.proj.weight"] = torch.zeros(8, 3, 2, 2, 2, dtype=torch.bfloat16)
+        tensors["mtp.fc.weight"] = torch.zeros(8, 8, dtype=torch.bfloat16)
+        text = {k: v for k, v in text.items() if k not in ("tie_word_embeddings", "architectures")}
+        config = {"model_type": "qwen3_5", "architectures": ["Qwen3_5ForConditionalGeneration"],
+                  "tie_word_embeddings": cfg.get("tie_word_embeddings", True), "text_config": text,
+                  "vision_config": {"model_type": "qwen3_5", "depth": 1}}
+    else:
+        config = text
+    save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+    (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    if tokenizer:
+        write_tokenizer(tmp)
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     return out

