@@ -90,7 +90,9 @@ def eval_kl(base: str | Path, merged: str | Path | None = None, rescale: str = "
     base_dir = resolve_base(base)
     if merged is None:
         merged = Path(__file__).resolve().parents[2] / "build" / f"merged-{base_dir.name}-{rescale}"
-        if not (merged / "config.json").is_file():
+        stale = not (merged / "config.json").is_file() or \
+            (merged / "config.json").stat().st_mtime < (base_dir / "config.json").stat().st_mtime
+        if stale:
             build(base_dir, merged, "float32", force=True, progress=False, rescale=rescale)
     meta = json.loads((Path(merged) / "config.json").read_text()).get("qwengpu", {})
     n_circuit, V = meta.get("circuit_layers", 0), meta.get("base_vocab_size")

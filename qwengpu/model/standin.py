@@ -26,6 +26,7 @@ LAYER_TYPES = ["linear_attention"] * 3 + ["full_attention"]
 SEED = 20260
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = REPO / "build" / "standin"
+VERSION = 2            # bump when the generator changes: ensure_standin() then rebuilds the cache
 
 
 def standin_config(hidden: int = HIDDEN) -> dict:
@@ -64,7 +65,13 @@ def write_standin(out: Path = DEFAULT_DIR, hidden: int = HIDDEN, seed: int = SEE
     """Write the stand-in checkpoint (config.json, model.safetensors, tokenizer files) to `out`."""
     cfg = standin_config(hidden)
     note = f"qwengpu stand-in base: random weights (seed {seed}), Qwen3.5-2B layer shapes, hidden {hidden}"
-    return write_random_base(out, cfg, "text-only", seed, tokenizer=True, note=note)
+    out = write_random_base(out, cfg, "text-only", seed, tokenizer=True, note=note)
+    (out / "standin.json").write_text(json.dumps(_stamp(hidden, seed)) + "\n")
+    return out
+
+
+def _stamp(hidden: int, seed: int) -> dict:
+    return {"version": VERSION, "hidden": hidden, "seed": seed}
 
 
 def write_random_base(out: Path, cfg: dict, layout: str = "text-only", seed: int = SEED,
@@ -101,6 +108,7 @@ def write_random_base(out: Path, cfg: dict, layout: str = "text-only", seed: int
 def ensure_standin(out: Path = DEFAULT_DIR) -> Path:
     """The cached stand-in, built on first use."""
     out = Path(out)
-    if not (out / "model.safetensors").is_file():
+    stamp = out / "standin.json"
+    if not stamp.is_file() or json.loads(stamp.read_text()) != _stamp(HIDDEN, SEED):
         write_standin(out)
     return out
