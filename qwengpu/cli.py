@@ -223,6 +223,32 @@ def _num(v) -> str:
     return "-" if v is None else str(v)
 
 
+@app.command("check-circuit")
+def check_circuit(cases: int = typer.Option(10_000, "--cases", help="random cases per arithmetic gadget and dtype"),
+                  as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table")):
+    """Run every circuit gadget and memory bank through the stock Qwen3.5 layers in fp32 and
+    bf16; exit code 1 on any mismatch or if the circuit is not silent on text."""
+    from rich.progress import Progress
+
+    from qwengpu.circuit.check import check_circuit as run_checks, passed
+    with Progress(console=err_console, transient=True) as bar:
+        task = bar.add_task("checking", total=None)
+        report = run_checks(cases, progress=lambda name: bar.update(task, description=f"checking {name}"))
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        table = Table(title=f"circuit check ({cases} cases per gadget and dtype)")
+        for col in ("gadget", "cases", "mismatches", "layers", "neurons"):
+            table.add_column(col, justify="left" if col == "gadget" else "right")
+        for name, r in report["gadgets"].items():
+            bad = "[red]" if r["mismatches"] else ""
+            table.add_row(name, str(r["cases"]), f"{bad}{r['mismatches']}", str(r["layers"]), str(r["neurons"]))
+        console.print(table)
+        console.print(f"silent on text: {report['silent_on_text']}")
+    if not passed(report):
+        raise typer.Exit(1)
+
+
 @app.command()
 def demo():
     """dot([1,2,3], [4,5,6]) on the reference interpreter."""

@@ -177,3 +177,14 @@ def test_run_without_kernel_needs_one_kernel(tmp_path):
     assert result.exit_code == 1 and "two.cu has 2 kernels (a, b); choose one with --kernel" in result.output
     result = invoke("run", tmp_path / "two.cu", "--kernel", "a", "--arg", "i32:[0]")
     assert result.exit_code == 0 and "p = [2]" in result.output
+
+
+# --- check-circuit wiring (the checks themselves: tests/test_circuit_*.py) -------------
+@pytest.mark.parametrize("mismatches, silent, code", [(0, True, 0), (1, True, 1), (0, False, 1)])
+def test_check_circuit_exit_code_and_json(monkeypatch, mismatches, silent, code):
+    report = {"gadgets": {"ADD": {"cases": 4, "mismatches": mismatches, "layers": 2, "neurons": 448}},
+              "silent_on_text": silent}
+    monkeypatch.setattr("qwengpu.circuit.check.check_circuit", lambda cases, progress=None: report)
+    result = invoke("check-circuit", "--cases", 4, "--json")
+    assert result.exit_code == code
+    assert json.loads(result.stdout) == report

@@ -330,30 +330,6 @@ def check_circuit(cases: int = 10_000, dtypes=("float32", "bfloat16"), seed: int
     return {"gadgets": gadgets, "silent_on_text": bool(silent)}
 
 
-def main(argv=None) -> int:
-    """python -m qwengpu.circuit.check [--cases N] [--json]"""
-    import argparse
-    import json
-    p = argparse.ArgumentParser(prog="check-circuit")
-    p.add_argument("--cases", type=int, default=10_000)
-    p.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
-    report = check_circuit(args.cases)
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        for name, r in report["gadgets"].items():
-            print(f"{name:<16} cases {r['cases']:>7}  mismatches {r['mismatches']:>4}  "
-                  f"layers {r['layers']}  neurons {r['neurons']}")
-        print("silent_on_text:", report["silent_on_text"])
-    ok = report["silent_on_text"] and all(r["mismatches"] == 0 for r in report["gadgets"].values())
-    return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 def cost_table(host: HostSpec = QWEN35_2B) -> list[dict]:
     """Per gadget, compiled against `host`: MLP layers, neurons (total and widest layer), and the
     circuit dims it needs beyond its inputs (outputs + temporaries at their peak)."""
@@ -366,3 +342,8 @@ def cost_table(host: HostSpec = QWEN35_2B) -> list[dict]:
                      "widest": max(layer.neuron_count for layer in c.layers),
                      "dims": c.layout.high_water() - inputs})
     return rows
+
+
+def passed(report: dict) -> bool:
+    """No mismatch anywhere and silent on text."""
+    return report["silent_on_text"] and all(r["mismatches"] == 0 for r in report["gadgets"].values())
