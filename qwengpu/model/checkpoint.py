@@ -138,3 +138,10 @@ def read_tensor(base: BaseCheckpoint, name: str):
     file, disk_name = base.sources[name]
     with safe_open(str(file), framework="pt") as f:
         return f.get_tensor(disk_name)
+
+
+def read_rows(base: BaseCheckpoint, name: str, start: int, stop: int):
+    """Rows [start, stop) of a tensor, read without loading the rest."""
+    file, disk_name = base.sources[name]
+    with safe_open(str(file), framework="pt") as f:
+        return f.get_slice(disk_name)[start:stop]

@@ -32,14 +32,14 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+import struct
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
-from safetensors.torch import save_file
 
 from qwengpu.model import CheckpointError
-from qwengpu.model.checkpoint import BaseCheckpoint, open_base, read_tensor
+from qwengpu.model.checkpoint import BaseCheckpoint, open_base, read_rows, read_tensor
 from qwengpu.model.hosts import FP32_SUFFIXES, layer_shapes
 from qwengpu.model.tokenizer import write_tokenizer
 
@@ -88,7 +88,7 @@ class Item:
     name: str
     shape: tuple[int, ...]
     dtype: torch.dtype
-    make: Callable[[], torch.Tensor]
+    blocks: Callable[[], Iterator[torch.Tensor]]    # row blocks in `dtype`; together the tensor
 
     @property
     def nbytes(self) -> int:
@@ -138,14 +138,10 @@ def check_circuit_fits(base: BaseCheckpoint, circuit: CircuitWeights, merged: di
                                       f"{list(layer[name].shape)}, the base's layer shape is {list(shape)}")
 
 
-def _padded(src: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype, factor: float = 1.0) -> torch.Tensor:
-    """factor * `src` in the top-left corner of a zero tensor, converted a block of rows at a time."""
+def _padded(src: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """`src` in the top-left corner of a zero tensor (a circuit MLP with fewer neurons)."""
     out = torch.zeros(shape, dtype=dtype)
-    for r in range(0, src.shape[0], ROW_BLOCK):
-        block = src[r: r + ROW_BLOCK]
-        if factor != 1.0:
-            block = block.to(torch.float64) * factor
-        out[r: r + block.shape[0], : src.shape[1]] = block.to(dtype)
+    out[: src.shape[0], : src.shape[1]] = src.to(dtype)
     return out
 
 
@@ -181,19 +177,11 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
     for i, layer in enumerate(circuit.layers):
         for name in sorted(layer):
             dt = out_dtype(name, dtype)
-            items.append(Item(f"model.layers.{i}.{name}", shapes[name], dt,
-                              lambda v=layer[name], nm=name, s=shapes[name], d=dt: _circuit_tensor(v, nm, s, d)))
-    gpu_rows = torch.from_numpy(np.ascontiguousarray(circuit.token_embeddings, np.float64))
+            items.append(Item(f"model.layers.{i}.{name}", shapes[name], dt, _one(
+                lambda v=layer[name], nm=name, s=shapes[name], d=dt: _circuit_tensor(v, nm, s, d))))
+    gpu_rows = torch.from_numpy(np.ascontiguousarray(circuit.token_embeddings, np.float64)).to(dtype)
     final_gain = circuit.final_norm if circuit.final_norm is not None else np.ones(C)
     k = scales(n, C, rescale, tied="lm_head.weight" not in base.sources)
-
-    def head(name):
-        def make():
-            factor = k["embed"] if name == "model.embed_tokens.weight" else 1.0
-            out = _padded(read_tensor(base, name), (V + Vg, N), dtype, factor)
-            out[V:, n:] = gpu_rows.to(dtype)
-            return out
-        return make
 
     for name in sorted(base.sources, key=_natural):
         m = re.match(r"model\.layers\.(\d+)\.(.*)", name)
@@ -202,20 +190,44 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
         if m:
             new = f"model.layers.{int(m.group(1)) + Lc}.{m.group(2)}"
         if name in ("model.embed_tokens.weight", "lm_head.weight"):
-            items.append(Item(new, (V + Vg, N), dt, head(name)))
+            factor = k["embed"] if name == "model.embed_tokens.weight" else 1.0
+            items.append(Item(new, (V + Vg, N), dt, _rows(base, name, N, dt, factor, gpu_rows, n)))
         elif name == "model.norm.weight":
-            items.append(Item(new, (N,), dt, lambda nm=name, d=dt: _norm(read_tensor(base, nm), k["final"], final_gain, d)))
+            items.append(Item(new, (N,), dt, _one(lambda nm=name, d=dt: _norm(read_tensor(base, nm), k["final"], final_gain, d))))
         elif name.endswith(LAYER_NORMS):
-            items.append(Item(new, (N,), dt, lambda nm=name, d=dt: _norm(read_tensor(base, nm), k["norm"], np.zeros(C), d)))
+            items.append(Item(new, (N,), dt, _one(lambda nm=name, d=dt: _norm(read_tensor(base, nm), k["norm"], np.zeros(C), d))))
         elif name.endswith(READS_HIDDEN):
-            s = (shape[0], N)
-            items.append(Item(new, s, dt, lambda nm=name, s=s, d=dt: _padded(read_tensor(base, nm), s, d)))
+            items.append(Item(new, (shape[0], N), dt, _rows(base, name, N, dt)))
         elif name.endswith(WRITES_HIDDEN):
-            s = (N, shape[1])
-            items.append(Item(new, s, dt, lambda nm=name, s=s, d=dt: _padded(read_tensor(base, nm), s, d, k["write"])))
+            zeros = torch.zeros((C, shape[1]), dtype=dt)
+            items.append(Item(new, (N, shape[1]), dt, _rows(base, name, shape[1], dt, k["write"], zeros, 0)))
         else:
-            items.append(Item(new, shape, dt, lambda nm=name, d=dt: read_tensor(base, nm).to(d)))
+            items.append(Item(new, shape, dt, _one(lambda nm=name, d=dt: read_tensor(base, nm).to(d))))
     return items
+
+
+def _one(make: Callable[[], torch.Tensor]) -> Callable[[], Iterator[torch.Tensor]]:
+    return lambda: iter([make()])
+
+
+def _rows(base: BaseCheckpoint, name: str, width: int, dtype: torch.dtype, factor: float = 1.0,
+          tail: torch.Tensor | None = None, tail_col: int = 0) -> Callable[[], Iterator[torch.Tensor]]:
+    """Row blocks of the base matrix times `factor`, zero-padded to `width` columns, then the
+    rows of `tail` placed from column `tail_col` (GPU-token rows, or zero rows)."""
+    def blocks():
+        rows = base_shape(base, name)[0]
+        for r in range(0, rows, ROW_BLOCK):
+            src = read_rows(base, name, r, min(r + ROW_BLOCK, rows))
+            if factor != 1.0:
+                src = src.to(torch.float64) * factor
+            out = torch.zeros((src.shape[0], width), dtype=dtype)
+            out[:, : src.shape[1]] = src.to(dtype)
+            yield out
+        if tail is not None and len(tail):
+            out = torch.zeros((tail.shape[0], width), dtype=dtype)
+            out[:, tail_col: tail_col + tail.shape[1]] = tail
+            yield out
+    return blocks
 
 
 def base_shape(base: BaseCheckpoint, name: str) -> tuple[int, ...]:
@@ -285,6 +297,9 @@ def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: boo
     return out
 
 
+ST_DTYPES = {torch.bfloat16: "BF16", torch.float32: "F32"}
+
+
 def _write_weights(folder: Path, groups: list[list[Item]], show: bool) -> None:
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
     total = sum(item.nbytes for g in groups for item in g)
@@ -296,14 +311,37 @@ def _write_weights(folder: Path, groups: list[list[Item]], show: bool) -> None:
     with Progress(*columns, disable=not show, transient=False) as bar:
         task = bar.add_task("", total=total)
         for file, group in zip(names, groups):
-            tensors = {}
-            for item in group:
-                bar.update(task, description=item.name)
-                tensors[item.name] = item.make().contiguous()
-                bar.advance(task, item.nbytes)
-                weight_map[item.name] = file
-            save_file(tensors, str(folder / file), metadata={"format": "pt"})
-            del tensors
+            write_safetensors(folder / file, group, lambda item, done: bar.update(
+                task, description=item.name, advance=done))
+            weight_map.update({item.name: file for item in group})
     if len(groups) > 1:
         index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
         (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
+
+
+def write_safetensors(path: Path, items: list[Item], progress=lambda item, done: None) -> None:
+    """A safetensors file written tensor by tensor, block by block (the library's writer needs
+    every tensor in memory at once). Wider dtypes first, then by name, as the library orders
+    them, so every tensor starts aligned to its element size."""
+    items = sorted(items, key=lambda it: (-torch.empty(0, dtype=it.dtype).element_size(), it.name))
+    header, offset = {}, 0
+    for it in items:
+        header[it.name] = {"dtype": ST_DTYPES[it.dtype], "shape": list(it.shape),
+                           "data_offsets": [offset, offset + it.nbytes]}
+        offset += it.nbytes
+    header["__metadata__"] = {"format": "pt"}
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for it in items:
+            written = 0
+            for block in it.blocks():
+                assert block.dtype == it.dtype, (it.name, block.dtype)
+                data = block.contiguous().view(torch.uint8).numpy()
+                f.write(data.data)
+                written += data.size
+                progress(it, data.size)
+            if written != it.nbytes:
+                raise RuntimeError(f"internal: {it.name} wrote {written} bytes, expected {it.nbytes}")
