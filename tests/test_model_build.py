@@ -114,13 +114,14 @@ def test_merged_tensors_are_the_base_padded_and_scaled(merged, standin):
     assert np.array_equal(emb[V:, n:], circuit.token_embeddings.astype(np.float32))
     # layer 0 of the base is layer 2 of the merged model
     up = m["model.layers.2.mlp.up_proj.weight"].numpy()
-    assert np.array_equal(up[:, :n], b["model.layers.0.mlp.up_proj.weight"].float().numpy()) and not up[:, n:].any()
+    assert np.array_equal(up[:, :n], b["model.layers.0.mlp.up_proj.weight"].float().numpy() / 2)
+    assert not up[:, n:].any()
     down = m["model.layers.2.mlp.down_proj.weight"].numpy()
     assert np.array_equal(down[:n], 2 * b["model.layers.0.mlp.down_proj.weight"].float().numpy())
     assert not down[n:].any()
     w = b["model.layers.3.input_layernorm.weight"].double().numpy()
     got = m["model.layers.5.input_layernorm.weight"].double().numpy()
-    np.testing.assert_allclose(1 + got[:n], (1 + w) / 2, rtol=1e-7)
+    assert np.array_equal(got[:n], w)                          # decoder norms keep their weights
     assert np.all(got[n:] == -1.0)                              # gain 0 on circuit dims
     final = m["model.norm.weight"].double().numpy()
     np.testing.assert_allclose(1 + final[:n], (1 + b["model.norm.weight"].double().numpy()) / 4, rtol=1e-7)

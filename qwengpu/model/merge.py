@@ -10,9 +10,13 @@ text (zero circuit dims) mean(x^2) shrinks by n / (n + C). Two ways to compensat
 
   "residual" (default, exact): scale the text residual by a = sqrt((n + C) / n): the text
       embedding rows and every matrix that writes the residual (o_proj, out_proj, down_proj)
-      times a; each decoder norm's gain (1 + w) times 1/a; the final norm's gain times 1/a**2
-      (the tied head reads the scaled embedding). rms_norm_eps is unchanged. Then every norm
-      computes exactly what it did, including the head-dim norms that share rms_norm_eps.
+      times a. A decoder norm then outputs a times what it did, so every matrix that reads a
+      norm's output (q/k/v, in_proj_*, gate/up) is scaled by 1/a, and the final norm's gain
+      (1 + w) by 1/a**2 (the tied head reads the scaled embedding). rms_norm_eps and the
+      decoder norms' weights are unchanged, so every norm computes exactly what it did,
+      including the head-dim norms that share rms_norm_eps; in bf16 the scaling rounds only
+      matrix entries (errors that average out in a dot product), not per-dim gains, and when
+      a is a power of two (n + C = 4n) it rounds nothing but the final norm.
   "eps" (the issue's recipe): gain (1 + w) times sqrt(n / (n + C)) and rms_norm_eps times
       n / (n + C). Exact for the decoder norms, but the same eps also feeds the GDN gated norm
       and the attention q/k norms, which do not grow: where their inputs are small
@@ -153,12 +157,12 @@ def _norm(src: torch.Tensor, factor: float, circuit_gain: np.ndarray, dtype: tor
 
 
 def scales(n: int, C: int, rescale: str, tied: bool) -> dict[str, float]:
-    """Factors for the text embedding, residual writers, decoder norms and the final norm."""
+    """Factors for the text embedding, residual writers, norm readers, decoder norms and the final norm."""
     if rescale == "eps":
         s = np.sqrt(n / (n + C))
-        return {"embed": 1.0, "write": 1.0, "norm": s, "final": s}
+        return {"embed": 1.0, "write": 1.0, "read": 1.0, "norm": s, "final": s}
     a = np.sqrt((n + C) / n)
-    return {"embed": a, "write": a, "norm": 1 / a, "final": 1 / a ** 2 if tied else 1 / a}
+    return {"embed": a, "write": a, "read": 1 / a, "norm": 1.0, "final": 1 / a ** 2 if tied else 1 / a}
 
 
 def _circuit_tensor(value: np.ndarray, name: str, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
@@ -197,7 +201,7 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
         elif name.endswith(LAYER_NORMS):
             items.append(Item(new, (N,), dt, _one(lambda nm=name, d=dt: _norm(read_tensor(base, nm), k["norm"], np.zeros(C), d))))
         elif name.endswith(READS_HIDDEN):
-            items.append(Item(new, (shape[0], N), dt, _rows(base, name, N, dt)))
+            items.append(Item(new, (shape[0], N), dt, _rows(base, name, N, dt, k["read"])))
         elif name.endswith(WRITES_HIDDEN):
             zeros = torch.zeros((C, shape[1]), dtype=dt)
             items.append(Item(new, (N, shape[1]), dt, _rows(base, name, shape[1], dt, k["write"], zeros, 0)))
