@@ -31,17 +31,6 @@ console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DTYPES = {"i32": np.int32, "u32": np.uint32}
-DOT_SOURCE = """\
-extern "C" __global__ void dot(const int *a, const int *b, int *out, int n)
-{
-    __shared__ int prod[4];
-    int t = threadIdx.x;
-    prod[t] = t < n ? a[t] * b[t] : 0;
-    __syncthreads();
-    if (t == 0)
-        *out = prod[0] + prod[1] + prod[2] + prod[3];
-}
-"""
 
 
 class ArgSyntaxError(QwenGpuError):
@@ -255,7 +244,9 @@ def demo():
     a, b = np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32)
     out = np.zeros(1, np.int32)
     try:
-        fn = Device("interp").compile(DOT_SOURCE, filename="dot.cu").get_function("dot")
+        from qwengpu.suite import DEFAULT_DIR
+        source = DEFAULT_DIR / "dot.cu"
+        fn = Device("interp").compile(source.read_text(), filename=str(source)).get_function("dot")
         result = fn(grid=1, block=4, args=[a, b, out, 3])
     except QwenGpuError as e:
         fail(e)

@@ -15,6 +15,7 @@ import numpy as np
 
 from qwengpu import isa
 from qwengpu.errors import DeadlockError, ExecutionError, LaunchError, MachineLimitError, MemoryFault
+from qwengpu.launch import check_grid_block
 
 # lanes of each 4-bit mask, in lane order
 _LANES_OF = [tuple(l for l in range(isa.LANES) if m >> l & 1) for m in range(1 << isa.LANES)]
@@ -195,26 +196,6 @@ def _decode(program: isa.Program):
 # ---------------------------------------------------------------------------
 # Launch state
 # ---------------------------------------------------------------------------
-def _check_shape(name: str, shape) -> tuple[int, int, int]:
-    shape = tuple(int(v) for v in shape)
-    if len(shape) != 3 or min(shape) < 1:
-        raise LaunchError(f"{name} must be three positive sizes (x, y, z), got {shape}")
-    return shape
-
-
-def _check_launch(grid, block) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    grid, block = _check_shape("grid", grid), _check_shape("block", block)
-    threads = block[0] * block[1] * block[2]
-    if threads > isa.MAX_BLOCK_THREADS:
-        raise MachineLimitError(f"a thread block of {block} has {threads} threads; "
-                                f"the limit is {isa.MAX_BLOCK_THREADS} threads per block")
-    blocks = grid[0] * grid[1] * grid[2]
-    if blocks > isa.MAX_GRID_BLOCKS:
-        raise MachineLimitError(f"a grid of {grid} has {blocks} thread blocks; "
-                                f"the limit is {isa.MAX_GRID_BLOCKS} blocks per launch")
-    return grid, block
-
-
 def _const_space(program: isa.Program, params: list[int]) -> list[int]:
     if len(params) > isa.CONST_WORDS:
         raise MachineLimitError(f"{len(params)} parameter words; the limit is {isa.CONST_WORDS} CONST words")
@@ -407,7 +388,7 @@ def run(program: isa.Program, grid: tuple[int, int, int], block: tuple[int, int,
     stops the launch part way)."""
     start = time.perf_counter()
     isa.check_program(program)
-    grid, block = _check_launch(grid, block)
+    grid, block = check_grid_block(grid, block)
     code = _decode(program)
     const = _const_space(program, params)
     _check_memory(memory)
