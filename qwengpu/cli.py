@@ -218,8 +218,10 @@ def check_circuit(cases: int = typer.Option(10_000, "--cases", help="random case
     """Run every circuit gadget and memory bank through the stock Qwen3.5 layers in fp32 and
     bf16; exit code 1 on any mismatch or if the circuit is not silent on text."""
     from rich.progress import Progress
+    from transformers.utils import logging as hf_logging
 
     from qwengpu.circuit.check import check_circuit as run_checks, passed
+    hf_logging.set_verbosity_error()   # the pure-PyTorch GDN kernels are the ones we check: no fallback notes
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task("checking", total=None)
         report = run_checks(cases, progress=lambda name: bar.update(task, description=f"checking {name}"))
