@@ -197,9 +197,11 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
             factor = k["embed"] if name == "model.embed_tokens.weight" else 1.0
             items.append(Item(new, (V + Vg, N), dt, _rows(base, name, N, dt, factor, gpu_rows, n)))
         elif name == "model.norm.weight":
-            items.append(Item(new, (N,), dt, _one(lambda nm=name, d=dt: _norm(read_tensor(base, nm), k["final"], final_gain, d))))
+            items.append(Item(new, (N,), dt, _one(
+                lambda nm=name, d=dt: _norm(read_tensor(base, nm), k["final"], final_gain, d))))
         elif name.endswith(LAYER_NORMS):
-            items.append(Item(new, (N,), dt, _one(lambda nm=name, d=dt: _norm(read_tensor(base, nm), k["norm"], np.zeros(C), d))))
+            items.append(Item(new, (N,), dt, _one(
+                lambda nm=name, d=dt: _norm(read_tensor(base, nm), k["norm"], np.zeros(C), d))))
         elif name.endswith(READS_HIDDEN):
             items.append(Item(new, (shape[0], N), dt, _rows(base, name, N, dt, k["read"])))
         elif name.endswith(WRITES_HIDDEN):
