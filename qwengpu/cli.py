@@ -241,6 +241,47 @@ def check_circuit(cases: int = typer.Option(10_000, "--cases", help="random case
 
 
 @app.command()
+def build(base: str = typer.Option(..., "--base", help='a local Qwen3.5 checkpoint directory, or "standin"'),
+          out: Path = typer.Option(..., "--out", help="directory for the merged checkpoint"),
+          dtype: str = typer.Option("bfloat16", "--dtype", help="bfloat16 or float32"),
+          force: bool = typer.Option(False, "--force", help="overwrite a non-empty --out"),
+          rescale: str = typer.Option("residual", "--rescale",
+                                      help="residual (exact, default) or eps (the norm/eps recipe); see docs/build.md")):
+    """Build a merged Qwen3_5ForCausalLM checkpoint: circuit layers in front of the base's layers."""
+    from qwengpu.model.merge import build as build_checkpoint
+    try:
+        path = build_checkpoint(base, out, dtype=dtype, force=force, rescale=rescale)
+    except QwenGpuError as e:
+        fail(e)
+    console.print(f"merged checkpoint written to [bold]{_escape(str(path))}[/]")
+
+
+eval_app = typer.Typer(help="Measure the merged model.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+
+@eval_app.command("kl")
+def eval_kl(base: str = typer.Option(..., "--base", help='the base checkpoint directory, or "standin"'),
+            merged: Optional[Path] = typer.Option(None, "--merged", help="merged checkpoint (default: build one in fp32)"),
+            as_json: bool = typer.Option(False, "--json", help="print JSON")):
+    """KL(base || merged) on built-in multilingual text, fp32 and bf16, and the circuit's
+    largest output on text positions."""
+    from transformers.utils import logging as hf_logging
+
+    from qwengpu.model.kl import eval_kl as measure
+    hf_logging.set_verbosity_error()
+    try:
+        report = measure(base, merged)
+    except QwenGpuError as e:
+        fail(e)
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        for key, value in report.items():
+            console.print(f"{key:<28} {value}")
+
+
+@app.command()
 def demo():
     """dot([1,2,3], [4,5,6]) on the reference interpreter."""
     a, b = np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32)

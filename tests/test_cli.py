@@ -188,3 +188,22 @@ def test_check_circuit_exit_code_and_json(monkeypatch, mismatches, silent, code)
     result = invoke("check-circuit", "--cases", 4, "--json")
     assert result.exit_code == code
     assert json.loads(result.stdout) == report
+
+
+# --- build / eval kl wiring (the build itself: tests/test_model_*.py) -----------------
+def test_build_refuses_a_missing_base_and_an_existing_output(tmp_path):
+    missing = invoke("build", "--base", tmp_path / "nope", "--out", tmp_path / "out")
+    assert missing.exit_code == 1 and "nope" in missing.output
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("x")
+    busy = invoke("build", "--base", "standin", "--out", tmp_path / "out")
+    assert busy.exit_code == 1 and "--force" in busy.output
+    assert (tmp_path / "out" / "keep.txt").read_text() == "x"
+
+
+def test_eval_kl_prints_the_report_as_json(monkeypatch):
+    report = {"kl_fp32": 0.0, "kl_bf16": 1e-3, "kl_full_vocab_fp32": 0.0, "circuit_max_abs_on_text": 0.0,
+              "positions": 7}
+    monkeypatch.setattr("qwengpu.model.kl.eval_kl", lambda base, merged=None: report)
+    result = invoke("eval", "kl", "--base", "standin", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout) == report
