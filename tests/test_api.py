@@ -11,6 +11,7 @@ from qwengpu.api import Device, Function, Module
 from qwengpu.errors import CompileError, LaunchError, MachineLimitError, QwenGpuError
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Param, Program, Reg, Space, Term, Terminator
 from qwengpu.launch import Launch
+from qwengpu.suite import DEFAULT_DIR
 
 
 def exit_program(params=("a",), **kw) -> Program:
@@ -215,15 +216,7 @@ def test_compile_error_propagates_with_file_and_line():
 
 
 # --- CUDA source end to end (needs the PTX parser and the lowering) --------
-DOT = """\
-extern "C" __global__ void dot(const int *a, const int *b, int *out, int n) {
-    __shared__ int prod[4];
-    int t = threadIdx.x;
-    prod[t] = t < n ? a[t] * b[t] : 0;
-    __syncthreads();
-    if (t == 0) *out = prod[0] + prod[1] + prod[2] + prod[3];
-}
-"""
+DOT = (DEFAULT_DIR / "dot.cu").read_text()   # the suite's demo kernel
 
 
 @pytest.mark.parametrize("frontend", ["clang", "nvrtc"])

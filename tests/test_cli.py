@@ -6,18 +6,12 @@ import pytest
 from typer.testing import CliRunner
 
 from qwengpu.cli import ArgSyntaxError, app, parse_arg, parse_dims
+from qwengpu.suite import DEFAULT_DIR
 
 runner = CliRunner()
 
-DOT_CU = """\
-extern "C" __global__ void dot(const int *a, const int *b, int *out, int n) {
-    __shared__ int prod[4];
-    int t = threadIdx.x;
-    prod[t] = t < n ? a[t] * b[t] : 0;
-    __syncthreads();
-    if (t == 0) *out = prod[0] + prod[1] + prod[2] + prod[3];
-}
-"""
+DOT_CU = (DEFAULT_DIR / "dot.cu").read_text()   # the suite's demo kernel
+SYNC_LINE = next(i for i, line in enumerate(DOT_CU.splitlines(), 1) if "__syncthreads" in line)
 DOT_PY = """\
 import numpy as np
 KERNEL = "dot"
@@ -140,7 +134,7 @@ def test_suite_json_reports_each_kernel(tmp_path):
     good, wrong, broken = by_name["good"], by_name["wrong"], by_name["broken"]
     assert good["status"] == "passed" and good["passes"] > 0 and good["instructions"] > 0 and good["seconds"] > 0
     assert wrong["status"] == "failed" and "out: 1 of 1 differ: [0] 32 != 33" in wrong["reason"]
-    assert broken["status"] == "failed" and "CompileError" in broken["reason"] and "broken.cu:5:" in broken["reason"]
+    assert broken["status"] == "failed" and "CompileError" in broken["reason"] and f"broken.cu:{SYNC_LINE}:" in broken["reason"]
 
 
 def test_suite_k_selects_and_table_prints(tmp_path):
