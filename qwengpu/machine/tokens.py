@@ -1,0 +1,171 @@
+"""The GPU vocabulary: token kinds, their payloads and their feature sets.
+
+Every GPU token is a set of *features*: named 0/1 dims of the circuit residual (plus the
+anchor). Payloads are stored pre-decoded (a byte for stage head k sits in that head's
+byte field, a warp is both one-hot and bits, ...) so the bottom layers read them
+without any MLP work. With the tied head the same vector is the token's output code:
+the top of the circuit leaves 2 * features(next) - 1 on the feature dims, so the next
+token's logit beats every other GPU token's by at least 1 (docs/machine.md).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from qwengpu import isa
+
+SLOTS = isa.BLOCK_SLOTS + 1          # instruction slots of a machine block, then its terminator
+ROM_WORDS = 4                        # 32-bit ROM words per slot (qwengpu/machine/encoding.py)
+SREG_WORDS = 3                       # 32-bit words of a special-register table row
+PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(SLOTS) for j in range(ROM_WORDS)]
+                    + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)])
+KINDS = ("LATCH", "BYTE", "PUT", "CTA", "EXEC", "VAL", "ST", "CT1", "CT2", "HALT", "FAULT")
+LATCH_BITS = 10
+
+# feature fields in residual order: name -> width
+FEATURES = {
+    "kind": len(KINDS),       # one-hot
+    "V": LATCH_BITS,          # LATCH value (bits)
+    "SD": 32,                 # BYTE/VAL: byte k's data in SD[8k : 8k + 8]
+    "SE": 4,                  # BYTE/VAL: stage head j written iff j >= k (thermometer)
+    "LANE": isa.LANES,        # VAL/ST lane, one-hot
+    "PT": len(PUT_TARGETS),   # PUT target, one-hot
+    "W": isa.MAX_WARPS,       # EXEC warp, one-hot
+    "WB": 2,                  # EXEC warp, bits
+    "PC": 7,                  # EXEC/CT1 block index, bits
+    "SLOT": SLOTS,            # EXEC slot, one-hot
+    "MASK": isa.LANES,        # CT1 top-of-stack mask, bits
+    "SP": 3,                  # CT2 stack depth, bits
+    "ALIVE": isa.LANES,       # CT2 lanes not exited, bits
+    "PHASE": 2,               # CT2 barriers passed mod 4, bits
+    "WAIT": 1,                # CT2 waiting at a barrier
+    "CTA": 4,                 # CTA thread block index, bits
+}
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str
+    args: tuple[int, ...] = ()
+
+    def __str__(self):
+        a = self.args
+        if self.kind == "EXEC":
+            return f"EXEC w{a[0]} B{a[1]}.{a[2]}"
+        if self.kind == "VAL":
+            return f"VAL l{a[0]} b{a[1]} {a[2]:#04x}"
+        if self.kind == "BYTE":
+            return f"BYTE b{a[0]} {a[1]:#04x}"
+        if self.kind == "PUT":
+            return f"PUT {PUT_TARGETS[a[0]]}"
+        if self.kind == "CT1":
+            return f"CT1 B{a[0]} m{a[1]:04b}"
+        if self.kind == "CT2":
+            return f"CT2 sp{a[0]} alive{a[1]:04b} ph{a[2]} w{a[3]}"
+        if self.kind == "ST":
+            return f"ST l{a[0]}"
+        return self.kind + (" " + " ".join(map(str, a)) if a else "")
+
+
+def _bits(value: int, width: int) -> list[int]:
+    if not 0 <= value < 1 << width:
+        raise ValueError(f"{value} does not fit {width} bits")
+    return [value >> i & 1 for i in range(width)]
+
+
+def _onehot(value: int, width: int) -> list[int]:
+    if not 0 <= value < width:
+        raise ValueError(f"{value} out of range 0..{width - 1}")
+    return [int(i == value) for i in range(width)]
+
+
+def features(token: Token) -> dict[str, list[int]]:
+    """The token's feature values per field (fields not listed are 0)."""
+    k, a = token.kind, token.args
+    f = {"kind": _onehot(KINDS.index(k), len(KINDS))}
+    if k == "LATCH":
+        f["V"] = _bits(a[0], LATCH_BITS)
+    elif k in ("BYTE", "VAL"):
+        byte, data = a[-2], a[-1]
+        sd = [0] * 32
+        sd[8 * byte: 8 * byte + 8] = _bits(data, 8)
+        f["SD"], f["SE"] = sd, [int(j >= byte) for j in range(4)]
+        if k == "VAL":
+            f["LANE"] = _onehot(a[0], isa.LANES)
+    elif k == "PUT":
+        f["PT"] = _onehot(a[0], len(PUT_TARGETS))
+    elif k == "EXEC":
+        w, pc, s = a
+        f["W"], f["WB"], f["PC"], f["SLOT"] = _onehot(w, 4), _bits(w, 2), _bits(pc, 7), _onehot(s, SLOTS)
+    elif k == "ST":
+        f["LANE"] = _onehot(a[0], isa.LANES)
+    elif k == "CT1":
+        f["PC"], f["MASK"] = _bits(a[0], 7), _bits(a[1], 4)
+    elif k == "CT2":
+        f["SP"], f["ALIVE"], f["PHASE"], f["WAIT"] = _bits(a[0], 3), _bits(a[1], 4), _bits(a[2], 2), _bits(a[3], 1)
+    elif k == "CTA":
+        f["CTA"] = _bits(a[0], 4)
+    return f
+
+
+def all_tokens() -> list[Token]:
+    """Every GPU token, in vocabulary order."""
+    r = range
+    toks = [Token("LATCH", (v,)) for v in r(1 << LATCH_BITS)]
+    toks += [Token("BYTE", (k, d)) for k in r(4) for d in r(256)]
+    toks += [Token("PUT", (t,)) for t in r(len(PUT_TARGETS))]
+    toks += [Token("CTA", (c,)) for c in r(isa.MAX_GRID_BLOCKS)]
+    toks += [Token("EXEC", (w, pc, s)) for w in r(isa.MAX_WARPS) for pc in r(isa.ROM_BLOCKS) for s in r(SLOTS)]
+    toks += [Token("VAL", (l, k, d)) for l in r(isa.LANES) for k in r(4) for d in r(256)]
+    toks += [Token("ST", (l,)) for l in r(isa.LANES)]
+    toks += [Token("CT1", (pc, m)) for pc in r(isa.ROM_BLOCKS) for m in r(16)]
+    toks += [Token("CT2", (sp, al, ph, wt)) for sp in r(8) for al in r(16) for ph in r(4) for wt in r(2)]
+    toks += [Token("HALT"), Token("FAULT")]
+    return toks
+
+
+class Vocab:
+    """GPU tokens <-> ids (offset by the text vocabulary) <-> feature vectors."""
+
+    def __init__(self, first_id: int = 0):
+        self.first_id = first_id
+        self.tokens = all_tokens()
+        self.index = {t: i for i, t in enumerate(self.tokens)}
+        self.offsets, off = {}, 0
+        for name, width in FEATURES.items():
+            self.offsets[name] = off
+            off += width
+        self.width = off
+
+    def __len__(self):
+        return len(self.tokens)
+
+    def id(self, token: Token) -> int:
+        try:
+            return self.first_id + self.index[token]
+        except KeyError:
+            raise ValueError(f"{token} is not a GPU token") from None
+
+    def token(self, token_id: int) -> Token:
+        i = token_id - self.first_id
+        if not 0 <= i < len(self.tokens):
+            raise ValueError(f"token id {token_id} is not a GPU token")
+        return self.tokens[i]
+
+    def vector(self, token: Token) -> np.ndarray:
+        v = np.zeros(self.width)
+        for name, values in features(token).items():
+            v[self.offsets[name]: self.offsets[name] + len(values)] = values
+        return v
+
+    @functools.cached_property
+    def matrix(self) -> np.ndarray:
+        """[len(vocab), width] feature vectors, rows in vocabulary order (all distinct)."""
+        m = np.stack([self.vector(t) for t in self.tokens])
+        return m
+
+    def name(self, token: Token) -> str:
+        """The tokenizer's spelling of a GPU token."""
+        return "<|gpu:" + str(token).replace(" ", "_") + "|>"
