@@ -1,0 +1,249 @@
+"""The launch protocol: the prompt that loads a launch into the machine, and the token
+stream the model must then generate (docs/protocol.md; the design is docs/machine.md).
+
+`prompt` only tokenizes the launch (ROM words, memory images, the special-register table
+and the configuration); it does none of the kernel's work. `expected_stream` derives the
+tokens the model must write from the reference interpreter's trace, for `--check replay`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from qwengpu import interp, isa
+from qwengpu.errors import LaunchError, MachineLimitError
+from qwengpu.launch import check_grid_block
+from qwengpu.machine.encoding import block_words
+from qwengpu.machine.tokens import LATCH_BITS, PUT_TARGETS, Token
+
+# each kind's arguments by name: the fields compare() reports and don't-cares name
+ARG_NAMES = {"LATCH": ("value",), "BYTE": ("byte", "data"), "PUT": ("target",), "CTA": ("cta",),
+             "EXEC": ("warp", "pc", "slot"), "VAL": ("lane", "byte", "data"), "ST": ("lane",),
+             "CT1": ("pc", "mask"), "CT2": ("sp", "alive", "phase", "wait"), "HALT": (), "FAULT": ()}
+SREG_ROWS_PER_CTA = isa.MAX_WARPS     # special-register table row = cta * 4 + warp
+
+
+def tok(kind: str, *args: int) -> Token:
+    return Token(kind, tuple(args))
+
+
+def byte_count(value: int) -> int:
+    """Bytes 0..k_max of a word, k_max its highest nonzero byte (1 for zero)."""
+    return max(1, (value.bit_length() + 7) // 8)
+
+
+# ---------------------------------------------------------------------------
+# The prompt
+# ---------------------------------------------------------------------------
+def word_tokens(target: str, value: int) -> list[Token]:
+    """BYTE(0, d0) .. BYTE(k_max, d) PUT(target): stage the word, then write it at the latched row."""
+    staged = [tok("BYTE", k, value >> 8 * k & 0xFF) for k in range(byte_count(value))]
+    return staged + [tok("PUT", PUT_TARGETS.index(target))]
+
+
+def rows_tokens(rows: dict[int, list[tuple[str, int]]]) -> list[Token]:
+    """One LATCH per row with a nonzero word, then that row's nonzero words (zero rows read 0)."""
+    out = []
+    for row, writes in rows.items():
+        writes = [(target, value) for target, value in writes if value]
+        if not writes:
+            continue
+        if not 0 <= row < 1 << LATCH_BITS:
+            raise MachineLimitError(f"row {row} does not fit the {LATCH_BITS}-bit latch")
+        out.append(tok("LATCH", row))
+        for target, value in writes:
+            out += word_tokens(target, value)
+    return out
+
+
+def const_image(program: isa.Program, const_words: list[int]) -> list[int]:
+    """CONST space: the parameter words, then the program's .const data over them."""
+    if len(const_words) > isa.CONST_WORDS:
+        raise MachineLimitError(f"{len(const_words)} parameter words; the limit is {isa.CONST_WORDS} CONST words")
+    const = [0] * isa.CONST_WORDS
+    const[:len(const_words)] = [isa.u32(int(v)) for v in const_words]
+    for word, value in program.const_init.items():
+        const[word] = isa.u32(value)
+    return const
+
+
+def thread_masks(block: tuple[int, int, int]) -> list[int]:
+    """Each warp's initial lane mask (lanes past the block's thread count are off)."""
+    threads = block[0] * block[1] * block[2]
+    return [sum(1 << l for l in range(isa.LANES) if w * isa.LANES + l < threads)
+            for w in range(-(-threads // isa.LANES))]
+
+
+def sreg_words(grid, block, cta: int, warp: int) -> tuple[int, int, int]:
+    """Row cta * 4 + warp of the special-register table (layout in docs/protocol.md)."""
+    (gx, gy, gz), (bx, by, bz) = grid, block
+    words = [0, 0, 0]
+    for lane in range(isa.LANES):
+        t = warp * isa.LANES + lane
+        if t >= bx * by * bz:
+            continue
+        words[0] |= (t % bx) << (4 * lane) | (t // bx % by) << (16 + 4 * lane)
+        words[1] |= (t // (bx * by)) << (4 * lane)
+    words[1] |= (cta % gx) << 16 | (cta // gx % gy) << 20 | (cta // (gx * gy)) << 24
+    words[2] = bx | by << 5 | bz << 10 | gx << 15 | gy << 20 | gz << 25
+    return tuple(words)
+
+
+def config_word(grid, block) -> int:
+    masks = thread_masks(block)
+    word = 1 << (len(masks) - 1) | (grid[0] * grid[1] * grid[2] - 1) << 4
+    for w, mask in enumerate(masks):
+        word |= mask << (8 + 4 * w)
+    return word
+
+
+def prompt(program: isa.Program, grid, block, const_words: list[int], global_words: np.ndarray) -> list[Token]:
+    """The prefill: ROM, GLOBAL, CONST, the special-register table, CONFIG, then CTA(0).
+
+    const_words: the parameter words (program.const_init is laid over them);
+    global_words: the initial global memory, GLOBAL_WORDS words."""
+    isa.check_program(program)
+    grid, block = check_grid_block(grid, block)
+    glob = np.asarray(global_words)
+    if glob.shape != (isa.GLOBAL_WORDS,):
+        raise LaunchError(f"global memory must have {isa.GLOBAL_WORDS} words; got shape {list(glob.shape)}")
+    rom = {pc: [(f"ROM{s}.{j}", w) for s, words in enumerate(block_words(b)) for j, w in enumerate(words)]
+           for pc, b in enumerate(program.blocks)}
+    memory = {i: [("GLOBAL", int(v) & isa.MASK32)] for i, v in enumerate(glob.tolist())}
+    const = {i: [("CONST", v)] for i, v in enumerate(const_image(program, const_words))}
+    ctas, warps = grid[0] * grid[1] * grid[2], len(thread_masks(block))
+    sregs = {c * SREG_ROWS_PER_CTA + w: [(f"SREG{j}", v) for j, v in enumerate(sreg_words(grid, block, c, w))]
+             for c in range(ctas) for w in range(warps)}
+    config = {0: [("CONFIG", config_word(grid, block))]}
+    sections = (rom, memory, const, sregs, config)
+    return [t for rows in sections for t in rows_tokens(rows)] + [tok("CTA", 0)]
+
+
+# ---------------------------------------------------------------------------
+# The stream the model must generate
+# ---------------------------------------------------------------------------
+@dataclass
+class Stream:
+    """The expected generated tokens; dont_care[i] names token i's fields that may differ.
+    memory is global memory after the launch (the interpreter's)."""
+    tokens: list[Token] = field(default_factory=list)
+    dont_care: list[frozenset[str]] = field(default_factory=list)
+    memory: np.ndarray | None = None
+
+    def add(self, token: Token, dont_care: frozenset[str] = frozenset()) -> None:
+        self.tokens.append(token)
+        self.dont_care.append(dont_care)
+
+
+def _next_pass_of_same_warp(steps: list[interp.Step]) -> list[interp.Step | None]:
+    """For each pass, the warp's next pass in the same thread block (None if it has none)."""
+    later: dict[tuple[int, int], interp.Step] = {}
+    out: list[interp.Step | None] = [None] * len(steps)
+    for i in range(len(steps) - 1, -1, -1):
+        key = (steps[i].block_id, steps[i].warp)
+        out[i] = later.get(key)
+        later[key] = steps[i]
+    return out
+
+
+def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Instr]) -> None:
+    lanes = [l for l in range(isa.LANES) if step.mask >> l & 1]
+    writes = iter(step.reg_writes)
+    for s, ins in enumerate(instrs):
+        stream.add(tok("EXEC", step.warp, step.pc, s))
+        if ins.op is isa.Op.ST:
+            for l in lanes:
+                stream.add(tok("ST", l))
+        elif ins.dst.n:
+            for l in lanes:
+                lane, reg, value = next(writes)
+                assert (lane, reg) == (l, ins.dst.n), "interp trace out of step with the program"
+                for k in range(byte_count(value)):
+                    stream.add(tok("VAL", l, k, value >> 8 * k & 0xFF))
+
+
+def expected_stream(program: isa.Program, grid, block, params: list[int], memory: np.ndarray) -> Stream:
+    """The tokens after the prompt, from the interpreter's trace (docs/protocol.md).
+
+    CT1 is the warp's new top of stack, which is where its next pass starts; CT2's sp is
+    always don't-care (the lazy stack's depth may differ from interp's), and so is CT1 of
+    a warp whose lanes have all exited. Interpreter errors (faults, deadlock) propagate.
+    `memory` is not modified."""
+    grid, block = check_grid_block(grid, block)
+    final = np.array(memory, dtype=np.uint32, copy=True)
+    steps = interp.run(program, grid, block, params, final, trace=True).steps
+    masks = thread_masks(block)
+    stream = Stream(memory=final)
+    alive, phase = list(masks), [0] * len(masks)
+    following = _next_pass_of_same_warp(steps)
+    for i, step in enumerate(steps):
+        if i and step.block_id != steps[i - 1].block_id:
+            stream.add(tok("CTA", step.block_id))
+            alive, phase = list(masks), [0] * len(masks)
+        instrs, term = program.blocks[step.pc].instrs, program.blocks[step.pc].term
+        _instruction_tokens(stream, step, instrs)
+        stream.add(tok("EXEC", step.warp, step.pc, len(instrs)))
+        w = step.warp
+        if term.kind is isa.Term.EXIT:
+            alive[w] &= ~step.mask
+        phase[w] += term.kind is isa.Term.BAR
+        nxt = following[i]
+        if alive[w]:
+            assert nxt is not None, "a live warp without a next pass: interp should have raised"
+            stream.add(tok("CT1", nxt.pc, nxt.mask))
+        else:
+            stream.add(tok("CT1", 0, 0), frozenset({"pc", "mask"}))
+        stream.add(tok("CT2", 0, alive[w], phase[w] % 4, int(term.kind is isa.Term.BAR)), frozenset({"sp"}))
+    stream.add(tok("HALT"))
+    return stream
+
+
+def is_terminator(program: isa.Program, token: Token) -> bool:
+    """An EXEC of a block's terminator slot."""
+    _, pc, slot = token.args
+    return pc < len(program.blocks) and slot == len(program.blocks[pc].instrs)
+
+
+# ---------------------------------------------------------------------------
+# Comparing
+# ---------------------------------------------------------------------------
+END = "<end of stream>"
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    index: int                 # position in the generated stream
+    expected: str
+    got: str
+    fields: tuple[str, ...]    # "kind", "length", or the argument names that differ
+
+    def __str__(self):
+        return (f"token {self.index}: expected {self.expected}, got {self.got} "
+                f"({', '.join(self.fields)} differ{'s' if len(self.fields) == 1 else ''})")
+
+
+def check_token(expected: Stream, index: int, got: Token) -> Mismatch | None:
+    """Token `index` of a generated stream against the expected one, honouring don't-cares."""
+    if index >= len(expected.tokens):
+        return Mismatch(index, END, str(got), ("length",))
+    want = expected.tokens[index]
+    if want.kind != got.kind:
+        return Mismatch(index, str(want), str(got), ("kind",))
+    skip = expected.dont_care[index]
+    differ = tuple(name for name, a, b in zip(ARG_NAMES[want.kind], want.args, got.args)
+                   if a != b and name not in skip)
+    return Mismatch(index, str(want), str(got), differ) if differ else None
+
+
+def compare(expected: Stream | list[Token], got: list[Token]) -> Mismatch | None:
+    """The first mismatch of a whole generated stream (a list of tokens means no don't-cares)."""
+    if not isinstance(expected, Stream):
+        expected = Stream(list(expected), [frozenset()] * len(expected))
+    for i, token in enumerate(got):
+        mismatch = check_token(expected, i, token)
+        if mismatch:
+            return mismatch
+    if len(got) < len(expected.tokens):
+        return Mismatch(len(got), str(expected.tokens[len(got)]), END, ("length",))
+    return None
