@@ -1,0 +1,220 @@
+"""The launch protocol: the prompt decodes back to the launch, and the expected stream of
+small hand-written programs equals token lists derived by hand from docs/machine.md."""
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from qwengpu import isa
+from qwengpu.errors import DeadlockError, MemoryFault
+from qwengpu.isa import Imm, Instr, MachineBlock, Op, Param, Program, Reg, SReg, Space, Term, Terminator
+from qwengpu.machine.encoding import block_words
+from qwengpu.machine.protocol import Stream, compare, expected_stream, prompt
+from qwengpu.machine.tokens import PUT_TARGETS, Token
+
+r = Reg
+
+
+def T(kind, *args):
+    return Token(kind, tuple(args))
+
+
+def exec_(w, pc, s):
+    return T("EXEC", w, pc, s)
+
+
+def vals(lane, value, nbytes):
+    return [T("VAL", lane, k, value >> 8 * k & 0xFF) for k in range(nbytes)]
+
+
+def jmp(target):
+    return Terminator(Term.JMP, target)
+
+
+EXIT = Terminator(Term.EXIT)
+
+
+# --- an independent decoder of the prompt -----------------------------------------
+def decode_prompt(tokens):
+    """Replay LATCH/BYTE/PUT as docs/protocol.md describes them: {target: {row: word}}.
+    Also checks the format: BYTE runs start at 0, ascend by one and end on a nonzero byte
+    (or are a single byte), one LATCH per row per section, and the prompt ends with CTA 0."""
+    assert tokens[-1] == T("CTA", 0) and all(t.kind in ("LATCH", "BYTE", "PUT") for t in tokens[:-1])
+    tables = defaultdict(dict)
+    latch, staged, run, latched = None, [0] * 4, [], []
+    for t in tokens[:-1]:
+        if t.kind == "LATCH":
+            assert not run
+            latch = t.args[0]
+            latched.append(latch)
+        elif t.kind == "BYTE":
+            k, d = t.args
+            assert k == len(run), "bytes ascend from 0"
+            staged[k:] = [d] + [0] * (3 - k)
+            run.append(d)
+        else:
+            assert run and (len(run) == 1 or run[-1] != 0), "up to the highest nonzero byte"
+            word = sum(b << 8 * k for k, b in enumerate(staged))
+            assert word != 0, "zero words are not written"
+            target = PUT_TARGETS[t.args[0]]
+            assert latch not in tables[target]
+            tables[target][latch] = word
+            run = []
+    return tables, latched
+
+
+def divergent_program(load_at=4, **kw):
+    """tid < 2 takes B1 (r3 = 5, exits), the others B2 (r3 = 0x300), reconverging at B3 (a load)."""
+    blocks = [
+        MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),)), Instr(Op.SETLT, r(2), (r(1), Imm(2)))],
+                     Terminator(Term.BRC, 1, r(2), 2, 3)),
+        MachineBlock([Instr(Op.MOV, r(3), (Imm(5),))], EXIT),
+        MachineBlock([Instr(Op.MOV, r(3), (Imm(0x300),))], jmp(3)),
+        MachineBlock([Instr(Op.LD, r(4), (Imm(0), Imm(load_at)), Space.GLOBAL)], EXIT),
+    ]
+    return Program("div", blocks, [Param("a", 0), Param("b", 1)], **kw)
+
+
+def test_prompt_decodes_back_to_the_launch():
+    program = divergent_program(const_init={5: 0xDEAD_BEEF, 6: 0})
+    memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    memory[[0, 7, 1023]] = [0x100, 0xFFFF_FFFF, 3]
+    grid, block = (3, 2), (3, 2, 2)                      # 6 thread blocks of 12 threads: 3 warps
+    tables, latched = decode_prompt(prompt(program, grid, block, [0x1234, 0], memory))
+    # ROM: every slot's words at row pc (unwritten rows read 0)
+    for pc, b in enumerate(program.blocks):
+        for s in range(isa.BLOCK_SLOTS + 1):
+            words = block_words(b)[s] if s < len(block_words(b)) else (0, 0, 0, 0)
+            assert [tables[f"ROM{s}.{j}"].get(pc, 0) for j in range(4)] == list(words)
+    assert sorted(tables["GLOBAL"].items()) == [(0, 0x100), (7, 0xFFFF_FFFF), (1023, 3)]
+    assert tables["CONST"] == {0: 0x1234, 5: 0xDEAD_BEEF}
+    # special-register table, decoded field by field
+    for cta in range(6):
+        cz, cy, cx = np.unravel_index(cta, (1, 2, 3))
+        for warp in range(3):
+            row = cta * 4 + warp
+            s0, s1, s2 = (tables[f"SREG{j}"].get(row, 0) for j in range(3))
+            for lane in range(4):
+                tz, ty, tx = np.unravel_index(warp * 4 + lane, (2, 2, 3))
+                assert (s0 >> 4 * lane & 15, s0 >> 16 + 4 * lane & 15, s1 >> 4 * lane & 15) == (tx, ty, tz)
+            assert (s1 >> 16 & 15, s1 >> 20 & 15, s1 >> 24 & 15) == (cx, cy, cz)
+            assert [s2 >> 5 * i & 31 for i in range(6)] == [3, 2, 2, 3, 2, 1]
+    assert not any(row % 4 == 3 for j in range(3) for row in tables[f"SREG{j}"])   # no 4th warp
+    config = tables["CONFIG"][0]
+    assert config & 15 == 0b0100 and config >> 4 & 15 == 5
+    assert [config >> 8 + 4 * w & 15 for w in range(4)] == [15, 15, 15, 0]
+    # one LATCH per row within each section
+    assert latched.count(0) == 5        # ROM, GLOBAL, CONST, SREG, CONFIG
+
+
+def test_prompt_lanes_past_the_thread_count_are_zero():
+    tables, _ = decode_prompt(prompt(divergent_program(), 1, 5, [0, 0], np.zeros(isa.GLOBAL_WORDS, np.uint32)))
+    assert tables["SREG0"][1] == 4                 # warp 1: tid.x = 4 in lane 0, lanes 1-3 zero
+    assert sorted(tables["SREG2"]) == [0, 1]       # one thread block of two warps
+    assert tables["CONFIG"][0] == 0b0010 | 0 << 4 | 0b1111 << 8 | 0b0001 << 12
+
+
+def test_prompt_word_bytes_up_to_the_highest_nonzero_byte():
+    memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    memory[2] = 0x00FF_0000
+    toks = prompt(Program("k", [MachineBlock([], EXIT)], []), 1, 1, [], memory)
+    i = toks.index(T("LATCH", 2))
+    assert toks[i:i + 5] == [T("LATCH", 2), T("BYTE", 0, 0), T("BYTE", 1, 0), T("BYTE", 2, 0xFF),
+                             T("PUT", PUT_TARGETS.index("GLOBAL"))]
+
+
+# --- expected streams, derived by hand --------------------------------------------
+def test_straight_line_with_store():
+    blocks = [
+        MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),)),
+                      Instr(Op.ADD, r(0), (r(1), Imm(1))),            # writes r0: no VAL
+                      Instr(Op.SHL, r(2), (r(1), Imm(2))),
+                      Instr(Op.ST, r(0), (r(2), Imm(0), r(1)), Space.GLOBAL)], jmp(1)),
+        MachineBlock([Instr(Op.MOV, r(3), (Imm(0x0100_0000),))], EXIT),
+    ]
+    memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    got = expected_stream(Program("k", blocks, []), 1, 3, [], memory)
+    want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1),
+            exec_(0, 0, 1),
+            exec_(0, 0, 2), *vals(0, 0, 1), *vals(1, 4, 1), *vals(2, 8, 1),
+            exec_(0, 0, 3), T("ST", 0), T("ST", 1), T("ST", 2),
+            exec_(0, 0, 4), T("CT1", 1, 0b0111), T("CT2", 0, 0b0111, 0, 0),
+            exec_(0, 1, 0), *vals(0, 1 << 24, 4), *vals(1, 1 << 24, 4), *vals(2, 1 << 24, 4),
+            exec_(0, 1, 1), T("CT1", 0, 0), T("CT2", 0, 0, 0, 0), T("HALT")]
+    assert got.tokens == want
+    dc = {i: set(d) for i, d in enumerate(got.dont_care) if d}
+    assert dc == {15: {"sp"}, len(want) - 3: {"pc", "mask"}, len(want) - 2: {"sp"}}
+    assert got.memory[:4].tolist() == [0, 1, 2, 0] and not memory.any()   # the caller's memory is untouched
+
+
+def test_divergent_branch_partial_exit_and_reconvergence():
+    memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    memory[1] = 0xABCDEF
+    got = expected_stream(divergent_program(), 1, 4, [0, 0], memory).tokens
+    want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1), *vals(3, 3, 1),
+            exec_(0, 0, 1), *vals(0, 1, 1), *vals(1, 1, 1), *vals(2, 0, 1), *vals(3, 0, 1),
+            exec_(0, 0, 2), T("CT1", 1, 0b0011), T("CT2", 0, 0b1111, 0, 0),     # taken side first
+            exec_(0, 1, 0), *vals(0, 5, 1), *vals(1, 5, 1),
+            exec_(0, 1, 1), T("CT1", 2, 0b1100), T("CT2", 0, 0b1100, 0, 0),     # lanes 0, 1 exit
+            exec_(0, 2, 0), *vals(2, 0x300, 2), *vals(3, 0x300, 2),
+            exec_(0, 2, 1), T("CT1", 3, 0b1100), T("CT2", 0, 0b1100, 0, 0),     # reconverged
+            exec_(0, 3, 0), *vals(2, 0xABCDEF, 3), *vals(3, 0xABCDEF, 3),
+            exec_(0, 3, 1), T("CT1", 0, 0), T("CT2", 0, 0, 0, 0), T("HALT")]
+    assert got == want
+    # a load from byte address -4 faults: the interpreter's error propagates
+    with pytest.raises(MemoryFault):
+        expected_stream(divergent_program(load_at=-4), 1, 4, [0, 0], memory)
+
+
+def test_barrier_with_two_warps():
+    blocks = [MachineBlock([], Terminator(Term.BAR, 1)), MachineBlock([], EXIT)]
+    got = expected_stream(Program("k", blocks, []), 1, 6, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
+    assert got == [exec_(0, 0, 0), T("CT1", 1, 0b1111), T("CT2", 0, 0b1111, 1, 1),
+                   exec_(1, 0, 0), T("CT1", 1, 0b0011), T("CT2", 0, 0b0011, 1, 1),
+                   exec_(0, 1, 0), T("CT1", 0, 0), T("CT2", 0, 0, 1, 0),
+                   exec_(1, 1, 0), T("CT1", 0, 0), T("CT2", 0, 0, 1, 0), T("HALT")]
+
+
+def test_two_thread_blocks():
+    blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.CTAID_X),))], EXIT)]
+    got = expected_stream(Program("k", blocks, []), 2, 1, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
+    per_block = lambda c: [exec_(0, 0, 0), *vals(0, c, 1), exec_(0, 0, 1), T("CT1", 0, 0), T("CT2", 0, 0, 0, 0)]
+    assert got == per_block(0) + [T("CTA", 1)] + per_block(1) + [T("HALT")]
+
+
+def test_deadlock_propagates():
+    blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),))], Terminator(Term.BRC, 1, r(1), 2, -1)),
+              MachineBlock([], Terminator(Term.BAR, 2)), MachineBlock([], EXIT)]
+    with pytest.raises(DeadlockError):
+        expected_stream(Program("k", blocks, []), 1, 2, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
+
+
+# --- compare ----------------------------------------------------------------------
+STREAM = Stream([exec_(0, 1, 0), *vals(2, 0x1234, 2), T("CT1", 0, 0), T("CT2", 3, 0, 1, 0), T("HALT")],
+                [frozenset(), frozenset(), frozenset(), frozenset({"pc", "mask"}), frozenset({"sp"}), frozenset()])
+
+
+@pytest.mark.parametrize("index, token, fields", [
+    (0, exec_(0, 2, 0), ("pc",)), (0, exec_(1, 1, 3), ("warp", "slot")), (1, T("ST", 2), ("kind",)),
+    (2, T("VAL", 2, 1, 0x13), ("data",)), (2, T("VAL", 1, 1, 0x12), ("lane",)),
+    (4, T("CT2", 3, 0, 2, 0), ("phase",)), (4, T("CT2", 3, 1, 1, 1), ("alive", "wait")),
+])
+def test_compare_names_the_first_differing_field(index, token, fields):
+    got = list(STREAM.tokens)
+    got[index] = token
+    if index < 4:
+        got[index + 1] = exec_(3, 3, 3)          # a later difference is not the one reported
+    m = compare(STREAM, got)
+    assert (m.index, m.fields, m.got, m.expected) == (index, fields, str(token), str(STREAM.tokens[index]))
+    assert f"token {index}: expected {STREAM.tokens[index]}, got {token}" in str(m)
+
+
+def test_compare_honours_dont_cares_and_length():
+    got = list(STREAM.tokens)
+    got[3], got[4] = T("CT1", 77, 5), T("CT2", 0, 0, 1, 0)
+    assert compare(STREAM, got) is None
+    assert compare(STREAM.tokens, got).fields == ("pc", "mask")      # a plain list has no don't-cares
+    short = compare(STREAM, got[:-1])
+    assert (short.index, short.fields, short.got) == (5, ("length",), "<end of stream>")
+    long = compare(STREAM, got + [T("HALT")])
+    assert (long.index, long.fields, long.expected) == (6, ("length",), "<end of stream>")
