@@ -22,6 +22,7 @@ ARG_NAMES = {"LATCH": ("value",), "BYTE": ("byte", "data"), "PUT": ("target",), 
              "EXEC": ("warp", "pc", "slot"), "VAL": ("lane", "byte", "data"), "ST": ("lane",),
              "CT1": ("pc", "mask"), "CT2": ("sp", "alive", "phase", "wait"), "HALT": (), "FAULT": ()}
 SREG_ROWS_PER_CTA = isa.MAX_WARPS     # special-register table row = cta * 4 + warp
+CHECKS = (None, "replay")             # how a run's generated stream may be checked
 
 
 def tok(kind: str, *args: int) -> Token:

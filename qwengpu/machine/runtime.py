@@ -1,0 +1,147 @@
+"""Run a launch on the merged model: prefill the launch prompt, then greedy-decode GPU
+tokens until HALT, and read global memory back from the model's recurrent states.
+
+The model chooses every token; this loop only restricts the argmax to the GPU tokens and
+feeds each token back (docs/protocol.md). `check="replay"` holds every generated token
+against the reference interpreter's stream as it arrives.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from qwengpu import isa
+from qwengpu.errors import ExecutionError, QwenGpuError
+from qwengpu.launch import check_grid_block
+from qwengpu.machine import protocol
+from qwengpu.machine.tokens import Token
+
+CHECKS = protocol.CHECKS
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+class ReplayMismatch(ExecutionError):
+    """The model's stream left the interpreter's (`mismatch` says where and which field)."""
+
+    def __init__(self, message: str, mismatch: protocol.Mismatch | None = None):
+        super().__init__(message)
+        self.mismatch = mismatch
+
+
+@dataclass
+class ModelRun:
+    """tokens: generated tokens (HALT included); passes: EXEC tokens; instructions: EXEC
+    tokens that are not terminators; stream: the generated tokens themselves."""
+    tokens: int
+    passes: int
+    instructions: int
+    seconds: float
+    stream: list[Token] = field(default_factory=list)
+
+
+def load_model(path: str | Path, dtype: str = "float32", device: str = "cpu"):
+    """A merged checkpoint through stock transformers: (model, its config's qwengpu block)."""
+    from transformers import AutoModelForCausalLM
+    if dtype not in DTYPES:
+        raise QwenGpuError(f"dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise QwenGpuError(f"{path} is not a model checkpoint (no config.json)")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype]).to(device).eval()
+    block = getattr(model.config, "qwengpu", None)
+    if not block:
+        raise QwenGpuError(f"{path} is not a merged qwengpu checkpoint (its config has no qwengpu block)")
+    return model, block
+
+
+def host_config(model) -> dict:
+    """The base (host) text config of a merged model: what machine_for() is keyed on."""
+    cfg = model.config.to_dict()
+    q = cfg["qwengpu"]
+    return {**cfg, "hidden_size": q["base_hidden_size"], "rms_norm_eps": q["base_rms_norm_eps"],
+            "vocab_size": q["base_vocab_size"]}
+
+
+def bind_vocab(model, vocab) -> None:
+    """Point the machine's vocabulary at the model's GPU token ids."""
+    block = getattr(model.config, "qwengpu", None)
+    if not block:
+        return                                   # a bare test model: ids as the vocabulary has them
+    first, end = block["gpu_token_ids"]
+    if end - first != len(vocab):
+        raise QwenGpuError(f"this checkpoint has {end - first} GPU tokens; the machine's vocabulary has "
+                           f"{len(vocab)} (a checkpoint built with another circuit?)")
+    vocab.first_id = first
+
+
+@torch.no_grad()
+def _forward(model, ids: list[int], cache) -> torch.Tensor:
+    """Feed ids; the last position's logits (only that position goes through the head)."""
+    x = torch.tensor([ids], dtype=torch.long, device=model.device)
+    out = model(input_ids=x, cache=cache, use_cache=True, logits_to_keep=1)
+    return out.logits[0, -1]
+
+
+def _new_cache(model):
+    from transformers.cache_utils import DynamicCache
+    return DynamicCache(config=model.config)
+
+
+def launch_on_model(model, machine, program: isa.Program, grid, block, params: list[int], memory: np.ndarray,
+                    *, max_tokens: int, check: str | None = None,
+                    on_token: Callable[[Token], None] | None = None) -> ModelRun:
+    """Run one launch on `model` (global memory `memory` is updated in place)."""
+    if check not in CHECKS:
+        raise QwenGpuError(f"check {check!r}: choose one of {', '.join(str(c) for c in CHECKS)}")
+    grid, block = check_grid_block(grid, block)
+    vocab = machine.vocab
+    bind_vocab(model, vocab)
+    expected = protocol.expected_stream(program, grid, block, params, memory) if check == "replay" else None
+    ids = [vocab.id(t) for t in protocol.prompt(program, grid, block, params, memory)]
+    first, end = vocab.first_id, vocab.first_id + len(vocab)
+    start = time.perf_counter()
+    cache = _new_cache(model)
+    logits = _forward(model, ids, cache)
+    stream: list[Token] = []
+    while True:
+        token = vocab.token(first + int(torch.argmax(logits[first:end])))   # GPU tokens only
+        stream.append(token)
+        if on_token:
+            on_token(token)
+        if expected is not None:
+            _check(expected, len(stream) - 1, token)
+        if token.kind == "HALT":
+            break
+        if token.kind == "FAULT":
+            where = next((str(t) for t in reversed(stream) if t.kind == "EXEC"), "before the first pass")
+            raise ExecutionError(f"the model signalled FAULT at generated token {len(stream) - 1} (last pass: {where})")
+        if len(stream) >= max_tokens:
+            raise ExecutionError(f"the launch did not finish within {max_tokens} tokens "
+                                 f"(raise max_tokens if it needs more)")
+        logits = _forward(model, [vocab.id(token)], cache)
+    memory[:] = machine.read_global(cache, layer_offset=0)
+    seconds = time.perf_counter() - start
+    if expected is not None:
+        _check_memory(expected.memory, memory)
+    passes = [t for t in stream if t.kind == "EXEC"]
+    instructions = sum(not protocol.is_terminator(program, t) for t in passes)
+    return ModelRun(len(stream), len(passes), instructions, seconds, stream)
+
+
+def _check(expected: protocol.Stream, index: int, token: Token) -> None:
+    mismatch = protocol.check_token(expected, index, token)
+    if mismatch:
+        raise ReplayMismatch(f"replay mismatch at {mismatch}", mismatch)
+
+
+def _check_memory(want: np.ndarray, got: np.ndarray) -> None:
+    bad = np.flatnonzero(want != got)
+    if bad.size:
+        w = int(bad[0])
+        raise ReplayMismatch(f"replay mismatch in global memory after HALT: word {w} is {int(got[w]):#x}, "
+                             f"the interpreter has {int(want[w]):#x} ({bad.size} words differ)")
