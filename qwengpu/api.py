@@ -7,11 +7,16 @@
     res.passes, res.instructions, res.seconds
 
 Engines: "interp" (the reference interpreter), "cuda" (the same source on a
-real NVIDIA GPU through CuPy), "model" (the Qwen3.5 model; not built yet).
+real NVIDIA GPU through CuPy), "model" (the merged Qwen3.5 model generates the
+launch token by token; docs/protocol.md):
+
+    dev = Device("model", model="build/standin-merged", dtype="bfloat16", check="replay")
+    res.tokens, res.passes, res.instructions
 """
 from __future__ import annotations
 
 import functools
+import importlib
 import re
 import time
 from dataclasses import dataclass
@@ -21,20 +26,25 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from qwengpu import interp, isa
-from qwengpu.errors import CompileError, QwenGpuError
+from qwengpu.errors import CompileError, QwenGpuError, UnsupportedError
 from qwengpu.launch import Launch
+from qwengpu.machine.protocol import CHECKS
 from qwengpu.toolchain.frontend import FRONTENDS, compile_cuda, with_prelude
 from qwengpu.toolchain.lower import lower, plain_name
 from qwengpu.toolchain.ptx import parse_ptx
 
 ENGINES = ("interp", "cuda", "model")
+MODEL_DTYPES = ("float32", "bfloat16")
+DEFAULT_MAX_TOKENS = 200_000
 
 
 @dataclass
 class LaunchResult:
     """What a launch cost. `instructions` (warp-instructions) and `passes`
-    (machine blocks executed) are None on the cuda engine; `tokens` is set
-    by the model engine only; `trace` holds the interpreter's steps when asked."""
+    (machine blocks executed; on the model engine, forward passes: EXEC tokens, one
+    per instruction or terminator) are None on the cuda engine; `tokens` is set
+    by the model engine only; `trace` holds the interpreter's steps (model engine:
+    the generated tokens) when asked."""
     engine: str
     seconds: float
     instructions: int | None = None
@@ -44,19 +54,48 @@ class LaunchResult:
 
 
 class Device:
-    def __init__(self, engine: str = "interp", frontend: str = "clang", opt: int = 2):
+    """The model engine's options: `model` a merged checkpoint directory (None: the
+    stand-in merged model, built on first use), `dtype` float32 or bfloat16, `check`
+    None or "replay" (every generated token against the interpreter's stream),
+    `max_tokens` the generation limit, `on_token` a callback for each generated token,
+    `device` the torch device. The model loads on the first launch."""
+
+    def __init__(self, engine: str = "interp", frontend: str = "clang", opt: int = 2, *,
+                 model: str | Path | None = None, dtype: str = "float32", check: str | None = None,
+                 max_tokens: int = DEFAULT_MAX_TOKENS, on_token: Callable | None = None, device: str = "cpu"):
         if engine not in ENGINES:
             raise QwenGpuError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         if frontend not in FRONTENDS:
             raise QwenGpuError(f"unknown front end {frontend!r}; choose one of {', '.join(FRONTENDS)}")
+        if dtype not in MODEL_DTYPES:
+            raise QwenGpuError(f"unknown dtype {dtype!r}; choose one of {', '.join(MODEL_DTYPES)}")
+        if check not in CHECKS:
+            raise QwenGpuError(f"unknown check {check!r}; choose replay or none")
+        if max_tokens < 1:
+            raise QwenGpuError(f"max_tokens must be at least 1, got {max_tokens}")
         self.engine, self.frontend, self.opt = engine, frontend, opt
+        self.model_path, self.dtype, self.check, self.max_tokens = model, dtype, check, max_tokens
+        self.on_token, self.torch_device = on_token, device
+        self._loaded = None     # (model, machine) once the model engine has loaded them
+
+    def model_and_machine(self):
+        """The loaded merged model and its machine (loaded on the first call)."""
+        if self._loaded is None:
+            from qwengpu.machine import runtime
+            build = machine_build("machine_for", *(("default_merged_model",) if self.model_path is None else ()))
+            path = self.model_path if self.model_path is not None else build.default_merged_model()
+            model, _ = runtime.load_model(path, self.dtype, self.torch_device)
+            self._loaded = model, build.machine_for(runtime.host_config(model))
+        return self._loaded
 
     def compile(self, src: str, filename: str = "<source>") -> "Module":
         ptx = compile_cuda(src, frontend=self.frontend, opt=self.opt, filename=filename)
         return Module(self, src, ptx, filename)
 
     def __repr__(self):
-        return f"Device(engine={self.engine!r}, frontend={self.frontend!r}, opt={self.opt})"
+        model = (f", model={self.model_path!r}, dtype={self.dtype!r}, check={self.check!r}"
+                 if self.engine == "model" else "")
+        return f"Device(engine={self.engine!r}, frontend={self.frontend!r}, opt={self.opt}{model})"
 
 
 class Module:
@@ -132,8 +171,40 @@ def _run_interp(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
     return LaunchResult("interp", ex.seconds, ex.instructions, ex.passes, None, ex.steps)
 
 
+def machine_build(*needs: str):
+    """qwengpu.machine.build (the machine's assembly) with attributes `needs`, or a clear
+    error while it is missing."""
+    try:
+        build = importlib.import_module("qwengpu.machine.build")
+        missing = [name for name in needs if not hasattr(build, name)]
+        if missing:
+            raise ImportError(f"qwengpu.machine.build has no {', '.join(missing)}")
+    except ImportError as e:
+        raise QwenGpuError(f"the in-model engine is not built yet ({e}); use engine='interp' "
+                           f"(or 'cuda' on an NVIDIA GPU)") from None
+    return build
+
+
+def check_model_ops(program: isa.Program, supported) -> None:
+    """UnsupportedError naming every op and terminator of `program` the model cannot run yet."""
+    names = {getattr(op, "name", op) for op in supported}
+    used = {ins.op.name for b in program.blocks for ins in b.instrs} | {b.term.kind.name for b in program.blocks}
+    missing = sorted(used - names)
+    if missing:
+        raise UnsupportedError(f"kernel {program.name} uses {', '.join(missing)}, which the model engine "
+                               f"does not support yet; use engine='interp'")
+
+
 def _run_model(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
-    raise QwenGpuError("the in-model engine is not built yet; use engine='interp' (or 'cuda' on an NVIDIA GPU)")
+    from qwengpu.machine.runtime import launch_on_model
+    dev = fn.module.device
+    check_model_ops(fn.program, machine_build("MODEL_OPS").MODEL_OPS)    # before loading anything
+    model, machine = dev.model_and_machine()
+    run = launch_on_model(model, machine, fn.program, launch.grid, launch.block, launch.params, launch.memory,
+                          max_tokens=dev.max_tokens, check=dev.check, on_token=dev.on_token)
+    launch.copy_back()
+    return LaunchResult("model", run.seconds, run.instructions, run.passes, run.tokens,
+                        run.stream if trace else None)
 
 
 def _run_cuda(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
@@ -186,7 +257,7 @@ ENGINE_RUNNERS: dict[str, Callable[[Function, Launch, bool], LaunchResult]] = {
     "interp": _run_interp, "cuda": _run_cuda, "model": _run_model}
 
 
-def compile_file(path, *, engine: str = "interp", frontend: str = "clang", opt: int = 2) -> Module:
-    """Compile a .cu file on a new Device."""
+def compile_file(path, *, engine: str = "interp", frontend: str = "clang", opt: int = 2, **model_options) -> Module:
+    """Compile a .cu file on a new Device (model_options: see Device)."""
     p = Path(path)
-    return Device(engine, frontend, opt).compile(p.read_text(), filename=p.name)
+    return Device(engine, frontend, opt, **model_options).compile(p.read_text(), filename=p.name)

@@ -3,12 +3,16 @@
 The launch tests use hand-built machine programs, so they need neither the
 PTX parser nor the lowering; expected values are computed with NumPy.
 """
+import sys
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
+import torch
 
 from qwengpu import isa
 from qwengpu.api import Device, Function, Module
-from qwengpu.errors import CompileError, LaunchError, MachineLimitError, QwenGpuError
+from qwengpu.errors import CompileError, LaunchError, MachineLimitError, QwenGpuError, UnsupportedError
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Param, Program, Reg, Space, Term, Terminator
 from qwengpu.launch import Launch
 from qwengpu.suite import DEFAULT_DIR
@@ -179,10 +183,79 @@ def test_trace_is_returned_when_asked():
     assert result.trace is not None and len(result.trace) == result.passes
 
 
-def test_model_engine_is_not_built_yet():
+def test_model_engine_without_the_machine_says_so(monkeypatch):
+    monkeypatch.setitem(sys.modules, "qwengpu.machine.build", None)
     with pytest.raises(QwenGpuError, match="in-model engine is not built yet"):
         as_function(scale_add_program(), "model")(grid=1, block=4, args=[np.ones(4, np.int32),
                                                                           np.zeros(4, np.int32), 0])
+
+
+class _StubModel:
+    """Plays `script` (the logits pick script[i] on the i-th call after the prefill)."""
+
+    def __init__(self, vocab, script):
+        self.vocab, self.script, self.calls = vocab, script, 0
+        self.device = torch.device("cpu")
+        self.config = SimpleNamespace(qwengpu={"gpu_token_ids": [50, 50 + len(vocab)]})
+
+    def __call__(self, input_ids, cache, use_cache, logits_to_keep):
+        logits = torch.zeros(1, 1, 50 + len(self.vocab))
+        logits[0, 0, self.vocab.id(self.script[self.calls])] = 1.0
+        self.calls += 1
+        return SimpleNamespace(logits=logits)
+
+
+def _stub_machine_build(monkeypatch, ops, script=(), final=None):
+    """A stand-in qwengpu.machine.build whose model plays `script` and whose memory reads `final`."""
+    from qwengpu.machine import runtime
+    from qwengpu.machine.tokens import Vocab
+    machine = SimpleNamespace(vocab=Vocab(), read_global=lambda cache, layer_offset=0: final)
+    loads = []
+
+    def load_model(path, dtype, device):
+        loads.append((path, dtype, device))
+        return _StubModel(machine.vocab, list(script)), {}
+    build = SimpleNamespace(MODEL_OPS=ops, machine_for=lambda cfg: machine,
+                            default_merged_model=lambda: "standin-path")
+    monkeypatch.setitem(sys.modules, "qwengpu.machine.build", build)
+    monkeypatch.setattr(runtime, "load_model", load_model)
+    monkeypatch.setattr(runtime, "host_config", lambda model: {})
+    monkeypatch.setattr(runtime, "_new_cache", lambda model: None)
+    return loads
+
+
+def test_model_engine_refuses_unsupported_ops_before_loading(monkeypatch):
+    loads = _stub_machine_build(monkeypatch, {isa.Op.S2R, isa.Op.SHL, "ADD", "JMP", "EXIT"})
+    with pytest.raises(UnsupportedError, match="kernel scale_add uses LD, ST, which the model engine does not support"):
+        as_function(scale_add_program(), "model")(grid=1, block=4, args=[np.ones(4, np.int32),
+                                                                          np.zeros(4, np.int32), 0])
+    assert loads == []
+
+
+def test_model_engine_runs_a_launch_through_the_runtime(monkeypatch):
+    from qwengpu.machine.protocol import expected_stream
+    src, out = np.array([1, -3, 2**30, 7], np.int32), np.zeros(4, np.int32)
+    launch = Launch.build(scale_add_program(), 1, 4, [src, out, -5])
+    stream = expected_stream(launch.program, launch.grid, launch.block, launch.params, launch.memory)
+    all_ops = {op.name for op in isa.Op} | {t.name for t in isa.Term}
+    loads = _stub_machine_build(monkeypatch, all_ops, stream.tokens, stream.memory)
+    fn = Function(Module(Device("model", dtype="bfloat16", check="replay"), "", "", "<hand-built>"),
+                  "scale_add", scale_add_program())
+    result = fn(grid=1, block=4, args=[src, out, -5], trace=True)
+    want = (src.astype(np.int64) * 2 - 5).astype(np.uint64).astype(np.uint32).view(np.int32)
+    np.testing.assert_array_equal(out, want)
+    # a model pass runs one instruction or one terminator: 9 instructions + 5 terminators
+    assert (result.engine, result.passes, result.instructions) == ("model", 14, 9)
+    assert result.tokens == len(stream.tokens) and result.trace == stream.tokens
+    assert loads == [("standin-path", "bfloat16", "cpu")]
+
+
+@pytest.mark.parametrize("kwargs, message", [({"dtype": "fp16"}, "unknown dtype 'fp16'"),
+                                             ({"check": "full"}, "unknown check 'full'"),
+                                             ({"max_tokens": 0}, "max_tokens must be at least 1")])
+def test_device_rejects_bad_model_options(kwargs, message):
+    with pytest.raises(QwenGpuError, match=message):
+        Device("model", **kwargs)
 
 
 def test_launch_errors_come_before_any_engine_runs():
