@@ -1,0 +1,340 @@
+"""The 4-lane ALU stage: every ALU op of isa.ALU_SEMANTICS that fits, for 4 lanes at once.
+
+Interface: `build_alu(c, at, op, a, b, cc)` reads one-dim op flags (at most one is 1) and
+per-lane 32-bit operands (positional operands 0, 1, 2 of isa.ALU_SEMANTICS) and returns
+per-lane 32-bit results plus the first layer whose MLP may read them. With every flag 0
+the results are exactly 0.
+
+No final select layer: each unit writes its result straight into the lane's result field,
+multiplied by its op flag. Any relu neuron can be gated by a flag: relu(y + K f - K) with
+K the largest value of y is relu(y) when f = 1 and 0 when f = 0 (`_gated`).
+
+Units (layer offsets from `at`; all lanes side by side):
+  multiply + add/sub  L0 bit products a_i b_j summed per bit column (gated by MUL's flag);
+                      L1, L2 each column count split into its bits, which move up to the
+                      columns they weigh (in place); L3 columns folded into nibble digits
+                      D_n <= 30, with ADD and SUB writing their own digits there (gated);
+                      L4, L5 one carry resolution (as gadgets.resolve) for all three ops.
+  shifter             a barrel shifter in place on one 32-dim field: by 0-3 while loading (L0),
+                      then by 4, 8, 16 (L1..L3); SHR and SRA shift the bit-reversed word left
+                      (reversal is free wiring) with SRA's sign as the fill; PTX clamping in
+                      the last stage.
+  compare / pick      L0 byte order (gadgets.compare's first layer, signed and unsigned);
+                      L1 SETxx into bit 0, and which operand to pick (MIN/MAX/SEL/MOV);
+                      L2 a 3-way mux.
+  bitwise             AND/OR/XOR in one layer (L3): OR = AND + XOR.
+  bit counting        POPC, CLZ, BREV in one layer each (L3).
+"""
+from __future__ import annotations
+
+from qwengpu.circuit import CircuitError
+from qwengpu.circuit import gadgets as G
+from qwengpu.circuit.gadgets import MAX_POSITIVE, add_terms, span
+from qwengpu.circuit.layer import Circuit
+from qwengpu.circuit.residual import Field
+
+WORD = 32
+LANES = 4
+ADD_SUB_MUL = ("ADD", "SUB", "MUL")
+SHIFTS = ("SHL", "SHR", "SRA")
+PICKS = ("MOV", "SEL", "MIN", "MAX", "MINU", "MAXU")
+SETS = ("SETEQ", "SETNE", "SETLT", "SETLE", "SETGT", "SETGE", "SETLTU", "SETLEU", "SETGTU", "SETGEU")
+BITWISE = ("AND", "OR", "XOR")
+COUNTS = ("POPC", "CLZ", "BREV")
+ALU_OPS: tuple[str, ...] = ADD_SUB_MUL + SHIFTS + PICKS + SETS + BITWISE + COUNTS
+ALU_LAYERS = 6
+
+# layer offsets of each unit's steps
+MUL_REDUCE = (1, 2)   # column counts -> bits, in place
+DIGITS = 3            # nibble digits (MUL fold, ADD/SUB digits)
+RESOLVE = 4           # carry resolution: 4 and 5
+SHIFT_LAST = 3        # the shifter's last stage
+LATE = 3              # bitwise and bit counting
+
+
+# ---------------------------------------------------------------------------
+# neuron helpers
+# ---------------------------------------------------------------------------
+def _raw(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float]) -> None:
+    """One neuron, with terms and outputs in field units (int fields are stored scaled)."""
+    scale = c.layout.dim_scale
+    c.layer(at).relu({d: k / scale[d] for d, k in terms.items()}, bias,
+                     {d: k * scale[d] for d, k in out.items()})
+
+
+def _gated(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float],
+           gate: list[Field]) -> None:
+    """out += relu(y) if one of the (mutually exclusive) `gate` flags is 1, else 0, with
+    y = sum(terms) + bias: relu(y + K * sum(gate) - K), K = the largest y."""
+    hi = span(c, terms, bias)[1]
+    if hi > MAX_POSITIVE:
+        raise CircuitError(f"neuron argument reaches {hi}; exact range is <= {MAX_POSITIVE}")
+    if hi > 0:
+        _raw(c, at, add_terms(terms, {g[0]: hi for g in gate}), bias - hi, out)
+
+
+def _gated_step(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, float],
+                gate: list[Field]) -> None:
+    """out += [sum(terms) >= t] if a `gate` flag is 1: relu(S - t + 1) - relu(S - t), both gated."""
+    _gated(c, at, terms, 1 - t, out, gate)
+    _gated(c, at, terms, -t, {d: -k for d, k in out.items()}, gate)
+
+
+def _gated_basis(c: Circuit, at: int, terms: dict[int, int], values: list[int],
+                 functions: list[tuple[callable, dict[int, float]]], gate: list[Field]) -> None:
+    """gadgets.basis (f(S) for S = sum(terms) taking only the sorted `values`, f(values[0]) = 0),
+    gated: [S >= v] = relu(S - u) - relu(S - u - 1) for consecutive reachable u < v."""
+    rows: dict[int, dict[int, float]] = {}
+    for f, out in functions:
+        if f(values[0]):
+            raise CircuitError("_gated_basis: f(values[0]) must be 0")
+        for u, v in zip(values, values[1:]):
+            jump = f(v) - f(u)
+            for offset, sign in ((u, 1), (u + 1, -1)):
+                row = rows.setdefault(offset, {})
+                for d, k in out.items():
+                    row[d] = row.get(d, 0) + sign * jump * k
+    for offset in sorted(rows):
+        row = {d: k for d, k in rows[offset].items() if k}
+        if row:
+            _gated(c, at, terms, -offset, row, gate)
+
+
+def _neg(terms: dict[int, int]) -> dict[int, int]:
+    return {d: -k for d, k in terms.items()}
+
+
+# ---------------------------------------------------------------------------
+# multiply, add, sub: shared nibble digits and one carry resolution
+# ---------------------------------------------------------------------------
+def _column_bits(c: Circuit, at: int, col: Field, vmax: list[int], last: bool, digits: Field | None) -> list[int]:
+    """Split each column count S_k (0..vmax[k]) into its bits; bit t weighs 2**(k+t). In place
+    (the basis also subtracts S_k from its own dim), or, when `last`, folded into the nibble
+    digits: column k = 4n + s adds (v 2**s) mod 16 to digit n and (v 2**s) div 16 to digit n+1.
+    Returns the new column bounds."""
+    new = [0] * WORD
+    for k in range(WORD):
+        if vmax[k] == 0:
+            continue
+        fns = []
+        if last:
+            n, s = divmod(k, 4)
+            fns.append((lambda v, s=s: (v << s) % 16, {digits[n]: 1}))
+            if n + 1 < len(digits):
+                fns.append((lambda v, s=s: (v << s) // 16, {digits[n + 1]: 1}))
+        else:
+            for t in range(vmax[k].bit_length()):
+                if k + t < WORD:
+                    fns.append((lambda v, t=t: v >> t & 1, {col[k + t]: 1}))
+                    new[k + t] += 1
+        fns.append((lambda v: -v, {col[k]: 1}))      # clear the old count
+        G.basis(c, at, {col[k]: 1}, 0, fns, values=list(range(vmax[k] + 1)))
+    return new
+
+
+def _digit_bounds(vmax: list[int]) -> list[int]:
+    out = [0] * (WORD // 4 + 1)
+    for k, m in enumerate(vmax):
+        n, s = divmod(k, 4)
+        out[n] += max((v << s) % 16 for v in range(m + 1))
+        out[n + 1] += max((v << s) // 16 for v in range(m + 1))
+    return out[: WORD // 4]
+
+
+def _mul_add_sub(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, r: Field, tag: str) -> None:
+    """MUL, ADD and SUB of one lane into r (born by layer at + RESOLVE + 1)."""
+    col = c.field(f"{tag}.mul.columns", WORD, at, kind="int", vmax=WORD)
+    for i in range(WORD):                          # L0: S_k = sum_{i+j=k} a_i b_j, gated by MUL
+        for j in range(WORD - i):
+            _gated(c, at, {a[i]: 1, b[j]: 1}, -1, {col[i + j]: 1}, [flags["MUL"]])
+    vmax = [k + 1 for k in range(WORD)]
+    for layer in MUL_REDUCE:
+        vmax = _column_bits(c, at + layer, col, vmax, False, None)
+    bounds = _digit_bounds(vmax)
+    if max(bounds) > 31:
+        raise CircuitError(f"{tag}: multiply digits reach {max(bounds)}; the carry resolution needs <= 31")
+    digits = c.field(f"{tag}.digits", WORD // 4, at + DIGITS, kind="int", vmax=31)
+    _column_bits(c, at + DIGITS, col, vmax, True, digits)
+    c.layout.release(col, at + DIGITS)
+    for n in range(WORD // 4):                     # ADD: A_n + B_n; SUB: A_n + 15 - B_n (+1)
+        _gated(c, at + DIGITS, add_terms(G.nibble(a, n), G.nibble(b, n)), 0, {digits[n]: 1}, [flags["ADD"]])
+        _gated(c, at + DIGITS, add_terms(G.nibble(a, n), _neg(G.nibble(b, n))), 15 + (n == 0),
+               {digits[n]: 1}, [flags["SUB"]])
+    _resolve(c, at + RESOLVE, digits, r, tag)
+
+
+def _resolve(c: Circuit, at: int, digits: Field, out: Field, tag: str) -> None:
+    """out += the binary value of sum_n D_n 16**n mod 2**32 for digits D_n in [0, 31]; clears
+    the digits. 2 layers; the same carry scheme as gadgets.resolve (see docs/circuit.md)."""
+    t = c.field(f"{tag}.carry", 9 * len(digits), at)
+    for n in range(len(digits)):
+        z, g, p, e = t[9 * n: 9 * n + 4], t[9 * n + 4], t[9 * n + 5], t[9 * n + 6: 9 * n + 9]
+        fns = [(lambda v, k=k: v % 16 >> k & 1, {z[k]: 1}) for k in range(4)]
+        fns += [(lambda v: int(v >= 16), {g: 1}), (lambda v: int(v >= 15), {p: 1})]
+        fns += [(lambda v, k=k: int(v % (1 << k) == (1 << k) - 1), {e[k - 1]: 1}) for k in range(1, 4)]
+        fns.append((lambda v: -v, {digits[n]: 1}))   # clear the digit
+        G.basis(c, at, {digits[n]: 1}, 0, fns)
+    c.layout.release(digits, at)
+    for n in range(len(digits)):
+        lam = add_terms(*({t[9 * i + 4]: 1 << i, t[9 * i + 5]: 1 << i} for i in range(n)))
+        bias = -sum(1 << i for i in range(n))
+        for k in range(4):
+            zk, d = t[9 * n + k], out[4 * n + k]
+            G.relu(c, at + 1, {zk: 1}, 0, {d: 1})
+            if n == 0:
+                continue                           # no carry into the lowest nibble
+            ek, e_const = ({t[9 * n + 5 + k]: 128}, 0) if k else ({}, 128)
+            G.step(c, at + 1, add_terms(lam, ek, {zk: -128}), 129 - bias - e_const, {d: 1})
+            G.step(c, at + 1, add_terms(lam, ek, {zk: 128}), 257 - bias - e_const, {d: -1})
+    c.clear(t, at + 1)
+
+
+# ---------------------------------------------------------------------------
+# shifts: 5-stage barrel shifter, in place
+# ---------------------------------------------------------------------------
+def _shifts(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, r: Field, tag: str) -> None:
+    """SHL, SHR, SRA of one lane into r at layer at + 3. x holds a (SHL) or reversed a (SHR,
+    SRA) shifted left by b[0:2] while it is loaded (L0), then by 4, 8 (L1, L2, in place) and
+    16 (L3, into r, un-reversed); `fill` is what enters at the bottom (a's sign for SRA).
+    Amounts >= 32 (any of b[5:] set) zero the shifted bits and give every bit
+    `bigfill` = SRA and sign."""
+    left, right = [flags["SHL"]], [flags["SHR"], flags["SRA"]]
+    high = {b[j]: -1 for j in range(5, WORD)}       # <= -1 when the amount is >= 32
+    x = c.field(f"{tag}.shift", WORD, at)
+    fill = c.field(f"{tag}.shift.fill", 2, at)      # [fill, bigfill]
+    _gated(c, at, {a[WORD - 1]: 1}, 0, {fill[0]: 1}, [flags["SRA"]])
+    _gated_step(c, at, add_terms(_neg(high), {a[WORD - 1]: 32}), 33, {fill[1]: 1}, [flags["SRA"]])
+    for s in range(4):                              # L0: x_i = X_{i-s} when b[0:2] == s
+        amount = {b[0]: 1 if s & 1 else -1, b[1]: 1 if s & 2 else -1}
+        bias = -2 + (not s & 1) + (not s & 2)       # amount terms + bias == 0 exactly when b[0:2] == s
+        for i in range(WORD):
+            j = i - s
+            if j >= 0:
+                _gated(c, at, add_terms(amount, {a[j]: 1}), bias, {x[i]: 1}, left)
+                _gated(c, at, add_terms(amount, {a[WORD - 1 - j]: 1}), bias, {x[i]: 1}, right)
+            else:
+                _gated(c, at, add_terms(amount, {a[WORD - 1]: 1}), bias, {x[i]: 1}, [flags["SRA"]])
+    for k in (2, 3):                                # x_i <- b_k ? x_{i - 2**k} : x_i
+        d = 1 << k
+        for i in range(WORD):
+            src = x[i - d] if i >= d else fill[0]
+            G.relu(c, at + k - 1, {src: 1, x[i]: -1, b[k]: 1}, -1, {x[i]: 1})
+            G.relu(c, at + k - 1, {x[i]: 1, src: -1, b[k]: 1}, -1, {x[i]: -1})
+    last = at + SHIFT_LAST                          # stage 16 straight into r, clamped
+    for i in range(WORD):
+        for gate, j in ((left, i), (right, WORD - 1 - i)):
+            src = x[j - 16] if j >= 16 else (None if gate is left else fill[0])
+            _gated(c, last, add_terms({x[j]: 1, b[4]: -1}, high), 0, {r[i]: 1}, gate)
+            if src is not None:
+                _gated(c, last, add_terms({src: 1, b[4]: 1}, high), -1, {r[i]: 1}, gate)
+    G.relu(c, last, {fill[1]: 1}, 0, {d: 1 for d in r.dims})
+    c.clear(x, last)
+    c.clear(fill, last)
+
+
+# ---------------------------------------------------------------------------
+# compare, min/max, select, move
+# ---------------------------------------------------------------------------
+def _byte_order(c: Circuit, at: int, a: Field, b: Field, tag: str):
+    """Layer at: gt_j = [B_j > A_j], lt_j = [B_j < A_j] per byte; the top byte both unsigned and
+    two's complement. Returns the field and Lambda (unsigned, signed) with sign(Lambda) =
+    sign(b - a) (see gadgets.compare)."""
+    f = c.field(f"{tag}.order", 10, at)
+    for j, slot, top in ((0, 0, 128), (1, 2, 128), (2, 4, 128), (3, 6, 128), (3, 8, -128)):
+        w = [1, 2, 4, 8, 16, 32, 64, top]
+        diff = add_terms({b[8 * j + i]: w[i] for i in range(8)}, {a[8 * j + i]: -w[i] for i in range(8)})
+        G.step(c, at, diff, 1, {f[slot]: 1})
+        G.step(c, at, _neg(diff), 1, {f[slot + 1]: 1})
+
+    def lam(slots):
+        return add_terms(*({f[s]: 1 << j, f[s + 1]: -(1 << j)} for j, s in enumerate(slots)))
+    return f, lam((0, 2, 4, 6)), lam((0, 2, 4, 8))
+
+
+def _compare_pick(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, cc: Field,
+                  r: Field, tag: str) -> None:
+    """SETxx into r[0] at layer at + 1; MOV/SEL/MIN/MAX(U) pick a, b or cc per bit at at + 2."""
+    order, lam_u, lam_s = _byte_order(c, at, a, b, tag)
+    at1 = at + 1
+    for op in SETS:
+        signed, test = G.SET_TESTS[op]
+        lam = lam_s if signed else lam_u
+        gate, out = [flags[op]], {r[0]: 1}
+        if test == "zero":
+            _gated(c, at1, {d: -1 for d in order.dims[:8]}, 1, out, gate)
+        elif test == "nonzero":
+            _gated_step(c, at1, {d: 1 for d in order.dims[:8]}, 1, out, gate)
+        else:
+            terms, t = {"pos": (lam, 1), "nonneg": (lam, 0), "neg": (_neg(lam), 1), "nonpos": (_neg(lam), 0)}[test]
+            _gated_step(c, at1, terms, t, out, gate)
+    pick = c.field(f"{tag}.pick", 3, at1)            # take a, b, cc
+    pa, pb, pc = ({pick[k]: 1} for k in range(3))
+    for op, lam in (("MIN", lam_s), ("MINU", lam_u), ("MAX", _neg(lam_s)), ("MAXU", _neg(lam_u))):
+        _gated_step(c, at1, lam, 0, pa, [flags[op]])         # MIN: a when b - a >= 0
+        _gated_step(c, at1, _neg(lam), 1, pb, [flags[op]])
+    _gated(c, at1, {}, 1, pa, [flags["MOV"]])
+    nonzero = {d: 1 for d in a.dims}                           # SEL(cond = a, b, cc)
+    _gated_step(c, at1, nonzero, 1, pb, [flags["SEL"]])
+    _gated(c, at1, _neg(nonzero), 1, pc, [flags["SEL"]])
+    c.clear(order, at1)
+    for i in range(WORD):
+        for k, src in enumerate((a, b, cc)):
+            G.relu(c, at + 2, {src[i]: 1, pick[k]: 1}, -1, {r[i]: 1})
+    c.clear(pick, at + 2)
+
+
+# ---------------------------------------------------------------------------
+# bitwise and bit counting (one layer each)
+# ---------------------------------------------------------------------------
+def _bitwise(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, r: Field) -> None:
+    """AND/OR/XOR: OR = AND + XOR (a bit can't be both)."""
+    both, either = [flags["AND"], flags["OR"]], [flags["OR"], flags["XOR"]]
+    for i in range(WORD):
+        _gated(c, at, {a[i]: 1, b[i]: 1}, -1, {r[i]: 1}, both)
+        _gated(c, at, {a[i]: 1, b[i]: -1}, 0, {r[i]: 1}, either)
+        _gated(c, at, {a[i]: -1, b[i]: 1}, 0, {r[i]: 1}, either)
+
+
+def _counts(c: Circuit, at: int, flags: dict[str, Field], a: Field, r: Field) -> None:
+    """POPC: bits of sum(a) (a basis over 0..32); CLZ: k when a's top k bits are 0 and the next
+    is 1 (one neuron per k writes k's bits); BREV: r_i = a_{31-i}."""
+    bits = [(lambda v, t=t: v >> t & 1, {r[t]: 1}) for t in range(6)]
+    _gated_basis(c, at, {d: 1 for d in a.dims}, list(range(WORD + 1)), bits, [flags["POPC"]])
+    for k in range(WORD + 1):
+        bits = {r[t]: 1 for t in range(6) if k >> t & 1}
+        above = {a[j]: -1 for j in range(WORD - k, WORD)}
+        if k < WORD:
+            _gated(c, at, add_terms(above, {a[WORD - 1 - k]: 1}), 0, bits, [flags["CLZ"]])
+        else:
+            _gated(c, at, above, 1, bits, [flags["CLZ"]])
+    for i in range(WORD):
+        _gated(c, at, {a[WORD - 1 - i]: 1}, 0, {r[i]: 1}, [flags["BREV"]])
+
+
+# ---------------------------------------------------------------------------
+# the stage
+# ---------------------------------------------------------------------------
+def build_alu(c: Circuit, at: int, op: dict[str, Field], a: list[Field], b: list[Field], cc: list[Field],
+              name: str = "alu") -> tuple[list[Field], int]:
+    """Per lane r = ALU_SEMANTICS[op](a, b, cc) for the op whose flag is 1 (0 when none is).
+    Operands are born before layer `at`; returns (r, end) with r readable from layer `end`."""
+    missing = [o for o in ALU_OPS if o not in op]
+    if missing:
+        raise CircuitError(f"{name}: no op flag for {', '.join(missing)} (build_alu needs one per ALU_OPS name)")
+    if not (len(a) == len(b) == len(cc) == LANES):
+        raise CircuitError(f"{name}: needs {LANES} lanes of operands, got {len(a)}, {len(b)}, {len(cc)}")
+    for f in (*a, *b, *cc):
+        if f.width != WORD:
+            raise CircuitError(f"{name}: operand {f.name} has {f.width} dims; an operand is {WORD} bits")
+    flags = {o: op[o] for o in ALU_OPS}
+    results = []
+    for lane in range(LANES):
+        tag = f"{name}{lane}"
+        r = c.field(f"{tag}.r", WORD, at + 1)
+        _compare_pick(c, at, flags, a[lane], b[lane], cc[lane], r, tag)
+        _shifts(c, at, flags, a[lane], b[lane], r, tag)
+        _mul_add_sub(c, at, flags, a[lane], b[lane], r, tag)
+        _bitwise(c, at + LATE, flags, a[lane], b[lane], r)
+        _counts(c, at + LATE, flags, a[lane], r)
+        results.append(r)
+    return results, at + ALU_LAYERS

@@ -1,0 +1,171 @@
+"""The 4-lane ALU stage through the stock Qwen3.5 layers, fp32 and bf16, checked against
+isa.ALU_SEMANTICS: every op on random and edge operands (different per lane), flags all
+zero -> 0, temporaries cleared, and the per-layer budget on the 2B host."""
+import functools
+
+import numpy as np
+import pytest
+
+from qwengpu import isa
+from qwengpu.circuit import CircuitError
+from qwengpu.circuit.check import EDGES, MLP_HOST, draw_words, interleave_text, run_cases
+from qwengpu.circuit.host import QWEN35_2B, circuit_width
+from qwengpu.circuit.layer import Circuit
+from qwengpu.circuit.model import build_model, encode
+from qwengpu.machine import alu
+
+LANES = 4
+PER_OP = 36
+SMALL_EDGES = [0, 1, 0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFFF]
+AMOUNTS = [0, 1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 30, 31, 32, 33, 63, 64, 255, 256, 0x8000_0000, 0xFFFF_FFFF]
+
+
+def compile_alu(host, at=0, width=900):
+    c = Circuit(host, circuit_width(host, width, limit=4096))
+    op = {o: c.input(f"op.{o}", 1) for o in alu.ALU_OPS}
+    ops = [[c.input(f"x{k}.{lane}", 32) for lane in range(LANES)] for k in range(3)]
+    inputs = c.layout.high_water()
+    r, end = alu.build_alu(c, at, op, *ops)
+    return c, op, ops, r, end, inputs
+
+
+@functools.lru_cache(maxsize=None)
+def compiled():
+    return compile_alu(MLP_HOST)
+
+
+@functools.lru_cache(maxsize=None)
+def model(dtype):
+    return build_model(compiled()[0], dtype)
+
+
+def operands(op: str, rng, n: int) -> np.ndarray:
+    """[3, LANES, n] operands: every pair of SMALL_EDGES spread over the lanes of the first
+    cases, then uniform words with a quarter edge values; shift amounts mostly small or
+    clamped; SEL conditions often 0."""
+    x = np.stack([np.stack([draw_words(rng, n) for _ in range(LANES)]) for _ in range(3)])
+    pairs = [(p, q) for p in SMALL_EDGES for q in SMALL_EDGES]
+    for k, (p, q) in enumerate(pairs):
+        case, lane = divmod(k, LANES)
+        x[0, lane, case], x[1, lane, case] = p, q
+    if op in ("SHL", "SHR", "SRA"):
+        amount = rng.integers(0, 40, (LANES, n)).astype(np.uint64)
+        edge = rng.random((LANES, n)) < 0.4
+        amount[edge] = rng.choice(np.array(AMOUNTS, dtype=np.uint64), edge.sum())
+        x[1] = amount
+    if op == "SEL":
+        x[0, rng.random((LANES, n)) < 0.4] = 0
+    return x
+
+
+def want(op: str, x: np.ndarray) -> np.ndarray:
+    if op == "none":
+        return np.zeros(x.shape[1:], dtype=np.uint64)
+    f, arity = isa.ALU_SEMANTICS[op], isa.Op[op].arity
+    return np.array([[f(*(int(x[k, lane, i]) for k in range(arity))) for i in range(x.shape[2])]
+                     for lane in range(LANES)], dtype=np.uint64)
+
+
+@functools.lru_cache(maxsize=None)
+def batch(seed=0):
+    """Every op (and 'none': all flags 0) on PER_OP cases each, as one token sequence."""
+    rng = np.random.default_rng(seed)
+    names = list(alu.ALU_OPS) + ["none"]
+    xs = [operands(o, rng, PER_OP) for o in names]
+    x = np.concatenate(xs, axis=2)
+    expected = np.concatenate([want(o, xi) for o, xi in zip(names, xs)], axis=1)
+    which = np.repeat(names, PER_OP)
+    return x, expected, which
+
+
+def run_alu(dtype, x, which, text=0.1):
+    c, op, ops, r, end, _ = compiled()
+    n = x.shape[2]
+    values = {op[o]: (which == o).astype(np.uint64) for o in alu.ALU_OPS}
+    for k in range(3):
+        for lane in range(LANES):
+            values[ops[k][lane]] = x[k, lane]
+    emb = encode(c, values, n)
+    emb, is_text = interleave_text(emb, c.layout.n, np.random.default_rng(1), fraction=text)
+    hs = run_cases(model(dtype), c, emb)
+    assert len(hs) - 1 == end
+    for layer in range(len(hs)):                 # text tokens leave every layer bit-identical
+        assert np.array_equal(hs[layer][is_text], hs[0][is_text])
+    return hs[-1][~is_text], emb[~is_text]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_every_op_exact(dtype):
+    c, op, ops, r, end, _ = compiled()
+    x, expected, which = batch()
+    out, emb = run_alu(dtype, x, which)
+    for lane in range(LANES):
+        raw = out[:, list(r[lane].dims)]
+        assert np.isin(raw, (0.0, 1.0)).all(), f"{dtype}: lane {lane} result not exactly 0/1"
+        got = ((raw > 0.5).astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=1)
+        bad = np.flatnonzero(got != expected[lane])
+        assert not len(bad), [(which[i], hex(int(x[0, lane, i])), hex(int(x[1, lane, i])),
+                               hex(int(x[2, lane, i])), hex(int(got[i])), hex(int(expected[lane, i])))
+                              for i in bad[:5]]
+    # inputs pass through untouched; every temporary is cleared back to exactly 0
+    result_dims = {d for f in r for d in f.dims}
+    inputs = [d for d in range(c.layout.n, c.layout.total) if d not in result_dims]
+    assert np.array_equal(out[:, inputs], emb[:, inputs].astype(np.float32).astype(out.dtype))
+
+
+def test_flags_zero_gives_zero_on_edge_operands():
+    rng = np.random.default_rng(5)
+    x = np.zeros((3, LANES, 64), dtype=np.uint64)
+    x[:] = rng.choice(np.array(EDGES, dtype=np.uint64), x.shape)
+    out, _ = run_alu("bfloat16", x, np.array(["none"] * 64), text=0.0)
+    r = compiled()[3]
+    assert not out[:, [d for f in r for d in f.dims]].any()
+
+
+def test_known_values():
+    """Hand-computed cases, one op per token, lane values differ."""
+    cases = [("MUL", [(0xFFFF_FFFF, 0xFFFF_FFFF, 0, 1), (0x1234_5678, 16, 0, 0x2345_6780),
+                      (0x10000, 0x10000, 0, 0), (7, 6, 0, 42)]),
+             ("SUB", [(0, 1, 0, 0xFFFF_FFFF), (5, 3, 0, 2), (0x8000_0000, 1, 0, 0x7FFF_FFFF), (3, 3, 0, 0)]),
+             ("SRA", [(0x8000_0000, 31, 0, 0xFFFF_FFFF), (0x8000_0000, 32, 0, 0xFFFF_FFFF),
+                      (0x7FFF_FFFF, 100, 0, 0), (0xF0, 4, 0, 0xF)]),
+             ("SHL", [(1, 31, 0, 0x8000_0000), (1, 32, 0, 0), (3, 0, 0, 3), (0xFFFF_FFFF, 1 << 31, 0, 0)]),
+             ("SEL", [(0, 1, 2, 2), (0x8000_0000, 1, 2, 1), (1, 5, 6, 5), (0, 0, 9, 9)]),
+             ("SETLT", [(0xFFFF_FFFF, 0, 0, 1), (0, 0xFFFF_FFFF, 0, 0), (3, 3, 0, 0), (2, 3, 0, 1)]),
+             ("CLZ", [(0, 0, 0, 32), (1, 0, 0, 31), (0x8000_0000, 0, 0, 0), (0xFFFF, 0, 0, 16)]),
+             ("POPC", [(0xFFFF_FFFF, 0, 0, 32), (0, 0, 0, 0), (0x8000_0001, 0, 0, 2), (0xFF, 0, 0, 8)])]
+    x = np.zeros((3, LANES, len(cases)), dtype=np.uint64)
+    expected = np.zeros((LANES, len(cases)), dtype=np.uint64)
+    for i, (_, lanes) in enumerate(cases):
+        for lane, (p, q, s, res) in enumerate(lanes):
+            x[:, lane, i] = (p, q, s)
+            expected[lane, i] = res
+    out, _ = run_alu("float32", x, np.array([o for o, _ in cases]), text=0.0)
+    r = compiled()[3]
+    for lane in range(LANES):
+        got = ((out[:, list(r[lane].dims)] > 0.5).astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=1)
+        assert got.tolist() == expected[lane].tolist()
+
+
+def test_budget_on_2b_host():
+    c, op, ops, r, end, inputs = compile_alu(QWEN35_2B, at=2)
+    counts = [layer.neuron_count for layer in c.layers]
+    assert end == 2 + alu.ALU_LAYERS and alu.ALU_LAYERS <= 8
+    assert counts[:2] == [0, 0] and len(counts) == end             # nothing before `at`
+    assert max(counts) <= 5000, counts
+    assert c.layout.high_water() - inputs <= 1100
+    assert all(f.born <= end - 1 for f in r)
+    for f in c.layout.fields:                     # every temporary is released by the last layer
+        if f.born >= 0 and f not in r:
+            assert f.died < end, f
+
+
+def test_required_ops_present_and_bad_input_named():
+    required = ("MOV ADD SUB MUL AND OR XOR SHL SHR SRA MIN MAX MINU MAXU SETEQ SETNE SETLT SETLE "
+                "SETGT SETGE SETLTU SETLEU SETGTU SETGEU SEL").split()
+    assert set(required) <= set(alu.ALU_OPS) <= set(isa.ALU_SEMANTICS)
+    c = Circuit(MLP_HOST, circuit_width(MLP_HOST, 900))
+    op = {o: c.input(o, 1) for o in alu.ALU_OPS if o != "MUL"}
+    ops = [[c.input(f"x{k}{lane}", 32) for lane in range(LANES)] for k in range(3)]
+    with pytest.raises(CircuitError, match="MUL"):
+        alu.build_alu(c, 0, op, *ops)
