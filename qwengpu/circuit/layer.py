@@ -36,10 +36,10 @@ class CompiledLayer:
         self.neurons: list[tuple[dict[int, int], int, dict[int, float]]] = []
         N, H, dk, dv = layout.total, host.gdn_heads, host.key_dim, host.value_dim
         self.heads_used = 0
-        self.qkv = np.zeros((2 * H * dk + H * dv, N))
-        self.z = np.zeros((H * dv, N))
-        self.b = np.zeros((H, N))
-        self.out = np.zeros((N, H * dv))
+        self.qkv = np.zeros((2 * H * dk + H * dv, N), np.float32)   # bf16-exact values: fp32 holds them
+        self.z = np.zeros((H * dv, N), np.float32)
+        self.b = np.zeros((H, N), np.float32)
+        self.out = np.zeros((N, H * dv), np.float32)
 
     # ---- MLP ---------------------------------------------------------------
     def relu(self, terms: dict[int, int], bias: int, out: dict[int, float]) -> None:
@@ -79,7 +79,7 @@ class CompiledLayer:
             raise CircuitError(f"layer {self.index} needs {len(self.neurons)} MLP neurons; "
                                f"the host has {min(I, host.intermediate)}")
         anchor, A = lay.anchor[0], lay.normed_anchor
-        gate, up, down = np.zeros((I, N)), np.zeros((I, N)), np.zeros((N, I))
+        gate, up, down = (np.zeros(s, np.float32) for s in ((I, N), (I, N), (N, I)))
         for j, (terms, bias, out) in enumerate(self.neurons):
             for d, c in terms.items():
                 gate[j, d] += M * c / NORM_OUT        # undo the norm's exact 2**-8
@@ -97,11 +97,11 @@ class CompiledLayer:
         w = {
             "input_layernorm.weight": norm, "post_attention_layernorm.weight": norm.copy(),
             "mlp.gate_proj.weight": gate, "mlp.up_proj.weight": up, "mlp.down_proj.weight": down,
-            "linear_attn.in_proj_qkv.weight": self.qkv.copy(), "linear_attn.in_proj_z.weight": self.z.copy(),
-            "linear_attn.in_proj_b.weight": self.b.copy(), "linear_attn.in_proj_a.weight": np.zeros((H, N)),
+            "linear_attn.in_proj_qkv.weight": self.qkv, "linear_attn.in_proj_z.weight": self.z,
+            "linear_attn.in_proj_b.weight": self.b, "linear_attn.in_proj_a.weight": np.zeros((H, N)),
             "linear_attn.conv1d.weight": conv, "linear_attn.dt_bias": np.zeros(H),
             "linear_attn.A_log": np.full(H, A_LOG), "linear_attn.norm.weight": np.ones(dv),
-            "linear_attn.out_proj.weight": self.out.copy(),
+            "linear_attn.out_proj.weight": self.out,
         }
         check_silence(w, n, self.index)
         check_bf16_exact(w, self.index)

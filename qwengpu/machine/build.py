@@ -1,0 +1,426 @@
+"""The machine: every stage of docs/machine.md compiled into one circuit.
+
+Layers (L = index of a circuit layer; a GDN part reads the layer's input, its MLP then
+sees what the GDN added):
+
+    L0  registers: byte stage, latch, current warp, thread block, CT1 half-status
+    L1  config, ROM words 0-1                 MLP: opcode decode
+    L2  warp status x4, ROM words 2-3, pending writeback    MLP: this warp's status; scheduler
+    L3  special registers, register file (3 read replicas x 4 lanes)   MLP: operands
+    L4  ALU (4 lanes) and SIMT control (stack bank)
+    Lq  store queue                           MLP: memory enables
+    Lm  global memory (2 layers), shared + const        MLP: load result
+    Lr  result queue, control queue           MLP: next-token logic (3 layers)
+    top output code (2 * features(next) - 1), anchor cleared
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from qwengpu import isa
+from qwengpu.circuit import gadgets as G
+from qwengpu.circuit.host import HostSpec, circuit_width
+from qwengpu.circuit.layer import Circuit
+from qwengpu.circuit.memory import declare_bank
+from qwengpu.circuit.residual import Field
+from qwengpu.machine import banks as B
+from qwengpu.machine.encoding import OPCODES, SPACES, TERM_WORD, WORD0
+from qwengpu.machine.tokens import FEATURES, KINDS, PUT_TARGETS, SLOTS, Vocab
+
+L_IN, L_ROM, L_STATUS, L_REG, L_EXEC = 0, 1, 2, 3, 4
+ROW_BITS = 7                                   # 128 rows per GDN head
+GROUPS = isa.GLOBAL_WORDS >> ROW_BITS          # global memory: 8 groups of 128 words
+TERMS = tuple(t.name for t in isa.Term)
+STATUS = {"pc": 7, "mask": 4, "sp": 3, "alive": 4, "phase": 2, "wait": 1}
+
+
+def view(field: Field, lo: int, hi: int, name: str = "") -> Field:
+    return Field(name or f"{field.name}[{lo}:{hi}]", field.dims[lo:hi], field.kind, field.born)
+
+
+def match(bits: Field, value: int) -> tuple[dict[int, int], int]:
+    """Terms and constant of sum_j (bit_j == value_j): equals len(bits) exactly on a match."""
+    terms, const = {}, 0
+    for j, d in enumerate(bits.dims):
+        if value >> j & 1:
+            terms[d] = 1
+        else:
+            terms[d] = -1
+            const += 1
+    return terms, const
+
+
+def flag_if(c: Circuit, at: int, conds: list[tuple[dict[int, int], int, int]], out: dict[int, float]) -> None:
+    """out += [every (terms, const, need) holds: sum(terms) + const == need] (each sum <= need)."""
+    terms, const, need = {}, 0, 0
+    for t, k, n in conds:
+        terms = G.add_terms(terms, t)
+        const, need = const + k, need + n
+    G.relu(c, at, terms, const - need + 1, out)
+
+
+@dataclass
+class Status:
+    pc: Field
+    mask: Field
+    sp: Field
+    alive: Field
+    phase: Field
+    wait: Field
+
+    @classmethod
+    def of(cls, field: Field) -> "Status":
+        parts, lo = {}, 0
+        for name, width in STATUS.items():
+            parts[name] = view(field, lo, lo + width, f"{field.name}.{name}")
+            lo += width
+        return cls(**parts)
+
+
+class Machine:
+    """The compiled machine for one host shape: circuit, vocabulary, and where state lives."""
+
+    def __init__(self, host: HostSpec, width: int | None = None):
+        self.host = host
+        self.vocab = Vocab()
+        self.c = c = Circuit(host, width or circuit_width(host, 3000, limit=8192))
+        self.f = {name: c.input(name, w) for name, w in FEATURES.items()}
+        self.zero = [[c.input("zero", 1)[0]]]          # an always-0 dim: the row-0 address
+        self.k = {name: self.f["kind"][i] for i, name in enumerate(KINDS)}
+        self.put = {name: self.f["PT"][i] for i, name in enumerate(PUT_TARGETS)}
+        self._registers()
+        self._fetch()
+        self._status_and_pending()
+        self._operands()
+        self._execute()
+        self._memory()
+        self._queues()
+        self._emit()
+
+    # ---- L0: registers written by tokens ------------------------------------------------------------
+    def _registers(self):
+        c, f, k = self.c, self.f, self.k
+        self.staged = c.field("staged", 32, L_IN)
+        for j in range(4):
+            bank = B.register(c, L_IN, f"stage{j}", 8)
+            B.write(c, bank, self.zero, B.bits(view(f["SD"], 8 * j, 8 * j + 8)), [f["SE"][j]])
+            B.read(c, bank, self.zero, self.staged.dims[8 * j: 8 * j + 8], enable=[k["PUT"], k["VAL"]])
+        self.latch = self._register("latch", f["V"], k["LATCH"], [k["PUT"]])
+        self.cur = self._register("cur", f["WB"], k["EXEC"], [k["CT2"]])
+        self.cta = self._register("cta", f["CTA"], k["CTA"], None)
+        self.ct1 = self._register("ct1", Field("ct1", f["PC"].dims + f["MASK"].dims, "bits", -1),
+                                  k["CT1"], [k["CT2"]])
+        # L0 MLP: per-lane enables
+        self.val_lane = c.field("val_lane", 4, L_IN)
+        self.st_lane = c.field("st_lane", 4, L_IN)
+        self.cur1h = c.field("cur1h", 4, L_IN)     # the warp that ended a block (CT2 passes)
+        for l in range(4):
+            G.relu(c, L_IN, {f["LANE"][l]: 1, k["VAL"]: 1}, -1, {self.val_lane[l]: 1})
+            G.relu(c, L_IN, {f["LANE"][l]: 1, k["ST"]: 1}, -1, {self.st_lane[l]: 1})
+            t, k0 = match(self.cur, l)
+            flag_if(c, L_IN, [(t, k0, 2), ({k["CT2"]: 1}, 0, 1)], {self.cur1h[l]: 1})
+
+    def _register(self, name, data: Field, write_en: int, read_en) -> Field:
+        bank = B.register(self.c, L_IN, name, data.width)
+        out = self.c.field(name, data.width, L_IN)
+        B.write(self.c, bank, self.zero, B.bits(data), [write_en])
+        B.read(self.c, bank, self.zero, out.dims, enable=read_en)
+        return out
+
+    # ---- L1-L2: ROM fetch and decode -----------------------------------------------------------------
+    def _fetch(self):
+        c, f, k = self.c, self.f, self.k
+        config = declare_bank(c, L_ROM, "config", 1, 32)
+        self.config = c.field("config", 32, L_ROM)
+        B.write(c, config, self.zero, B.bits(self.staged), [self.put["CONFIG"]])
+        B.read(c, config, self.zero, self.config.dims)
+        self.words = []
+        row = B.bits(view(self.latch, 0, ROW_BITS))
+        for j in range(4):
+            layer = L_ROM if j < 2 else L_STATUS
+            word = c.field(f"w{j}", 32, layer)
+            for s in range(SLOTS):
+                bank = declare_bank(c, layer, f"rom{s}.{j}", isa.ROM_BLOCKS, 32)
+                B.write(c, bank, row, B.bits(self.staged), [self.put[f"ROM{s}.{j}"]])
+                B.read(c, bank, B.bits(f["PC"]), word.dims, enable=[f["SLOT"][s]])
+            self.words.append(word)
+        w0 = self.words[0]
+        self.w0 = {name: view(w0, lo, lo + width, f"w0.{name}") for name, (lo, width) in WORD0.items()}
+        self.tw = {name: view(self.words[3], lo, lo + width, f"term.{name}") for name, (lo, width) in TERM_WORD.items()}
+        self._decode()
+
+    def _decode(self):
+        """L1 MLP: one flag per opcode in use, ALU op flags (LD/ST address = ADD, S2R = MOV)."""
+        from qwengpu.machine.alu import ALU_OPS
+        c, L = self.c, L_ROM
+        op = self.w0["op"]
+        names = list(ALU_OPS) + ["S2R", "LD", "ST"] + list(TERMS)
+        self.op = {n: c.field(f"op.{n}", 1, L) for n in names}
+        for n in names:
+            G.relu(c, L, *self._is_op(n), {self.op[n][0]: 1})
+        self.alu_op = {n: self.op[n] for n in ALU_OPS}
+        for n, alias in (("LD", "ADD"), ("ST", "ADD"), ("S2R", "MOV")):
+            G.relu(c, L, *self._is_op(n), {self.op[alias][0]: 1})
+        # loads and stores by space; S2R by special register
+        self.ld_space = c.field("ld_space", 3, L)
+        self.st_space = c.field("st_space", 3, L)
+        for g in range(len(SPACES)):
+            for name, out in (("LD", self.ld_space), ("ST", self.st_space)):
+                t, k0 = self._is_op_terms(name)
+                t2, k2 = match(self.w0["space"], g)
+                flag_if(c, L, [(t, k0, 6), (t2, k2, 2)], {out[g]: 1})
+        self.sreg = c.field("sreg", len(isa.SReg), L)
+        for r in isa.SReg:
+            t, k0 = self._is_op_terms("S2R")
+            t2, k2 = match(self.w0["sreg"], int(r))
+            flag_if(c, L, [(t, k0, 6), (t2, k2, 4)], {self.sreg[int(r)]: 1})
+        self.has_result = c.field("has_result", 1, L)
+        for n in list(ALU_OPS) + ["S2R", "LD"]:
+            G.relu(c, L, *self._is_op(n), {self.has_result[0]: 1})
+        self.dst_nz = c.field("dst_nz", 1, L)
+        G.step(c, L, {d: 1 for d in self.w0["dst"].dims}, 1, {self.dst_nz[0]: 1})
+        # this warp's initial mask (the depth-0 stack entry), on EXEC passes
+        self.init_mask = c.field("init_mask", 4, L)
+        for w in range(isa.MAX_WARPS):
+            for i in range(4):
+                G.relu(c, L, {self.config[8 + 4 * w + i]: 1, self.f["W"][w]: 1}, -1, {self.init_mask[i]: 1})
+
+    def _is_op_terms(self, name):
+        return match(self.w0["op"], OPCODES.index(name))
+
+    def _is_op(self, name):
+        t, k0 = self._is_op_terms(name)
+        return t, k0 - 5     # relu(matches - 5): 1 exactly on a match of all 6 bits
+
+    # ---- L2: warp status, pending writeback ------------------------------------------------------------
+    def _status_and_pending(self):
+        c, f, k, L = self.c, self.f, self.k, L_STATUS
+        width = sum(STATUS.values())
+        # L1 MLP: what a CTA pass writes into every warp's status (initial masks)
+        self.init_all = c.field("init_all", 16, L_ROM)
+        for i in range(16):
+            G.relu(c, L_ROM, {self.config[8 + i]: 1, k["CTA"]: 1}, -1, {self.init_all[i]: 1})
+        ct1_pc, ct1_mask = view(self.ct1, 0, 7), view(self.ct1, 7, 11)
+        self.status = []
+        for w in range(isa.MAX_WARPS):
+            bank = B.register(c, L, f"status{w}", width)
+            init = view(self.init_all, 4 * w, 4 * w + 4)
+            data = (B.bits(ct1_pc) + B.bits(ct1_mask, init) + B.bits(f["SP"]) + B.bits(f["ALIVE"], init)
+                    + B.bits(f["PHASE"]) + B.bits(f["WAIT"]))
+            B.write(c, bank, self.zero, data, [self.cur1h[w], k["CTA"]])
+            out = c.field(f"status{w}", width, L)
+            B.read(c, bank, self.zero, out.dims)
+            self.status.append(Status.of(out))
+        # MLP: the running warp's status (EXEC passes)
+        cs = c.field("cur_status", width, L)
+        for w, st in enumerate(self.status):
+            for i, d in enumerate(sum((list(getattr(st, n).dims) for n in STATUS), [])):
+                G.relu(c, L, {d: 1, f["W"][w]: 1}, -1, {cs[i]: 1})
+        self.cs = Status.of(cs)
+        # pending writeback: what VAL and ST passes need of the EXEC pass before them
+        self.pdst = c.field("pdst", 4, L)
+        pend = B.register(c, L, "pending", 2 + 4 + 7 + SLOTS)
+        B.write(c, pend, self.zero, B.bits(f["WB"]) + B.bits(self.w0["dst"]) + B.bits(f["PC"]) + B.bits(f["SLOT"]),
+                [k["EXEC"]])
+        B.read(c, pend, self.zero, f["WB"].dims + self.pdst.dims + f["PC"].dims + f["SLOT"].dims,
+               enable=[k["VAL"], k["ST"]])
+        self.has_wb = c.field("has_wb", 1, L)
+        G.relu(c, L, {self.has_result[0]: 1, self.dst_nz[0]: 1}, -1, {self.has_wb[0]: 1})
+
+    # ---- L3: special registers, register file, operands ------------------------------------------------
+    def _operands(self):
+        c, f, k, L = self.c, self.f, self.k, L_REG
+        srow = B.bits(f["WB"]) + B.bits(self.cta)
+        self.sregs = c.field("sregs", 32 * 3, L)
+        for j in range(3):
+            bank = declare_bank(c, L, f"sreg{j}", 64, 32)
+            B.write(c, bank, B.bits(view(self.latch, 0, 6)), B.bits(self.staged), [self.put[f"SREG{j}"]])
+            B.read(c, bank, srow, self.sregs.dims[32 * j: 32 * j + 32], enable=[self.op["S2R"][0]])
+        wkey = B.bits(f["WB"]) + B.bits(self.pdst)
+        self.a, self.b, self.cc = ([c.field(f"{q}{l}", 32, L) for l in range(4)] for q in "abc")
+        imms = self.words[1:]
+        for q, (regs, operands) in enumerate(zip("abc", (self.a, self.b, self.cc))):
+            key = B.bits(f["WB"]) + B.bits(self.w0[regs])
+            for l in range(4):
+                bank = declare_bank(c, L, f"reg.{regs}{l}", 64, 32)
+                B.write(c, bank, wkey, B.bits(self.staged), [self.val_lane[l]])
+                B.read(c, bank, key, operands[l].dims, enable=[k["EXEC"]])
+                for i in range(32):            # immediate (0 for a register operand)
+                    G.relu(c, L, {imms[q][i]: 1}, 0, {operands[l][i]: 1})
+        self._s2r()
+
+    def _s2r(self):
+        """A of S2R = the selected special register (the table row is this warp's, this block's)."""
+        c, L, S = self.c, L_REG, isa.SReg
+        sr = self.sregs
+
+        def field_bits(r, lane):
+            if r in (S.TID_X, S.TID_Y):
+                return [sr[16 * (r - S.TID_X) + 4 * lane + i] for i in range(4)]
+            if r == S.TID_Z:
+                return [sr[32 + 4 * lane + i] for i in range(4)]
+            if r in (S.CTAID_X, S.CTAID_Y, S.CTAID_Z):
+                return [sr[32 + 16 + 4 * (r - S.CTAID_X) + i] for i in range(4)]
+            if r in (S.NTID_X, S.NTID_Y, S.NTID_Z):
+                return [sr[64 + 5 * (r - S.NTID_X) + i] for i in range(5)]
+            return [sr[64 + 15 + 5 * (r - S.NCTAID_X) + i] for i in range(5)]
+
+        for l in range(4):
+            for r in S:
+                sel = self.sreg[int(r)]
+                if r == S.LANEID:
+                    for i in range(2):
+                        if l >> i & 1:
+                            G.relu(c, L, {sel: 1}, 0, {self.a[l][i]: 1})
+                elif r == S.WARPID:
+                    for i in range(2):
+                        G.relu(c, L, {sel: 1, self.f["WB"][i]: 1}, -1, {self.a[l][i]: 1})
+                else:
+                    for i, d in enumerate(field_bits(r, l)):
+                        G.relu(c, L, {sel: 1, d: 1}, -1, {self.a[l][i]: 1})
+
+    # ---- L4..: ALU and control -------------------------------------------------------------------------
+    def _execute(self):
+        from qwengpu.machine.alu import build_alu
+        from qwengpu.machine.control import build_scheduler, build_terminator
+        c = self.c
+        self.r, alu_end = build_alu(c, L_EXEC, self.alu_op, self.a, self.b, self.cc)
+        term = {t: self.op[t] for t in TERMS}
+        self.ns, ctl_end = build_terminator(
+            c, L_EXEC, L_EXEC + 1, wbits=self.f["WB"], term=term, target=self.tw["target"],
+            fallthrough=self.tw["fallthrough"], reconv=self.tw["reconv"], rvalid=self.tw["rvalid"],
+            cond=self.a, old=self.cs, init_mask=self.init_mask)
+        nwarps = view(self.config, 0, 4, "nwarps")
+        turn = c.field("turn", 4, L_STATUS)
+        for w in range(4):      # round robin from the warp after the one that ended its block
+            G.relu(c, L_STATUS, {self.cur1h[(w - 1) % 4]: 1}, 0, {turn[w]: 1})
+        G.relu(c, L_STATUS, {self.k["CTA"]: 1}, 0, {turn[0]: 1})
+        self.sched, sched_end = build_scheduler(c, L_STATUS + 1, self.status, nwarps, turn)
+        self.exec_end = max(alu_end, ctl_end, sched_end)
+
+    # ---- memory ------------------------------------------------------------------------------------------
+    def _memory(self):
+        c, f, k = self.c, self.f, self.k
+        Lq = self.exec_end
+        self.L_q = Lq
+        # store queue: word address + space, and data, per lane
+        self.ma, self.md = c.field("ma", 12, Lq), c.field("md", 32, Lq)
+        for l in range(4):
+            addr = B.register(c, Lq, f"st.addr{l}", 12)
+            data = B.register(c, Lq, f"st.data{l}", 32)
+            B.write(c, addr, self.zero, B.bits(view(self.r[l], 2, 12)) + B.bits(self.w0["space"]),
+                    [self.op["ST"][0]])
+            B.write(c, data, self.zero, B.bits(self.cc[l]), [self.op["ST"][0]])
+            B.read(c, addr, self.zero, self.ma.dims, enable=[self.st_lane[l]])
+            B.read(c, data, self.zero, self.md.dims, enable=[self.st_lane[l]])
+        # Lq MLP: write enables (ST passes and prompt PUTs) and load enables per lane
+        waddr = B.bits(view(self.ma, 0, 10), self.latch)
+        wdata = B.bits(self.md, self.staged)
+        mspace = view(self.ma, 10, 12)
+        gw = c.field("gw", GROUPS, Lq)
+        for g in range(GROUPS):
+            t, k0 = match(view(self.ma, ROW_BITS, 10), g)
+            t2, k2 = match(mspace, 0)
+            flag_if(c, Lq, [({k["ST"]: 1}, 0, 1), (t, k0, 3), (t2, k2, 2)], {gw[g]: 1})
+            t, k0 = match(view(self.latch, ROW_BITS, 10), g)
+            flag_if(c, Lq, [({self.put["GLOBAL"]: 1}, 0, 1), (t, k0, 3)], {gw[g]: 1})
+        sw = c.field("sw", 2, Lq)
+        for g in range(2):
+            t, k0 = match(view(self.ma, ROW_BITS, 8), g)
+            t2, k2 = match(mspace, 1)
+            flag_if(c, Lq, [({k["ST"]: 1}, 0, 1), (t, k0, 1), (t2, k2, 2)], {sw[g]: 1})
+            t, k0 = match(view(self.latch, ROW_BITS, 8), g)
+            flag_if(c, Lq, [({self.put["SHARED"]: 1}, 0, 1), (t, k0, 1)], {sw[g]: 1})
+        lg = [c.field(f"lg{l}", GROUPS + 2, Lq) for l in range(4)]
+        for l in range(4):
+            for g in range(GROUPS):
+                t, k0 = match(view(self.r[l], 2 + ROW_BITS, 12), g)
+                flag_if(c, Lq, [({self.ld_space[0]: 1}, 0, 1), (t, k0, 3)], {lg[l][g]: 1})
+            for g in range(2):
+                t, k0 = match(view(self.r[l], 2 + ROW_BITS, 10), g)
+                flag_if(c, Lq, [({self.ld_space[1]: 1}, 0, 1), (t, k0, 1)], {lg[l][GROUPS + g]: 1})
+        self.loaded = [c.field(f"loaded{l}", 32, Lq + 1) for l in range(4)]
+        self.global_banks = []
+        wrow = waddr[:ROW_BITS]
+        for g in range(GROUPS):
+            bank = declare_bank(c, Lq + 1 + g // 4, f"global{g}", 1 << ROW_BITS, 32, replicas=4)
+            self.global_banks.append(bank)
+            B.write(c, bank, wrow, wdata, [gw[g]])
+            for l in range(4):
+                B.read(c, bank, B.bits(view(self.r[l], 2, 2 + ROW_BITS)), self.loaded[l].dims, l, [lg[l][g]])
+        Lm = Lq + 3
+        for g in range(2):
+            bank = declare_bank(c, Lm, f"shared{g}", 1 << ROW_BITS, 32, replicas=4)
+            B.write(c, bank, wrow, wdata, [sw[g]])
+            for l in range(4):
+                B.read(c, bank, B.bits(view(self.r[l], 2, 2 + ROW_BITS)), self.loaded[l].dims, l,
+                       [lg[l][GROUPS + g]])
+        const = declare_bank(c, Lm, "const", 1 << ROW_BITS, 32, replicas=4)
+        B.write(c, const, wrow, wdata, [self.put["CONST"]])
+        for l in range(4):
+            B.read(c, const, B.bits(view(self.r[l], 2, 2 + ROW_BITS)), self.loaded[l].dims, l,
+                   [self.ld_space[2]])
+        # Lm MLP: a load's result replaces its address
+        is_ld = sum(([self.ld_space[g]] for g in range(3)), [])
+        for l in range(4):
+            for i in range(32):
+                G.relu(c, Lm, {self.r[l][i]: 1, **{d: 1 for d in is_ld}}, -1, {self.r[l][i]: -1})
+            G.copy_bits(c, Lm, self.loaded[l], Field("r", self.r[l].dims, "bits", Lm))
+            c.clear(self.loaded[l], Lm)
+        self.L_r = Lm + 1
+
+    # ---- result and control queues -----------------------------------------------------------------------
+    def _queues(self):
+        c, k, L = self.c, self.k, self.L_r
+        for l in range(4):
+            bank = B.register(c, L, f"result{l}", 32)
+            B.write(c, bank, self.zero, B.bits(self.r[l]), [k["EXEC"]])
+            B.read(c, bank, self.zero, self.r[l].dims, enable=[k["VAL"], k["ST"]])
+        mq = B.register(c, L, "mask", 4)
+        B.write(c, mq, self.zero, B.bits(self.cs.mask), [k["EXEC"]])
+        B.read(c, mq, self.zero, self.cs.mask.dims, enable=[k["VAL"], k["ST"]])
+        ns = self.ns
+        ctl = c.field("ctl", 10, L)
+        cq = B.register(c, L, "ctl", 10)
+        B.write(c, cq, self.zero, B.bits(ns.sp) + B.bits(ns.alive) + B.bits(ns.phase) + B.bits(ns.wait),
+                [self.op[t][0] for t in TERMS])
+        B.read(c, cq, self.zero, ctl.dims, enable=[k["CT1"]])
+        self.ctq = {"SP": view(ctl, 0, 3), "ALIVE": view(ctl, 3, 7), "PHASE": view(ctl, 7, 9), "WAIT": view(ctl, 9, 10)}
+
+    # ---- the next token ------------------------------------------------------------------------------------
+    def _emit(self):
+        from qwengpu.machine.emit import build_emit
+        self.top = build_emit(self)
+
+    # ---- host side -----------------------------------------------------------------------------------------
+    def embeddings(self) -> np.ndarray:
+        """[len(vocab), C] circuit dims of every GPU token (anchor + features)."""
+        lay = self.c.layout
+        out = np.zeros((len(self.vocab), lay.width))
+        out[:, [d - lay.n for d in lay.anchor.dims]] = lay.anchor_value
+        dims = [d - lay.n for name in FEATURES for d in self.f[name].dims]
+        out[:, dims] = self.vocab.matrix
+        return out
+
+    def read_global(self, cache, layer_offset: int = 0) -> np.ndarray:
+        """Global memory (uint32[GLOBAL_WORDS]) from the recurrent states of a DynamicCache."""
+        from qwengpu.circuit.check import read_rows
+        mem = np.zeros(isa.GLOBAL_WORDS, dtype=np.uint32)
+        for g, bank in enumerate(self.global_banks):
+            state = cache.get_recurrent_state(layer_offset + bank.layer)[0].float().numpy()
+            for row, word in read_rows(state, bank).items():
+                mem[(g << ROW_BITS) + row] = word
+        return mem
+
+
+@functools.lru_cache(maxsize=4)
+def machine_for_host(host: HostSpec) -> Machine:
+    probe = Machine(host)                           # measure the residual it needs, then size C to fit
+    return Machine(host, circuit_width(host, probe.c.layout.high_water(), limit=8192))
+
+
+def machine_for(text_config: dict) -> Machine:
+    return machine_for_host(HostSpec.from_config(text_config))

@@ -1,0 +1,143 @@
+"""The next token (docs/machine.md, "Sequences"), decided in the last four circuit layers.
+
+    E1  nonzero bytes above k of each lane's value; lanes after the current one that are
+        active; the next thread block's index; whether this block was the last
+    E2  the first such lane; the VAL(l, k) -> VAL(l, k + 1) case per (l, k)
+    E3  one flag per case: next VAL lane, ST lane, EXEC(w, pc, s + 1), the scheduler's
+        EXEC, CTA(c + 1), HALT, FAULT (CT1 and CT2 need no flag: they follow one kind)
+    E4  the output code: every feature dim gets 2 * next - 1, the input's features and the
+        anchor are cleared, so the tied head's argmax is exactly the next token
+"""
+from __future__ import annotations
+
+from qwengpu import isa
+from qwengpu.circuit import gadgets as G
+from qwengpu.machine.tokens import FEATURES, KINDS, SLOTS
+
+
+def build_emit(m) -> int:
+    """Adds the emission layers on top of machine `m`; returns the output layer's index."""
+    c, f, k = m.c, m.f, m.k
+    E1 = m.L_r
+    E2, E3, E4 = E1 + 1, E1 + 2, E1 + 3
+    lanes = range(isa.LANES)
+    kind1 = {name: f["kind"][i] for i, name in enumerate(KINDS)}
+    # k one-hot of a VAL token: SE is the thermometer [j >= k]
+    def byte_is(j):
+        return {f["SE"][j]: 1, **({f["SE"][j - 1]: -1} if j else {})}
+
+    # ---- E1
+    nz = {(l, j): c.field(f"nz{l}.{j}", 1, E1) for l in lanes for j in range(3)}
+    for (l, j), fld in nz.items():
+        G.step(c, E1, {d: 1 for d in m.r[l].dims[8 * (j + 1):]}, 1, {fld[0]: 1})
+    cand = c.field("cand", 4, E1)          # active lanes after the current one (all of them on EXEC)
+    for l in lanes:
+        after = {f["LANE"][i]: 1 for i in range(l)}
+        G.relu(c, E1, {**after, k["EXEC"]: 1, m.cs.mask[l]: 1}, -1, {cand[l]: 1})
+    next_cta = c.field("next_cta", 4, E1)
+    G.basis(c, E1, {d: 1 << i for i, d in enumerate(m.cta.dims)}, 0,
+            [(lambda v, i=i: (v + 1) >> i & 1, {next_cta[i]: 1}) for i in range(4)], values=list(range(16)))
+    last = c.field("last", 1, E1)          # this thread block is the last: cta == ncta - 1
+    diff = {**{d: 1 << i for i, d in enumerate(m.cta.dims)}, **{m.config[4 + i]: -(1 << i) for i in range(4)}}
+    G.step(c, E1, diff, 0, {last[0]: 1})
+    G.step(c, E1, diff, 1, {last[0]: -1})
+
+    # ---- E2
+    first = c.field("first", 4, E2)
+    for l in lanes:
+        G.relu(c, E2, {cand[l]: 1, **{cand[i]: -1 for i in range(l)}}, 0, {first[l]: 1})
+    vn = {(l, j): c.field(f"vn{l}.{j}", 1, E2) for l in lanes for j in range(3)}
+    for (l, j), fld in vn.items():
+        G.relu(c, E2, {k["VAL"]: 1, f["LANE"][l]: 1, **byte_is(j), nz[l, j][0]: 1}, -3, {fld[0]: 1})
+    vnany = {fld[0]: 1 for fld in vn.values()}
+    anyc = {first[l]: 1 for l in lanes}
+
+    # ---- E3: case flags
+    flag = {name: c.field(f"next.{name}", 1, E3) for name in ("vlane", "st", "nexec", "sched", "cta", "halt", "fault")}
+    G.relu(c, E3, {k["VAL"]: 1, m.has_wb[0]: 1, **{d: -1 for d in vnany}, **anyc}, -1, {flag["vlane"][0]: 1})
+    G.relu(c, E3, {k["ST"]: 1, m.op["ST"][0]: 1, **anyc}, -1, {flag["st"][0]: 1})
+    G.relu(c, E3, {k["VAL"]: 1, **{d: -1 for d in vnany}, **{d: -1 for d in anyc}}, 0, {flag["nexec"][0]: 1})
+    G.relu(c, E3, {k["ST"]: 1, **{d: -1 for d in anyc}}, 0, {flag["nexec"][0]: 1})
+    term_flags = {m.op[t][0]: -1 for t in ("JMP", "BRC", "BAR", "EXIT")}
+    G.relu(c, E3, {k["EXEC"]: 1, m.has_wb[0]: -1, m.op["ST"][0]: -1, **term_flags}, 0, {flag["nexec"][0]: 1})
+    sched_pass = {k["CT2"]: 1, k["CTA"]: 1}
+    G.relu(c, E3, {**sched_pass, m.sched["found"][0]: 1}, -1, {flag["sched"][0]: 1})
+    G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: -1}, -1, {flag["cta"][0]: 1})
+    G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: 1}, -2, {flag["halt"][0]: 1})
+    G.relu(c, E3, {k[n]: 1 for n in ("LATCH", "BYTE", "PUT", "HALT", "FAULT")}, 0, {flag["halt"][0]: 1})
+    G.relu(c, E3, {**sched_pass, m.sched["deadlock"][0]: 1}, -1, {flag["fault"][0]: 1})
+
+    # ---- E4: the output code
+    out = {name: [] for name in FEATURES}
+    feat = {name: list(f[name].dims) for name in FEATURES}
+
+    def emit(name, i, terms, bias):
+        """feature (name, i) of the next token is relu(terms + bias) (exactly 0 or 1)."""
+        G.relu(c, E4, terms, bias, {feat[name][i]: 2})
+
+    def kind(name, terms, bias=0):
+        emit("kind", KINDS.index(name), terms, bias)
+
+    fl = {n: v[0] for n, v in flag.items()}
+    # VAL(l, k + 1, byte k + 1 of lane l)
+    for (l, j), fld in vn.items():
+        kind("VAL", {fld[0]: 1})
+        emit("LANE", l, {fld[0]: 1}, 0)
+        for jj in range(j + 1, 4):
+            emit("SE", jj, {fld[0]: 1}, 0)
+        for i in range(8):
+            emit("SD", 8 * (j + 1) + i, {fld[0]: 1, m.r[l][8 * (j + 1) + i]: 1}, -1)
+    # VAL(l', 0, byte 0 of lane l') for the first active lane l' after the current one
+    kind("VAL", {fl["vlane"]: 1})
+    for j in range(4):
+        emit("SE", j, {fl["vlane"]: 1}, 0)
+    for l in lanes:
+        emit("LANE", l, {fl["vlane"]: 1, first[l]: 1}, -1)
+        for i in range(8):
+            emit("SD", i, {fl["vlane"]: 1, first[l]: 1, m.r[l][i]: 1}, -2)
+    # ST(l')
+    kind("ST", {fl["st"]: 1})
+    for l in lanes:
+        emit("LANE", l, {fl["st"]: 1, first[l]: 1}, -1)
+    # EXEC(w, pc, s + 1) of the current warp, or the scheduler's EXEC(w', pc', 0)
+    kind("EXEC", {fl["nexec"]: 1})
+    kind("EXEC", {fl["sched"]: 1})
+    wb = f["WB"]
+    for w in range(isa.MAX_WARPS):
+        terms = {fl["nexec"]: 1, **{wb[i]: (1 if w >> i & 1 else -1) for i in range(2)}}
+        emit("W", w, terms, -sum(w >> i & 1 for i in range(2)))
+        emit("W", w, {fl["sched"]: 1, m.sched["warp"][w]: 1}, -1)
+    for i in range(2):
+        emit("WB", i, {fl["nexec"]: 1, wb[i]: 1}, -1)
+        emit("WB", i, {fl["sched"]: 1, **{m.sched["warp"][w]: 1 for w in range(4) if w >> i & 1}}, -1)
+    for i in range(7):
+        emit("PC", i, {fl["nexec"]: 1, f["PC"][i]: 1}, -1)
+        emit("PC", i, {fl["sched"]: 1, m.sched["pc"][i]: 1}, -1)
+    for s in range(SLOTS - 1):
+        emit("SLOT", s + 1, {fl["nexec"]: 1, f["SLOT"][s]: 1}, -1)
+    emit("SLOT", 0, {fl["sched"]: 1}, 0)
+    # CT1(new pc, new mask) after a terminator; CT2 after CT1
+    is_term = {m.op[t][0]: 1 for t in ("JMP", "BRC", "BAR", "EXIT")}
+    kind("CT1", is_term)
+    for i in range(7):
+        emit("PC", i, {**is_term, m.ns.pc[i]: 1}, -1)
+    for i in range(4):
+        emit("MASK", i, {**is_term, m.ns.mask[i]: 1}, -1)
+    kind("CT2", {kind1["CT1"]: 1})
+    for name, fld in m.ctq.items():
+        for i, d in enumerate(fld.dims):
+            emit(name, i, {kind1["CT1"]: 1, d: 1}, -1)
+    # CTA(c + 1), HALT, FAULT
+    kind("CTA", {fl["cta"]: 1})
+    for i in range(4):
+        emit("CTA", i, {fl["cta"]: 1, next_cta[i]: 1}, -1)
+    kind("HALT", {fl["halt"]: 1})
+    kind("FAULT", {fl["fault"]: 1})
+    # every feature dim: - 1 and minus what the pass put there; the anchor leaves the residual
+    lay = c.layout
+    every = [d for name in FEATURES for d in feat[name]]
+    G.const_one(c, E4, {d: -1 for d in every})
+    for d in every:
+        G.relu(c, E4, {d: 1}, 0, {d: -1})
+    G.const_one(c, E4, {d: -lay.anchor_value for d in lay.anchor.dims})
+    return E4
