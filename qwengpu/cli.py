@@ -1,7 +1,8 @@
 """The `qgpu` command.
 
     qgpu run FILE.cu --kernel NAME --grid 2 --block 4,2 --arg 'i32:[1,2,3]' --arg 'u32:zeros(8)' --arg 5
-    qgpu suite [--engine interp] [--frontend clang|nvrtc] [-k PATTERN] [--json]
+    qgpu run FILE.cu --engine model [--check replay] [--show-tokens] [--max-tokens N] [--model DIR] [--dtype D]
+    qgpu suite [--engine interp|model] [--check replay] [--frontend clang|nvrtc] [-k PATTERN] [--json]
     qgpu demo
 
 Argument syntax (--arg, once per kernel parameter, in order):
@@ -21,7 +22,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from qwengpu.api import ENGINES, Device
+from qwengpu.api import DEFAULT_MAX_TOKENS, ENGINES, MODEL_DTYPES, Device
 from qwengpu.errors import QwenGpuError
 from qwengpu.toolchain.frontend import FRONTENDS
 
@@ -118,7 +119,12 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         opt: int = typer.Option(2, "-O", help="clang optimisation level 0..3"),
         show_ptx: bool = typer.Option(False, "--show-ptx", help="print the PTX"),
         show_isa: bool = typer.Option(False, "--show-isa", help="print the lowered machine program"),
-        trace: bool = typer.Option(False, "--trace", help="print every pass (interp engine)")):
+        trace: bool = typer.Option(False, "--trace", help="print every pass (interp engine)"),
+        model: Optional[Path] = typer.Option(None, "--model", help="merged checkpoint (model engine; default: the stand-in)"),
+        dtype: str = typer.Option("float32", "--dtype", help=f"model engine: {', '.join(MODEL_DTYPES)}"),
+        check: str = typer.Option("none", "--check", help="model engine: none, or replay (every token against the interpreter)"),
+        show_tokens: bool = typer.Option(False, "--show-tokens", help="model engine: print each token as it is generated"),
+        max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help="model engine: generation limit")):
     """Compile FILE, launch KERNEL once and print the final arrays.
 
     --arg, once per kernel parameter: a scalar (5, -3, 0x1f, u32:7) or an array
@@ -128,7 +134,8 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         if not file.is_file():
             raise QwenGpuError(f"{file}: no such file")
         args = [parse_arg(a) for a in arg or []]
-        dev = Device(_choice("engine", engine, ENGINES), _choice("frontend", frontend, FRONTENDS), opt)
+        on_token = (lambda token: console.print(str(token), markup=False)) if show_tokens else None
+        dev = _device(engine, frontend, opt, model, dtype, check, max_tokens, on_token)
         module = dev.compile(file.read_text(), filename=file.name)
         if show_ptx:
             console.print(module.ptx, markup=False)
@@ -139,11 +146,18 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
     except QwenGpuError as e:
         fail(e)
     for i, step in enumerate(result.trace or []):
-        console.print(_step_line(i, step), markup=False)
+        console.print(str(step) if result.engine == "model" else _step_line(i, step), markup=False)
     for name, value in zip(fn.arg_names, args):
         if isinstance(value, np.ndarray):
             console.print(f"{name} = {value.tolist()}", markup=False)
     console.print(f"[dim]{_stats(result)}[/]")
+
+
+def _device(engine, frontend, opt, model, dtype, check, max_tokens, on_token=None) -> Device:
+    return Device(_choice("engine", engine, ENGINES), _choice("frontend", frontend, FRONTENDS), opt,
+                  model=model, dtype=_choice("dtype", dtype, MODEL_DTYPES),
+                  check=None if _choice("check", check, ("none", "replay")) == "none" else check,
+                  max_tokens=max_tokens, on_token=on_token)
 
 
 def _only_kernel(module) -> str:
@@ -177,16 +191,23 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
           pattern: Optional[str] = typer.Option(None, "-k", help="only kernels whose name contains this (or matches this glob)"),
           as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
           directory: Optional[Path] = typer.Option(None, "--dir", help="kernel directory (default: ./kernels)"),
-          opt: int = typer.Option(2, "-O", help="clang optimisation level 0..3")):
+          opt: int = typer.Option(2, "-O", help="clang optimisation level 0..3"),
+          model: Optional[Path] = typer.Option(None, "--model", help="merged checkpoint (model engine; default: the stand-in)"),
+          dtype: str = typer.Option("float32", "--dtype", help=f"model engine: {', '.join(MODEL_DTYPES)}"),
+          check: str = typer.Option("none", "--check", help="model engine: none, or replay (every token against the interpreter)"),
+          max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help="model engine: generation limit per launch")):
     """Run the kernel suite; exit code 1 if any kernel fails."""
-    from qwengpu.suite import DEFAULT_DIR, run_suite
+    from qwengpu.suite import DEFAULT_DIR, discover, run_case
     if directory is None:
         directory = Path("kernels") if Path("kernels").is_dir() else DEFAULT_DIR
     try:
-        summary = run_suite(_choice("engine", engine, ENGINES), _choice("frontend", frontend, FRONTENDS),
-                            pattern, directory, opt)
+        device = _device(engine, frontend, opt, model, dtype, check, max_tokens)
+        reports = [run_case(case, device) for case in discover(directory, pattern)]
     except QwenGpuError as e:
         fail(e)
+    passed = sum(r.passed for r in reports)
+    summary = {"engine": engine, "frontend": frontend, "passed": passed, "failed": len(reports) - passed,
+               "kernels": [r.to_dict() for r in reports]}
     if as_json:
         print(json.dumps(summary, indent=2))
     else:
@@ -295,7 +316,7 @@ def demo():
         fail(e)
     console.print(f"dot([1,2,3], [4,5,6]) = [bold]{int(out[0])}[/]")
     console.print(f"[dim]{_stats(result)}[/]")
-    console.print("(reference interpreter: the in-model engine is not built yet)")
+    console.print("(reference interpreter; `qgpu run FILE.cu --engine model` runs a kernel in the model)")
 
 
 if __name__ == "__main__":

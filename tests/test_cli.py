@@ -1,5 +1,7 @@
 """The qgpu command through typer's CliRunner, and the suite runner behind it."""
 import json
+import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -110,7 +112,7 @@ def test_run_wrong_argument_count(tmp_path):
 def test_demo():
     result = invoke("demo")
     assert result.exit_code == 0, result.output
-    assert "= 32" in result.output and "not built yet" in result.output
+    assert "= 32" in result.output and "reference interpreter" in result.output
 
 
 def make_suite(tmp_path):
@@ -201,3 +203,95 @@ def test_eval_kl_prints_the_report_as_json(monkeypatch):
     monkeypatch.setattr("qwengpu.model.kl.eval_kl", lambda base, merged=None: report)
     result = invoke("eval", "kl", "--base", "standin", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout) == report
+
+
+# --- the model engine, with a stub machine whose model replays the interpreter's stream ---
+class OracleModel:
+    """Picks script[i] on the i-th call after the prefill (script set per launch below)."""
+
+    def __init__(self, vocab):
+        import torch
+        self.vocab, self.script, self.calls, self.torch = vocab, [], 0, torch
+        self.device = torch.device("cpu")
+        self.config = SimpleNamespace(qwengpu={"gpu_token_ids": [10, 10 + len(vocab)]})
+
+    def __call__(self, input_ids, cache, use_cache, logits_to_keep):
+        logits = self.torch.zeros(1, 1, 10 + len(self.vocab))
+        logits[0, 0, self.vocab.id(self.script[min(self.calls, len(self.script) - 1)])] = 1.0
+        self.calls += 1
+        return SimpleNamespace(logits=logits)
+
+
+@pytest.fixture
+def stub_model_engine(monkeypatch):
+    """qwengpu.machine.build replaced by a stub: the model plays the interpreter's stream
+    (edited by `corrupt`, a function of the token list) and memory reads its final state."""
+    from qwengpu import isa
+    from qwengpu.machine import runtime
+    from qwengpu.machine.protocol import expected_stream
+    from qwengpu.machine.tokens import Vocab
+    machine = SimpleNamespace(vocab=Vocab(), final=None)
+    machine.read_global = lambda cache, layer_offset=0: machine.final
+    state = SimpleNamespace(corrupt=lambda tokens: tokens, ops={op.name for op in isa.Op} | {t.name for t in isa.Term})
+    monkeypatch.setitem(sys.modules, "qwengpu.machine.build", SimpleNamespace(
+        MODEL_OPS=state.ops, machine_for=lambda cfg: machine, default_merged_model=lambda: "standin"))
+    monkeypatch.setattr(runtime, "load_model", lambda path, dtype, device: (OracleModel(machine.vocab), {}))
+    monkeypatch.setattr(runtime, "host_config", lambda model: {})
+    monkeypatch.setattr(runtime, "_new_cache", lambda model: None)
+    real = runtime.launch_on_model
+
+    def launch(model, mach, program, grid, block, params, memory, **kw):
+        stream = expected_stream(program, grid, block, params, memory)
+        model.script, model.calls, machine.final = state.corrupt(list(stream.tokens)), 0, stream.memory
+        return real(model, mach, program, grid, block, params, memory, **kw)
+    monkeypatch.setattr(runtime, "launch_on_model", launch)
+    return state
+
+
+DOT_ARGS = ("--arg", "i32:[1,2,3]", "--arg", "i32:[4,5,6]", "--arg", "i32:zeros(1)", "--arg", "3")
+
+
+def test_run_on_the_model_shows_tokens_and_checks_replay(tmp_path, stub_model_engine):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "--engine", "model", "--check", "replay", "--show-tokens")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "EXEC w0 B0.0" and "HALT" in lines
+    halt = lines.index("HALT")
+    assert all(line.split()[0] in ("EXEC", "VAL", "ST", "CT1", "CT2", "CTA") for line in lines[:halt])
+    assert lines[halt + 3] == "out = [32]" and f"{halt + 1} tokens" in lines[-1] and "engine model" in lines[-1]
+
+
+def test_run_on_the_model_reports_a_replay_mismatch(tmp_path, stub_model_engine):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    stub_model_engine.corrupt = lambda tokens: tokens[:3] + [tokens[0]] + tokens[4:]
+    result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "--engine", "model", "--check", "replay")
+    assert result.exit_code == 1 and "replay mismatch at token 3: expected" in result.output
+    assert "got EXEC w0 B0.0" in result.output and "Traceback" not in result.output
+
+
+def test_run_on_the_model_token_limit_and_bad_options(tmp_path, stub_model_engine):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "--engine", "model", "--max-tokens", 5)
+    assert result.exit_code == 1 and "did not finish within 5 tokens" in result.output
+    for option, value, message in [("--check", "full", "--check 'full'"), ("--dtype", "fp16", "--dtype 'fp16'")]:
+        result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "--engine", "model", option, value)
+        assert result.exit_code == 1 and message in result.output
+
+
+def test_run_on_the_model_refuses_unsupported_ops(tmp_path, stub_model_engine):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    stub_model_engine.ops.discard("BAR")
+    result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "--engine", "model")
+    assert result.exit_code == 1 and "uses BAR, which the model engine does not support yet" in result.output
+
+
+def test_suite_on_the_model_with_replay(kernels_dir, stub_model_engine):
+    result = invoke("suite", "--dir", kernels_dir, "-k", "dot", "--engine", "model", "--check", "replay", "--json")
+    summary = json.loads(result.output)
+    assert result.exit_code == 0 and summary["engine"] == "model" and summary["kernels"]
+    assert all(k["status"] == "passed" and k["passes"] > k["instructions"] > 0 for k in summary["kernels"]), summary
+    stub_model_engine.corrupt = lambda tokens: tokens[:-1] + [tokens[0]]
+    result = invoke("suite", "--dir", kernels_dir, "-k", "dot", "--engine", "model", "--check", "replay", "--json")
+    summary = json.loads(result.output)
+    assert result.exit_code == 1 and all("ReplayMismatch" in k["reason"] for k in summary["kernels"]), summary
