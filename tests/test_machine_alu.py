@@ -1,10 +1,12 @@
 """The 4-lane ALU stage through the stock Qwen3.5 layers, fp32 and bf16, checked against
 isa.ALU_SEMANTICS: every op on random and edge operands (different per lane), flags all
 zero -> 0, temporaries cleared, and the per-layer budget on the 2B host."""
+import copy
 import functools
 
 import numpy as np
 import pytest
+import torch
 
 from qwengpu import isa
 from qwengpu.circuit import CircuitError
@@ -15,7 +17,7 @@ from qwengpu.circuit.model import build_model, encode
 from qwengpu.machine import alu
 
 LANES = 4
-PER_OP = 36
+PER_OP = {"float32": 28, "bfloat16": 14}       # cases per op (bf16 matmuls are slow on CPU)
 SMALL_EDGES = [0, 1, 0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFFF]
 AMOUNTS = [0, 1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 30, 31, 32, 33, 63, 64, 255, 256, 0x8000_0000, 0xFFFF_FFFF]
 
@@ -36,13 +38,15 @@ def compiled():
 
 @functools.lru_cache(maxsize=None)
 def model(dtype):
+    if dtype == "bfloat16":                       # the same weights (all exact in bf16), cast
+        return copy.deepcopy(model("float32")).to(torch.bfloat16)
     return build_model(compiled()[0], dtype)
 
 
 def operands(op: str, rng, n: int) -> np.ndarray:
     """[3, LANES, n] operands: every pair of SMALL_EDGES spread over the lanes of the first
-    cases, then uniform words with a quarter edge values; shift amounts mostly small or
-    clamped; SEL conditions often 0."""
+    cases (op 'none', all flags 0, gets them too), then uniform words with a quarter edge
+    values; shift amounts mostly small or clamped; SEL conditions often 0."""
     x = np.stack([np.stack([draw_words(rng, n) for _ in range(LANES)]) for _ in range(3)])
     pairs = [(p, q) for p in SMALL_EDGES for q in SMALL_EDGES]
     for k, (p, q) in enumerate(pairs):
@@ -66,15 +70,14 @@ def want(op: str, x: np.ndarray) -> np.ndarray:
                      for lane in range(LANES)], dtype=np.uint64)
 
 
-@functools.lru_cache(maxsize=None)
-def batch(seed=0):
-    """Every op (and 'none': all flags 0) on PER_OP cases each, as one token sequence."""
+def batch(per_op, seed):
+    """Every op (and 'none': all flags 0) on per_op cases each, as one token sequence."""
     rng = np.random.default_rng(seed)
     names = list(alu.ALU_OPS) + ["none"]
-    xs = [operands(o, rng, PER_OP) for o in names]
+    xs = [operands(o, rng, per_op) for o in names]
     x = np.concatenate(xs, axis=2)
     expected = np.concatenate([want(o, xi) for o, xi in zip(names, xs)], axis=1)
-    which = np.repeat(names, PER_OP)
+    which = np.repeat(names, per_op)
     return x, expected, which
 
 
@@ -97,7 +100,7 @@ def run_alu(dtype, x, which, text=0.1):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_every_op_exact(dtype):
     c, op, ops, r, end, _ = compiled()
-    x, expected, which = batch()
+    x, expected, which = batch(PER_OP[dtype], seed=len(dtype))
     out, emb = run_alu(dtype, x, which)
     for lane in range(LANES):
         raw = out[:, list(r[lane].dims)]
@@ -111,15 +114,6 @@ def test_every_op_exact(dtype):
     result_dims = {d for f in r for d in f.dims}
     inputs = [d for d in range(c.layout.n, c.layout.total) if d not in result_dims]
     assert np.array_equal(out[:, inputs], emb[:, inputs].astype(np.float32).astype(out.dtype))
-
-
-def test_flags_zero_gives_zero_on_edge_operands():
-    rng = np.random.default_rng(5)
-    x = np.zeros((3, LANES, 64), dtype=np.uint64)
-    x[:] = rng.choice(np.array(EDGES, dtype=np.uint64), x.shape)
-    out, _ = run_alu("bfloat16", x, np.array(["none"] * 64), text=0.0)
-    r = compiled()[3]
-    assert not out[:, [d for f in r for d in f.dims]].any()
 
 
 def test_known_values():
