@@ -46,17 +46,22 @@ def model(dtype):
 def operands(op: str, rng, n: int) -> np.ndarray:
     """[3, LANES, n] operands: every pair of SMALL_EDGES spread over the lanes of the first
     cases (op 'none', all flags 0, gets them too), then uniform words with a quarter edge
-    values; shift amounts mostly small or clamped; SEL conditions often 0."""
+    values; shift amounts (and BFE positions, lengths) mostly small or clamped; SEL
+    conditions often 0."""
     x = np.stack([np.stack([draw_words(rng, n) for _ in range(LANES)]) for _ in range(3)])
     pairs = [(p, q) for p in SMALL_EDGES for q in SMALL_EDGES]
     for k, (p, q) in enumerate(pairs):
         case, lane = divmod(k, LANES)
         x[0, lane, case], x[1, lane, case] = p, q
-    if op in ("SHL", "SHR", "SRA"):
+    def amounts():
         amount = rng.integers(0, 40, (LANES, n)).astype(np.uint64)
         edge = rng.random((LANES, n)) < 0.4
         amount[edge] = rng.choice(np.array(AMOUNTS, dtype=np.uint64), edge.sum())
-        x[1] = amount
+        return amount
+    if op in ("SHL", "SHR", "SRA", "BFE", "BFEU"):
+        x[1] = amounts()
+    if op in ("BFE", "BFEU"):                     # position b & 0xFF, length cc & 0xFF
+        x[2] = amounts()
     if op == "SEL":
         x[0, rng.random((LANES, n)) < 0.4] = 0
     return x
@@ -127,6 +132,10 @@ def test_known_values():
              ("SEL", [(0, 1, 2, 2), (0x8000_0000, 1, 2, 1), (1, 5, 6, 5), (0, 0, 9, 9)]),
              ("SETLT", [(0xFFFF_FFFF, 0, 0, 1), (0, 0xFFFF_FFFF, 0, 0), (3, 3, 0, 0), (2, 3, 0, 1)]),
              ("CLZ", [(0, 0, 0, 32), (1, 0, 0, 31), (0x8000_0000, 0, 0, 0), (0xFFFF, 0, 0, 16)]),
+             ("BFE", [(0x0000_8000, 8, 8, 0xFFFF_FF80), (0x1234_5678, 28, 8, 1), (0xF0, 4, 0, 0),
+                      (0x8000_0000, 40, 3, 0xFFFF_FFFF)]),
+             ("BFEU", [(0xABCD, 4, 8, 0xBC), (0xFFFF_FFFF, 0, 256 + 5, 0x1F), (0xFFFF_FFFF, 30, 100, 3),
+                       (0x8000_0000, 31, 1, 1)]),
              ("POPC", [(0xFFFF_FFFF, 0, 0, 32), (0, 0, 0, 0), (0x8000_0001, 0, 0, 2), (0xFF, 0, 0, 8)])]
     x = np.zeros((3, LANES, len(cases)), dtype=np.uint64)
     expected = np.zeros((LANES, len(cases)), dtype=np.uint64)

@@ -22,6 +22,9 @@ Units (layer offsets from `at`; all lanes side by side):
   compare / pick      L0 byte order (gadgets.compare's first layer, signed and unsigned);
                       L1 SETxx into bit 0, and which operand to pick (MIN/MAX/SEL/MOV);
                       L2 a 3-way mux.
+  bit fields          BFE/BFEU: the shifter's right shift by b & 0xFF into r (L3), then in
+                      place: bits at and above len = cc & 0xFF cleared and BFE's sign found
+                      (L4), the sign written above len (L5).
   bitwise             AND/OR/XOR in one layer (L3): OR = AND + XOR.
   bit counting        POPC, CLZ, BREV in one layer each (L3).
 """
@@ -41,7 +44,8 @@ PICKS = ("MOV", "SEL", "MIN", "MAX", "MINU", "MAXU")
 SETS = ("SETEQ", "SETNE", "SETLT", "SETLE", "SETGT", "SETGE", "SETLTU", "SETLEU", "SETGTU", "SETGEU")
 BITWISE = ("AND", "OR", "XOR")
 COUNTS = ("POPC", "CLZ", "BREV")
-ALU_OPS: tuple[str, ...] = ADD_SUB_MUL + SHIFTS + PICKS + SETS + BITWISE + COUNTS
+BIT_FIELDS = ("BFE", "BFEU")
+ALU_OPS: tuple[str, ...] = ADD_SUB_MUL + SHIFTS + PICKS + SETS + BITWISE + COUNTS + BIT_FIELDS
 ALU_LAYERS = 6
 
 # layer offsets of each unit's steps
@@ -49,6 +53,7 @@ MUL_REDUCE = (1, 2)   # column counts -> bits, in place
 DIGITS = 3            # nibble digits (MUL fold, ADD/SUB digits)
 RESOLVE = 4           # carry resolution: 4 and 5
 SHIFT_LAST = 3        # the shifter's last stage
+BIT_FIELD = 4         # BFE/BFEU masking: 4 and 5
 LATE = 3              # bitwise and bit counting
 
 
@@ -141,69 +146,81 @@ def _digit_bounds(vmax: list[int]) -> list[int]:
     return out[: WORD // 4]
 
 
-def _mul_add_sub(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, r: Field, tag: str) -> None:
-    """MUL, ADD and SUB of one lane into r (born by layer at + RESOLVE + 1)."""
+def _mul_columns(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, tag: str):
+    """MUL's bit products (L0) and two in-place reductions (L1, L2): (column field, bounds)."""
     col = c.field(f"{tag}.mul.columns", WORD, at, kind="int", vmax=WORD)
-    for i in range(WORD):                          # L0: S_k = sum_{i+j=k} a_i b_j, gated by MUL
+    for i in range(WORD):                          # S_k = sum_{i+j=k} a_i b_j, gated by MUL
         for j in range(WORD - i):
             _gated(c, at, {a[i]: 1, b[j]: 1}, -1, {col[i + j]: 1}, [flags["MUL"]])
     vmax = [k + 1 for k in range(WORD)]
     for layer in MUL_REDUCE:
         vmax = _column_bits(c, at + layer, col, vmax, False, None)
+    return col, vmax
+
+
+def _digits(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, col: Field, vmax: list[int],
+            tag: str) -> Field:
+    """Layer at: nibble digits D_n <= 31 of MUL (its columns folded), ADD or SUB."""
     bounds = _digit_bounds(vmax)
     if max(bounds) > 31:
         raise CircuitError(f"{tag}: multiply digits reach {max(bounds)}; the carry resolution needs <= 31")
-    digits = c.field(f"{tag}.digits", WORD // 4, at + DIGITS, kind="int", vmax=31)
-    _column_bits(c, at + DIGITS, col, vmax, True, digits)
-    c.layout.release(col, at + DIGITS)
+    digits = c.field(f"{tag}.digits", WORD // 4, at, kind="int", vmax=31)
+    _column_bits(c, at, col, vmax, True, digits)
+    c.layout.release(col, at)
     for n in range(WORD // 4):                     # ADD: A_n + B_n; SUB: A_n + 15 - B_n (+1)
-        _gated(c, at + DIGITS, add_terms(G.nibble(a, n), G.nibble(b, n)), 0, {digits[n]: 1}, [flags["ADD"]])
-        _gated(c, at + DIGITS, add_terms(G.nibble(a, n), _neg(G.nibble(b, n))), 15 + (n == 0),
+        _gated(c, at, add_terms(G.nibble(a, n), G.nibble(b, n)), 0, {digits[n]: 1}, [flags["ADD"]])
+        _gated(c, at, add_terms(G.nibble(a, n), _neg(G.nibble(b, n))), 15 + (n == 0),
                {digits[n]: 1}, [flags["SUB"]])
-    _resolve(c, at + RESOLVE, digits, r, tag)
+    return digits
 
 
 def _resolve(c: Circuit, at: int, digits: Field, out: Field, tag: str) -> None:
     """out += the binary value of sum_n D_n 16**n mod 2**32 for digits D_n in [0, 31]; clears
     the digits. 2 layers; the same carry scheme as gadgets.resolve (see docs/circuit.md)."""
-    t = c.field(f"{tag}.carry", 9 * len(digits), at)
-    for n in range(len(digits)):
-        z, g, p, e = t[9 * n: 9 * n + 4], t[9 * n + 4], t[9 * n + 5], t[9 * n + 6: 9 * n + 9]
+    # nibble n's z (4 bits), G, P, e_1..e_3: one 9-dim field each (short runs fit freed gaps)
+    ts = [c.field(f"{tag}.carry{n}", 9, at) for n in range(len(digits))]
+    for n, t in enumerate(ts):
+        z, g, p, e = t[0:4], t[4], t[5], t[6:9]
         fns = [(lambda v, k=k: v % 16 >> k & 1, {z[k]: 1}) for k in range(4)]
         fns += [(lambda v: int(v >= 16), {g: 1}), (lambda v: int(v >= 15), {p: 1})]
         fns += [(lambda v, k=k: int(v % (1 << k) == (1 << k) - 1), {e[k - 1]: 1}) for k in range(1, 4)]
         fns.append((lambda v: -v, {digits[n]: 1}))   # clear the digit
         G.basis(c, at, {digits[n]: 1}, 0, fns)
     c.layout.release(digits, at)
-    for n in range(len(digits)):
-        lam = add_terms(*({t[9 * i + 4]: 1 << i, t[9 * i + 5]: 1 << i} for i in range(n)))
+    for n, t in enumerate(ts):
+        lam = add_terms(*({ts[i][4]: 1 << i, ts[i][5]: 1 << i} for i in range(n)))
         bias = -sum(1 << i for i in range(n))
         for k in range(4):
-            zk, d = t[9 * n + k], out[4 * n + k]
+            zk, d = t[k], out[4 * n + k]
             G.relu(c, at + 1, {zk: 1}, 0, {d: 1})
             if n == 0:
                 continue                           # no carry into the lowest nibble
-            ek, e_const = ({t[9 * n + 5 + k]: 128}, 0) if k else ({}, 128)
+            ek, e_const = ({t[5 + k]: 128}, 0) if k else ({}, 128)
             G.step(c, at + 1, add_terms(lam, ek, {zk: -128}), 129 - bias - e_const, {d: 1})
             G.step(c, at + 1, add_terms(lam, ek, {zk: 128}), 257 - bias - e_const, {d: -1})
-    c.clear(t, at + 1)
+    for t in ts:
+        c.clear(t, at + 1)
 
 
 # ---------------------------------------------------------------------------
 # shifts: 5-stage barrel shifter, in place
 # ---------------------------------------------------------------------------
 def _shifts(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, r: Field, tag: str) -> None:
-    """SHL, SHR, SRA of one lane into r at layer at + 3. x holds a (SHL) or reversed a (SHR,
-    SRA) shifted left by b[0:2] while it is loaded (L0), then by 4, 8 (L1, L2, in place) and
-    16 (L3, into r, un-reversed); `fill` is what enters at the bottom (a's sign for SRA).
-    Amounts >= 32 (any of b[5:] set) zero the shifted bits and give every bit
-    `bigfill` = SRA and sign."""
-    left, right = [flags["SHL"]], [flags["SHR"], flags["SRA"]]
+    """SHL, SHR, SRA of one lane into r at layer at + 3, and for BFE/BFEU the shifted word
+    a >> (b & 0xFF) (arithmetic for BFE), which _bit_field then masks in place. x holds a (SHL) or
+    reversed a (right shifts) shifted left by b[0:2] while it is loaded (L0), then by 4, 8
+    (L1, L2, in place) and 16 (L3, un-reversed); `fill` is what enters at the bottom (a's
+    sign for SRA and BFE). Amounts >= 32 (any of b[5:], or b[5:8] for BFE) zero the shifted
+    bits and give every bit `bigfill` = the fill."""
+    sign_fill = [flags["SRA"], flags["BFE"]]
+    left, right = [flags["SHL"]], [flags["SHR"], flags["SRA"], flags["BFE"], flags["BFEU"]]
     high = {b[j]: -1 for j in range(5, WORD)}       # <= -1 when the amount is >= 32
+    high8 = {b[j]: -1 for j in range(5, 8)}         # the same for BFE's 8-bit position
     x = c.field(f"{tag}.shift", WORD, at)
-    fill = c.field(f"{tag}.shift.fill", 2, at)      # [fill, bigfill]
-    _gated(c, at, {a[WORD - 1]: 1}, 0, {fill[0]: 1}, [flags["SRA"]])
-    _gated_step(c, at, add_terms(_neg(high), {a[WORD - 1]: 32}), 33, {fill[1]: 1}, [flags["SRA"]])
+    fill = c.field(f"{tag}.shift.fill", 3, at)      # [fill, bigfill (SRA), bigfill (BFE)]
+    _gated(c, at, {a[WORD - 1]: 1}, 0, {fill[0]: 1}, sign_fill)
+    for k, big, op in ((1, high, "SRA"), (2, high8, "BFE")):
+        _gated_step(c, at, add_terms(_neg(big), {a[WORD - 1]: 32}), 33, {fill[k]: 1}, [flags[op]])
     for s in range(4):                              # L0: x_i = X_{i-s} when b[0:2] == s
         amount = {b[0]: 1 if s & 1 else -1, b[1]: 1 if s & 2 else -1}
         bias = -2 + (not s & 1) + (not s & 2)       # amount terms + bias == 0 exactly when b[0:2] == s
@@ -213,23 +230,43 @@ def _shifts(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, r:
                 _gated(c, at, add_terms(amount, {a[j]: 1}), bias, {x[i]: 1}, left)
                 _gated(c, at, add_terms(amount, {a[WORD - 1 - j]: 1}), bias, {x[i]: 1}, right)
             else:
-                _gated(c, at, add_terms(amount, {a[WORD - 1]: 1}), bias, {x[i]: 1}, [flags["SRA"]])
+                _gated(c, at, add_terms(amount, {a[WORD - 1]: 1}), bias, {x[i]: 1}, sign_fill)
     for k in (2, 3):                                # x_i <- b_k ? x_{i - 2**k} : x_i
         d = 1 << k
         for i in range(WORD):
             src = x[i - d] if i >= d else fill[0]
             G.relu(c, at + k - 1, {src: 1, x[i]: -1, b[k]: 1}, -1, {x[i]: 1})
             G.relu(c, at + k - 1, {x[i]: 1, src: -1, b[k]: 1}, -1, {x[i]: -1})
-    last = at + SHIFT_LAST                          # stage 16 straight into r, clamped
-    for i in range(WORD):
-        for gate, j in ((left, i), (right, WORD - 1 - i)):
-            src = x[j - 16] if j >= 16 else (None if gate is left else fill[0])
-            _gated(c, last, add_terms({x[j]: 1, b[4]: -1}, high), 0, {r[i]: 1}, gate)
+    last = at + SHIFT_LAST                          # stage 16 straight into the result, clamped
+    for gate, reverse, big in ((left, False, high), (right[:2], True, high), (right[2:], True, high8)):
+        for i in range(WORD):
+            j = WORD - 1 - i if reverse else i
+            src = x[j - 16] if j >= 16 else (fill[0] if reverse else None)
+            _gated(c, last, add_terms({x[j]: 1, b[4]: -1}, big), 0, {r[i]: 1}, gate)
             if src is not None:
-                _gated(c, last, add_terms({src: 1, b[4]: 1}, high), -1, {r[i]: 1}, gate)
-    G.relu(c, last, {fill[1]: 1}, 0, {d: 1 for d in r.dims})
+                _gated(c, last, add_terms({src: 1, b[4]: 1}, big), -1, {r[i]: 1}, gate)
+    for k in (1, 2):
+        G.relu(c, last, {fill[k]: 1}, 0, {d: 1 for d in r.dims})
     c.clear(x, last)
     c.clear(fill, last)
+
+
+def _bit_field(c: Circuit, at: int, flags: dict[str, Field], cc: Field, r: Field, tag: str) -> None:
+    """BFE/BFEU on the shifted word y that the shifter left in r (by layer at - 1), len = cc & 0xFF:
+    bit i is y_i when i < len, else BFE's sign y_{min(len, 32) - 1} (0 for BFEU and len = 0).
+    Layer at: clear the bits at and above len, find the sign; at + 1: the sign above len."""
+    both = [flags["BFE"], flags["BFEU"]]
+    length = {cc[t]: 1 << t for t in range(8)}
+    sign = c.field(f"{tag}.bfe.sign", 1, at)
+    for n in range(1, WORD):                       # y_{n-1} and len == n
+        match = {cc[t]: 1 if n >> t & 1 else -1 for t in range(8)}
+        _gated(c, at, add_terms(match, {r[n - 1]: 1}), -bin(n).count("1"), {sign[0]: 1}, [flags["BFE"]])
+    _gated_step(c, at, add_terms(length, {r[WORD - 1]: 256}), 256 + WORD, {sign[0]: 1}, [flags["BFE"]])
+    for i in range(WORD):                          # y_i and len <= i: clear it ...
+        _gated_step(c, at, add_terms(_neg(length), {r[i]: 256}), 256 - i, {r[i]: -1}, both)
+    for i in range(WORD):                          # ... then the sign where len <= i
+        G.step(c, at + 1, add_terms(_neg(length), {sign[0]: 256}), 256 - i, {r[i]: 1})
+    c.clear(sign, at + 1)
 
 
 # ---------------------------------------------------------------------------
@@ -327,14 +364,20 @@ def build_alu(c: Circuit, at: int, op: dict[str, Field], a: list[Field], b: list
         if f.width != WORD:
             raise CircuitError(f"{name}: operand {f.name} has {f.width} dims; an operand is {WORD} bits")
     flags = {o: op[o] for o in ALU_OPS}
-    results = []
-    for lane in range(LANES):
-        tag = f"{name}{lane}"
-        r = c.field(f"{tag}.r", WORD, at + 1)
-        _compare_pick(c, at, flags, a[lane], b[lane], cc[lane], r, tag)
-        _shifts(c, at, flags, a[lane], b[lane], r, tag)
-        _mul_add_sub(c, at, flags, a[lane], b[lane], r, tag)
-        _bitwise(c, at + LATE, flags, a[lane], b[lane], r)
-        _counts(c, at + LATE, flags, a[lane], r)
-        results.append(r)
-    return results, at + ALU_LAYERS
+    tags = [f"{name}{lane}" for lane in range(LANES)]
+    lanes = list(zip(tags, a, b, cc))
+    r = [c.field(f"{tag}.r", WORD, at + 1) for tag in tags]
+    # unit by unit over the lanes, roughly in the order fields are born, so that fields born
+    # later find the gaps of those already cleared
+    columns = [_mul_columns(c, at, flags, x, y, tag) for tag, x, y, _ in lanes]
+    for (tag, x, y, z), out in zip(lanes, r):
+        _compare_pick(c, at, flags, x, y, z, out, tag)
+        _shifts(c, at, flags, x, y, out, tag)
+        _bitwise(c, at + LATE, flags, x, y, out)
+        _counts(c, at + LATE, flags, x, out)
+    digits = [_digits(c, at + DIGITS, flags, x, y, *col, tag) for (tag, x, y, _), col in zip(lanes, columns)]
+    for (tag, x, y, z), out, d in zip(lanes, r, digits):
+        _bit_field(c, at + BIT_FIELD, flags, z, out, tag)
+        _resolve(c, at + RESOLVE, d, out, tag)
+    return r, at + ALU_LAYERS
+
