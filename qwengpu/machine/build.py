@@ -16,6 +16,10 @@ sees what the GDN added):
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+from pathlib import Path
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +31,7 @@ from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.memory import declare_bank
 from qwengpu.circuit.residual import Field
 from qwengpu.machine import banks as B
+from qwengpu.machine.alu import ALU_OPS, build_alu
 from qwengpu.machine.encoding import OPCODES, SPACES, TERM_WORD, WORD0
 from qwengpu.machine.tokens import FEATURES, KINDS, PUT_TARGETS, SLOTS, Vocab
 
@@ -154,7 +159,6 @@ class Machine:
 
     def _decode(self):
         """L1 MLP: one flag per opcode in use, ALU op flags (LD/ST address = ADD, S2R = MOV)."""
-        from qwengpu.machine.alu import ALU_OPS
         c, L = self.c, L_ROM
         op = self.w0["op"]
         names = list(ALU_OPS) + ["S2R", "LD", "ST"] + list(TERMS)
@@ -284,13 +288,12 @@ class Machine:
 
     # ---- L4..: ALU and control -------------------------------------------------------------------------
     def _execute(self):
-        from qwengpu.machine.alu import build_alu
         from qwengpu.machine.control import build_scheduler, build_terminator
         c = self.c
         self.r, alu_end = build_alu(c, L_EXEC, self.alu_op, self.a, self.b, self.cc)
         term = {t: self.op[t] for t in TERMS}
         self.ns, ctl_end = build_terminator(
-            c, L_EXEC, L_EXEC + 1, wbits=self.f["WB"], term=term, target=self.tw["target"],
+            c, L_EXEC, L_EXEC + 2, wbits=self.f["WB"], term=term, target=self.tw["target"],
             fallthrough=self.tw["fallthrough"], reconv=self.tw["reconv"], rvalid=self.tw["rvalid"],
             cond=self.a, old=self.cs, init_mask=self.init_mask)
         nwarps = view(self.config, 0, 4, "nwarps")
@@ -405,6 +408,17 @@ class Machine:
         out[:, dims] = self.vocab.matrix
         return out
 
+    def fingerprint(self) -> str:
+        """sha256 of the compiled circuit (every GDN matrix and neuron) and the vocabulary: a merged
+        checkpoint built from another version of the machine has another fingerprint."""
+        h = hashlib.sha256(f"C={self.c.layout.width};V={len(self.vocab)}".encode())
+        h.update(self.embeddings().astype(np.float32).tobytes())
+        for lay in self.c.layers:
+            for a in (lay.qkv, lay.z, lay.b, lay.out):
+                h.update(a.tobytes())
+            h.update(repr(lay.neurons).encode())
+        return h.hexdigest()
+
     def read_global(self, cache, layer_offset: int = 0) -> np.ndarray:
         """Global memory (uint32[GLOBAL_WORDS]) from the recurrent states of a DynamicCache."""
         from qwengpu.circuit.check import read_rows
@@ -424,3 +438,57 @@ def machine_for_host(host: HostSpec) -> Machine:
 
 def machine_for(text_config: dict) -> Machine:
     return machine_for_host(HostSpec.from_config(text_config))
+
+
+# ---- the circuit handed to the merge -------------------------------------------------------------------
+MODEL_OPS = frozenset(ALU_OPS) | {"S2R", "LD", "ST"} | set(TERMS)     # what the model engine runs
+
+
+class LazyLayer(Mapping):
+    """One circuit layer's weights, computed when first read (one layer is kept at a time, so a
+    merge streams the circuit instead of holding every layer's dense matrices)."""
+    _last: tuple = (None, None)
+
+    def __init__(self, layer, intermediate: int):
+        self.layer, self.intermediate = layer, intermediate
+
+    def _weights(self) -> dict:
+        if LazyLayer._last[0] is not self:
+            LazyLayer._last = (None, None)
+            LazyLayer._last = (self, self.layer.weights(self.intermediate))
+        return LazyLayer._last[1]
+
+    def __getitem__(self, name):
+        return self._weights()[name]
+
+    def __iter__(self):
+        return iter(self._weights())
+
+    def __len__(self):
+        return len(self._weights())
+
+
+def circuit_weights(m: Machine):
+    from qwengpu.model.merge import CircuitWeights
+    intermediate = max(lay.neuron_count for lay in m.c.layers)
+    return CircuitWeights(
+        width=m.c.layout.width, layers=[LazyLayer(lay, intermediate) for lay in m.c.layers],
+        token_names=[m.vocab.name(t) for t in m.vocab.tokens], token_embeddings=m.embeddings(),
+        info={"circuit": f"qwengpu machine v1 ({len(m.c.layers)} layers)"})
+
+
+STANDIN_MERGED = Path(__file__).resolve().parents[2] / "build" / "standin-merged"
+
+
+def default_merged_model(out: Path = STANDIN_MERGED) -> Path:
+    """The stand-in merged model (stand-in base + this machine), rebuilt when the machine changed."""
+    from qwengpu.model.merge import build
+    from qwengpu.model.standin import standin_config
+    m = machine_for(standin_config())
+    fingerprint = m.fingerprint()
+    config = out / "config.json"
+    if config.exists() and json.loads(config.read_text()).get("qwengpu", {}).get("machine") == fingerprint:
+        return out
+    circuit = circuit_weights(m)
+    circuit.info["machine"] = fingerprint
+    return build("standin", out, dtype="bfloat16", force=True, circuit=circuit)

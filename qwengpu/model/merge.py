@@ -166,7 +166,7 @@ def scales(n: int, C: int, rescale: str, tied: bool) -> dict[str, float]:
 
 
 def _circuit_tensor(value: np.ndarray, name: str, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    src = torch.from_numpy(np.ascontiguousarray(value, dtype=np.float64))
+    src = torch.from_numpy(np.ascontiguousarray(value))
     if name.startswith("mlp."):
         return _padded(src, shape, dtype)
     return src.to(dtype)
@@ -182,7 +182,7 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
         for name in sorted(layer):
             dt = out_dtype(name, dtype)
             items.append(Item(f"model.layers.{i}.{name}", shapes[name], dt, _one(
-                lambda v=layer[name], nm=name, s=shapes[name], d=dt: _circuit_tensor(v, nm, s, d))))
+                lambda lay=layer, nm=name, s=shapes[name], d=dt: _circuit_tensor(lay[nm], nm, s, d))))
     gpu_rows = torch.from_numpy(np.ascontiguousarray(circuit.token_embeddings, np.float64)).to(dtype)
     final_gain = circuit.final_norm if circuit.final_norm is not None else np.ones(C)
     k = scales(n, C, rescale, tied="lm_head.weight" not in base.sources)
