@@ -1,0 +1,368 @@
+"""SIMT control in the circuit: the terminator (a SIMT stack kept in GDN heads) and the
+warp scheduler. Both reproduce qwengpu/interp.py exactly (`_Machine._terminate`,
+`_Warp.settle`/`exit_lanes`, `run_block`'s barrier release and `_next_runnable`).
+
+The stack of warp w lives in STACK_DEPTH "pc" heads (depth d: the entry's pc) and
+STACK_DEPTH - 1 "meta" heads (depth d >= 1: reconv, rvalid, mask); every row is keyed
+by the warp. Depth 0's meta is constant: it never reconverges (reconv -1) and its mask
+is the warp's initial mask. A warp's Status (CT tokens) says which depth is the top.
+
+Lazy exits. interp's EXIT removes the exiting lanes from every entry at once
+(`exit_lanes`); here EXIT only clears them from `alive`, and every mask read from the
+stack is ANDed with alive. The two agree: an entry's eager mask is always its pushed mask
+minus the lanes that exited since (exits only ever remove lanes), which is exactly
+pushed mask & alive. interp then drops empty entries and pops entries at their reconv
+point from the top; here settling takes the highest depth <= the top whose entry is
+non-empty and not at its reconv point. That is the same entry: scanning down from the
+top, interp discards exactly the entries that are empty (removed) or at reconv
+(popped) until it meets one that is neither. Empty entries that interp removes below
+the new top are skipped here whenever the scan reaches them (their mask & alive stays
+0), so every later pass agrees too. Rows above the top hold stale entries (from earlier
+passes or thread blocks) and are never trusted: a pass only reads depths <= the top, and
+a push writes both heads of the depths it uses.
+
+Exactness of reads. GDN reads are exact in bf16 but 1 - O(1e-7) in fp32, and an MLP
+neuron with a kink at a noisy point gives a noisy output. So the layer that reads the
+stack first requantizes every read bit with an always-on neuron relu(x + 128) - 128:
+fp32 rounding at 128 (ulp 2**-16 on the normalized input) snaps x back to an integer.
+Only then do threshold neurons see the bits.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qwengpu.circuit import CircuitError
+from qwengpu.circuit import gadgets as G
+from qwengpu.circuit import memory as Mem
+from qwengpu.circuit.layer import Z_GATE, Circuit
+from qwengpu.circuit.residual import Field
+
+STACK_DEPTH = 7   # depths 0..6: with 4 lanes nested divergence is at most 3 deep (+2 entries each)
+LANES = 4
+PC_BITS = 7
+WARPS = 4
+META_BITS = PC_BITS + 1 + LANES          # reconv (7), rvalid (1), mask (4)
+REQUANT = 128                            # offset of the requantizing neurons
+FAR = 2 * (1 << PC_BITS) + 2             # pushes a pc difference far below zero (|D| <= 127)
+TERMS = ("JMP", "BRC", "BAR", "EXIT")
+
+
+@dataclass
+class Status:
+    """One warp's status fields (bits)."""
+    pc: Field      # 7   top-of-stack pc
+    mask: Field    # 4   top-of-stack mask (already ANDed with alive)
+    sp: Field      # 3   depth of the top entry
+    alive: Field   # 4   lanes that have not exited
+    phase: Field   # 2   barriers passed, mod 4
+    wait: Field    # 1   arrived at a barrier, not yet run since
+
+
+# ---------------------------------------------------------------------------
+# linear terms
+# ---------------------------------------------------------------------------
+def _is(field: Field, value: int) -> tuple[dict[int, int], int] | None:
+    """(terms, bias) whose sum is 0 when the bits field equals `value` and <= -1 otherwise
+    (None if the field cannot hold the value)."""
+    if not 0 <= value < 1 << field.width:
+        return None
+    terms = {d: (1 if value >> j & 1 else -1) for j, d in enumerate(field.dims)}
+    return terms, -bin(value).count("1")
+
+
+def _ones(*fields: Field, k: int = 1) -> dict[int, int]:
+    return {d: k for f in fields for d in f.dims}
+
+
+def _value(field: Field, sign: int = 1) -> dict[int, int]:
+    return {d: sign << j for j, d in enumerate(field.dims)}
+
+
+def _gated(c: Circuit, at: int, terms: dict[int, int], bias: int, gate, out: dict[int, float]) -> None:
+    """out += relu(sum(terms) + bias) when `gate` = (terms, bias) is 0, nothing when it is <= -1
+    (for arguments whose positive part is at most 1 more than the gate's deficit can cancel)."""
+    if gate is not None:
+        G.relu(c, at, G.add_terms(terms, gate[0]), bias + gate[1], out)
+
+
+def _hat(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float]) -> None:
+    """out += coef * [x == 0] for an integer x = sum(terms) + bias: relu(x+1) - 2 relu(x) + relu(x-1)."""
+    for shift, k in ((1, 1), (0, -2), (-1, 1)):
+        G.relu(c, at, terms, bias + shift, {d: k * v for d, v in out.items()})
+
+
+# ---------------------------------------------------------------------------
+# terminator
+# ---------------------------------------------------------------------------
+def build_terminator(c: Circuit, at: int, bank_layer: int, *, wbits: Field, term: dict[str, Field],
+                     target: Field, fallthrough: Field, reconv: Field, rvalid: Field, cond: list[Field],
+                     old: Status, init_mask: Field) -> tuple[Status, int]:
+    """The end of a machine block for the running warp (wbits): JMP, BRC (maybe divergent),
+    BAR or EXIT per `term`, as interp's `_terminate` followed by settle. Layers:
+    at: taken lanes, alive', phase', wait';  bank_layer - 1: stack writes (data, enables) and
+    the depth range;  bank_layer: GDN write + read of the stack, requantize;  + 1: which
+    depths are live entries;  + 2: the new top (pc, mask, sp). Returns (Status, end)."""
+    if bank_layer < at + 2:
+        raise CircuitError(f"terminator: the stack bank layer must be >= at + 2 = {at + 2}; got {bank_layer}")
+    if len(cond) != LANES or set(term) != set(TERMS):
+        raise CircuitError(f"terminator: needs {LANES} cond fields and term flags {TERMS}")
+    alive, phase, wait, taken = _front(c, at, term, old, cond)
+    data = _stack_writes(c, bank_layer - 1, term, old, taken, target, fallthrough, reconv, rvalid)
+    c.clear(taken, bank_layer - 1)
+    pcs, metas = _stack_read(c, bank_layer, wbits, data, alive)
+    valid = _live_entries(c, bank_layer + 1, pcs, metas, data["range"], alive)
+    c.clear(data["range"], bank_layer + 1)
+    pc, mask, sp = _new_top(c, bank_layer + 2, valid, pcs, metas, alive, init_mask)
+    for f in [valid, *pcs, *metas[1:]]:
+        c.clear(f, bank_layer + 2)
+    return Status(pc, mask, sp, alive, phase, wait), bank_layer + 3
+
+
+def _front(c, at, term, old: Status, cond):
+    """taken lanes (BRC only), alive' = alive & ~mask on EXIT, phase' = phase + BAR, wait' = BAR."""
+    brc, ex, bar = term["BRC"][0], term["EXIT"][0], term["BAR"][0]
+    taken = c.field("ctl.taken", LANES, at)
+    for l in range(LANES):      # BRC and lane active and cond != 0
+        G.step(c, at, G.add_terms(_ones(cond[l]), {old.mask[l]: 33, brc: 33}), 67, {taken[l]: 1})
+    alive = c.field("ctl.alive", LANES, at)
+    for l in range(LANES):      # alive and not (EXIT and active)
+        G.relu(c, at, {old.alive[l]: 1}, 0, {alive[l]: 1})
+        G.relu(c, at, {old.alive[l]: 1, old.mask[l]: 1, ex: 1}, -2, {alive[l]: -1})
+    phase = c.field("ctl.phase", 2, at)
+    p0, p1 = old.phase
+    G.relu(c, at, {p0: 1, bar: 1}, 0, {phase[0]: 1})           # p0 xor BAR
+    G.relu(c, at, {p0: 1, bar: 1}, -1, {phase[0]: -2, phase[1]: 1})   # carry into p1
+    G.relu(c, at, {p1: 1}, 0, {phase[1]: 1})
+    G.relu(c, at, {p1: 1, p0: 1, bar: 1}, -2, {phase[1]: -2})
+    wait = c.field("ctl.wait", 1, at)
+    G.relu(c, at, {bar: 1}, 0, {wait[0]: 1})
+    return alive, phase, wait, taken
+
+
+def _stack_writes(c, at, term, old: Status, taken, target, fallthrough, reconv, rvalid) -> dict:
+    """Write data and enables for every stack head, and `range`: which depths d >= 1 are at or
+    below the virtual top (sp, or sp + 2 after a divergent BRC).
+
+    nt = active lanes not taken, tk = taken lanes: for a BRC, all-taken is [nt == 0], none-taken
+    is [tk == 0], divergent is the rest. Every neuron carries a [sp == e] gate (0 or <= -1)."""
+    jmp, brc, bar = term["JMP"][0], term["BRC"][0], term["BAR"][0]
+    anyterm = {term[k][0]: 1 for k in TERMS}
+    nt = G.add_terms(_ones(old.mask), _ones(taken, k=-1))
+    tk = _ones(taken)
+    D = STACK_DEPTH
+    pc_data = [c.field(f"ctl.pcw{d}", PC_BITS, at) for d in range(D)]
+    meta_data = [None] + [c.field(f"ctl.metaw{d}", META_BITS, at) for d in range(1, D)]
+    enable = c.field("ctl.we", 2 * D - 1, at)          # pc heads 0..6, then meta heads 1..6
+    rng = c.field("ctl.range", D, at)                    # dim 0 unused (depth 0 is always in range)
+    for d in range(D):
+        top, push1, push2 = _is(old.sp, d), _is(old.sp, d - 1), _is(old.sp, d - 2)
+        for gate in (top, push1, push2):
+            _gated(c, at, anyterm, 0, gate, {enable[d]: 1})
+        for i in range(PC_BITS):
+            out = {pc_data[d][i]: 1}
+            tg, ft, rc = target[i], fallthrough[i], reconv[i]
+            # top entry: JMP/BAR/all-taken -> target, none-taken -> fallthrough, divergent -> reconv
+            _gated(c, at, {tg: 1, jmp: 1, bar: 1}, -1, top, out)
+            _gated(c, at, G.add_terms({tg: 1, brc: 1}, {k: -v for k, v in nt.items()}), -1, top, out)
+            _gated(c, at, G.add_terms({ft: 1, brc: 1}, {k: -v for k, v in tk.items()}), -1, top, out)
+            _divergent(c, at, {rc: 1}, brc, nt, tk, top, out)
+            _gated(c, at, {ft: 1}, 0, push1, out)          # pushed not-taken entry
+            _gated(c, at, {tg: 1}, 0, push2, out)          # pushed taken entry
+        if d == 0:
+            continue
+        for gate in (push1, push2):
+            _gated(c, at, anyterm, 0, gate, {enable[D + d - 1]: 1})
+        meta = meta_data[d]
+        for i in range(PC_BITS):
+            for gate in (push1, push2):
+                _gated(c, at, {reconv[i]: 1}, 0, gate, {meta[i]: 1})
+        for gate in (push1, push2):
+            _gated(c, at, {rvalid[0]: 1}, 0, gate, {meta[PC_BITS]: 1})
+        for l in range(LANES):
+            _gated(c, at, {old.mask[l]: 1, taken[l]: -1}, 0, push1, {meta[PC_BITS + 1 + l]: 1})
+            _gated(c, at, {taken[l]: 1}, 0, push2, {meta[PC_BITS + 1 + l]: 1})
+        # range: sp >= d, or a divergent BRC pushed depth d
+        G.step(c, at, _value(old.sp), d, {rng[d]: 1})
+        for gate in (push1, push2):
+            _divergent(c, at, {}, brc, nt, tk, gate, {rng[d]: 1})
+    return {"pc": pc_data, "meta": meta_data, "enable": enable, "range": rng}
+
+
+def _divergent(c, at, terms, brc, nt, tk, gate, out) -> None:
+    """out += [every term is 1 and BRC is divergent] (= BRC - all-taken - none-taken) when gate is 0."""
+    k = len(terms)
+    _gated(c, at, G.add_terms(terms, {brc: 1}), -k, gate, out)
+    neg = {d: -v for d, v in out.items()}
+    _gated(c, at, G.add_terms(terms, {brc: 1}, {d: -v for d, v in nt.items()}), -k, gate, neg)
+    _gated(c, at, G.add_terms(terms, {brc: 1}, {d: -v for d, v in tk.items()}), -k, gate, neg)
+
+
+def _stack_read(c, at, wbits, data, alive) -> tuple[list[Field], list[Field]]:
+    """GDN of layer `at`: write this warp's rows, then read all of them (the read sees the
+    writes); the MLP requantizes the reads. Mask columns are gated by alive' in the read
+    itself (the output gate silu(z) is 32 or 0 per column), so they come out ANDed with alive."""
+    D, en = STACK_DEPTH, data["enable"]
+    pc_banks = [Mem.declare_bank(c, at, f"stack.pc{d}", WARPS, PC_BITS) for d in range(D)]
+    meta_banks = [Mem.declare_bank(c, at, f"stack.meta{d}", WARPS, META_BITS) for d in range(1, D)]
+    raw = []
+    for d, bank in enumerate(pc_banks):
+        Mem.write(c, bank, wbits, data["pc"][d], _one(c, en, d))
+        raw.append(Mem.read(c, bank, wbits))
+    for d, bank in enumerate(meta_banks, start=1):
+        Mem.write(c, bank, wbits, data["meta"][d], _one(c, en, D + d - 1))
+        raw.append(Mem.read(c, bank, wbits))
+        for l in range(LANES):
+            _gate_column(c, bank, PC_BITS + 1 + l, alive[l])
+    for f in [*data["pc"], *data["meta"][1:], en]:
+        c.clear(f, at)
+    exact = []
+    for f in raw:
+        q = c.field(f.name + ".q", f.width, at)
+        for s, d in zip(f.dims, q.dims):
+            G.relu(c, at, {s: 1}, REQUANT, {d: 1})
+        exact.append(q)
+    G.const_one(c, at, {d: -REQUANT for q in exact for d in q.dims})
+    for f in raw:
+        c.clear(f, at)
+    return exact[:D], [None] + exact[D:]          # depth 0 has no meta head
+
+
+def _one(c, field: Field, i: int) -> Field:
+    """A 1-dim view of dim i of a field (for memory's enable argument)."""
+    return Field(f"{field.name}[{i}]", (field[i],), "bits", field.born, field.died)
+
+
+def _gate_column(c, bank, bit: int, gate_dim: int) -> None:
+    """The read of data bit `bit` of bank is multiplied by a 0/1 residual dim (silu(32 x) = 32 x)."""
+    lay = c.layer(bank.layer)
+    dv = c.host.value_dim
+    for (s, lo, hi), h in zip(bank.slices(), bank.replicas[0]):
+        if lo <= bit < hi:
+            row = lay.z[h * dv + 2 * (bit - lo)]
+            row[:] = 0.0
+            row[gate_dim] = Z_GATE * Mem.READ
+
+
+def _live_entries(c, at, pcs, metas, rng, alive) -> Field:
+    """valid[d]: depth d is in range, its mask & alive' is non-empty and it is not at its
+    reconv point: [in range and mask != 0] - [in range, mask != 0, rvalid, pc == reconv],
+    the second term as hats over D = pc - reconv pushed far negative unless the rest holds."""
+    valid = c.field("ctl.valid", STACK_DEPTH, at)
+    G.step(c, at, _ones(alive), 1, {valid[0]: 1})          # depth 0 never reconverges
+    for d in range(1, STACK_DEPTH):
+        pc, meta, inr = pcs[d], metas[d], rng[d]
+        reconv, rv, mask = meta.dims[:PC_BITS], meta[PC_BITS], meta.dims[PC_BITS + 1:]
+        msum = {m: 1 for m in mask}
+        G.step(c, at, G.add_terms(msum, {inr: LANES}), LANES + 1, {valid[d]: 1})
+        diff = G.add_terms(_value(pc), {r: -(1 << i) for i, r in enumerate(reconv)})
+        at_reconv = G.add_terms(diff, {inr: FAR, rv: FAR})
+        _hat(c, at, at_reconv, -2 * FAR, {valid[d]: -1})
+        _hat(c, at, G.add_terms(at_reconv, {m: -FAR for m in mask}), -2 * FAR, {valid[d]: 1})
+    return valid
+
+
+def _new_top(c, at, valid, pcs, metas, alive, init_mask) -> tuple[Field, Field, Field]:
+    """The highest valid depth is the new top: its pc, mask & alive', and depth."""
+    pc = c.field("ctl.pc", PC_BITS, at)
+    mask = c.field("ctl.mask", LANES, at)
+    sp = c.field("ctl.sp", 3, at)
+    for d in range(STACK_DEPTH):
+        higher = {valid[e]: -1 for e in range(d + 1, STACK_DEPTH)}
+        is_top = G.add_terms({valid[d]: 1}, higher)
+        for i in range(PC_BITS):
+            G.relu(c, at, G.add_terms(is_top, {pcs[d][i]: 1}), -1, {pc[i]: 1})
+        for l in range(LANES):
+            if d == 0:
+                G.relu(c, at, G.add_terms(is_top, {init_mask[l]: 1, alive[l]: 1}), -2, {mask[l]: 1})
+            else:
+                G.relu(c, at, G.add_terms(is_top, {metas[d][PC_BITS + 1 + l]: 1}), -1, {mask[l]: 1})
+        if d:
+            G.relu(c, at, is_top, 0, {sp[j]: 1 for j in range(3) if d >> j & 1})
+    return pc, mask, sp
+
+
+# ---------------------------------------------------------------------------
+# scheduler
+# ---------------------------------------------------------------------------
+def build_scheduler(c: Circuit, at: int, statuses: list[Status], nwarps: Field,
+                    turn: Field) -> tuple[dict[str, Field], int]:
+    """Pick the next warp like interp's `_next_runnable`: the first runnable warp from `turn` on.
+
+    runnable(i) = i < nwarps, alive_i != 0, and (wait_i == 0 or released_i), where released_i:
+    every live warp j has phase_j in {phase_i, phase_i + 1} (mod 4).
+
+    Why this is interp's barrier release (warps whose live lanes reach each barrier
+    together): phase counts a warp's barriers. interp releases the waiting warps when every
+    live thread has arrived, i.e. every live warp has reached the barrier numbered phase_i,
+    after which no warp can pass the next barrier before all have reached it again; so live
+    phases never spread by more than one, and mod 4 tells p - 1, p and p + 1 apart. A warp
+    waiting at barrier p (its phase) is released iff no live warp is still at p - 1; live warps
+    already at p + 1 were released from p and ran on. A warp that exits leaves the condition,
+    like interp's `live -= ...`. The bit `wait` stays 1 until the warp runs again, which is
+    exactly when interp's `waiting` matters.
+
+    Layers: at: live_i, live-and-waiting, a weighted count of live warps whose phase is 2 or 3
+    ahead of phase_i;  at + 1: runnable_i, done;  at + 2: the choice and its pc and mask.
+    Returns ({"found", "warp" (one-hot bits), "pc", "mask", "deadlock", "done"}, end)."""
+    if len(statuses) != WARPS or nwarps.width != WARPS or turn.width != WARPS:
+        raise CircuitError(f"scheduler: needs {WARPS} statuses, nwarps and turn of {WARPS} dims")
+    live, waiting, behind = _liveness(c, at, statuses, nwarps)
+    runnable = c.field("sched.runnable", WARPS, at + 1)
+    done = c.field("sched.done", 1, at + 1)
+    for i, s in enumerate(statuses):    # live and not (waiting and some live warp is behind)
+        big = 3 * WARPS + 1
+        G.step(c, at + 1, {live[i]: big, s.wait[0]: 1 - big, behind[i]: -1}, 1, {runnable[i]: 1})
+    G.relu(c, at + 1, _ones(live, k=-1), 1, {done[0]: 1})
+    c.clear(live, at + 1)
+    c.clear(behind, at + 1)
+    out = _choose(c, at + 2, statuses, runnable, turn, waiting)
+    out["done"] = done
+    c.clear(runnable, at + 2)
+    c.clear(waiting, at + 2)
+    return out, at + 3
+
+
+def _liveness(c, at, statuses, nwarps):
+    live = c.field("sched.live", WARPS, at)
+    waiting = c.field("sched.waiting", WARPS, at)
+    behind = c.field("sched.behind", WARPS, at, kind="int", vmax=(WARPS - 1) * LANES)
+    exists = [{nwarps[k]: 1 for k in range(i, WARPS)} for i in range(WARPS)]   # [i < nwarps]
+    for i, s in enumerate(statuses):
+        G.step(c, at, G.add_terms(_ones(s.alive), {d: LANES + 1 for d in exists[i]}), LANES + 2,
+               {live[i]: 1})
+        G.step(c, at, G.add_terms(_ones(s.alive), {d: LANES + 1 for d in exists[i]},
+                                  {s.wait[0]: LANES + 1}), 2 * LANES + 3, {waiting[i]: 1})
+    k = LANES + 1     # a mismatch costs more than the alive count can give
+    for i, si in enumerate(statuses):
+        for j, sj in enumerate(statuses):
+            if i == j:
+                continue
+            for q in range(4):
+                for r in ((q + 2) % 4, (q + 3) % 4):     # j is 2 or 3 ahead of i: j is behind
+                    ti, bi = _is(si.phase, q)
+                    tj, bj = _is(sj.phase, r)
+                    terms = G.add_terms({d: k * v for d, v in ti.items()}, {d: k * v for d, v in tj.items()},
+                                        {d: k for d in exists[j]}, _ones(sj.alive))
+                    G.relu(c, at, terms, k * (bi + bj - 1), {behind[i]: 1})
+    return live, waiting, behind
+
+
+def _choose(c, at, statuses, runnable, turn, waiting) -> dict[str, Field]:
+    """For each turn t and warp i: i is chosen iff turn == t, i is runnable and no warp between
+    t and i (cyclically) is; the chosen warp's pc and mask ride on the same neurons."""
+    found = c.field("sched.found", 1, at)
+    warp = c.field("sched.warp", WARPS, at)
+    pc = c.field("sched.pc", PC_BITS, at)
+    mask = c.field("sched.mask", LANES, at)
+    deadlock = c.field("sched.deadlock", 1, at)
+    for t in range(WARPS):
+        for i, s in enumerate(statuses):
+            between = {runnable[(t + k) % WARPS]: -1 for k in range((i - t) % WARPS)}
+            chosen = G.add_terms({turn[t]: 1, runnable[i]: 1}, between)
+            G.relu(c, at, chosen, -1, {warp[i]: 1, found[0]: 1})
+            for src, dst in ((s.pc, pc), (s.mask, mask)):
+                for b in range(src.width):
+                    G.relu(c, at, G.add_terms(chosen, {src[b]: 1}), -2, {dst[b]: 1})
+    # none runnable but some live warp waits
+    G.step(c, at, G.add_terms(_ones(waiting), _ones(runnable, k=-WARPS)), 1, {deadlock[0]: 1})
+    return {"found": found, "warp": warp, "pc": pc, "mask": mask, "deadlock": deadlock}

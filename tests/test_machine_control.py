@@ -1,0 +1,312 @@
+"""SIMT control (qwengpu/machine/control.py) through the stock Qwen3.5 layers, fp32 and bf16.
+
+The terminator runs token by token (the SIMT stack lives in GDN state across tokens) on a
+host with 2B-shaped GDN heads; the test plays the CT tokens: each pass's output status is
+fed back as that warp's input status on its next pass. Expected values come from an eager
+Python model of interp's SIMT stack written here from interp's rules (push/pop/settle,
+exit_lanes), and the scheduler is held against a Python run_block/_next_runnable model.
+"""
+import numpy as np
+import pytest
+import torch
+from transformers.cache_utils import DynamicCache
+
+from qwengpu.circuit.check import BANK_HOST, MLP_HOST
+from qwengpu.circuit.host import QWEN35_2B, circuit_width
+from qwengpu.circuit.layer import Circuit
+from qwengpu.circuit.model import build_model, decode, encode, run_prefill
+from qwengpu.machine.control import (TERMS, Status, build_scheduler, build_terminator)
+
+DTYPES = ("float32", "bfloat16")
+
+
+# ---------------------------------------------------------------------------
+# random structured programs (blocks with JMP/BRC/BAR/EXIT), reconv = immediate post-dominator
+# ---------------------------------------------------------------------------
+def random_program(rng, max_depth=3):
+    """Blocks [kind, target, fallthrough, reconv]: nested if/else, if-exit (some lanes EXIT),
+    do-while loops with a divergent exit and breaks, barriers; block 0 is the entry."""
+    blocks = []
+
+    def block(kind, target=-1, ft=-1):
+        blocks.append([kind, target, ft, -1])
+        return len(blocks) - 1
+
+    def seq(cont, depth, loop_exit=None, n=None):
+        for _ in range(n or rng.integers(1, 4)):
+            cont = stmt(cont, depth, loop_exit)
+        return cont
+
+    def stmt(cont, depth, loop_exit):
+        choice = rng.choice(["jmp", "bar", "if", "loop", "exit_if", "break"] if depth < max_depth
+                            else ["jmp", "bar", "exit_if"], p=None)
+        if choice == "jmp" or (choice == "break" and loop_exit is None):
+            return block("JMP", cont)
+        if choice == "bar":
+            return block("BAR", cont)
+        if choice == "exit_if":
+            return block("BRC", block("EXIT"), cont)
+        if choice == "break":
+            return block("BRC", loop_exit, cont)
+        if choice == "if":
+            then = seq(cont, depth + 1, loop_exit)
+            other = seq(cont, depth + 1, loop_exit) if rng.random() < 0.7 else cont
+            return block("BRC", then, other)
+        latch = block("BRC", -1, cont)                 # do { body } while (cond)
+        body = seq(latch, depth + 1, loop_exit=cont)
+        blocks[latch][1] = body
+        return body
+
+    entry = seq(block("EXIT"), 0, n=4)
+    order = [entry] + [b for b in range(len(blocks)) if b != entry]
+    new = {old: i for i, old in enumerate(order)}
+    prog = [[k, new.get(t, -1), new.get(f, -1), -1] for k, t, f, _ in (blocks[b] for b in order)]
+    for b, ipdom in enumerate(post_dominators(prog)):
+        prog[b][3] = ipdom
+    return prog
+
+
+def post_dominators(prog):
+    """Immediate post-dominator of every block (-1: the virtual exit), by the iterative set algorithm."""
+    n = len(prog)
+    exit_node = n
+    succ = []
+    for kind, t, f, _ in prog:
+        succ.append({"JMP": [t], "BAR": [t], "BRC": [t, f], "EXIT": [exit_node]}[kind])
+    pdom = [set(range(n + 1)) for _ in range(n)] + [{exit_node}]
+    changed = True
+    while changed:
+        changed = False
+        for b in range(n):
+            new = {b} | set.intersection(*(pdom[s] for s in succ[b]))
+            if new != pdom[b]:
+                pdom[b], changed = new, True
+    ipdom = []
+    for b in range(n):
+        strict = pdom[b] - {b}
+        near = max(strict, key=lambda s: len(pdom[s]))      # the closest strict post-dominator
+        ipdom.append(-1 if near == exit_node else near)
+    return ipdom
+
+
+# ---------------------------------------------------------------------------
+# eager reference: interp's SIMT stack, rule by rule
+# ---------------------------------------------------------------------------
+class EagerWarp:
+    def __init__(self, init_mask):
+        self.init = init_mask
+        self.stack = [[0, -1, init_mask]]          # [pc, reconv, mask]
+        self.alive, self.phase, self.wait = init_mask, 0, 0
+
+    def settle(self):
+        while self.stack and self.stack[-1][0] == self.stack[-1][1] >= 0:
+            self.stack.pop()
+
+    def terminate(self, kind, target, ft, reconv, conds):
+        top = self.stack[-1]
+        mask = top[2]
+        self.wait = int(kind == "BAR")
+        if kind == "EXIT":
+            for entry in self.stack:
+                entry[2] &= ~mask
+            self.stack = [e for e in self.stack if e[2]]
+            self.alive &= ~mask
+        elif kind == "BRC":
+            taken = sum(1 << l for l in range(4) if mask >> l & 1 and conds[l])
+            if taken == mask:
+                top[0] = target
+            elif taken == 0:
+                top[0] = ft
+            else:
+                top[0] = reconv
+                self.stack += [[ft, reconv, mask & ~taken], [target, reconv, taken]]
+        else:
+            top[0] = target
+            self.phase = (self.phase + 1) % 4 if kind == "BAR" else self.phase
+        self.settle()
+
+    def status(self):
+        if not self.stack:
+            return None
+        pc, _, mask = self.stack[-1]
+        return {"pc": pc, "mask": mask, "sp": len(self.stack) - 1, "alive": self.alive,
+                "phase": self.phase, "wait": self.wait}
+
+
+# ---------------------------------------------------------------------------
+# the terminator circuit, driven token by token
+# ---------------------------------------------------------------------------
+STATUS = ("pc", "mask", "sp", "alive", "phase", "wait")
+WIDTH = {"pc": 7, "mask": 4, "sp": 3, "alive": 4, "phase": 2, "wait": 1}
+
+
+@pytest.fixture(scope="module")
+def terminator():
+    return compile_terminator()
+
+
+def compile_terminator():
+    c = Circuit(BANK_HOST, circuit_width(BANK_HOST, 600))
+    f = {"w": c.input("w", 2), "target": c.input("target", 7), "ft": c.input("ft", 7),
+         "reconv": c.input("reconv", 7), "rvalid": c.input("rvalid", 1), "init": c.input("init", 4)}
+    f.update({k: c.input(k, 1) for k in TERMS})
+    f.update({f"cond{l}": c.input(f"cond{l}", 32) for l in range(4)})
+    f.update({f"old.{k}": c.input(f"old.{k}", WIDTH[k]) for k in STATUS})
+    old = Status(*(f[f"old.{k}"] for k in STATUS))
+    new, end = build_terminator(c, 0, 2, wbits=f["w"], term={k: f[k] for k in TERMS}, target=f["target"],
+                                fallthrough=f["ft"], reconv=f["reconv"], rvalid=f["rvalid"],
+                                cond=[f[f"cond{l}"] for l in range(4)], old=old, init_mask=f["init"])
+    assert end == len(c.layers)
+    return c, f, new
+
+
+def draw_conds(rng):
+    """Per lane: zero half the time, else a word with one high or low bit, or a random word."""
+    out = []
+    for _ in range(4):
+        r = rng.random()
+        out.append(0 if r < 0.5 else (1 << int(rng.integers(0, 32))) if r < 0.75 else int(rng.integers(1, 1 << 32)))
+    return out
+
+
+def make_trace(rng, passes):
+    """Random thread blocks (1..16 threads, a fresh random program each) run by the eager model.
+    Each event is one token: a terminator pass of a random live warp, sometimes a pass that
+    runs no terminator (its outputs are don't-care, the stack must not change) or a text token.
+    Thread blocks follow each other on the same stack rows (stale rows must never be trusted)."""
+    events, stats = [], {"diverge": 0, "max_sp": 0, "partial_exit": 0, "bar": 0, "exit_reconv": 0}
+    warps = {}
+    while len(events) < passes:
+        if not any(e.status() for e in warps.values()):
+            prog, nthreads = random_program(rng), int(rng.integers(1, 17))
+            warps = {w: EagerWarp(init_of(w, nthreads)) for w in range(4) if init_of(w, nthreads)}
+            fresh = set(warps)
+        r = rng.random()
+        if r < 0.03:
+            events.append({"text": True})
+            continue
+        w = int(rng.choice([w for w, e in warps.items() if e.status()]))
+        eager = warps[w]
+        old = eager.status()
+        kind, target, ft, reconv = prog[old["pc"]] if r > 0.08 else ("NONE", 0, 0, -1)
+        conds = draw_conds(rng)
+        vals = {"w": w, "target": max(target, 0), "ft": max(ft, 0), "reconv": reconv & 127,
+                "rvalid": int(reconv >= 0), "init": eager.init}
+        vals.update({k: int(kind == k) for k in TERMS})
+        vals.update({f"cond{l}": conds[l] for l in range(4)})
+        want = None
+        if kind != "NONE":
+            depth = len(eager.stack)
+            eager.terminate(kind, target, ft, reconv, conds)
+            want = eager.status() or {"alive": 0}
+            stats["diverge"] += len(eager.stack) > depth
+            stats["exit_reconv"] += len(eager.stack) > depth and reconv < 0
+            stats["max_sp"] = max(stats["max_sp"], want.get("sp", 0))
+            stats["partial_exit"] += kind == "EXIT" and want["alive"] != 0
+            stats["bar"] += kind == "BAR"
+        events.append({"text": False, "vals": vals, "w": w, "old": old, "want": want, "first": w in fresh})
+        if want is not None:
+            fresh.discard(w)                   # from now on the warp's status is the circuit's
+    return events, stats
+
+
+def init_of(w, nthreads):
+    return sum(1 << l for l in range(4) if 4 * w + l < nthreads)
+
+
+def embed(c, f, event, old, rng):
+    if event["text"]:
+        x = np.zeros((1, c.layout.total))
+        x[0, :c.layout.n] = rng.normal(0, 1, c.layout.n)
+        return x
+    vals = dict(event["vals"])
+    vals.update({f"old.{k}": old[k] for k in STATUS})
+    return encode(c, {f[k]: [v] for k, v in vals.items()}, 1)
+
+
+def compare(hidden, new, event, t) -> list[str]:
+    """Mismatches of one pass's outputs (every output dim must be exactly 0.0 or 1.0)."""
+    got, bad = {}, []
+    for k in STATUS:
+        v, err = decode(hidden[None], getattr(new, k))
+        if err != 0.0:
+            bad.append(f"pass {t}: {k} not exact (deviation {err})")
+        got[k] = int(v[0])
+    want = event["want"]
+    if want == {"alive": 0}:                   # every lane exited: only alive matters
+        got = {"alive": got["alive"]}
+    if got != want:
+        bad.append(f"pass {t}: warp {event['w']} from {event['old']}: got {got}, want {want}")
+    return bad, got
+
+
+def replay_decode(c, f, new, model, events, rng):
+    """Token by token (recurrent GDN path); each warp's input status is the circuit's own output
+    from that warp's previous pass (the test plays the CT tokens)."""
+    L, kv = len(c.layers), DynamicCache(config=model.config)
+    status, bad = {}, []
+    for t, ev in enumerate(events):
+        if not ev["text"]:
+            w = ev["w"]
+            old = ev["old"] if ev["first"] else status[w]
+        x = embed(c, f, ev, None if ev["text"] else old, rng)
+        hs = step(model, kv, x)
+        if ev["text"] or ev["want"] is None:
+            continue
+        mismatches, got = compare(hs[L], new, ev, t)
+        bad += mismatches
+        status[w] = got
+        if len(bad) > 5:
+            break
+    return bad
+
+
+def replay_prefill(c, f, new, model, events, rng):
+    """One chunked prefill over the whole trace; input statuses from the eager model (equal to the
+    circuit's own outputs wherever those are right)."""
+    L = len(c.layers)
+    x = np.concatenate([embed(c, f, ev, None if ev["text"] else ev["old"], rng) for ev in events])
+    hs, _ = run_prefill(model, x[None])
+    bad = []
+    for t, ev in enumerate(events):
+        if not ev["text"] and ev["want"] is not None:
+            bad += compare(hs[L][0][t], new, ev, t)[0]
+    return bad
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """The recurrent path is ~6x faster on one thread on a shared machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@torch.no_grad()
+def step(model, kv, x):
+    emb = torch.tensor(x[None], dtype=torch.float32).to(model.dtype)
+    out = model.model(inputs_embeds=emb, output_hidden_states=True, use_cache=True, cache=kv)
+    return np.stack([h.float().numpy()[0, 0] for h in out.hidden_states])
+
+
+def test_trace_covers_the_stack_cases():
+    _, stats = make_trace(np.random.default_rng(1), 700)
+    assert stats["diverge"] >= 20 and stats["max_sp"] >= 4 and stats["partial_exit"] >= 3
+    assert stats["bar"] >= 10 and stats["exit_reconv"] >= 3, stats
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_terminator_decode_with_feedback(terminator, dtype):
+    c, f, new = terminator
+    events, stats = make_trace(np.random.default_rng(2 + (dtype == "bfloat16")), 220)
+    bad = replay_decode(c, f, new, build_model(c, dtype), events, np.random.default_rng(0))
+    assert bad == []
+    assert stats["diverge"] >= 5
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_terminator_prefill_long_trace(terminator, dtype):
+    c, f, new = terminator
+    events, _ = make_trace(np.random.default_rng(1), 700)
+    assert replay_prefill(c, f, new, build_model(c, dtype), events, np.random.default_rng(0)) == []
