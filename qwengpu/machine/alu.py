@@ -203,7 +203,7 @@ def _resolve(c: Circuit, at: int, digits: Field, out: Field, tag: str) -> None:
 
 
 # ---------------------------------------------------------------------------
-# shifts: 5-stage barrel shifter, in place
+# shifts (and BFE's shift): a barrel shifter in place, 4 layers
 # ---------------------------------------------------------------------------
 def _shifts(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, r: Field, tag: str) -> None:
     """SHL, SHR, SRA of one lane into r at layer at + 3, and for BFE/BFEU the shifted word
@@ -360,6 +360,9 @@ def build_alu(c: Circuit, at: int, op: dict[str, Field], a: list[Field], b: list
         raise CircuitError(f"{name}: no op flag for {', '.join(missing)} (build_alu needs one per ALU_OPS name)")
     if not (len(a) == len(b) == len(cc) == LANES):
         raise CircuitError(f"{name}: needs {LANES} lanes of operands, got {len(a)}, {len(b)}, {len(cc)}")
+    for o in ALU_OPS:
+        if op[o].width != 1:
+            raise CircuitError(f"{name}: op flag {o} has {op[o].width} dims; a flag is 1 dim")
     for f in (*a, *b, *cc):
         if f.width != WORD:
             raise CircuitError(f"{name}: operand {f.name} has {f.width} dims; an operand is {WORD} bits")
