@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from qwengpu import isa
+from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.host import HostSpec, circuit_width
 from qwengpu.circuit.layer import Circuit
@@ -32,6 +33,7 @@ from qwengpu.circuit.memory import declare_bank
 from qwengpu.circuit.residual import Field
 from qwengpu.machine import banks as B
 from qwengpu.machine.alu import ALU_OPS, build_alu
+from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
 from qwengpu.machine.encoding import OPCODES, SPACES, TERM_WORD, WORD0
 from qwengpu.machine.tokens import FEATURES, KINDS, PUT_TARGETS, SLOTS, Vocab
 
@@ -179,11 +181,18 @@ class Machine:
         self.sreg = c.field("sreg", len(isa.SReg), L)
         for r in isa.SReg:
             t, k0 = self._is_op_terms("S2R")
-            t2, k2 = match(self.w0["sreg"], int(r))
+            t2, k2 = match(self.w0["mod"], int(r))
             flag_if(c, L, [(t, k0, 6), (t2, k2, 4)], {self.sreg[int(r)]: 1})
         self.has_result = c.field("has_result", 1, L)
-        for n in list(ALU_OPS) + ["S2R", "LD"]:
+        for n in list(ALU_OPS) + ["S2R", "LD", "SHFL", "VOTE"]:
             G.relu(c, L, *self._is_op(n), {self.has_result[0]: 1})
+        self.warp_op = {}                           # SHFL / VOTE by mode
+        for name, modes in (("SHFL", SHFL_MODES), ("VOTE", VOTE_MODES)):
+            for i, mode in enumerate(modes):
+                fld = self.warp_op[f"{name}.{mode}"] = c.field(f"op.{name}.{mode}", 1, L)
+                t, k0 = self._is_op_terms(name)
+                t2, k2 = match(self.w0["mod"], i)
+                flag_if(c, L, [(t, k0, 6), (t2, k2, 4)], {fld[0]: 1})
         self.dst_nz = c.field("dst_nz", 1, L)
         G.step(c, L, {d: 1 for d in self.w0["dst"].dims}, 1, {self.dst_nz[0]: 1})
         # this warp's initial mask (the depth-0 stack entry), on EXEC passes
@@ -291,6 +300,14 @@ class Machine:
         from qwengpu.machine.control import build_scheduler, build_terminator
         c = self.c
         self.r, alu_end = build_alu(c, L_EXEC, self.alu_op, self.a, self.b, self.cc)
+        wo = self.warp_op
+        warp_r, warp_end = build_warp(c, L_EXEC, {m: wo[f"SHFL.{m}"] for m in SHFL_MODES},
+                                      {m: wo[f"VOTE.{m}"] for m in VOTE_MODES}, self.a, self.b, self.cc, self.cs.mask)
+        if warp_end > alu_end - 1:
+            raise CircuitError(f"the warp unit ends at L{warp_end}, after the ALU's last layer L{alu_end - 1}")
+        for l in range(4):             # the warp unit's result joins the ALU's (at most one is nonzero)
+            G.copy_bits(c, alu_end - 1, warp_r[l], Field("r", self.r[l].dims, "bits", alu_end - 1))
+            c.clear(warp_r[l], alu_end - 1)
         term = {t: self.op[t] for t in TERMS}
         self.ns, ctl_end = build_terminator(
             c, L_EXEC, L_EXEC + 2, wbits=self.f["WB"], term=term, target=self.tw["target"],
@@ -441,7 +458,7 @@ def machine_for(text_config: dict) -> Machine:
 
 
 # ---- the circuit handed to the merge -------------------------------------------------------------------
-MODEL_OPS = frozenset(ALU_OPS) | {"S2R", "LD", "ST"} | set(TERMS)     # what the model engine runs
+MODEL_OPS = frozenset(ALU_OPS) | {"S2R", "LD", "ST", "SHFL", "VOTE"} | set(TERMS)     # what the model engine runs
 
 
 class LazyLayer(Mapping):

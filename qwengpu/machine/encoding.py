@@ -1,7 +1,7 @@
 """ROM encoding: each slot of a machine block is four 32-bit words.
 
     word 0   bits 0-5 opcode (OPCODES index), 6-9 dst, 10-13 reg a, 14-17 reg b, 18-21 reg c,
-             22-23 space (MEM ops), 24-27 special-register index (S2R)
+             22-23 space (MEM ops), 24-27 mod: special register (S2R), mode (SHFL, VOTE), atomic op
     word 1-3 immediates of operands a, b, c (0 for a register operand)
 
 An operand's value is register + immediate: an immediate operand names r0 (always 0),
@@ -20,7 +20,7 @@ OPCODE_BITS = 6
 assert len(OPCODES) <= 1 << OPCODE_BITS
 
 # word 0 bit fields: name -> (first bit, width)
-WORD0 = {"op": (0, 6), "dst": (6, 4), "a": (10, 4), "b": (14, 4), "c": (18, 4), "space": (22, 2), "sreg": (24, 4)}
+WORD0 = {"op": (0, 6), "dst": (6, 4), "a": (10, 4), "b": (14, 4), "c": (18, 4), "space": (22, 2), "mod": (24, 4)}
 # word 3 of a terminator
 TERM_WORD = {"target": (0, 7), "fallthrough": (7, 7), "reconv": (14, 7), "rvalid": (21, 1)}
 
@@ -44,7 +44,11 @@ def instr_words(ins: isa.Instr) -> tuple[int, int, int, int]:
             imms[i] = src.value
     fields = {"op": OPCODES.index(ins.op.name), "dst": ins.dst.n, "a": regs[0], "b": regs[1], "c": regs[2]}
     if ins.op is isa.Op.S2R:
-        fields["sreg"], imms[0] = imms[0], 0
+        fields["mod"], imms[0] = imms[0], 0
+    elif isinstance(ins.mod, (isa.ShflMode, isa.VoteMode)):
+        fields["mod"] = list(type(ins.mod)).index(ins.mod)
+    elif isinstance(ins.mod, tuple):
+        fields["mod"] = list(isa.AtomOp).index(ins.mod[1])
     space = ins.mod[0] if isinstance(ins.mod, tuple) else ins.mod
     if isinstance(space, isa.Space):
         fields["space"] = SPACES.index(space)
