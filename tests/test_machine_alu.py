@@ -10,14 +10,14 @@ import torch
 
 from qwengpu import isa
 from qwengpu.circuit import CircuitError
-from qwengpu.circuit.check import EDGES, MLP_HOST, draw_words, interleave_text, run_cases
+from qwengpu.circuit.check import MLP_HOST, draw_words, interleave_text, run_cases
 from qwengpu.circuit.host import QWEN35_2B, circuit_width
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.model import build_model, encode
 from qwengpu.machine import alu
 
 LANES = 4
-PER_OP = {"float32": 28, "bfloat16": 14}       # cases per op (bf16 matmuls are slow on CPU)
+PER_OP = {"float32": 24, "bfloat16": 12}       # cases per op (bf16 matmuls are slow on CPU)
 SMALL_EDGES = [0, 1, 0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFFF]
 AMOUNTS = [0, 1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 30, 31, 32, 33, 63, 64, 255, 256, 0x8000_0000, 0xFFFF_FFFF]
 
@@ -171,4 +171,7 @@ def test_required_ops_present_and_bad_input_named():
     op = {o: c.input(o, 1) for o in alu.ALU_OPS if o != "MUL"}
     ops = [[c.input(f"x{k}{lane}", 32) for lane in range(LANES)] for k in range(3)]
     with pytest.raises(CircuitError, match="MUL"):
+        alu.build_alu(c, 0, op, *ops)
+    op["MUL"] = c.input("wide", 2)
+    with pytest.raises(CircuitError, match="flag MUL has 2 dims"):
         alu.build_alu(c, 0, op, *ops)
