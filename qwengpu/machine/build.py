@@ -264,6 +264,8 @@ class Machine:
                 for i in range(32):            # immediate (0 for a register operand)
                     G.relu(c, L, {imms[q][i]: 1}, 0, {operands[l][i]: 1})
         self._s2r()
+        for done in (self.sregs, self.words[0], self.words[1], self.words[2]):     # read by this layer only
+            c.clear(done, L + 1)
 
     def _s2r(self):
         """A of S2R = the selected special register (the table row is this warp's, this block's)."""
@@ -299,6 +301,12 @@ class Machine:
     def _execute(self):
         from qwengpu.machine.control import build_scheduler, build_terminator
         c = self.c
+        nwarps = view(self.config, 0, 4, "nwarps")
+        turn = c.field("turn", 4, L_STATUS)
+        for w in range(4):      # round robin from the warp after the one that ended its block
+            G.relu(c, L_STATUS, {self.cur1h[(w - 1) % 4]: 1}, 0, {turn[w]: 1})
+        G.relu(c, L_STATUS, {self.k["CTA"]: 1}, 0, {turn[0]: 1})
+        self.sched, sched_end = build_scheduler(c, L_STATUS + 1, self.status, nwarps, turn)
         self.r, alu_end = build_alu(c, L_EXEC, self.alu_op, self.a, self.b, self.cc)
         wo = self.warp_op
         warp_r, warp_end = build_warp(c, L_EXEC, {m: wo[f"SHFL.{m}"] for m in SHFL_MODES},
@@ -313,12 +321,6 @@ class Machine:
             c, L_EXEC, L_EXEC + 2, wbits=self.f["WB"], term=term, target=self.tw["target"],
             fallthrough=self.tw["fallthrough"], reconv=self.tw["reconv"], rvalid=self.tw["rvalid"],
             cond=self.a, old=self.cs, init_mask=self.init_mask)
-        nwarps = view(self.config, 0, 4, "nwarps")
-        turn = c.field("turn", 4, L_STATUS)
-        for w in range(4):      # round robin from the warp after the one that ended its block
-            G.relu(c, L_STATUS, {self.cur1h[(w - 1) % 4]: 1}, 0, {turn[w]: 1})
-        G.relu(c, L_STATUS, {self.k["CTA"]: 1}, 0, {turn[0]: 1})
-        self.sched, sched_end = build_scheduler(c, L_STATUS + 1, self.status, nwarps, turn)
         self.exec_end = max(alu_end, ctl_end, sched_end)
 
     # ---- memory ------------------------------------------------------------------------------------------
@@ -327,11 +329,11 @@ class Machine:
         Lq = self.exec_end
         self.L_q = Lq
         # store queue: word address + space, and data, per lane
-        self.ma, self.md = c.field("ma", 12, Lq), c.field("md", 32, Lq)
+        self.ma, self.md = c.field("ma", 13, Lq), c.field("md", 32, Lq)
         for l in range(4):
-            addr = B.register(c, Lq, f"st.addr{l}", 12)
+            addr = B.register(c, Lq, f"st.addr{l}", 13)
             data = B.register(c, Lq, f"st.data{l}", 32)
-            B.write(c, addr, self.zero, B.bits(view(self.r[l], 2, 12)) + B.bits(self.w0["space"]),
+            B.write(c, addr, self.zero, B.bits(view(self.r[l], 2, 12)) + B.bits(self.st_space),
                     [self.op["ST"][0]])
             B.write(c, data, self.zero, B.bits(self.cc[l]), [self.op["ST"][0]])
             B.read(c, addr, self.zero, self.ma.dims, enable=[self.st_lane[l]])
@@ -339,19 +341,17 @@ class Machine:
         # Lq MLP: write enables (ST passes and prompt PUTs) and load enables per lane
         waddr = B.bits(view(self.ma, 0, 10), self.latch)
         wdata = B.bits(self.md, self.staged)
-        mspace = view(self.ma, 10, 12)
+        mspace = view(self.ma, 10, 13)        # one-hot: global, shared, const
         gw = c.field("gw", GROUPS, Lq)
         for g in range(GROUPS):
             t, k0 = match(view(self.ma, ROW_BITS, 10), g)
-            t2, k2 = match(mspace, 0)
-            flag_if(c, Lq, [({k["ST"]: 1}, 0, 1), (t, k0, 3), (t2, k2, 2)], {gw[g]: 1})
+            flag_if(c, Lq, [({k["ST"]: 1, mspace[0]: 1}, 0, 2), (t, k0, 3)], {gw[g]: 1})
             t, k0 = match(view(self.latch, ROW_BITS, 10), g)
             flag_if(c, Lq, [({self.put["GLOBAL"]: 1}, 0, 1), (t, k0, 3)], {gw[g]: 1})
         sw = c.field("sw", 2, Lq)
         for g in range(2):
             t, k0 = match(view(self.ma, ROW_BITS, 8), g)
-            t2, k2 = match(mspace, 1)
-            flag_if(c, Lq, [({k["ST"]: 1}, 0, 1), (t, k0, 1), (t2, k2, 2)], {sw[g]: 1})
+            flag_if(c, Lq, [({k["ST"]: 1, mspace[1]: 1}, 0, 2), (t, k0, 1)], {sw[g]: 1})
             t, k0 = match(view(self.latch, ROW_BITS, 8), g)
             flag_if(c, Lq, [({self.put["SHARED"]: 1}, 0, 1), (t, k0, 1)], {sw[g]: 1})
         lg = [c.field(f"lg{l}", GROUPS + 2, Lq) for l in range(4)]
