@@ -1,7 +1,7 @@
 """Host shape: the per-layer resources of the Qwen3.5 model the circuit is compiled into.
 
 The circuit owns C extra residual dims after the host's n text dims. C is chosen
-so that the merged width N = n + C is t * 4**m with t in {2, 3, 4}: then t anchor
+so that the merged width N = n + C is t * 4**m with 2 <= t <= 16: then t anchor
 dims of equal power-of-two value make every decoder RMS norm an exact identity
 on GPU tokens (see docs/circuit.md, "Anchor").
 """
@@ -45,21 +45,25 @@ QWEN35_2B = HostSpec(hidden=2048, intermediate=6144, gdn_heads=16, key_dim=128, 
 TINY = HostSpec(hidden=64, intermediate=6144, gdn_heads=4, key_dim=32, value_dim=32, conv_kernel=4, eps=1e-6)
 
 
+MAX_ANCHORS = 16
+
+
 def anchor_split(width: int) -> tuple[int, int]:
-    """(t, m) with width == t * 4**m and t in {2, 3, 4}, or raise."""
+    """(t, m) with width == t * 4**m and 2 <= t <= MAX_ANCHORS, or raise. t anchor dims of value
+    2**(m + 16) give mean(x**2) = t * 4**(m + 16) / (t * 4**m) = 4**16 exactly for any t."""
     m = 0
     while width % 4 == 0:
         width //= 4
         m += 1
     if width == 1 and m > 0:       # t >= 2 anchor dims: neuron biases are split over two of them
         width, m = 4, m - 1
-    if width not in (2, 3, 4):
-        raise ValueError(f"merged width is not t*4**m with t in 2..4 (odd part {width})")
+    if not 2 <= width <= MAX_ANCHORS:
+        raise ValueError(f"merged width is not t*4**m with t in 2..{MAX_ANCHORS} (t = {width})")
     return width, m
 
 
 def circuit_width(host: HostSpec, wanted: int, limit: int = 1024) -> int:
-    """Smallest C >= wanted such that n + C = t * 4**m (t in 2..4)."""
+    """Smallest C >= wanted such that n + C = t * 4**m (t in 2..MAX_ANCHORS)."""
     c = max(wanted, 1)
     while True:
         try:

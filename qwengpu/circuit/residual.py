@@ -73,22 +73,21 @@ class ResidualLayout:
         self.anchor = self.alloc("anchor", t, born=-1, kind="anchor")
 
     def alloc(self, name: str, width: int, born: int, kind: str = "bits", vmax: int = 1) -> Field:
-        """First-fit run of `width` dims free for a field written by layer `born` (-1: an input)."""
-        run = 0
-        for i, free_after in enumerate(self._free_after):
-            run = run + 1 if free_after < born else 0
-            if run == width:
-                start = i - width + 1
-                for j in range(start, i + 1):
-                    self._free_after[j] = FOREVER
-                    self.dim_vmax[self.n + j] = vmax
-                    self.dim_scale[self.n + j] = INT_SCALE if kind == "int" else 1.0
-                field = Field(name, tuple(self.n + j for j in range(start, i + 1)), kind, born, vmax=vmax)
-                self.fields.append(field)
-                return field
-        live = sum(f == FOREVER for f in self._free_after)
-        raise CircuitError(f"residual full: field {name!r} needs {width} contiguous dims at layer {born}; "
-                           f"the circuit has {self.width} dims, {live} live")
+        """The first `width` dims free for a field written by layer `born` (-1: an input). A field's
+        dims need not be contiguous (gadgets address dims through the field), so the residual
+        never fragments: its high water is the peak number of live dims."""
+        picked = [i for i, free_after in enumerate(self._free_after) if free_after < born][:width]
+        if len(picked) < width:
+            live = sum(f == FOREVER for f in self._free_after)
+            raise CircuitError(f"residual full: field {name!r} needs {width} dims at layer {born}; "
+                               f"the circuit has {self.width} dims, {live} live")
+        for j in picked:
+            self._free_after[j] = FOREVER
+            self.dim_vmax[self.n + j] = vmax
+            self.dim_scale[self.n + j] = INT_SCALE if kind == "int" else 1.0
+        field = Field(name, tuple(self.n + j for j in picked), kind, born, vmax=vmax)
+        self.fields.append(field)
+        return field
 
     def release(self, field: Field, layer: int) -> None:
         """The field was cleared by layer `layer`; its dims are free for fields born later."""
@@ -115,3 +114,4 @@ class ResidualLayout:
             born = "input" if f.born < 0 else f"L{f.born}"
             lines.append(f"  c{lo:>4}..c{hi:<4} {f.name:<24} {f.kind:<7} {born:>5} -> {died}")
         return "\n".join(lines)
+
