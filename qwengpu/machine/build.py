@@ -93,7 +93,7 @@ class Machine:
     def __init__(self, host: HostSpec, width: int | None = None):
         self.host = host
         self.vocab = Vocab()
-        self.c = c = Circuit(host, width or circuit_width(host, 3000, limit=8192))
+        self.c = c = Circuit(host, width or circuit_width(host, 6000, limit=8192))
         self.f = {name: c.input(name, w) for name, w in FEATURES.items()}
         self.zero = [[c.input("zero", 1)[0]]]          # an always-0 dim: the row-0 address
         self.k = {name: self.f["kind"][i] for i, name in enumerate(KINDS)}
@@ -105,6 +105,7 @@ class Machine:
         self._execute()
         self._memory()
         self._queues()
+        self._atomic()
         self._emit()
 
     # ---- L0: registers written by tokens ------------------------------------------------------------
@@ -114,7 +115,7 @@ class Machine:
         for j in range(4):
             bank = B.register(c, L_IN, f"stage{j}", 8)
             B.write(c, bank, self.zero, B.bits(view(f["SD"], 8 * j, 8 * j + 8)), [f["SE"][j]])
-            B.read(c, bank, self.zero, self.staged.dims[8 * j: 8 * j + 8], enable=[k["PUT"], k["VAL"]])
+            B.read(c, bank, self.zero, self.staged.dims[8 * j: 8 * j + 8], enable=[k["PUT"], k["VAL"], k["AW"]])
         self.latch = self._register("latch", f["V"], k["LATCH"], [k["PUT"]])
         self.cur = self._register("cur", f["WB"], k["EXEC"], [k["CT2"]])
         self.cta = self._register("cta", f["CTA"], k["CTA"], None)
@@ -122,11 +123,15 @@ class Machine:
                                   k["CT1"], [k["CT2"]])
         # L0 MLP: per-lane enables
         self.val_lane = c.field("val_lane", 4, L_IN)
-        self.st_lane = c.field("st_lane", 4, L_IN)
+        self.q_addr = c.field("q_addr", 4, L_IN)     # store queue lane reads: ST, AT, AW passes
+        self.q_data = c.field("q_data", 4, L_IN)     # ST, AT
+        self.q_b = c.field("q_b", 4, L_IN)           # AT
         self.cur1h = c.field("cur1h", 4, L_IN)     # the warp that ended a block (CT2 passes)
         for l in range(4):
             G.relu(c, L_IN, {f["LANE"][l]: 1, k["VAL"]: 1}, -1, {self.val_lane[l]: 1})
-            G.relu(c, L_IN, {f["LANE"][l]: 1, k["ST"]: 1}, -1, {self.st_lane[l]: 1})
+            G.relu(c, L_IN, {f["LANE"][l]: 1, k["ST"]: 1, k["AT"]: 1, k["AW"]: 1}, -1, {self.q_addr[l]: 1})
+            G.relu(c, L_IN, {f["LANE"][l]: 1, k["ST"]: 1, k["AT"]: 1}, -1, {self.q_data[l]: 1})
+            G.relu(c, L_IN, {f["LANE"][l]: 1, k["AT"]: 1}, -1, {self.q_b[l]: 1})
             t, k0 = match(self.cur, l)
             flag_if(c, L_IN, [(t, k0, 2), ({k["CT2"]: 1}, 0, 1)], {self.cur1h[l]: 1})
 
@@ -163,18 +168,18 @@ class Machine:
         """L1 MLP: one flag per opcode in use, ALU op flags (LD/ST address = ADD, S2R = MOV)."""
         c, L = self.c, L_ROM
         op = self.w0["op"]
-        names = list(ALU_OPS) + ["S2R", "LD", "ST"] + list(TERMS)
+        names = list(ALU_OPS) + ["S2R", "LD", "ST", "ATOM"] + list(TERMS)
         self.op = {n: c.field(f"op.{n}", 1, L) for n in names}
         for n in names:
             G.relu(c, L, *self._is_op(n), {self.op[n][0]: 1})
         self.alu_op = {n: self.op[n] for n in ALU_OPS}
-        for n, alias in (("LD", "ADD"), ("ST", "ADD"), ("S2R", "MOV")):
+        for n, alias in (("LD", "ADD"), ("ST", "ADD"), ("S2R", "MOV"), ("ATOM", "MOV")):
             G.relu(c, L, *self._is_op(n), {self.op[alias][0]: 1})
         # loads and stores by space; S2R by special register
         self.ld_space = c.field("ld_space", 3, L)
-        self.st_space = c.field("st_space", 3, L)
+        self.st_space = c.field("st_space", 3, L)          # ST and ATOM
         for g in range(len(SPACES)):
-            for name, out in (("LD", self.ld_space), ("ST", self.st_space)):
+            for name, out in (("LD", self.ld_space), ("ST", self.st_space), ("ATOM", self.st_space)):
                 t, k0 = self._is_op_terms(name)
                 t2, k2 = match(self.w0["space"], g)
                 flag_if(c, L, [(t, k0, 6), (t2, k2, 2)], {out[g]: 1})
@@ -235,11 +240,12 @@ class Machine:
         self.cs = Status.of(cs)
         # pending writeback: what VAL and ST passes need of the EXEC pass before them
         self.pdst = c.field("pdst", 4, L)
-        pend = B.register(c, L, "pending", 2 + 4 + 7 + SLOTS)
-        B.write(c, pend, self.zero, B.bits(f["WB"]) + B.bits(self.w0["dst"]) + B.bits(f["PC"]) + B.bits(f["SLOT"]),
-                [k["EXEC"]])
-        B.read(c, pend, self.zero, f["WB"].dims + self.pdst.dims + f["PC"].dims + f["SLOT"].dims,
-               enable=[k["VAL"], k["ST"]])
+        self.patom = c.field("patom", 6, L)        # the pending instruction is an ATOM, its dst != r0, its op
+        pend = B.register(c, L, "pending", 2 + 4 + 7 + SLOTS + 6)
+        B.write(c, pend, self.zero, B.bits(f["WB"]) + B.bits(self.w0["dst"]) + B.bits(f["PC"]) + B.bits(f["SLOT"])
+                + B.bits(self.op["ATOM"]) + B.bits(self.dst_nz) + B.bits(self.w0["mod"]), [k["EXEC"]])
+        B.read(c, pend, self.zero, f["WB"].dims + self.pdst.dims + f["PC"].dims + f["SLOT"].dims + self.patom.dims,
+               enable=[k["VAL"], k["ST"], k["AT"], k["AW"], k["BYTE"]])
         self.has_wb = c.field("has_wb", 1, L)
         G.relu(c, L, {self.has_result[0]: 1, self.dst_nz[0]: 1}, -1, {self.has_wb[0]: 1})
 
@@ -307,10 +313,10 @@ class Machine:
             G.relu(c, L_STATUS, {self.cur1h[(w - 1) % 4]: 1}, 0, {turn[w]: 1})
         G.relu(c, L_STATUS, {self.k["CTA"]: 1}, 0, {turn[0]: 1})
         self.sched, sched_end = build_scheduler(c, L_STATUS + 1, self.status, nwarps, turn)
-        self.r, alu_end = build_alu(c, L_EXEC, self.alu_op, self.a, self.b, self.cc)
         wo = self.warp_op
         warp_r, warp_end = build_warp(c, L_EXEC, {m: wo[f"SHFL.{m}"] for m in SHFL_MODES},
                                       {m: wo[f"VOTE.{m}"] for m in VOTE_MODES}, self.a, self.b, self.cc, self.cs.mask)
+        self.r, alu_end = build_alu(c, L_EXEC, self.alu_op, self.a, self.b, self.cc)
         if warp_end > alu_end - 1:
             raise CircuitError(f"the warp unit ends at L{warp_end}, after the ALU's last layer L{alu_end - 1}")
         for l in range(4):             # the warp unit's result joins the ALU's (at most one is nonzero)
@@ -329,15 +335,18 @@ class Machine:
         Lq = self.exec_end
         self.L_q = Lq
         # store queue: word address + space, and data, per lane
-        self.ma, self.md = c.field("ma", 13, Lq), c.field("md", 32, Lq)
+        self.ma, self.md, self.mb = c.field("ma", 13, Lq), c.field("md", 32, Lq), c.field("mb", 32, Lq)
         for l in range(4):
             addr = B.register(c, Lq, f"st.addr{l}", 13)
             data = B.register(c, Lq, f"st.data{l}", 32)
+            value = B.register(c, Lq, f"st.b{l}", 32)
             B.write(c, addr, self.zero, B.bits(view(self.r[l], 2, 12)) + B.bits(self.st_space),
-                    [self.op["ST"][0]])
-            B.write(c, data, self.zero, B.bits(self.cc[l]), [self.op["ST"][0]])
-            B.read(c, addr, self.zero, self.ma.dims, enable=[self.st_lane[l]])
-            B.read(c, data, self.zero, self.md.dims, enable=[self.st_lane[l]])
+                    [self.op["ST"][0], self.op["ATOM"][0]])
+            B.write(c, data, self.zero, B.bits(self.cc[l]), [self.op["ST"][0], self.op["ATOM"][0]])
+            B.write(c, value, self.zero, B.bits(self.b[l]), [self.op["ATOM"][0]])
+            B.read(c, addr, self.zero, self.ma.dims, enable=[self.q_addr[l]])
+            B.read(c, data, self.zero, self.md.dims, enable=[self.q_data[l]])
+            B.read(c, value, self.zero, self.mb.dims, enable=[self.q_b[l]])
         # Lq MLP: write enables (ST passes and prompt PUTs) and load enables per lane
         waddr = B.bits(view(self.ma, 0, 10), self.latch)
         wdata = B.bits(self.md, self.staged)
@@ -345,13 +354,13 @@ class Machine:
         gw = c.field("gw", GROUPS, Lq)
         for g in range(GROUPS):
             t, k0 = match(view(self.ma, ROW_BITS, 10), g)
-            flag_if(c, Lq, [({k["ST"]: 1, mspace[0]: 1}, 0, 2), (t, k0, 3)], {gw[g]: 1})
+            flag_if(c, Lq, [({k["ST"]: 1, k["AW"]: 1, mspace[0]: 1}, 0, 2), (t, k0, 3)], {gw[g]: 1})
             t, k0 = match(view(self.latch, ROW_BITS, 10), g)
             flag_if(c, Lq, [({self.put["GLOBAL"]: 1}, 0, 1), (t, k0, 3)], {gw[g]: 1})
         sw = c.field("sw", 2, Lq)
         for g in range(2):
             t, k0 = match(view(self.ma, ROW_BITS, 8), g)
-            flag_if(c, Lq, [({k["ST"]: 1, mspace[1]: 1}, 0, 2), (t, k0, 1)], {sw[g]: 1})
+            flag_if(c, Lq, [({k["ST"]: 1, k["AW"]: 1, mspace[1]: 1}, 0, 2), (t, k0, 1)], {sw[g]: 1})
             t, k0 = match(view(self.latch, ROW_BITS, 8), g)
             flag_if(c, Lq, [({self.put["SHARED"]: 1}, 0, 1), (t, k0, 1)], {sw[g]: 1})
         lg = [c.field(f"lg{l}", GROUPS + 2, Lq) for l in range(4)]
@@ -359,9 +368,14 @@ class Machine:
             for g in range(GROUPS):
                 t, k0 = match(view(self.r[l], 2 + ROW_BITS, 12), g)
                 flag_if(c, Lq, [({self.ld_space[0]: 1}, 0, 1), (t, k0, 3)], {lg[l][g]: 1})
+                t, k0 = match(view(self.ma, ROW_BITS, 10), g)
+                flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[0]: 1}, 0, 3), (t, k0, 3)], {lg[l][g]: 1})
             for g in range(2):
                 t, k0 = match(view(self.r[l], 2 + ROW_BITS, 10), g)
                 flag_if(c, Lq, [({self.ld_space[1]: 1}, 0, 1), (t, k0, 1)], {lg[l][GROUPS + g]: 1})
+                t, k0 = match(view(self.ma, ROW_BITS, 8), g)
+                flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[1]: 1}, 0, 3), (t, k0, 1)],
+                        {lg[l][GROUPS + g]: 1})
         self.loaded = [c.field(f"loaded{l}", 32, Lq + 1) for l in range(4)]
         self.global_banks = []
         wrow = waddr[:ROW_BITS]
@@ -370,18 +384,18 @@ class Machine:
             self.global_banks.append(bank)
             B.write(c, bank, wrow, wdata, [gw[g]])
             for l in range(4):
-                B.read(c, bank, B.bits(view(self.r[l], 2, 2 + ROW_BITS)), self.loaded[l].dims, l, [lg[l][g]])
+                B.read(c, bank, self._lane_row(l), self.loaded[l].dims, l, [lg[l][g]])
         Lm = Lq + 3
         for g in range(2):
             bank = declare_bank(c, Lm, f"shared{g}", 1 << ROW_BITS, 32, replicas=4)
             B.write(c, bank, wrow, wdata, [sw[g]])
             for l in range(4):
-                B.read(c, bank, B.bits(view(self.r[l], 2, 2 + ROW_BITS)), self.loaded[l].dims, l,
+                B.read(c, bank, self._lane_row(l), self.loaded[l].dims, l,
                        [lg[l][GROUPS + g]])
         const = declare_bank(c, Lm, "const", 1 << ROW_BITS, 32, replicas=4)
         B.write(c, const, wrow, wdata, [self.put["CONST"]])
         for l in range(4):
-            B.read(c, const, B.bits(view(self.r[l], 2, 2 + ROW_BITS)), self.loaded[l].dims, l,
+            B.read(c, const, self._lane_row(l), self.loaded[l].dims, l,
                    [self.ld_space[2]])
         # Lm MLP: a load's result replaces its address
         is_ld = sum(([self.ld_space[g]] for g in range(3)), [])
@@ -392,16 +406,20 @@ class Machine:
             c.clear(self.loaded[l], Lm)
         self.L_r = Lm + 1
 
+    def _lane_row(self, l):
+        """Lane l's memory row: its address register on EXEC passes, the store queue's on AT passes."""
+        return B.bits(view(self.r[l], 2, 2 + ROW_BITS), view(self.ma, 0, ROW_BITS))
+
     # ---- result and control queues -----------------------------------------------------------------------
     def _queues(self):
         c, k, L = self.c, self.k, self.L_r
         for l in range(4):
             bank = B.register(c, L, f"result{l}", 32)
-            B.write(c, bank, self.zero, B.bits(self.r[l]), [k["EXEC"]])
+            B.write(c, bank, self.zero, B.bits(self.r[l]), [k["EXEC"], k["AT"]])
             B.read(c, bank, self.zero, self.r[l].dims, enable=[k["VAL"], k["ST"]])
         mq = B.register(c, L, "mask", 4)
         B.write(c, mq, self.zero, B.bits(self.cs.mask), [k["EXEC"]])
-        B.read(c, mq, self.zero, self.cs.mask.dims, enable=[k["VAL"], k["ST"]])
+        B.read(c, mq, self.zero, self.cs.mask.dims, enable=[k["VAL"], k["ST"], k["AW"]])
         ns = self.ns
         ctl = c.field("ctl", 10, L)
         cq = B.register(c, L, "ctl", 10)
@@ -409,6 +427,32 @@ class Machine:
                 [self.op[t][0] for t in TERMS])
         B.read(c, cq, self.zero, ctl.dims, enable=[k["CT1"]])
         self.ctq = {"SP": view(ctl, 0, 3), "ALIVE": view(ctl, 3, 7), "PHASE": view(ctl, 7, 9), "WAIT": view(ctl, 9, 10)}
+
+    # ---- atomics: old (this lane's load) -> new, kept for the VAL/BYTE passes that follow --------------
+    def _atomic(self):
+        from qwengpu.machine.atomic import build_atomic
+        c, k, L = self.c, self.k, self.L_r
+        old = c.field("atom.old", 32, L)
+        for l in range(4):                  # on AT(l) passes only lane l's r (the old value) is nonzero
+            for i in range(32):
+                G.relu(c, L, {self.r[l][i]: 1, k["AT"]: 1}, -1, {old[i]: 1})
+        flags = {}
+        for i, a in enumerate(isa.AtomOp):
+            flags[a.name] = c.field(f"atom.{a.name}", 1, L)
+            t, k0 = match(view(self.patom, 2, 6), i)
+            flag_if(c, L, [(t, k0, 4), ({k["AT"]: 1}, 0, 1)], {flags[a.name][0]: 1})
+        new, end = build_atomic(c, L + 1, flags, old, self.mb, self.md)
+        c.clear(old, end)
+        for fld in flags.values():
+            c.clear(fld, end)
+        self.new, self.alane = new, c.field("atom.lane", 4, end)
+        q = B.register(c, end, "atom", 32)
+        ql = B.register(c, end, "atom.lane", 4)
+        B.write(c, q, self.zero, B.bits(new), [k["AT"]])
+        B.write(c, ql, self.zero, B.bits(self.f["LANE"]), [k["AT"]])
+        B.read(c, q, self.zero, new.dims, enable=[k["VAL"], k["BYTE"]])
+        B.read(c, ql, self.zero, self.alane.dims, enable=[k["VAL"], k["BYTE"]])
+        self.L_e = end
 
     # ---- the next token ------------------------------------------------------------------------------------
     def _emit(self):
@@ -458,7 +502,7 @@ def machine_for(text_config: dict) -> Machine:
 
 
 # ---- the circuit handed to the merge -------------------------------------------------------------------
-MODEL_OPS = frozenset(ALU_OPS) | {"S2R", "LD", "ST", "SHFL", "VOTE"} | set(TERMS)     # what the model engine runs
+MODEL_OPS = frozenset(ALU_OPS) | {"S2R", "LD", "ST", "ATOM", "SHFL", "VOTE"} | set(TERMS)     # what the model engine runs
 
 
 class LazyLayer(Mapping):

@@ -18,7 +18,7 @@ from qwengpu.machine.tokens import FEATURES, KINDS, SLOTS
 def build_emit(m) -> int:
     """Adds the emission layers on top of machine `m`; returns the output layer's index."""
     c, f, k = m.c, m.f, m.k
-    E1 = m.L_r
+    E1 = m.L_e
     E2, E3, E4 = E1 + 1, E1 + 2, E1 + 3
     lanes = range(isa.LANES)
     kind1 = {name: f["kind"][i] for i, name in enumerate(KINDS)}
@@ -37,6 +37,9 @@ def build_emit(m) -> int:
     next_cta = c.field("next_cta", 4, E1)
     G.basis(c, E1, {d: 1 << i for i, d in enumerate(m.cta.dims)}, 0,
             [(lambda v, i=i: (v + 1) >> i & 1, {next_cta[i]: 1}) for i in range(4)], values=list(range(16)))
+    nzn = [c.field(f"nzn.{j}", 1, E1) for j in range(3)]       # the atomic's new value, bytes above j
+    for j, fld in enumerate(nzn):
+        G.step(c, E1, {d: 1 for d in m.new.dims[8 * (j + 1):]}, 1, {fld[0]: 1})
     last = c.field("last", 1, E1)          # this thread block is the last: cta == ncta - 1
     diff = {**{d: 1 << i for i, d in enumerate(m.cta.dims)}, **{m.config[4 + i]: -(1 << i) for i in range(4)}}
     G.step(c, E1, diff, 0, {last[0]: 1})
@@ -50,16 +53,30 @@ def build_emit(m) -> int:
     for (l, j), fld in vn.items():
         G.relu(c, E2, {k["VAL"]: 1, f["LANE"][l]: 1, **byte_is(j), nz[l, j][0]: 1}, -3, {fld[0]: 1})
     vnany = {fld[0]: 1 for fld in vn.values()}
+    bn = [c.field(f"bn.{j}", 1, E2) for j in range(3)]         # BYTE(j) -> BYTE(j + 1) of the new value
+    for j, fld in enumerate(bn):
+        G.relu(c, E2, {k["BYTE"]: 1, **byte_is(j), nzn[j][0]: 1}, -2, {fld[0]: 1})
+    bnany = {fld[0]: 1 for fld in bn}
+    patom, pdst = m.patom[0], m.patom[1]
     anyc = {first[l]: 1 for l in lanes}
 
     # ---- E3: case flags
-    flag = {name: c.field(f"next.{name}", 1, E3) for name in ("vlane", "st", "nexec", "sched", "cta", "halt", "fault")}
-    G.relu(c, E3, {k["VAL"]: 1, m.has_wb[0]: 1, **{d: -1 for d in vnany}, **anyc}, -1, {flag["vlane"][0]: 1})
+    names = ("vlane", "st", "at", "atval", "abyte", "aw", "nexec", "sched", "cta", "halt", "fault")
+    flag = {name: c.field(f"next.{name}", 1, E3) for name in names}
+    no_vn, no_c = {d: -1 for d in vnany}, {d: -1 for d in anyc}
+    G.relu(c, E3, {k["VAL"]: 1, m.has_wb[0]: 1, **no_vn, **anyc, patom: -1}, -1, {flag["vlane"][0]: 1})
     G.relu(c, E3, {k["ST"]: 1, m.op["ST"][0]: 1, **anyc}, -1, {flag["st"][0]: 1})
-    G.relu(c, E3, {k["VAL"]: 1, **{d: -1 for d in vnany}, **{d: -1 for d in anyc}}, 0, {flag["nexec"][0]: 1})
-    G.relu(c, E3, {k["ST"]: 1, **{d: -1 for d in anyc}}, 0, {flag["nexec"][0]: 1})
+    G.relu(c, E3, {k["AW"]: 1, m.op["ATOM"][0]: 1, **anyc}, -1, {flag["at"][0]: 1})
+    G.relu(c, E3, {k["AT"]: 1, pdst: 1}, -1, {flag["atval"][0]: 1})
+    G.relu(c, E3, {k["AT"]: 1, pdst: -1}, 0, {flag["abyte"][0]: 1})
+    G.relu(c, E3, {k["VAL"]: 1, patom: 1, **no_vn}, -1, {flag["abyte"][0]: 1})
+    G.relu(c, E3, {k["BYTE"]: 1, **{d: -1 for d in bnany}}, 0, {flag["aw"][0]: 1})
+    G.relu(c, E3, {k["VAL"]: 1, **no_vn, **no_c, patom: -1}, 0, {flag["nexec"][0]: 1})
+    G.relu(c, E3, {k["ST"]: 1, **no_c}, 0, {flag["nexec"][0]: 1})
+    G.relu(c, E3, {k["AW"]: 1, **no_c}, 0, {flag["nexec"][0]: 1})
     term_flags = {m.op[t][0]: -1 for t in ("JMP", "BRC", "BAR", "EXIT")}
-    G.relu(c, E3, {k["EXEC"]: 1, m.has_wb[0]: -1, m.op["ST"][0]: -1, **term_flags}, 0, {flag["nexec"][0]: 1})
+    G.relu(c, E3, {k["EXEC"]: 1, m.has_wb[0]: -1, m.op["ST"][0]: -1, m.op["ATOM"][0]: -1, **term_flags}, 0,
+           {flag["nexec"][0]: 1})
     sched_pass = {k["CT2"]: 1, k["CTA"]: 1}
     G.relu(c, E3, {**sched_pass, m.sched["found"][0]: 1}, -1, {flag["sched"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: -1}, -1, {flag["cta"][0]: 1})
@@ -95,10 +112,33 @@ def build_emit(m) -> int:
         emit("LANE", l, {fl["vlane"]: 1, first[l]: 1}, -1)
         for i in range(8):
             emit("SD", i, {fl["vlane"]: 1, first[l]: 1, m.r[l][i]: 1}, -2)
-    # ST(l')
-    kind("ST", {fl["st"]: 1})
+    # ST(l') and AT(l')
+    for name in ("st", "at"):
+        kind(name.upper(), {fl[name]: 1})
+        for l in lanes:
+            emit("LANE", l, {fl[name]: 1, first[l]: 1}, -1)
+    # an atomic, lane l: VAL(l, 0, old), then BYTE(k, new) for each byte up to the highest nonzero, then AW(l)
+    kind("VAL", {fl["atval"]: 1})
+    for j in range(4):
+        emit("SE", j, {fl["atval"]: 1}, 0)
     for l in lanes:
-        emit("LANE", l, {fl["st"]: 1, first[l]: 1}, -1)
+        emit("LANE", l, {fl["atval"]: 1, f["LANE"][l]: 1}, -1)
+        for i in range(8):
+            emit("SD", i, {fl["atval"]: 1, f["LANE"][l]: 1, m.r[l][i]: 1}, -2)
+    kind("BYTE", {fl["abyte"]: 1})
+    for j in range(4):
+        emit("SE", j, {fl["abyte"]: 1}, 0)
+    for i in range(8):
+        emit("SD", i, {fl["abyte"]: 1, m.new[i]: 1}, -1)
+    for j, fld in enumerate(bn):
+        kind("BYTE", {fld[0]: 1})
+        for jj in range(j + 1, 4):
+            emit("SE", jj, {fld[0]: 1}, 0)
+        for i in range(8):
+            emit("SD", 8 * (j + 1) + i, {fld[0]: 1, m.new[8 * (j + 1) + i]: 1}, -1)
+    kind("AW", {fl["aw"]: 1})
+    for l in lanes:
+        emit("LANE", l, {fl["aw"]: 1, m.alane[l]: 1}, -1)
     # EXEC(w, pc, s + 1) of the current warp, or the scheduler's EXEC(w', pc', 0)
     kind("EXEC", {fl["nexec"]: 1})
     kind("EXEC", {fl["sched"]: 1})

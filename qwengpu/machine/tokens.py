@@ -21,7 +21,7 @@ ROM_WORDS = 4                        # 32-bit ROM words per slot (qwengpu/machin
 SREG_WORDS = 3                       # 32-bit words of a special-register table row
 PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(SLOTS) for j in range(ROM_WORDS)]
                     + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)])
-KINDS = ("LATCH", "BYTE", "PUT", "CTA", "EXEC", "VAL", "ST", "CT1", "CT2", "HALT", "FAULT")
+KINDS = ("LATCH", "BYTE", "PUT", "CTA", "EXEC", "VAL", "ST", "AT", "AW", "CT1", "CT2", "HALT", "FAULT")
 LATCH_BITS = 10
 
 # feature fields in residual order: name -> width
@@ -30,7 +30,7 @@ FEATURES = {
     "V": LATCH_BITS,          # LATCH value (bits)
     "SD": 32,                 # BYTE/VAL: byte k's data in SD[8k : 8k + 8]
     "SE": 4,                  # BYTE/VAL: stage head j written iff j >= k (thermometer)
-    "LANE": isa.LANES,        # VAL/ST lane, one-hot
+    "LANE": isa.LANES,        # VAL/ST/AT/AW lane, one-hot
     "PT": len(PUT_TARGETS),   # PUT target, one-hot
     "W": isa.MAX_WARPS,       # EXEC warp, one-hot
     "WB": 2,                  # EXEC warp, bits
@@ -64,8 +64,8 @@ class Token:
             return f"CT1 B{a[0]} m{a[1]:04b}"
         if self.kind == "CT2":
             return f"CT2 sp{a[0]} alive{a[1]:04b} ph{a[2]} w{a[3]}"
-        if self.kind == "ST":
-            return f"ST l{a[0]}"
+        if self.kind in ("ST", "AT", "AW"):
+            return f"{self.kind} l{a[0]}"
         return self.kind + (" " + " ".join(map(str, a)) if a else "")
 
 
@@ -99,7 +99,7 @@ def features(token: Token) -> dict[str, list[int]]:
     elif k == "EXEC":
         w, pc, s = a
         f["W"], f["WB"], f["PC"], f["SLOT"] = _onehot(w, 4), _bits(w, 2), _bits(pc, 7), _onehot(s, SLOTS)
-    elif k == "ST":
+    elif k in ("ST", "AT", "AW"):
         f["LANE"] = _onehot(a[0], isa.LANES)
     elif k == "CT1":
         f["PC"], f["MASK"] = _bits(a[0], 7), _bits(a[1], 4)
@@ -119,7 +119,7 @@ def all_tokens() -> list[Token]:
     toks += [Token("CTA", (c,)) for c in r(isa.MAX_GRID_BLOCKS)]
     toks += [Token("EXEC", (w, pc, s)) for w in r(isa.MAX_WARPS) for pc in r(isa.ROM_BLOCKS) for s in r(SLOTS)]
     toks += [Token("VAL", (l, k, d)) for l in r(isa.LANES) for k in r(4) for d in r(256)]
-    toks += [Token("ST", (l,)) for l in r(isa.LANES)]
+    toks += [Token(kind, (l,)) for kind in ("ST", "AT", "AW") for l in r(isa.LANES)]
     toks += [Token("CT1", (pc, m)) for pc in r(isa.ROM_BLOCKS) for m in r(16)]
     toks += [Token("CT2", (sp, al, ph, wt)) for sp in r(8) for al in r(16) for ph in r(4) for wt in r(2)]
     toks += [Token("HALT"), Token("FAULT")]
