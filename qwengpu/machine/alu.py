@@ -14,7 +14,8 @@ Units (layer offsets from `at`; all lanes side by side):
                       L1, L2 each column count split into its bits, which move up to the
                       columns they weigh (in place); L3 columns folded into nibble digits
                       D_n <= 30, with ADD and SUB writing their own digits there (gated);
-                      L4, L5 one carry resolution (as gadgets.resolve) for all three ops.
+                      L4, L5 one carry resolution (gadgets.resolve's scheme, the nibble bits
+                      kept in r) for all three ops.
   shifter             a barrel shifter in place on one 32-dim field: by 0-3 while loading (L0),
                       then by 4, 8, 16 (L1..L3); SHR and SRA shift the bit-reversed word left
                       (reversal is free wiring) with SRA's sign as the fill; PTX clamping in
@@ -176,30 +177,33 @@ def _digits(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, co
 
 def _resolve(c: Circuit, at: int, digits: Field, out: Field, tag: str) -> None:
     """out += the binary value of sum_n D_n 16**n mod 2**32 for digits D_n in [0, 31]; clears
-    the digits. 2 layers; the same carry scheme as gadgets.resolve (see docs/circuit.md)."""
-    # nibble n's z (4 bits), G, P, e_1..e_3: one 9-dim field each (short runs fit freed gaps)
-    ts = [c.field(f"{tag}.carry{n}", 9, at) for n in range(len(digits))]
-    for n, t in enumerate(ts):
-        z, g, p, e = t[0:4], t[4], t[5], t[6:9]
+    the digits. 2 layers; the carry scheme of gadgets.resolve, with each nibble's bits kept in
+    `out` itself (the digits are 0 unless ADD, SUB or MUL runs, and then no other unit writes
+    `out`, so the bits can be read back from there):
+
+    at:     per nibble (a basis over D_n) its low 4 bits z into out, generate G = [D >= 16]
+            and propagate P = [D >= 15];
+    at + 1: the carry into nibble m is [L_m >= 1], L_m = sum_{i<m} (G_i + P_i - 1) 2**i (the
+            highest nibble that does not just propagate decides); it flips bit k of the
+            nibble when the bits below k are all 1."""
+    gp = [c.field(f"{tag}.carry{n}", 2, at) for n in range(len(digits))]      # (G, P) per nibble
+    for n, d in enumerate(digits.dims):
+        z = out.dims[4 * n: 4 * n + 4]
         fns = [(lambda v, k=k: v % 16 >> k & 1, {z[k]: 1}) for k in range(4)]
-        fns += [(lambda v: int(v >= 16), {g: 1}), (lambda v: int(v >= 15), {p: 1})]
-        fns += [(lambda v, k=k: int(v % (1 << k) == (1 << k) - 1), {e[k - 1]: 1}) for k in range(1, 4)]
-        fns.append((lambda v: -v, {digits[n]: 1}))   # clear the digit
-        G.basis(c, at, {digits[n]: 1}, 0, fns)
+        fns += [(lambda v: int(v >= 16), {gp[n][0]: 1}), (lambda v: int(v >= 15), {gp[n][1]: 1})]
+        fns.append((lambda v: -v, {d: 1}))             # clear the digit
+        G.basis(c, at, {d: 1}, 0, fns)
     c.layout.release(digits, at)
-    for n, t in enumerate(ts):
-        lam = add_terms(*({ts[i][4]: 1 << i, ts[i][5]: 1 << i} for i in range(n)))
-        bias = -sum(1 << i for i in range(n))
-        for k in range(4):
-            zk, d = t[k], out[4 * n + k]
-            G.relu(c, at + 1, {zk: 1}, 0, {d: 1})
-            if n == 0:
-                continue                           # no carry into the lowest nibble
-            ek, e_const = ({t[5 + k]: 128}, 0) if k else ({}, 128)
-            G.step(c, at + 1, add_terms(lam, ek, {zk: -128}), 129 - bias - e_const, {d: 1})
-            G.step(c, at + 1, add_terms(lam, ek, {zk: 128}), 257 - bias - e_const, {d: -1})
-    for t in ts:
-        c.clear(t, at + 1)
+    for n in range(1, len(digits)):
+        lam = add_terms(*({gp[i][0]: 1 << i, gp[i][1]: 1 << i} for i in range(n)))
+        first = 1 + sum(1 << i for i in range(n))     # carry = [sum(lam) >= first]
+        z = out.dims[4 * n: 4 * n + 4]
+        for k in range(4):                             # z_k ^= carry and z_0..z_{k-1} all 1
+            below = {z[j]: 128 for j in range(k)}
+            G.step(c, at + 1, add_terms(lam, below, {z[k]: -128}), first + 128 * k, {z[k]: 1})
+            G.step(c, at + 1, add_terms(lam, below, {z[k]: 128}), first + 128 * (k + 1), {z[k]: -1})
+    for f in gp:
+        c.clear(f, at + 1)
 
 
 # ---------------------------------------------------------------------------
