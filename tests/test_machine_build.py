@@ -1,0 +1,59 @@
+"""The compiled machine's shape on the 2B host and its vocabulary (no model run here)."""
+import numpy as np
+import pytest
+
+from qwengpu import isa
+from qwengpu.circuit.host import QWEN35_2B
+from qwengpu.machine.build import MODEL_OPS, machine_for_host
+from qwengpu.machine.tokens import KINDS, Token, Vocab
+
+
+@pytest.fixture(scope="module")
+def machine():
+    return machine_for_host(QWEN35_2B)
+
+
+def test_fits_the_2b_host(machine):
+    c = machine.c
+    assert len(c.layers) <= 24, f"{len(c.layers)} circuit layers; the goal is <= 24"
+    assert c.layout.width == 2048 and c.layout.total == 4096       # the residual grows by 2048
+    assert max(lay.neuron_count for lay in c.layers) <= QWEN35_2B.intermediate
+    assert max(lay.heads_used for lay in c.layers) <= QWEN35_2B.gdn_heads
+    global_words = sum(b.rows for b in machine.global_banks)
+    assert global_words == isa.GLOBAL_WORDS
+
+
+def test_every_layer_is_silent_and_bf16_exact(machine):
+    for lay in machine.c.layers[:3] + machine.c.layers[-3:]:     # weights() enforces both rules
+        w = lay.weights()
+        assert not np.any(w["mlp.gate_proj.weight"][:, :QWEN35_2B.hidden])
+
+
+def test_vocabulary_codes_are_distinct_and_the_exact_token_wins():
+    v = Vocab()
+    m = v.matrix
+    assert len({row.tobytes() for row in m}) == len(v)
+    # the top layer leaves 2 * f(next) - 1 on the feature dims: the next token scores |f(next)|,
+    # every other token at least 1 less
+    rng = np.random.default_rng(0)
+    for i in rng.choice(len(v), 200, replace=False):
+        h = 2 * m[i] - 1
+        scores = m @ h
+        assert scores[i] == m[i].sum()
+        assert np.sort(scores)[-2] <= scores[i] - 1
+
+
+def test_token_round_trip_and_names():
+    v = Vocab(first_id=1000)
+    t = Token("EXEC", (2, 17, 3))
+    assert v.token(v.id(t)) == t
+    assert str(t) == "EXEC w2 B17.3"
+    assert len({v.name(t) for t in v.tokens}) == len(v)
+    assert {t.kind for t in v.tokens} == set(KINDS)
+    with pytest.raises(ValueError, match="not a GPU token"):
+        v.token(5)
+
+
+def test_model_ops_cover_the_isa_except_division_and_mulhi():
+    missing = {op.name for op in isa.Op} - MODEL_OPS
+    assert missing <= {"DIV", "DIVU", "REM", "REMU", "MULHI", "MULHIU"}, missing
