@@ -21,6 +21,12 @@ the new top are skipped here whenever the scan reaches them (their mask & alive 
 passes or thread blocks) and are never trusted: a pass only reads depths <= the top, and
 a push writes both heads of the depths it uses.
 
+Reconv -1. A divergent BRC without a reconv point leaves interp's top entry at pc -1, which
+7 bits cannot hold: the entry keeps whatever the reconv field holds. That entry can only
+become the top again with live lanes when interp faults ("reached reconvergence point -1"):
+the pushed entries above it never pop (their reconv is -1 too), so they only go when all
+their lanes exit, and then the entry's own mask (their union) is empty as well.
+
 Exactness of reads. GDN reads are exact in bf16 but 1 - O(1e-7) in fp32, and an MLP
 neuron with a kink at a noisy point gives a noisy output. So the layer that reads the
 stack first requantizes every read bit with an always-on neuron relu(x + 128) - 128:
@@ -165,7 +171,7 @@ def _stack_writes(c, at, term, old: Status, taken, target, fallthrough, reconv, 
             _gated(c, at, {tg: 1, jmp: 1, bar: 1}, -1, top, out)
             _gated(c, at, G.add_terms({tg: 1, brc: 1}, {k: -v for k, v in nt.items()}), -1, top, out)
             _gated(c, at, G.add_terms({ft: 1, brc: 1}, {k: -v for k, v in tk.items()}), -1, top, out)
-            _divergent(c, at, {rc: 1}, brc, nt, tk, top, out)
+            _divergent(c, at, {rc: 1}, -1, brc, nt, tk, top, out)
             _gated(c, at, {ft: 1}, 0, push1, out)          # pushed not-taken entry
             _gated(c, at, {tg: 1}, 0, push2, out)          # pushed taken entry
         if d == 0:
@@ -184,17 +190,17 @@ def _stack_writes(c, at, term, old: Status, taken, target, fallthrough, reconv, 
         # range: sp >= d, or a divergent BRC pushed depth d
         G.step(c, at, _value(old.sp), d, {rng[d]: 1})
         for gate in (push1, push2):
-            _divergent(c, at, {}, brc, nt, tk, gate, {rng[d]: 1})
+            _divergent(c, at, {}, 0, brc, nt, tk, gate, {rng[d]: 1})
     return {"pc": pc_data, "meta": meta_data, "enable": enable, "range": rng}
 
 
-def _divergent(c, at, terms, brc, nt, tk, gate, out) -> None:
-    """out += [every term is 1 and BRC is divergent] (= BRC - all-taken - none-taken) when gate is 0."""
-    k = len(terms)
-    _gated(c, at, G.add_terms(terms, {brc: 1}), -k, gate, out)
+def _divergent(c, at, terms, bias, brc, nt, tk, gate, out) -> None:
+    """out += [sum(terms) + bias == 1 and BRC is divergent] (= BRC - all-taken - none-taken) when
+    gate is 0 (sum(terms) + bias <= 1)."""
+    _gated(c, at, G.add_terms(terms, {brc: 1}), bias, gate, out)
     neg = {d: -v for d, v in out.items()}
-    _gated(c, at, G.add_terms(terms, {brc: 1}, {d: -v for d, v in nt.items()}), -k, gate, neg)
-    _gated(c, at, G.add_terms(terms, {brc: 1}, {d: -v for d, v in tk.items()}), -k, gate, neg)
+    _gated(c, at, G.add_terms(terms, {brc: 1}, {d: -v for d, v in nt.items()}), bias, gate, neg)
+    _gated(c, at, G.add_terms(terms, {brc: 1}, {d: -v for d, v in tk.items()}), bias, gate, neg)
 
 
 def _stack_read(c, at, wbits, data, alive) -> tuple[list[Field], list[Field]]:
