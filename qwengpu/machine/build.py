@@ -376,6 +376,7 @@ class Machine:
                 t, k0 = match(view(self.ma, ROW_BITS, 8), g)
                 flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[1]: 1}, 0, 3), (t, k0, 1)],
                         {lg[l][GROUPS + g]: 1})
+        self._faults(Lq)
         self.loaded = [c.field(f"loaded{l}", 32, Lq + 1) for l in range(4)]
         self.global_banks = []
         wrow = waddr[:ROW_BITS]
@@ -405,6 +406,22 @@ class Machine:
             G.copy_bits(c, Lm, self.loaded[l], Field("r", self.r[l].dims, "bits", Lm))
             c.clear(self.loaded[l], Lm)
         self.L_r = Lm + 1
+
+    def _faults(self, Lq):
+        """A load, store or atomic of an active lane at a misaligned or out-of-range address (or a
+        store to CONST) makes the pass emit FAULT instead of its next token."""
+        c = self.c
+        limits = {0: 2 + 10, 1: 2 + 8, 2: 2 + 7}        # address bits of GLOBAL, SHARED, CONST
+        bad = c.field("bad", 16, Lq)
+        for l in range(4):
+            for g, top in limits.items():
+                flags = {self.ld_space[g]: 64, self.st_space[g]: 64}
+                out_of_range = {self.r[l][i]: 1 for i in [0, 1] + list(range(top, 32))}
+                G.step(c, Lq, {**out_of_range, **flags, self.cs.mask[l]: 64}, 129, {bad[4 * l + g]: 1})
+            G.relu(c, Lq, {self.st_space[2]: 1, self.cs.mask[l]: 1}, -1, {bad[4 * l + 3]: 1})
+        self.fault = c.field("fault", 1, Lq + 1)
+        G.step(c, Lq + 1, {d: 1 for d in bad.dims}, 1, {self.fault[0]: 1})
+        c.clear(bad, Lq + 1)
 
     def _lane_row(self, l):
         """Lane l's memory row: its address register on EXEC passes, the store queue's on AT passes."""

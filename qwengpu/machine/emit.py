@@ -64,9 +64,10 @@ def build_emit(m) -> int:
     names = ("vlane", "st", "at", "atval", "abyte", "aw", "nexec", "sched", "cta", "halt", "fault")
     flag = {name: c.field(f"next.{name}", 1, E3) for name in names}
     no_vn, no_c = {d: -1 for d in vnany}, {d: -1 for d in anyc}
-    G.relu(c, E3, {k["VAL"]: 1, m.has_wb[0]: 1, **no_vn, **anyc, patom: -1}, -1, {flag["vlane"][0]: 1})
-    G.relu(c, E3, {k["ST"]: 1, m.op["ST"][0]: 1, **anyc}, -1, {flag["st"][0]: 1})
-    G.relu(c, E3, {k["AW"]: 1, m.op["ATOM"][0]: 1, **anyc}, -1, {flag["at"][0]: 1})
+    fault = m.fault[0]                      # EXEC passes only: FAULT replaces every other next token
+    G.relu(c, E3, {k["VAL"]: 1, m.has_wb[0]: 1, **no_vn, **anyc, patom: -1, fault: -1}, -1, {flag["vlane"][0]: 1})
+    G.relu(c, E3, {k["ST"]: 1, m.op["ST"][0]: 1, **anyc, fault: -1}, -1, {flag["st"][0]: 1})
+    G.relu(c, E3, {k["AW"]: 1, m.op["ATOM"][0]: 1, **anyc, fault: -1}, -1, {flag["at"][0]: 1})
     G.relu(c, E3, {k["AT"]: 1, pdst: 1}, -1, {flag["atval"][0]: 1})
     G.relu(c, E3, {k["AT"]: 1, pdst: -1}, 0, {flag["abyte"][0]: 1})
     G.relu(c, E3, {k["VAL"]: 1, patom: 1, **no_vn}, -1, {flag["abyte"][0]: 1})
@@ -75,14 +76,15 @@ def build_emit(m) -> int:
     G.relu(c, E3, {k["ST"]: 1, **no_c}, 0, {flag["nexec"][0]: 1})
     G.relu(c, E3, {k["AW"]: 1, **no_c}, 0, {flag["nexec"][0]: 1})
     term_flags = {m.op[t][0]: -1 for t in ("JMP", "BRC", "BAR", "EXIT")}
-    G.relu(c, E3, {k["EXEC"]: 1, m.has_wb[0]: -1, m.op["ST"][0]: -1, m.op["ATOM"][0]: -1, **term_flags}, 0,
-           {flag["nexec"][0]: 1})
+    G.relu(c, E3, {k["EXEC"]: 1, m.has_wb[0]: -1, m.op["ST"][0]: -1, m.op["ATOM"][0]: -1, **term_flags,
+                   fault: -1}, 0, {flag["nexec"][0]: 1})
     sched_pass = {k["CT2"]: 1, k["CTA"]: 1}
     G.relu(c, E3, {**sched_pass, m.sched["found"][0]: 1}, -1, {flag["sched"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: -1}, -1, {flag["cta"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: 1}, -2, {flag["halt"][0]: 1})
     G.relu(c, E3, {k[n]: 1 for n in ("LATCH", "BYTE", "PUT", "HALT", "FAULT")}, 0, {flag["halt"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["deadlock"][0]: 1}, -1, {flag["fault"][0]: 1})
+    G.relu(c, E3, {fault: 1}, 0, {flag["fault"][0]: 1})
 
     # ---- E4: the output code
     out = {name: [] for name in FEATURES}
