@@ -27,7 +27,11 @@ Units (layer offsets from `at`; all lanes side by side):
                       place: bits at and above len = cc & 0xFF cleared and BFE's sign found
                       (L4), the sign written above len (L5).
   bitwise             AND/OR/XOR in one layer (L3): OR = AND + XOR.
-  bit counting        POPC, CLZ, BREV in one layer each (L3).
+  bit counting        POPC, CLZ, BREV in one layer (L3).
+
+Not here: MULHI/MULHIU need the full 64-bit product (twice the bit products and column
+splits: about 4700 neurons in each of the first two layers, and 8 layers in all) and
+DIV/DIVU/REM/REMU a long chain of compare-subtract steps; neither fits this stage's budget.
 """
 from __future__ import annotations
 
