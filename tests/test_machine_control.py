@@ -11,6 +11,7 @@ import pytest
 import torch
 from transformers.cache_utils import DynamicCache
 
+from qwengpu.circuit import CircuitError
 from qwengpu.circuit.check import BANK_HOST, MLP_HOST
 from qwengpu.circuit.host import QWEN35_2B, circuit_width
 from qwengpu.circuit.layer import Circuit
@@ -279,7 +280,9 @@ def replay_prefill(c, f, new, model, events, rng):
     L = len(c.layers)
     x = np.concatenate([embed(c, f, ev, None if ev["text"] else ev["old"], rng) for ev in events])
     hs, _ = run_prefill(model, x[None])
-    bad = []
+    text = [t for t, ev in enumerate(events) if ev["text"]]
+    bad = [f"layer {layer} changed a text token" for layer in range(1, L + 1)
+           if not np.array_equal(hs[layer][0][text], hs[0][0][text])]
     for t, ev in enumerate(events):
         if not ev["text"] and ev["want"] is not None:
             bad += compare(hs[L][0][t], new, ev, t)[0]
@@ -300,6 +303,26 @@ def step(model, kv, x):
     emb = torch.tensor(x[None], dtype=torch.float32).to(model.dtype)
     out = model.model(inputs_embeds=emb, output_hidden_states=True, use_cache=True, cache=kv)
     return np.stack([h.float().numpy()[0, 0] for h in out.hidden_states])
+
+
+def test_fits_a_2b_layer():
+    """Compiled against the Qwen3.5-2B shape: the stack takes 13 of 16 heads in its layer and no
+    layer needs more MLP neurons than the host has."""
+    c = Circuit(QWEN35_2B, 1024)
+    ins = {k: c.input(k, w) for k, w in (("w", 2), ("tg", 7), ("ft", 7), ("rc", 7), ("rv", 1), ("init", 4))}
+    old = Status(*(c.input(k, WIDTH[k]) for k in STATUS))
+    new, end = build_terminator(c, 3, 5, wbits=ins["w"], term={k: c.input(k, 1) for k in TERMS},
+                                target=ins["tg"], fallthrough=ins["ft"], reconv=ins["rc"], rvalid=ins["rv"],
+                                cond=[c.input(f"c{l}", 32) for l in range(4)], old=old, init_mask=ins["init"])
+    sched, send = build_scheduler(c, end, [new] * 4, c.input("nw", 4), c.input("turn", 4))
+    assert (end, send) == (8, 11)
+    assert [lay.heads_used for lay in c.layers][5] == 13
+    assert max(lay.neuron_count for lay in c.layers) <= QWEN35_2B.intermediate
+    c.weights()                                # silence and bf16 checks
+    with pytest.raises(CircuitError, match="at \\+ 2"):
+        build_terminator(c, 20, 21, wbits=ins["w"], term={k: c.input(k, 1) for k in TERMS}, target=ins["tg"],
+                         fallthrough=ins["ft"], reconv=ins["rc"], rvalid=ins["rv"],
+                         cond=[c.input(f"d{l}", 32) for l in range(4)], old=old, init_mask=ins["init"])
 
 
 def test_trace_covers_the_stack_cases():
