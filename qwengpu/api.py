@@ -58,11 +58,14 @@ class Device:
     stand-in merged model, built on first use), `dtype` float32 or bfloat16, `check`
     None or "replay" (every generated token against the interpreter's stream),
     `max_tokens` the generation limit, `on_token` a callback for each generated token,
-    `device` the torch device. The model loads on the first launch."""
+    `fast` run the circuit layers on the exact fast path (qwengpu.machine.fast; False: the
+    stock transformers forward of the whole model), `device` the torch device (stock path).
+    The model loads on the first launch."""
 
     def __init__(self, engine: str = "interp", frontend: str = "clang", opt: int = 2, *,
                  model: str | Path | None = None, dtype: str = "float32", check: str | None = None,
-                 max_tokens: int = DEFAULT_MAX_TOKENS, on_token: Callable | None = None, device: str = "cpu"):
+                 max_tokens: int = DEFAULT_MAX_TOKENS, on_token: Callable | None = None, fast: bool = True,
+                 device: str = "cpu"):
         if engine not in ENGINES:
             raise QwenGpuError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         if frontend not in FRONTENDS:
@@ -75,7 +78,7 @@ class Device:
             raise QwenGpuError(f"max_tokens must be at least 1, got {max_tokens}")
         self.engine, self.frontend, self.opt = engine, frontend, opt
         self.model_path, self.dtype, self.check, self.max_tokens = model, dtype, check, max_tokens
-        self.on_token, self.torch_device = on_token, device
+        self.on_token, self.fast, self.torch_device = on_token, fast, device
         self._loaded = None     # (model, machine) once the model engine has loaded them
 
     def model_and_machine(self):
@@ -84,8 +87,10 @@ class Device:
             from qwengpu.machine import runtime
             build = machine_build("machine_for", *(("default_merged_model",) if self.model_path is None else ()))
             path = self.model_path if self.model_path is not None else build.default_merged_model()
+            fast = _fast_model_class() if self.fast else None
             model, _ = runtime.load_model(path, self.dtype, self.torch_device)
-            self._loaded = model, build.machine_for(runtime.host_config(model))
+            machine = build.machine_for(runtime.host_config(model))
+            self._loaded = (fast(model) if fast else model), machine
         return self._loaded
 
     def compile(self, src: str, filename: str = "<source>") -> "Module":
@@ -93,7 +98,7 @@ class Device:
         return Module(self, src, ptx, filename)
 
     def __repr__(self):
-        model = (f", model={self.model_path!r}, dtype={self.dtype!r}, check={self.check!r}"
+        model = (f", model={self.model_path!r}, dtype={self.dtype!r}, check={self.check!r}, fast={self.fast}"
                  if self.engine == "model" else "")
         return f"Device(engine={self.engine!r}, frontend={self.frontend!r}, opt={self.opt}{model})"
 
@@ -183,6 +188,14 @@ def machine_build(*needs: str):
         raise QwenGpuError(f"the in-model engine is not built yet ({e}); use engine='interp' "
                            f"(or 'cuda' on an NVIDIA GPU)") from None
     return build
+
+
+def _fast_model_class():
+    try:
+        return importlib.import_module("qwengpu.machine.fast").FastModel
+    except (ImportError, AttributeError) as e:
+        raise QwenGpuError(f"the model engine's fast path is missing ({e}); pass fast=False "
+                           f"(qgpu: --stock) for the stock transformers forward") from None
 
 
 def check_model_ops(program: isa.Program, supported) -> None:

@@ -1,7 +1,7 @@
 """The `qgpu` command.
 
     qgpu run FILE.cu --kernel NAME --grid 2 --block 4,2 --arg 'i32:[1,2,3]' --arg 'u32:zeros(8)' --arg 5
-    qgpu run FILE.cu --engine model [--check replay] [--show-tokens] [--max-tokens N] [--model DIR] [--dtype D]
+    qgpu run FILE.cu --engine model [--check replay] [--show-tokens] [--max-tokens N] [--model DIR] [--dtype D] [--stock]
     qgpu suite [--engine interp|model] [--check replay] [--frontend clang|nvrtc] [-k PATTERN] [--json]
     qgpu demo
 
@@ -124,7 +124,8 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         dtype: str = typer.Option("float32", "--dtype", help=f"model engine: {', '.join(MODEL_DTYPES)}"),
         check: str = typer.Option("none", "--check", help="model engine: none, or replay (every token against the interpreter)"),
         show_tokens: bool = typer.Option(False, "--show-tokens", help="model engine: print each token as it is generated"),
-        max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help="model engine: generation limit")):
+        max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help="model engine: generation limit"),
+        stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward, not the fast path")):
     """Compile FILE, launch KERNEL once and print the final arrays.
 
     --arg, once per kernel parameter: a scalar (5, -3, 0x1f, u32:7) or an array
@@ -135,7 +136,7 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
             raise QwenGpuError(f"{file}: no such file")
         args = [parse_arg(a) for a in arg or []]
         on_token = (lambda token: console.print(str(token), markup=False)) if show_tokens else None
-        dev = _device(engine, frontend, opt, model, dtype, check, max_tokens, on_token)
+        dev = _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_token)
         module = dev.compile(file.read_text(), filename=file.name)
         if show_ptx:
             console.print(module.ptx, markup=False)
@@ -153,11 +154,11 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
     console.print(f"[dim]{_stats(result)}[/]")
 
 
-def _device(engine, frontend, opt, model, dtype, check, max_tokens, on_token=None) -> Device:
+def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_token=None) -> Device:
     return Device(_choice("engine", engine, ENGINES), _choice("frontend", frontend, FRONTENDS), opt,
                   model=model, dtype=_choice("dtype", dtype, MODEL_DTYPES),
                   check=None if _choice("check", check, ("none", "replay")) == "none" else check,
-                  max_tokens=max_tokens, on_token=on_token)
+                  max_tokens=max_tokens, on_token=on_token, fast=not stock)
 
 
 def _only_kernel(module) -> str:
@@ -195,13 +196,14 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
           model: Optional[Path] = typer.Option(None, "--model", help="merged checkpoint (model engine; default: the stand-in)"),
           dtype: str = typer.Option("float32", "--dtype", help=f"model engine: {', '.join(MODEL_DTYPES)}"),
           check: str = typer.Option("none", "--check", help="model engine: none, or replay (every token against the interpreter)"),
-          max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help="model engine: generation limit per launch")):
+          max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help="model engine: generation limit per launch"),
+          stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward, not the fast path")):
     """Run the kernel suite; exit code 1 if any kernel fails."""
     from qwengpu.suite import DEFAULT_DIR, discover, run_case
     if directory is None:
         directory = Path("kernels") if Path("kernels").is_dir() else DEFAULT_DIR
     try:
-        device = _device(engine, frontend, opt, model, dtype, check, max_tokens)
+        device = _device(engine, frontend, opt, model, dtype, check, max_tokens, stock)
         reports = [run_case(case, device) for case in discover(directory, pattern)]
     except QwenGpuError as e:
         fail(e)

@@ -205,12 +205,35 @@ class _StubModel:
         return SimpleNamespace(logits=logits)
 
 
+class _StubFast:
+    """A FastModel of a _StubModel: the same script through prefill/step."""
+
+    def __init__(self, stock):
+        self.stock, (self.first, self.end) = stock, stock.config.qwengpu["gpu_token_ids"]
+
+    def new_state(self):
+        return None
+
+    def prefill(self, state, ids):
+        return self.step(state, ids[-1])
+
+    def step(self, state, token_id):
+        self.stock.calls += 1
+        return self.stock.vocab.id(self.stock.script[self.stock.calls - 1])
+
+    def cache(self, state):
+        return "fast cache"
+
+
 def _stub_machine_build(monkeypatch, ops, script=(), final=None):
-    """A stand-in qwengpu.machine.build whose model plays `script` and whose memory reads `final`."""
+    """A stand-in qwengpu.machine.build whose model plays `script` and whose memory reads
+    `final`, and a stand-in qwengpu.machine.fast."""
     from qwengpu.machine import runtime
     from qwengpu.machine.tokens import Vocab
-    machine = SimpleNamespace(vocab=Vocab(), read_global=lambda cache, layer_offset=0: final)
+    caches = []
+    machine = SimpleNamespace(vocab=Vocab(), read_global=lambda cache, layer_offset=0: caches.append(cache) or final)
     loads = []
+    monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", SimpleNamespace(FastModel=_StubFast))
 
     def load_model(path, dtype, device):
         loads.append((path, dtype, device))
@@ -220,26 +243,27 @@ def _stub_machine_build(monkeypatch, ops, script=(), final=None):
     monkeypatch.setitem(sys.modules, "qwengpu.machine.build", build)
     monkeypatch.setattr(runtime, "load_model", load_model)
     monkeypatch.setattr(runtime, "host_config", lambda model: {})
-    monkeypatch.setattr(runtime, "_new_cache", lambda model: None)
-    return loads
+    monkeypatch.setattr(runtime, "_new_cache", lambda model: "stock cache")
+    return loads, caches
 
 
 def test_model_engine_refuses_unsupported_ops_before_loading(monkeypatch):
-    loads = _stub_machine_build(monkeypatch, {isa.Op.S2R, isa.Op.SHL, "ADD", "JMP", "EXIT"})
+    loads, _ = _stub_machine_build(monkeypatch, {isa.Op.S2R, isa.Op.SHL, "ADD", "JMP", "EXIT"})
     with pytest.raises(UnsupportedError, match="kernel scale_add uses LD, ST, which the model engine does not support"):
         as_function(scale_add_program(), "model")(grid=1, block=4, args=[np.ones(4, np.int32),
                                                                           np.zeros(4, np.int32), 0])
     assert loads == []
 
 
-def test_model_engine_runs_a_launch_through_the_runtime(monkeypatch):
+@pytest.mark.parametrize("fast", [True, False])
+def test_model_engine_runs_a_launch_through_the_runtime(monkeypatch, fast):
     from qwengpu.machine.protocol import expected_stream
     src, out = np.array([1, -3, 2**30, 7], np.int32), np.zeros(4, np.int32)
     launch = Launch.build(scale_add_program(), 1, 4, [src, out, -5])
     stream = expected_stream(launch.program, launch.grid, launch.block, launch.params, launch.memory)
     all_ops = {op.name for op in isa.Op} | {t.name for t in isa.Term}
-    loads = _stub_machine_build(monkeypatch, all_ops, stream.tokens, stream.memory)
-    fn = Function(Module(Device("model", dtype="bfloat16", check="replay"), "", "", "<hand-built>"),
+    loads, caches = _stub_machine_build(monkeypatch, all_ops, stream.tokens, stream.memory)
+    fn = Function(Module(Device("model", dtype="bfloat16", check="replay", fast=fast), "", "", "<hand-built>"),
                   "scale_add", scale_add_program())
     result = fn(grid=1, block=4, args=[src, out, -5], trace=True)
     want = (src.astype(np.int64) * 2 - 5).astype(np.uint64).astype(np.uint32).view(np.int32)
@@ -248,6 +272,15 @@ def test_model_engine_runs_a_launch_through_the_runtime(monkeypatch):
     assert (result.engine, result.passes, result.instructions) == ("model", 14, 9)
     assert result.tokens == len(stream.tokens) and result.trace == stream.tokens
     assert loads == [("standin-path", "bfloat16", "cpu")]
+    assert caches == ["fast cache" if fast else "stock cache"]     # memory read from the decoder that ran
+
+
+def test_model_engine_without_the_fast_path_says_so(monkeypatch):
+    _stub_machine_build(monkeypatch, {op.name for op in isa.Op} | {t.name for t in isa.Term})
+    monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", None)
+    with pytest.raises(QwenGpuError, match=r"fast path is missing .*fast=False \(qgpu: --stock\)"):
+        as_function(scale_add_program(), "model")(grid=1, block=4, args=[np.ones(4, np.int32),
+                                                                          np.zeros(4, np.int32), 0])
 
 
 @pytest.mark.parametrize("kwargs, message", [({"dtype": "fp16"}, "unknown dtype 'fp16'"),

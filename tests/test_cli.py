@@ -235,6 +235,7 @@ def stub_model_engine(monkeypatch):
     state = SimpleNamespace(corrupt=lambda tokens: tokens, ops={op.name for op in isa.Op} | {t.name for t in isa.Term})
     monkeypatch.setitem(sys.modules, "qwengpu.machine.build", SimpleNamespace(
         MODEL_OPS=state.ops, machine_for=lambda cfg: machine, default_merged_model=lambda: "standin"))
+    monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", SimpleNamespace(FastModel=lambda model: model))
     monkeypatch.setattr(runtime, "load_model", lambda path, dtype, device: (OracleModel(machine.vocab), {}))
     monkeypatch.setattr(runtime, "host_config", lambda model: {})
     monkeypatch.setattr(runtime, "_new_cache", lambda model: None)
@@ -253,7 +254,8 @@ DOT_ARGS = ("--arg", "i32:[1,2,3]", "--arg", "i32:[4,5,6]", "--arg", "i32:zeros(
 
 def test_run_on_the_model_shows_tokens_and_checks_replay(tmp_path, stub_model_engine):
     (tmp_path / "dot.cu").write_text(DOT_CU)
-    result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "--engine", "model", "--check", "replay", "--show-tokens")
+    result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "--engine", "model", "--check", "replay", "--show-tokens",
+                    "--stock")
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0] == "EXEC w0 B0.0" and "HALT" in lines

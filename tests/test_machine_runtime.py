@@ -52,6 +52,32 @@ class StubModel:
         return SimpleNamespace(logits=logits)
 
 
+class StubFast:
+    """A FastModel's interface: prefill/step return the next GPU id; cache(state) for read_global."""
+
+    def __init__(self, vocab: Vocab, script: list[Token]):
+        self.vocab, self.script, self.fed = vocab, script, []
+        self.first, self.end = FIRST, FIRST + len(vocab)
+
+    def new_state(self):
+        return SimpleNamespace(steps=0)
+
+    def prefill(self, state, ids):
+        self.fed.append(list(ids))
+        return self._next(state)
+
+    def step(self, state, token_id):
+        self.fed.append([token_id])
+        return self._next(state)
+
+    def _next(self, state):
+        state.steps += 1
+        return self.vocab.id(self.script[state.steps - 1])
+
+    def cache(self, state):
+        return CACHE
+
+
 class StubMachine:
     def __init__(self, final_memory):
         self.vocab, self.final_memory = Vocab(), final_memory
@@ -87,6 +113,16 @@ def test_replay_run_feeds_back_each_token_and_reads_memory():
     # per thread block: 4 instruction passes + 1 terminator pass
     assert (run.tokens, run.passes, run.instructions) == (len(stream.tokens), 10, 8)
     assert memory[:2].tolist() == [0x100, 0x101] and not memory[2:].any()
+
+
+def test_fast_model_runs_the_same_loop():
+    program, memory, stream, machine, _ = setup()
+    fast = StubFast(machine.vocab, stream.tokens + [T("HALT")])
+    run = launch_on_model(fast, machine, program, 2, 2, [], memory, max_tokens=1000, check="replay")
+    assert machine.vocab.first_id == FIRST and run.stream == stream.tokens
+    ids = [machine.vocab.id(t) for t in prompt(program, 2, 2, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))]
+    assert fast.fed == [ids] + [[machine.vocab.id(t)] for t in stream.tokens[:-1]]
+    assert memory[:2].tolist() == [0x100, 0x101]
 
 
 def test_stops_at_halt_even_if_the_model_would_go_on():

@@ -4,6 +4,10 @@ tokens until HALT, and read global memory back from the model's recurrent states
 The model chooses every token; this loop only restricts the argmax to the GPU tokens and
 feeds each token back (docs/protocol.md). `check="replay"` holds every generated token
 against the reference interpreter's stream as it arrives.
+
+Two decoders run the same model: the stock transformers forward (StockDecoder), and
+qwengpu.machine.fast.FastModel, which runs only the circuit layers' nonzero structure
+with the stock formulas (exact; its docstring says why the token stream is the same).
 """
 from __future__ import annotations
 
@@ -67,24 +71,61 @@ def host_config(model) -> dict:
             "vocab_size": q["base_vocab_size"]}
 
 
+def gpu_token_ids(model) -> tuple[int, int] | None:
+    """[first, end) of the GPU tokens: a FastModel's, or a merged config's (None: a bare model)."""
+    if hasattr(model, "new_state"):
+        return model.first, model.end
+    block = getattr(model.config, "qwengpu", None)
+    return tuple(block["gpu_token_ids"]) if block else None
+
+
 def bind_vocab(model, vocab) -> None:
     """Point the machine's vocabulary at the model's GPU token ids."""
-    block = getattr(model.config, "qwengpu", None)
-    if not block:
+    ids = gpu_token_ids(model)
+    if ids is None:
         return                                   # a bare test model: ids as the vocabulary has them
-    first, end = block["gpu_token_ids"]
+    first, end = ids
     if end - first != len(vocab):
         raise QwenGpuError(f"this checkpoint has {end - first} GPU tokens; the machine's vocabulary has "
                            f"{len(vocab)} (a checkpoint built with another circuit?)")
     vocab.first_id = first
 
 
-@torch.no_grad()
-def _forward(model, ids: list[int], cache) -> torch.Tensor:
-    """Feed ids; the last position's logits (only that position goes through the head)."""
-    x = torch.tensor([ids], dtype=torch.long, device=model.device)
-    out = model(input_ids=x, cache=cache, use_cache=True, logits_to_keep=1)
-    return out.logits[0, -1]
+class StockDecoder:
+    """The stock transformers forward with a DynamicCache; the argmax over the GPU ids."""
+
+    def __init__(self, model, first: int, end: int):
+        self.model, self.first, self.end = model, first, end
+        self.cache = _new_cache(model)
+
+    @torch.no_grad()
+    def _next(self, ids: list[int]) -> int:
+        x = torch.tensor([ids], dtype=torch.long, device=self.model.device)
+        out = self.model(input_ids=x, cache=self.cache, use_cache=True, logits_to_keep=1)
+        return self.first + int(torch.argmax(out.logits[0, -1, self.first:self.end]))   # GPU tokens only
+
+    def prefill(self, ids: list[int]) -> int:
+        return self._next(ids)                   # one forward over the whole prompt
+
+    def step(self, token_id: int) -> int:
+        return self._next([token_id])
+
+
+class FastDecoder:
+    """qwengpu.machine.fast.FastModel: the circuit layers alone, exact (its docstring says why)."""
+
+    def __init__(self, fast):
+        self.fast, self.state = fast, fast.new_state()
+
+    def prefill(self, ids: list[int]) -> int:
+        return self.fast.prefill(self.state, ids)
+
+    def step(self, token_id: int) -> int:
+        return self.fast.step(self.state, token_id)
+
+    @property
+    def cache(self):
+        return self.fast.cache(self.state)
 
 
 def _new_cache(model):
@@ -95,7 +136,8 @@ def _new_cache(model):
 def launch_on_model(model, machine, program: isa.Program, grid, block, params: list[int], memory: np.ndarray,
                     *, max_tokens: int, check: str | None = None,
                     on_token: Callable[[Token], None] | None = None) -> ModelRun:
-    """Run one launch on `model` (global memory `memory` is updated in place)."""
+    """Run one launch on `model`, a stock merged model or a FastModel of one (global memory
+    `memory` is updated in place)."""
     if check not in CHECKS:
         raise QwenGpuError(f"check {check!r}: choose one of {', '.join(str(c) for c in CHECKS)}")
     grid, block = check_grid_block(grid, block)
@@ -103,13 +145,12 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
     bind_vocab(model, vocab)
     expected = protocol.expected_stream(program, grid, block, params, memory) if check == "replay" else None
     ids = [vocab.id(t) for t in protocol.prompt(program, grid, block, params, memory)]
-    first, end = vocab.first_id, vocab.first_id + len(vocab)
     start = time.perf_counter()
-    cache = _new_cache(model)
-    logits = _forward(model, ids, cache)
+    decoder = (FastDecoder(model) if hasattr(model, "new_state")
+               else StockDecoder(model, vocab.first_id, vocab.first_id + len(vocab)))
+    token = vocab.token(decoder.prefill(ids))
     stream: list[Token] = []
     while True:
-        token = vocab.token(first + int(torch.argmax(logits[first:end])))   # GPU tokens only
         stream.append(token)
         if on_token:
             on_token(token)
@@ -123,8 +164,8 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
         if len(stream) >= max_tokens:
             raise ExecutionError(f"the launch did not finish within {max_tokens} tokens "
                                  f"(raise max_tokens if it needs more)")
-        logits = _forward(model, [vocab.id(token)], cache)
-    memory[:] = machine.read_global(cache, layer_offset=0)
+        token = vocab.token(decoder.step(vocab.id(token)))
+    memory[:] = machine.read_global(decoder.cache, layer_offset=0)
     seconds = time.perf_counter() - start
     if expected is not None:
         _check_memory(expected.memory, memory)
