@@ -218,3 +218,33 @@ def test_compare_honours_dont_cares_and_length():
     assert (short.index, short.fields, short.got) == (5, ("length",), "<end of stream>")
     long = compare(STREAM, got + [T("HALT")])
     assert (long.index, long.fields, long.expected) == (6, ("length",), "<end of stream>")
+
+
+def test_atomics_run_lane_by_lane():
+    # old = atomicAdd(&g[1], 300 + tid) by 3 lanes on one word that holds 5; then a second
+    # atomic whose result is discarded (dst r0): no VAL tokens for it
+    blocks = [
+        MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),)),
+                      Instr(Op.ADD, r(2), (r(1), Imm(300))),
+                      Instr(Op.ATOM, r(3), (Imm(4), r(2), Imm(0)), (Space.GLOBAL, isa.AtomOp.ADD))], jmp(1)),
+        MachineBlock([Instr(Op.ATOM, r(0), (Imm(4), Imm(1), Imm(0)), (Space.GLOBAL, isa.AtomOp.EXCH))], EXIT),
+    ]
+    memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    memory[1] = 5
+    got = expected_stream(Program("k", blocks, []), 1, 3, [], memory)
+    olds, news = [5, 305, 606], [305, 606, 908]           # lane order: 5+300, +301, +302
+
+    def new_bytes(v):
+        return [T("BYTE", k, v >> 8 * k & 0xFF) for k in range(2 if v > 255 else 1)]
+    atomics = []
+    for l in range(3):
+        atomics += [T("AT", l), *vals(l, olds[l], 2 if olds[l] > 255 else 1), *new_bytes(news[l]), T("AW", l)]
+    exch = []
+    for l in range(3):
+        exch += [T("AT", l), T("BYTE", 0, 1), T("AW", l)]
+    want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1),
+            exec_(0, 0, 1), *vals(0, 300, 2), *vals(1, 301, 2), *vals(2, 302, 2),
+            exec_(0, 0, 2), *atomics, exec_(0, 0, 3), T("CT1", 1, 0b0111), T("CT2", 0, 0b0111, 0, 0),
+            exec_(0, 1, 0), *exch, exec_(0, 1, 1), T("CT1", 0, 0), T("CT2", 0, 0, 0, 0), T("HALT")]
+    assert got.tokens == want
+    assert got.memory[1] == 1

@@ -136,6 +136,10 @@ class Stream:
         self.tokens.append(token)
         self.dont_care.append(dont_care)
 
+    def extend(self, tokens) -> None:
+        for t in tokens:
+            self.add(t)
+
 
 def _next_pass_of_same_warp(steps: list[interp.Step]) -> list[interp.Step | None]:
     """For each pass, the warp's next pass in the same thread block (None if it has none)."""
@@ -150,18 +154,30 @@ def _next_pass_of_same_warp(steps: list[interp.Step]) -> list[interp.Step | None
 
 def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Instr]) -> None:
     lanes = [l for l in range(isa.LANES) if step.mask >> l & 1]
-    writes = iter(step.reg_writes)
+    writes, stores = iter(step.reg_writes), iter(step.mem_writes)
+
+    def val(l, reg):
+        lane, r, value = next(writes)
+        assert (lane, r) == (l, reg), "interp trace out of step with the program"
+        stream.extend(tok("VAL", l, k, value >> 8 * k & 0xFF) for k in range(byte_count(value)))
+
     for s, ins in enumerate(instrs):
         stream.add(tok("EXEC", step.warp, step.pc, s))
         if ins.op is isa.Op.ST:
             for l in lanes:
+                next(stores)
                 stream.add(tok("ST", l))
+        elif ins.op is isa.Op.ATOM:       # lane by lane: old -> register, new -> memory
+            for l in lanes:
+                stream.add(tok("AT", l))
+                if ins.dst.n:
+                    val(l, ins.dst.n)
+                new = next(stores)[2]
+                stream.extend(tok("BYTE", k, new >> 8 * k & 0xFF) for k in range(byte_count(new)))
+                stream.add(tok("AW", l))
         elif ins.dst.n:
             for l in lanes:
-                lane, reg, value = next(writes)
-                assert (lane, reg) == (l, ins.dst.n), "interp trace out of step with the program"
-                for k in range(byte_count(value)):
-                    stream.add(tok("VAL", l, k, value >> 8 * k & 0xFF))
+                val(l, ins.dst.n)
 
 
 def expected_stream(program: isa.Program, grid, block, params: list[int], memory: np.ndarray) -> Stream:
