@@ -369,11 +369,11 @@ def build_alu(c: Circuit, at: int, op: dict[str, Field], a: list[Field], b: list
     if not (len(a) == len(b) == len(cc) == LANES):
         raise CircuitError(f"{name}: needs {LANES} lanes of operands, got {len(a)}, {len(b)}, {len(cc)}")
     for o in ALU_OPS:
-        if op[o].width != 1:
-            raise CircuitError(f"{name}: op flag {o} has {op[o].width} dims; a flag is 1 dim")
+        if op[o].width != 1 or op[o].kind != "bits":
+            raise CircuitError(f"{name}: op flag {o} is {op[o].kind}[{op[o].width}]; a flag is bits[1]")
     for f in (*a, *b, *cc):
-        if f.width != WORD:
-            raise CircuitError(f"{name}: operand {f.name} has {f.width} dims; an operand is {WORD} bits")
+        if f.width != WORD or f.kind != "bits":
+            raise CircuitError(f"{name}: operand {f.name} is {f.kind}[{f.width}]; an operand is bits[{WORD}]")
     flags = {o: op[o] for o in ALU_OPS}
     tags = [f"{name}{lane}" for lane in range(LANES)]
     lanes = list(zip(tags, a, b, cc))
