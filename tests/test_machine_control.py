@@ -433,7 +433,7 @@ def random_points(rng, count):
                 s["alive"] = 0
             s["wait"] = int(rng.random() < 0.6)
         n = int(rng.integers(1, 5))
-        turn = int(rng.integers(0, n))
+        turn = int(rng.integers(0, 4))         # turn >= nwarps acts as 0 (interp's turn is mod nwarps)
         points.append((states, n, turn, *spec_choice(states, n, turn)))
     return points
 

@@ -309,6 +309,9 @@ def build_scheduler(c: Circuit, at: int, statuses: list[Status], nwarps: Field,
     like interp's `live -= ...`. The bit `wait` stays 1 until the warp runs again, which is
     exactly when interp's `waiting` matters.
 
+    `turn` may name any of the 4 warps: warps >= nwarps are never runnable, so a turn of
+    nwarps (the warp after the last) searches from warp 0, like interp's turn mod nwarps.
+
     Layers: at: live_i, live-and-waiting, a weighted count of live warps whose phase is 2 or 3
     ahead of phase_i;  at + 1: runnable_i, done;  at + 2: the choice and its pc and mask.
     Returns ({"found", "warp" (one-hot bits), "pc", "mask", "deadlock", "done"}, end)."""
