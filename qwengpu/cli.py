@@ -155,6 +155,10 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
 
 
 def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_token=None) -> Device:
+    if engine == "model":
+        from transformers.utils import logging as hf_logging
+        hf_logging.set_verbosity_error()        # no loading bars or fallback notes between the tokens
+        hf_logging.disable_progress_bar()
     return Device(_choice("engine", engine, ENGINES), _choice("frontend", frontend, FRONTENDS), opt,
                   model=model, dtype=_choice("dtype", dtype, MODEL_DTYPES),
                   check=None if _choice("check", check, ("none", "replay")) == "none" else check,
