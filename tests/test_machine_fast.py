@@ -1,0 +1,308 @@
+"""The exact fast path (qwengpu/machine/fast.py) against the stock transformers path.
+
+A toy machine is compiled with qwengpu.circuit: a token carries (we, waddr, raddr, data);
+layer 0 keeps a bank written at waddr and read at raddr, layer 1 a second bank written with
+what layer 0 computed, and the top layer emits the output code of the next token, which
+depends on both banks. It is wrapped in a stock Qwen3_5ForCausalLM whose vocabulary is a few
+text tokens followed by every GPU token (embeddings = field encodings). The same token
+streams run through stock prefill + decode (DynamicCache) and through FastModel: the hidden
+state after the circuit layers must be bit-identical in float32 (within bf16 rounding in
+bf16), the recurrent states equal, and the next tokens (argmax of the stock logits over the
+GPU ids) identical.
+"""
+import copy
+import functools
+
+import numpy as np
+import pytest
+import torch
+from transformers.cache_utils import DynamicCache
+from transformers.models.qwen3_5.modeling_qwen3_5 import torch_recurrent_gated_delta_rule
+
+from qwengpu.circuit import gadgets as G
+from qwengpu.circuit import memory as Mem
+from qwengpu.circuit.host import HostSpec, circuit_width
+from qwengpu.circuit.layer import Circuit
+from qwengpu.circuit.model import build_model, encode
+from qwengpu.machine.fast import FastModel, FastPathError, delta_rule, l2norm
+
+HOST = HostSpec(hidden=64, intermediate=512, gdn_heads=4, key_dim=64, value_dim=64, conv_kernel=4, eps=1e-6)
+FIELDS = (("we", 1), ("waddr", 3), ("raddr", 3), ("data", 4))
+TEXT = 8                                        # text token ids 0..7, GPU ids from 8
+GPU = 1 << sum(w for _, w in FIELDS)
+
+
+def toy_circuit(requantize: bool = True):
+    """(circuit, input fields). Next token: we = s0, waddr = s1..s3, raddr = r2, data = r2 ^ s,
+    where s = mem[raddr] ^ data (after this token's write) and r2 = hist[waddr] after
+    hist[raddr] = s.
+
+    GDN reads are 1 - O(1e-7) in float32; `requantize` snaps them to exact bits (an always-on
+    neuron relu(x + 128) - 128, as the machine's control stage does) before an MLP combines
+    them. Without it the xor gates sum noisy terms, whose float32 rounding depends on the
+    summation order (stock BLAS vs compact products)."""
+    c = Circuit(HOST, circuit_width(HOST, 120))
+    f = {name: c.input(name, w) for name, w in FIELDS}
+    mem = Mem.declare_bank(c, 0, "mem", 8, 4)
+    Mem.write(c, mem, f["waddr"], f["data"], f["we"])
+    rd = Mem.read(c, mem, f["raddr"], 0)
+    at = 0
+    if requantize:
+        rd, at = snap(c, 0, rd), 1
+    s = G.gate(c, at, "xor", rd, f["data"], name="s")
+    hist = Mem.declare_bank(c, at + 1, "hist", 8, 4)
+    Mem.write(c, hist, f["raddr"], s)
+    r2 = Mem.read(c, hist, f["waddr"], 0)
+    at += 1
+    if requantize:
+        r2, at = snap(c, at, r2), at + 1
+    x = G.gate(c, at, "xor", r2, s, name="x")
+    nxt = {"we": [s[0]], "waddr": list(s.dims[1:4]), "raddr": list(r2.dims[:3]), "data": list(x.dims)}
+    top, lay = at + 1, c.layout
+    for name, _ in FIELDS:                   # output code 2 * next - 1; the input's features cleared
+        for d, src in zip(f[name].dims, nxt[name]):
+            G.relu(c, top, {src: 1}, 0, {d: 2})
+            G.relu(c, top, {d: 1}, 0, {d: -1})
+            G.const_one(c, top, {d: -1})
+    G.const_one(c, top, {d: -lay.anchor_value for d in lay.anchor.dims})
+    return c, f
+
+
+def snap(c, at, read):
+    out = c.field(f"{read.name}.q", read.width, at)
+    for src, d in zip(read.dims, out.dims):
+        G.relu(c, at, {src: 1}, 128, {d: 1})
+        G.const_one(c, at, {d: -128})
+    return out
+
+
+def unpack(index: int) -> dict[str, int]:
+    out, lo = {}, 0
+    for name, w in FIELDS:
+        out[name] = index >> lo & ((1 << w) - 1)
+        lo += w
+    return out
+
+
+def reference_next(tokens: list[int]) -> list[int]:
+    """The toy machine in plain Python: the next GPU index after each token (text tokens: None)."""
+    mem, hist, out = {}, {}, []
+    for t in tokens:
+        if t < TEXT:
+            out.append(None)
+            continue
+        v = unpack(t - TEXT)
+        if v["we"]:
+            mem[v["waddr"]] = v["data"]
+        s = mem.get(v["raddr"], 0) ^ v["data"]
+        hist[v["raddr"]] = s
+        r2 = hist.get(v["waddr"], 0)
+        fields = {"we": s & 1, "waddr": s >> 1, "raddr": r2 & 7, "data": r2 ^ s}
+        out.append(TEXT + sum(fields[name] << lo for (name, _), lo in zip(FIELDS, (0, 1, 4, 7))))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def toy_model(dtype: str, requantize: bool = True):
+    if dtype == "bfloat16":                      # the same (bf16-exact) weights, cast
+        return copy.deepcopy(toy_model("float32", requantize)).to(torch.bfloat16)
+    c, f = toy_circuit(requantize)
+    model = build_model(c, "float32")
+    idx = np.arange(GPU)
+    gpu = encode(c, {f[name]: [unpack(i)[name] for i in idx] for name, _ in FIELDS}, GPU)
+    emb = np.zeros((TEXT + GPU, c.layout.total), np.float32)
+    emb[:TEXT, :HOST.hidden] = np.random.default_rng(5).normal(0, 1, (TEXT, HOST.hidden))
+    emb[TEXT:] = gpu
+    model.resize_token_embeddings(TEXT + GPU)
+    with torch.no_grad():
+        model.model.embed_tokens.weight.copy_(torch.from_numpy(emb))
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()   # tied head
+    model.config.qwengpu = {"circuit_layers": len(c.layers), "gpu_token_ids": [TEXT, TEXT + GPU]}
+    return model.eval()
+
+
+@functools.lru_cache(maxsize=None)
+def fast_model(dtype: str, requantize: bool = True) -> FastModel:
+    return FastModel(toy_model(dtype, requantize))
+
+
+def stream(rng, n: int, text: float = 0.15) -> list[int]:
+    """Random GPU tokens over few addresses (rows are overwritten and reread), some text tokens."""
+    toks = (TEXT + rng.integers(0, GPU, n)).tolist()
+    for i in np.flatnonzero(rng.random(n) < text):
+        if 0 < i < n - 1:
+            toks[i] = int(rng.integers(0, TEXT))
+    return toks
+
+
+@torch.no_grad()
+def stock_run(model, tokens: list[int], prefill: int):
+    """Prefill `prefill` tokens, then decode the rest one by one: (hidden after the circuit
+    layers [T, N] float32, GPU-restricted argmax after each token [T], cache)."""
+    L = model.config.qwengpu["circuit_layers"]
+    cache = DynamicCache(config=model.config)
+    hidden, nxt = [], []
+    for chunk in [tokens[:prefill]] + [[t] for t in tokens[prefill:]]:
+        out = model(input_ids=torch.tensor([chunk]), cache=cache, use_cache=True, output_hidden_states=True)
+        hidden.append(out.hidden_states[L][0].float())
+        nxt += (TEXT + out.logits[0, :, TEXT:].float().argmax(-1)).tolist()
+    return torch.cat(hidden).numpy(), nxt, cache
+
+
+# ---------------------------------------------------------------------------
+def test_toy_reference_is_not_trivial():
+    rng = np.random.default_rng(0)
+    nxt = reference_next(stream(rng, 200, text=0))
+    assert len(set(nxt)) > 50                    # the banks make the next token vary
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_stream_matches_stock(dtype):
+    """Teacher-forced random tokens: hidden after the circuit, next tokens, recurrent states."""
+    rng = np.random.default_rng(1)
+    T, prefill = (48, 24) if dtype == "float32" else (16, 8)
+    tokens = stream(rng, T)
+    model, fm = toy_model(dtype), fast_model(dtype)
+    hs, stock_next, cache = stock_run(model, tokens, prefill)
+    state = fm.new_state()
+    fast_next = fm.prefill(state, tokens[:prefill])
+    gpu = np.array([t >= TEXT for t in tokens])
+    want = reference_next(tokens)
+    assert fast_next == stock_next[prefill - 1] == want[prefill - 1]
+    for i in range(prefill, T):
+        t = tokens[i]
+        if t < TEXT:
+            assert fm.prefill(state, [t]) is None        # text: the circuit stays silent
+            continue
+        got = fm.step(state, t)
+        assert got == stock_next[i] == want[i], f"token {i}"
+        ref = hs[i]
+        if dtype == "float32":
+            np.testing.assert_array_equal(state.last.numpy(), ref, err_msg=f"hidden after token {i}")
+        else:
+            np.testing.assert_allclose(state.last.numpy()[HOST.hidden:], ref[HOST.hidden:], atol=2e-6)
+    assert gpu.sum() < T                         # the stream had text tokens
+    for layer in range(fm.L):
+        np.testing.assert_array_equal(fm.recurrent_state(state, layer),
+                                      cache.get_recurrent_state(layer)[0].float().numpy())
+
+
+def test_prefill_hidden_bit_identical_fp32():
+    """Every GPU token of a stock decode-only run (recurrent path) against FastModel.hidden."""
+    rng = np.random.default_rng(2)
+    tokens = stream(rng, 40)
+    model, fm = toy_model("float32"), fast_model("float32")
+    hs, stock_next, _ = stock_run(model, tokens, 1)
+    state = fm.new_state()
+    for i, t in enumerate(tokens):
+        if t < TEXT:
+            fm.prefill(state, [t])
+            continue
+        assert fm.step(state, t) == stock_next[i]
+        np.testing.assert_array_equal(state.last.numpy(), hs[i], err_msg=f"token {i}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_greedy_generation_matches_stock(dtype):
+    """Closed loop: each path feeds back its own argmax; the streams must be identical."""
+    rng = np.random.default_rng(3)
+    prompt = stream(rng, 12)
+    steps = 12 if dtype == "float32" else 6
+    model, fm = toy_model(dtype), fast_model(dtype)
+    cache = DynamicCache(config=model.config)
+    ids, stock = prompt, []
+    with torch.no_grad():
+        for _ in range(steps):
+            logits = model(input_ids=torch.tensor([ids]), cache=cache, use_cache=True, logits_to_keep=1).logits[0, -1]
+            ids = [TEXT + int(logits[TEXT:].argmax())]
+            stock += ids
+    state = fm.new_state()
+    fast = [fm.prefill(state, prompt)]
+    while len(fast) < steps:
+        fast.append(fm.step(state, fast[-1]))
+    assert fast == stock
+    ref = reference_next(prompt + stock)
+    assert stock == ref[len(prompt) - 1:len(prompt) + steps - 1]
+
+
+def test_cache_adapter_layout():
+    fm = fast_model("float32")
+    state = fm.new_state()
+    fm.prefill(state, [TEXT + (1 | 5 << 1 | 0 << 4 | 9 << 7), TEXT])     # mem[5] = 9
+    got = fm.cache(state).get_recurrent_state(0)
+    assert tuple(got.shape) == (1, HOST.gdn_heads, HOST.key_dim, HOST.value_dim)
+    assert got.dtype == torch.float32
+    head = fm.layers[0].gdn.heads[0]
+    rails = got[0, head, 5]
+    bits = [int(rails[2 * i] > 16) for i in range(4)]
+    assert bits == [1, 0, 0, 1] and float(got[0, head, 4].abs().max()) == 0.0
+    with pytest.raises(FastPathError, match="not a circuit layer"):
+        fm.recurrent_state(state, 5)
+
+
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("onehot", [True, False])
+def test_delta_rule_matches_transformers(onehot):
+    """One decode step of transformers' recurrent gated delta rule (no decay) on random tensors."""
+    rng = np.random.default_rng(4)
+    H, dk, dv = 3, 16, 8
+    S = torch.tensor(rng.normal(0, 1, (H, dk, dv)), dtype=torch.float32)
+    q, k = (torch.tensor(rng.normal(0, 1, (H, dk)), dtype=torch.float32) for _ in range(2))
+    if onehot:
+        q, k = torch.zeros(H, dk), torch.zeros(H, dk)
+        q[torch.arange(H), torch.tensor([1, 5, 9])] = 128.0
+        k[torch.arange(H - 1), torch.tensor([1, 7])] = 128.0      # the last head: no key
+    v = torch.tensor(rng.normal(0, 1, (H, dv)), dtype=torch.float32)
+    beta = torch.sigmoid(torch.tensor(rng.normal(0, 1, H), dtype=torch.float32))
+    want_o, want_S = torch_recurrent_gated_delta_rule(
+        q[None, None], k[None, None], v[None, None], g=torch.zeros(1, 1, H), beta=beta[None, None],
+        initial_state=S[None].clone(), output_final_state=True, use_qk_l2norm_in_kernel=True)
+    S_fast = S.clone()
+    o = delta_rule(S_fast, l2norm(q) / dk ** 0.5, l2norm(k), v, beta, torch.arange(H))
+    if onehot:                                   # one nonzero row: exactly the stock values
+        assert torch.equal(o, want_o[0, 0]) and torch.equal(S_fast, want_S[0])
+    else:
+        torch.testing.assert_close(o, want_o[0, 0], rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(S_fast, want_S[0], rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------
+def _broken(edit):
+    model = copy.deepcopy(toy_model("float32"))
+    with torch.no_grad():
+        edit(model)
+    return model
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m.model.layers[0].linear_attn.A_log.fill_(-5.0), "A_log"),
+    (lambda m: m.model.layers[1].linear_attn.dt_bias.fill_(1.0), "dt_bias"),
+    (lambda m: m.model.layers[0].linear_attn.conv1d.weight[:, 0, 0].fill_(0.5), "conv"),
+    (lambda m: m.model.layers[-1].self_attn.o_proj.weight.fill_(1.0), "after the circuit"),
+    (lambda m: m.model.norm.weight.fill_(-2.0), "non-positive gain"),
+])
+def test_rejects_models_it_cannot_run_exactly(edit, message):
+    with pytest.raises(FastPathError, match=message):
+        FastModel(_broken(edit))
+
+
+def test_rejects_bad_tokens_and_configs():
+    fm = fast_model("float32")
+    state = fm.new_state()
+    with pytest.raises(FastPathError, match="not a GPU token"):
+        fm.step(state, 3)
+    with pytest.raises(FastPathError, match="at least one token"):
+        fm.prefill(state, [])
+    loud = _broken(lambda m: m.model.embed_tokens.weight[2, HOST.hidden + 5].fill_(1.0))
+    with pytest.raises(FastPathError, match="neither a GPU token nor silent"):
+        FastModel(loud).prefill(FastModel(loud).new_state(), [2, TEXT])
+    with pytest.raises(FastPathError, match="no clear next token"):
+        fm.next_token(torch.zeros(fm.N))
+    bare = _broken(lambda m: None)
+    bare.config.qwengpu = None
+    with pytest.raises(FastPathError, match="qwengpu block"):
+        FastModel(bare)
+    L = len(bare.model.layers) - 1               # the circuit layers, then one full-attention layer
+    FastModel(bare, circuit_layers=L, gpu_token_ids=[TEXT, TEXT + GPU])
+    with pytest.raises(FastPathError, match="linear_attention"):
+        FastModel(bare, circuit_layers=L + 1, gpu_token_ids=[TEXT, TEXT + GPU])
