@@ -1360,8 +1360,9 @@ def _reach(succs: list[list[int]], start: int) -> set[int]:
 # Micro-code: ops an engine lacks, rewritten into ops it has
 # ---------------------------------------------------------------------------
 EXPANDABLE = frozenset({"MULHI", "MULHIU", "DIV", "DIVU", "REM", "REMU"})
-# what the model engine lacks (qwengpu/machine/build.py MODEL_OPS): pass as lower(..., expand=MODEL_EXPANSIONS)
-MODEL_EXPANSIONS = EXPANDABLE
+# the ALU ops the model engine lacks (not in qwengpu/machine/build.py MODEL_OPS):
+# its programs come from lower(module, name, expand=MODEL_EXPANSIONS)
+MODEL_EXPANSIONS = frozenset({"MULHI", "MULHIU", "DIV", "DIVU", "REM", "REMU"})
 _DIV_PAIRS = {Op.DIVU: (Op.DIVU, Op.REMU), Op.REMU: (Op.DIVU, Op.REMU),
               Op.DIV: (Op.DIV, Op.REM), Op.REM: (Op.DIV, Op.REM)}
 
@@ -1487,7 +1488,9 @@ class _MicroCode:
             return e(Op.SHR, n, Imm(d.value.bit_length() - 1)), e(Op.AND, n, Imm(d.value - 1))
         q = e(Op.SEL, d, Imm(0), Imm(M32), dst=self.fresh())
         r = e(Op.MOV, n, dst=self.fresh())
-        run = e(Op.MOV, e(Op.SETLTU, e(Op.SUB, d, Imm(1)), n), dst=self.fresh())   # d != 0 and d <= n
+        run = e(Op.SETLTU, e(Op.SUB, d, Imm(1)), n)      # d != 0 and d <= n
+        if isinstance(run, Imm):        # a branch tests a register (a constant one folds away later)
+            run = e(Op.MOV, run, dst=self.fresh())
         setup, loop, after = self.new_block(), self.new_block(), self.new_block()
         self.blocks[self.cur].term = VTerm(Term.BRC, setup, run, after)
         self.cur = setup
@@ -1524,7 +1527,7 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
     propagate_constants(blocks)
     propagate_copies(blocks)
     eliminate_dead_code(blocks)
-    if expand:
+    if any(ins.op.name in expand for b in blocks for ins in b.instrs):   # else: the same program as without
         tr.nvreg = expand_ops(blocks, expand, tr.nvreg)
         propagate_constants(blocks)
         propagate_copies(blocks)
