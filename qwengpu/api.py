@@ -30,7 +30,7 @@ from qwengpu.errors import CompileError, QwenGpuError, UnsupportedError
 from qwengpu.launch import Launch
 from qwengpu.machine.protocol import CHECKS
 from qwengpu.toolchain.frontend import FRONTENDS, compile_cuda, with_prelude
-from qwengpu.toolchain.lower import lower, plain_name
+from qwengpu.toolchain.lower import MODEL_EXPANSIONS, lower, plain_name
 from qwengpu.toolchain.ptx import parse_ptx
 
 ENGINES = ("interp", "cuda", "model")
@@ -123,7 +123,9 @@ class Module:
         """Lower kernel `name` to a machine program (MachineLimitError / UnsupportedError propagate)."""
         if name not in self._functions:
             try:
-                program = lower(self.parsed, name)
+                # the model has no divider or high multiply: those ops are micro-coded for it
+                expand = MODEL_EXPANSIONS if self.device.engine == "model" else frozenset()
+                program = lower(self.parsed, name, expand=expand)
             except CompileError as e:
                 if ".local" in self.ptx:   # typically -O0: variables live on a stack
                     raise type(e)(f"{e} (this PTX keeps variables in .local stack memory, which the "
