@@ -161,9 +161,10 @@ def test_divergent_branch_partial_exit_and_reconvergence():
             exec_(0, 3, 0), *vals(2, 0xABCDEF, 3), *vals(3, 0xABCDEF, 3),
             exec_(0, 3, 1), T("CT1", 0, 0), T("CT2", 0, 0, 0, 0), T("HALT")]
     assert got == want
-    # a load from byte address -4 faults: the interpreter's error propagates
-    with pytest.raises(MemoryFault):
-        expected_stream(divergent_program(load_at=-4), 1, 4, [0, 0], memory)
+    # a load from byte address -4 faults: FAULT right after the load's EXEC
+    faulty = expected_stream(divergent_program(load_at=-4), 1, 4, [0, 0], memory)
+    assert faulty.tokens == want[:want.index(exec_(0, 3, 0)) + 1] + [T("FAULT")]
+    assert isinstance(faulty.fault, MemoryFault) and "load at global byte address" in str(faulty.fault)
 
 
 def test_barrier_with_two_warps():
@@ -182,11 +183,22 @@ def test_two_thread_blocks():
     assert got == per_block(0) + [T("CTA", 1)] + per_block(1) + [T("HALT")]
 
 
-def test_deadlock_propagates():
+def test_deadlock_ends_in_fault():
+    """Lane 1 waits at a barrier that lane 0 (diverged, never reconverging) cannot reach."""
     blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),))], Terminator(Term.BRC, 1, r(1), 2, -1)),
               MachineBlock([], Terminator(Term.BAR, 2)), MachineBlock([], EXIT)]
-    with pytest.raises(DeadlockError):
-        expected_stream(Program("k", blocks, []), 1, 2, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
+    got = expected_stream(Program("k", blocks, []), 1, 2, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
+    assert got.tokens == [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1),
+                          exec_(0, 0, 1), T("CT1", 1, 0b0010), T("CT2", 0, 0b0011, 0, 0),
+                          exec_(0, 1, 0), T("CT1", 0, 0), T("CT2", 0, 0b0011, 1, 1), T("FAULT")]
+    assert got.dont_care[-3] == {"pc", "mask"} and isinstance(got.fault, DeadlockError)
+
+
+def test_every_token_kind_has_argument_names():
+    from qwengpu.machine.protocol import ARG_NAMES
+    from qwengpu.machine.tokens import KINDS, all_tokens
+    assert set(ARG_NAMES) == set(KINDS)
+    assert all(len(ARG_NAMES[t.kind]) == len(t.args) for t in all_tokens())
 
 
 # --- compare ----------------------------------------------------------------------

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from qwengpu import isa
-from qwengpu.errors import ExecutionError, QwenGpuError
+from qwengpu.errors import ExecutionError, MemoryFault, QwenGpuError
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Program, Reg, SReg, Space, Term, Terminator
 from qwengpu.machine import runtime
 from qwengpu.machine.protocol import expected_stream, prompt
@@ -170,6 +170,19 @@ def test_fault_token_is_an_execution_error():
     model.script = stream.tokens[:3] + [T("FAULT")]
     with pytest.raises(ExecutionError, match=r"FAULT at generated token 3 \(last pass: EXEC w0 B0.0\)"):
         launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=1000)
+
+
+def test_replayed_fault_raises_the_interpreters_error():
+    program = store_program()
+    program.blocks[0].instrs[3] = Instr(Op.ST, Reg(0), (Reg(3), Imm(2), Reg(2)), Space.GLOBAL)   # misaligned
+    memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    stream = expected_stream(program, 1, 2, [], memory)
+    assert stream.tokens[-2:] == [T("EXEC", 0, 0, 3), T("FAULT")]
+    machine = StubMachine(None)
+    model = StubModel(machine.vocab, stream.tokens)
+    with pytest.raises(MemoryFault, match=r"FAULT at generated token 12 \(last pass: EXEC w0 B0.3\); "
+                                          r"the interpreter: store at global byte address 0x2 is not 4-byte aligned"):
+        launch_on_model(model, machine, program, 1, 2, [], memory, max_tokens=100, check="replay")
 
 
 def test_vocabulary_size_must_match_the_checkpoint():

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qwengpu import interp, isa
-from qwengpu.errors import LaunchError, MachineLimitError
+from qwengpu.errors import DeadlockError, LaunchError, MachineLimitError, MemoryFault
 from qwengpu.launch import check_grid_block
 from qwengpu.machine.encoding import block_words
 from qwengpu.machine.tokens import LATCH_BITS, PUT_TARGETS, Token
@@ -20,7 +20,7 @@ from qwengpu.machine.tokens import LATCH_BITS, PUT_TARGETS, Token
 # each kind's arguments by name: the fields compare() reports and don't-cares name
 ARG_NAMES = {"LATCH": ("value",), "BYTE": ("byte", "data"), "PUT": ("target",), "CTA": ("cta",),
              "EXEC": ("warp", "pc", "slot"), "VAL": ("lane", "byte", "data"), "ST": ("lane",),
-             "CT1": ("pc", "mask"), "CT2": ("sp", "alive", "phase", "wait"), "HALT": (), "FAULT": ()}
+             "AT": ("lane",), "AW": ("lane",), "CT1": ("pc", "mask"), "CT2": ("sp", "alive", "phase", "wait"), "HALT": (), "FAULT": ()}
 SREG_ROWS_PER_CTA = isa.MAX_WARPS     # special-register table row = cta * 4 + warp
 CHECKS = (None, "replay")             # how a run's generated stream may be checked
 
@@ -127,10 +127,12 @@ def prompt(program: isa.Program, grid, block, const_words: list[int], global_wor
 @dataclass
 class Stream:
     """The expected generated tokens; dont_care[i] names token i's fields that may differ.
-    memory is global memory after the launch (the interpreter's)."""
+    memory is global memory after the launch (the interpreter's); fault the interpreter's
+    error when the launch ends in FAULT."""
     tokens: list[Token] = field(default_factory=list)
     dont_care: list[frozenset[str]] = field(default_factory=list)
     memory: np.ndarray | None = None
+    fault: Exception | None = None
 
     def add(self, token: Token, dont_care: frozenset[str] = frozenset()) -> None:
         self.tokens.append(token)
@@ -180,18 +182,39 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
                 val(l, ins.dst.n)
 
 
+def _traced_run(program, grid, block, params, memory) -> tuple[list[interp.Step], Exception | None]:
+    """interp.run(trace=True), keeping the trace of a launch that ends in a memory fault or a
+    deadlock (the machine emits FAULT there); `memory` is updated in place."""
+    isa.check_program(program)
+    interp._check_memory(memory)
+    glob = memory.tolist()
+    machine = interp._Machine(interp._decode(program), grid, block, interp._const_space(program, params),
+                              glob, True, 1_000_000)
+    fault = None
+    try:
+        for cta in range(grid[0] * grid[1] * grid[2]):
+            machine.run_block(cta)
+    except (MemoryFault, DeadlockError) as e:
+        fault = e
+    finally:
+        memory[:] = glob
+    return machine.steps, fault
+
+
 def expected_stream(program: isa.Program, grid, block, params: list[int], memory: np.ndarray) -> Stream:
     """The tokens after the prompt, from the interpreter's trace (docs/protocol.md).
 
     CT1 is the warp's new top of stack, which is where its next pass starts; CT2's sp is
     always don't-care (the lazy stack's depth may differ from interp's), and so is CT1 of
-    a warp whose lanes have all exited. Interpreter errors (faults, deadlock) propagate.
-    `memory` is not modified."""
+    a warp whose lanes have all exited (or, in a deadlock, that never runs again). A memory
+    fault ends the stream with FAULT right after the faulting instruction's EXEC, a deadlock
+    with FAULT after the last CT2; other interpreter errors propagate. `memory` is not
+    modified."""
     grid, block = check_grid_block(grid, block)
     final = np.array(memory, dtype=np.uint32, copy=True)
-    steps = interp.run(program, grid, block, params, final, trace=True).steps
+    steps, fault = _traced_run(program, grid, block, params, final)
     masks = thread_masks(block)
-    stream = Stream(memory=final)
+    stream = Stream(memory=final, fault=fault)
     alive, phase = list(masks), [0] * len(masks)
     following = _next_pass_of_same_warp(steps)
     for i, step in enumerate(steps):
@@ -199,6 +222,10 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
             stream.add(tok("CTA", step.block_id))
             alive, phase = list(masks), [0] * len(masks)
         instrs, term = program.blocks[step.pc].instrs, program.blocks[step.pc].term
+        if isinstance(fault, MemoryFault) and i == len(steps) - 1:
+            _instruction_tokens(stream, step, instrs[:-1])      # the memory op is the block's last
+            stream.add(tok("EXEC", step.warp, step.pc, len(instrs) - 1))
+            break
         _instruction_tokens(stream, step, instrs)
         stream.add(tok("EXEC", step.warp, step.pc, len(instrs)))
         w = step.warp
@@ -206,13 +233,13 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
             alive[w] &= ~step.mask
         phase[w] += term.kind is isa.Term.BAR
         nxt = following[i]
-        if alive[w]:
-            assert nxt is not None, "a live warp without a next pass: interp should have raised"
+        if alive[w] and nxt is not None:
             stream.add(tok("CT1", nxt.pc, nxt.mask))
         else:
+            assert not alive[w] or fault, "a live warp without a next pass: interp should have raised"
             stream.add(tok("CT1", 0, 0), frozenset({"pc", "mask"}))
         stream.add(tok("CT2", 0, alive[w], phase[w] % 4, int(term.kind is isa.Term.BAR)), frozenset({"sp"}))
-    stream.add(tok("HALT"))
+    stream.add(tok("FAULT" if fault else "HALT"))
     return stream
 
 

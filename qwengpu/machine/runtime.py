@@ -159,8 +159,7 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
         if token.kind == "HALT":
             break
         if token.kind == "FAULT":
-            where = next((str(t) for t in reversed(stream) if t.kind == "EXEC"), "before the first pass")
-            raise ExecutionError(f"the model signalled FAULT at generated token {len(stream) - 1} (last pass: {where})")
+            _fault(stream, expected)
         if len(stream) >= max_tokens:
             raise ExecutionError(f"the launch did not finish within {max_tokens} tokens "
                                  f"(raise max_tokens if it needs more)")
@@ -172,6 +171,15 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
     passes = [t for t in stream if t.kind == "EXEC"]
     instructions = sum(not protocol.is_terminator(program, t) for t in passes)
     return ModelRun(len(stream), len(passes), instructions, seconds, stream)
+
+
+def _fault(stream: list[Token], expected: protocol.Stream | None) -> None:
+    """FAULT: a bad memory access or a deadlock (with replay, the interpreter's error says which)."""
+    where = next((str(t) for t in reversed(stream) if t.kind == "EXEC"), "before the first pass")
+    message = f"the model signalled FAULT at generated token {len(stream) - 1} (last pass: {where})"
+    if expected is not None and expected.fault is not None:
+        raise type(expected.fault)(f"{message}; the interpreter: {expected.fault}")
+    raise ExecutionError(message)
 
 
 def _check(expected: protocol.Stream, index: int, token: Token) -> None:
