@@ -408,3 +408,4 @@ def delta_rule(S: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
     S[heads, r] = row + kr * ((v - row * kr) * beta.unsqueeze(-1))
     r = q.abs().argmax(-1)
     return S[heads, r] * q[heads, r].unsqueeze(-1)
+
