@@ -258,7 +258,7 @@ def test_delta_rule_matches_transformers(onehot):
         q[None, None], k[None, None], v[None, None], g=torch.zeros(1, 1, H), beta=beta[None, None],
         initial_state=S[None].clone(), output_final_state=True, use_qk_l2norm_in_kernel=True)
     S_fast = S.clone()
-    o = delta_rule(S_fast, l2norm(q) / dk ** 0.5, l2norm(k), v, beta, torch.arange(H))
+    o = delta_rule(S_fast, l2norm(q) / dk ** 0.5, l2norm(k), v, beta, torch.arange(H) * dk)
     if onehot:                                   # one nonzero row: exactly the stock values
         assert torch.equal(o, want_o[0, 0]) and torch.equal(S_fast, want_S[0])
     else:

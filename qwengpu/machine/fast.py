@@ -73,6 +73,7 @@ class Sparse:
     rows: torch.Tensor | None
     csr: torch.Tensor
     nnz: int
+    gain: torch.Tensor | None = None     # (1 + w) of the norm in front, on `cols`
 
     @classmethod
     def of(cls, dense: torch.Tensor, nonzero_rows: bool = False) -> "Sparse":
@@ -87,10 +88,20 @@ class Sparse:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")          # "sparse CSR support is in beta"
             csr = compact.to_sparse_csr()
+            # int32 indices: the CSR product would otherwise convert int64 ones on every call
+            csr = torch.sparse_csr_tensor(csr.crow_indices().int(), csr.col_indices().int(), csr.values(), csr.shape)
         return cls(cols, rows, csr, int((compact != 0).sum()))
 
     def __call__(self, h: torch.Tensor) -> torch.Tensor:
-        return torch.mv(self.csr, h[self.cols])
+        return torch.mv(self.csr, h.index_select(0, self.cols))
+
+    def normed(self, x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        """W norm(x) with norm(x) = (x * r) * gain (Qwen3_5RMSNorm), computed on `cols` only."""
+        return torch.mv(self.csr, x.index_select(0, self.cols) * r * self.gain)
+
+    def after_norm(self, gain: torch.Tensor) -> "Sparse":
+        self.gain = gain[self.cols].contiguous()
+        return self
 
     def add_to(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         """x + W h, in place on x (the rows W does not write get + 0 in the stock add: unchanged)."""
@@ -103,7 +114,7 @@ class Gdn:
     proj: Sparse                   # rows: q, k, v, z, b of the used heads (one product: they read the same h)
     out: Sparse                    # [N, used heads * d_v]
     norm_w: torch.Tensor           # [d_v]
-    index: torch.Tensor            # arange(used heads)
+    base: torch.Tensor             # arange(used heads) * d_k: each head's first row in S.view(-1, d_v)
 
 
 @dataclass
@@ -114,8 +125,6 @@ class Mlp:
 
 @dataclass
 class Layer:
-    gain1: torch.Tensor            # (1 + w) of the input norm, [N]
-    gain2: torch.Tensor
     gdn: Gdn | None
     mlp: Mlp | None
 
@@ -182,9 +191,12 @@ class FastModel:
                                 f"of {cfg.vocab_size}")
 
     def _layer(self, layer, i: int) -> Layer:
-        gain1 = 1.0 + _f32(layer.input_layernorm.weight)
-        gain2 = 1.0 + _f32(layer.post_attention_layernorm.weight)
-        return Layer(gain1, gain2, self._gdn(layer.linear_attn, i), self._mlp(layer.mlp))
+        gdn, mlp = self._gdn(layer.linear_attn, i), self._mlp(layer.mlp)
+        if gdn is not None:
+            gdn.proj.after_norm(1.0 + _f32(layer.input_layernorm.weight))
+        if mlp is not None:
+            mlp.gate_up.after_norm(1.0 + _f32(layer.post_attention_layernorm.weight))
+        return Layer(gdn, mlp)
 
     def _gdn(self, attn, i: int) -> Gdn | None:
         self._check_gdn(attn, i)
@@ -201,7 +213,7 @@ class FastModel:
         qkv_of = torch.cat([_head_rows(heads, dk, 0), _head_rows(heads, dk, H * dk), _head_rows(heads, dv, 2 * H * dk)])
         proj = torch.cat([qkv[qkv_of], z[_head_rows(heads, dv, 0)], b[heads]])
         return Gdn(heads, Sparse.of(proj), Sparse.of(out[:, _head_rows(heads, dv, 0)], nonzero_rows=True),
-                   _f32(attn.norm.weight), torch.arange(len(heads)))
+                   _f32(attn.norm.weight), torch.arange(len(heads)) * dk)
 
     def _check_gdn(self, attn, i: int) -> None:
         where = f"circuit layer {i}"
@@ -313,9 +325,7 @@ class FastModel:
         state.tokens += 1
 
     def embedding(self, token_id: int) -> torch.Tensor:
-        x = torch.zeros(self.N)
-        x[self.emb_cols] = self.emb[token_id - self.first]
-        return x
+        return torch.zeros(self.N).index_copy_(0, self.emb_cols, self.emb[token_id - self.first])
 
     def hidden(self, state: FastState, token_id: int) -> torch.Tensor:
         """The residual [N] after the circuit layers for one GPU token (updates the states)."""
@@ -336,35 +346,36 @@ class FastModel:
     def layer(self, lay: Layer, S: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """One decoder layer on the residual x [N] (stock order: norm, GDN, add, norm, MLP, add)."""
         if lay.gdn is not None:
-            lay.gdn.out.add_to(x, self.gdn(lay.gdn, S, self.norm(x, lay.gain1)))
+            lay.gdn.out.add_to(x, self.gdn(lay.gdn, S, x, self.rms(x)))
         if lay.mlp is not None:
-            gate, up = lay.mlp.gate_up(self.norm(x, lay.gain2)).chunk(2)
+            gate, up = lay.mlp.gate_up.normed(x, self.rms(x)).chunk(2)
             lay.mlp.down.add_to(x, F.silu(gate) * up)
         return x
 
-    def norm(self, x: torch.Tensor, gain: torch.Tensor) -> torch.Tensor:
-        """Qwen3_5RMSNorm in float32."""
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * gain
+    def rms(self, x: torch.Tensor) -> torch.Tensor:
+        """Qwen3_5RMSNorm's factor rsqrt(mean(x**2) + eps), over the whole residual."""
+        return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
 
-    def gdn(self, g: Gdn, S: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    def gdn(self, g: Gdn, S: torch.Tensor, x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
         """One token through the used heads (the stock recurrent path); the out_proj output [N]."""
         hu, dk, dv = len(g.heads), self.dk, self.dv
-        qkv, z, b = g.proj(h).split([hu * (2 * dk + dv), hu * dv, hu])
+        qkv, z, b = g.proj.normed(x, r).split([hu * (2 * dk + dv), hu * dv, hu])
         qkv = F.silu(qkv)                                 # conv = identity on the current token
         qk = l2norm(qkv[:2 * hu * dk].view(2 * hu, dk))   # per row: as the stock's per-head l2norm
-        o = delta_rule(S, qk[:hu] / (dk ** 0.5), qk[hu:], qkv[2 * hu * dk:].view(hu, dv), torch.sigmoid(b), g.index)
+        o = delta_rule(S, qk[:hu] / (dk ** 0.5), qk[hu:], qkv[2 * hu * dk:].view(hu, dv), torch.sigmoid(b), g.base)
         o = o * torch.rsqrt(o.pow(2).mean(-1, keepdim=True) + self.eps)       # Qwen3_5RMSNormGated
         return ((g.norm_w * o) * F.silu(z.view(hu, dv))).flatten()
 
     def next_token(self, hidden: torch.Tensor) -> int:
         logits = self.head(hidden)
-        top2 = torch.topk(logits, 2) if len(logits) > 1 else torch.topk(logits, 1)
-        best = int(top2.indices[0])
-        if len(logits) > 1 and float(top2.values[0] - top2.values[1]) < MIN_MARGIN:
-            raise FastPathError(f"no clear next token: GPU tokens {self.first + best} and "
-                                f"{self.first + int(top2.indices[1])} have logits {float(top2.values[0]):g} and "
-                                f"{float(top2.values[1]):g} (margin below {MIN_MARGIN})")
-        return self.first + best
+        top, best = (float(v) for v in logits.max(0))
+        logits[int(best)] = -float("inf")
+        second, other = (float(v) for v in logits.max(0)) if len(logits) > 1 else (-float("inf"), best)
+        if top - second < MIN_MARGIN:
+            raise FastPathError(f"no clear next token: GPU tokens {self.first + int(best)} and "
+                                f"{self.first + int(other)} have logits {top:g} and {second:g} "
+                                f"(margin below {MIN_MARGIN})")
+        return self.first + int(best)
 
     def recurrent_state(self, state: FastState, layer: int) -> np.ndarray:
         """Layer `layer`'s recurrent state [heads, d_k, d_v] in the stock layout (unused heads 0)."""
@@ -392,8 +403,9 @@ def l2norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
 
 
 def delta_rule(S: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
-               heads: torch.Tensor) -> torch.Tensor:
+               base: torch.Tensor) -> torch.Tensor:
     """The stock recurrent step without decay, in place on S [heads, d_k, d_v]; the output [heads, d_v].
+    `base` = arange(heads) * d_k.
 
     kv_mem = sum_r S[r] k[r]; S += k (beta (v - kv_mem))^T; o = sum_r S[r] q[r]. With at most
     one nonzero k[r] (q[r]) per head every other term is +-0, so only that row takes part."""
@@ -402,10 +414,10 @@ def delta_rule(S: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
         delta = (v - kv_mem) * beta.unsqueeze(-1)
         S.add_(k.unsqueeze(-1) * delta.unsqueeze(-2))
         return (S * q.unsqueeze(-1)).sum(dim=-2)
-    r = k.abs().argmax(-1)                    # the nonzero row (any row when k == 0: then kr == 0)
-    kr = k[heads, r].unsqueeze(-1)
-    row = S[heads, r]
-    S[heads, r] = row + kr * ((v - row * kr) * beta.unsqueeze(-1))
-    r = q.abs().argmax(-1)
-    return S[heads, r] * q[heads, r].unsqueeze(-1)
-
+    rows = S.view(-1, S.shape[-1])
+    r = base + k.abs().argmax(-1)             # the nonzero row (any row when k == 0: then kr == 0)
+    kr = k.view(-1).index_select(0, r).unsqueeze(-1)
+    row = rows.index_select(0, r)
+    rows.index_copy_(0, r, row + kr * ((v - row * kr) * beta.unsqueeze(-1)))
+    r = base + q.abs().argmax(-1)
+    return rows.index_select(0, r) * q.view(-1).index_select(0, r).unsqueeze(-1)
