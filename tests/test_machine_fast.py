@@ -306,3 +306,59 @@ def test_rejects_bad_tokens_and_configs():
     FastModel(bare, circuit_layers=L, gpu_token_ids=[TEXT, TEXT + GPU])
     with pytest.raises(FastPathError, match="linear_attention"):
         FastModel(bare, circuit_layers=L + 1, gpu_token_ids=[TEXT, TEXT + GPU])
+
+
+def test_noisy_reads_keep_the_token_stream():
+    """Without requantized reads the xor gates sum float32-noisy terms (reads are 1 - O(1e-7)):
+    the hidden may then differ from stock in the last bits (summation order), never the tokens."""
+    rng = np.random.default_rng(6)
+    tokens = stream(rng, 32, text=0)
+    model, fm = toy_model("float32", False), fast_model("float32", False)
+    hs, stock_next, cache = stock_run(model, tokens, 1)
+    state = fm.new_state()
+    for i, t in enumerate(tokens):
+        assert fm.step(state, t) == stock_next[i] == reference_next(tokens)[i]
+        np.testing.assert_allclose(state.last.numpy(), hs[i], atol=1e-6, rtol=0)
+    for layer in range(fm.L):
+        np.testing.assert_allclose(fm.recurrent_state(state, layer),
+                                   cache.get_recurrent_state(layer)[0].float().numpy(), atol=1e-5, rtol=0)
+
+
+# ---------------------------------------------------------------------------
+def _merged_model():
+    """The stand-in merged checkpoint when it is built and matches this machine (else None)."""
+    import json
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "build" / "standin-merged"
+    try:
+        from qwengpu.machine.build import machine_for
+        from qwengpu.model.standin import standin_config
+        machine = machine_for(standin_config())
+        config = json.loads((path / "config.json").read_text())
+    except (ImportError, OSError):
+        return None, None
+    if config.get("qwengpu", {}).get("machine") != machine.fingerprint():
+        return None, None
+    return path, machine
+
+
+def test_machine_kernel_replay_on_fast_path():
+    """A suite kernel on the merged model through FastModel: every generated token against the
+    interpreter's expected stream, then global memory read back through the cache adapter.
+    (benchmarks/decode_speed.py also runs the stock path on the same launch and compares.)"""
+    path, machine = _merged_model()
+    if path is None:
+        pytest.skip("build/standin-merged is missing or built from another machine (default_merged_model())")
+    import sys
+    from pathlib import Path
+    from qwengpu.machine import runtime
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from decode_speed import kernel_launch
+    model, _ = runtime.load_model(path, "bfloat16")
+    fast = FastModel(model)
+    program, grid, block, params, memory = kernel_launch("abs_neg")
+    want = memory.copy()
+    run = runtime.launch_on_model(fast, machine, program, grid, block, params, memory,
+                                  max_tokens=5000, check="replay")
+    assert run.stream[-1].kind == "HALT" and run.tokens > 1000
+    assert not np.array_equal(memory, want)                 # the kernel wrote its outputs
