@@ -12,7 +12,10 @@ Why the result is the stock path's, bit for bit in float32:
 * The residual is kept whole (N floats), so every RMS norm reduces the same vector.
   A matrix product over the gathered columns drops only terms with weight 0, and adding
   +-0 changes no sum; the circuit's products and sums are exact (integers, powers of two:
-  docs/circuit.md), so the summation order does not matter either.
+  docs/circuit.md), so the summation order does not matter either. The one exception: a
+  float32 GDN read is 1 - O(1e-7), and an MLP that sums several such noisy values before
+  requantizing them may round its last bit differently from the stock BLAS order (never
+  enough to move a threshold neuron or a token; the tests check both cases).
 * The conv is [0, .., 0, 1] per channel: the current token only (no conv state).
   exp(A_log) is exactly 0 in float32: no decay. in_proj_a and dt_bias are 0 (checked).
 * Keys and queries are, after silu and l2norm, exact one-hot vectors (or zero) per head.
