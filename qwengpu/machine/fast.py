@@ -21,7 +21,8 @@ Why the result is the stock path's, bit for bit in float32:
 * Keys and queries are, after silu and l2norm, exact one-hot vectors (or zero) per head.
   With one nonzero k[r] the stock sums (S * k).sum(-2) and S + k delta^T reduce exactly to
   row r (the other terms are +-0), so the update touches one row; heads with more nonzeros
-  fall back to the dense formulas.
+  fall back to the dense formulas. When no head has a key or a query (no bank of the layer is
+  addressed by this token) the state is untouched and the output is 0: the rest is skipped.
 * A head whose every weight is zero keeps a zero state and adds nothing: it is skipped.
 * Text tokens (whose embedding is zero on every dim a circuit layer reads) leave the circuit
   layers silent: every pre-activation is 0, the key is 0, the state is untouched.
@@ -349,7 +350,9 @@ class FastModel:
     def layer(self, lay: Layer, S: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """One decoder layer on the residual x [N] (stock order: norm, GDN, add, norm, MLP, add)."""
         if lay.gdn is not None:
-            lay.gdn.out.add_to(x, self.gdn(lay.gdn, S, x, self.rms(x)))
+            o = self.gdn(lay.gdn, S, x, self.rms(x))
+            if o is not None:
+                lay.gdn.out.add_to(x, o)
         if lay.mlp is not None:
             gate, up = lay.mlp.gate_up.normed(x, self.rms(x)).chunk(2)
             lay.mlp.down.add_to(x, F.silu(gate) * up)
@@ -359,13 +362,18 @@ class FastModel:
         """Qwen3_5RMSNorm's factor rsqrt(mean(x**2) + eps), over the whole residual."""
         return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
 
-    def gdn(self, g: Gdn, S: torch.Tensor, x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-        """One token through the used heads (the stock recurrent path); the out_proj output [N]."""
+    def gdn(self, g: Gdn, S: torch.Tensor, x: torch.Tensor, r: torch.Tensor) -> torch.Tensor | None:
+        """One token through the used heads (the stock recurrent path): the gated norm's output
+        [heads * d_v], None when it is all zero and the states are untouched."""
         hu, dk, dv = len(g.heads), self.dk, self.dv
         qkv, z, b = g.proj.normed(x, r).split([hu * (2 * dk + dv), hu * dv, hu])
         qkv = F.silu(qkv)                                 # conv = identity on the current token
         qk = l2norm(qkv[:2 * hu * dk].view(2 * hu, dk))   # per row: as the stock's per-head l2norm
-        o = delta_rule(S, qk[:hu] / (dk ** 0.5), qk[hu:], qkv[2 * hu * dk:].view(hu, dv), torch.sigmoid(b), g.base)
+        most = int(torch.count_nonzero(qk, dim=-1).max())
+        if most == 0:              # no key, no query: S + 0 delta^T = S, and o = 0 reads as exactly 0
+            return None
+        o = delta_rule(S, qk[:hu] / (dk ** 0.5), qk[hu:], qkv[2 * hu * dk:].view(hu, dv), torch.sigmoid(b), g.base,
+                       onehot=most == 1)
         o = o * torch.rsqrt(o.pow(2).mean(-1, keepdim=True) + self.eps)       # Qwen3_5RMSNormGated
         return ((g.norm_w * o) * F.silu(z.view(hu, dv))).flatten()
 
@@ -406,13 +414,15 @@ def l2norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
 
 
 def delta_rule(S: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
-               base: torch.Tensor) -> torch.Tensor:
+               base: torch.Tensor, onehot: bool | None = None) -> torch.Tensor:
     """The stock recurrent step without decay, in place on S [heads, d_k, d_v]; the output [heads, d_v].
-    `base` = arange(heads) * d_k.
+    `base` = arange(heads) * d_k; `onehot`: every head's k and q have at most one nonzero (None: check).
 
     kv_mem = sum_r S[r] k[r]; S += k (beta (v - kv_mem))^T; o = sum_r S[r] q[r]. With at most
     one nonzero k[r] (q[r]) per head every other term is +-0, so only that row takes part."""
-    if int(torch.count_nonzero(torch.stack([k, q]), dim=-1).max()) > 1:
+    if onehot is None:
+        onehot = int(torch.count_nonzero(torch.stack([k, q]), dim=-1).max()) <= 1
+    if not onehot:
         kv_mem = (S * k.unsqueeze(-1)).sum(dim=-2)
         delta = (v - kv_mem) * beta.unsqueeze(-1)
         S.add_(k.unsqueeze(-1) * delta.unsqueeze(-2))
