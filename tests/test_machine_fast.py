@@ -169,6 +169,12 @@ def test_stream_matches_stock(dtype):
     gpu = np.array([t >= TEXT for t in tokens])
     want = reference_next(tokens)
     assert fast_next == stock_next[prefill - 1] == want[prefill - 1]
+    probe = fm.new_state()                       # the prompt's positions (stock: the chunked algorithm)
+    for i, t in enumerate(tokens[:prefill]):
+        if t >= TEXT:
+            assert fm.step(probe, t) == stock_next[i]
+            if dtype == "float32":
+                np.testing.assert_array_equal(probe.last.numpy(), hs[i], err_msg=f"prompt token {i}")
     for i in range(prefill, T):
         t = tokens[i]
         if t < TEXT:
@@ -187,8 +193,8 @@ def test_stream_matches_stock(dtype):
                                       cache.get_recurrent_state(layer)[0].float().numpy())
 
 
-def test_prefill_hidden_bit_identical_fp32():
-    """Every GPU token of a stock decode-only run (recurrent path) against FastModel.hidden."""
+def test_decode_only_bit_identical_fp32():
+    """Every GPU token of a stock decode-only run (the recurrent path throughout)."""
     rng = np.random.default_rng(2)
     tokens = stream(rng, 40)
     model, fm = toy_model("float32"), fast_model("float32")
