@@ -1,0 +1,104 @@
+"""Suite kernels in the stand-in merged model (stock Qwen3_5ForCausalLM checkpoint, built on
+first use into build/standin-merged): exact NumPy results and every generated token checked
+against the interpreter's stream (replay); the fast path against the stock transformers
+forward (identical tokens); and a corrupted token fed back changes the outcome."""
+import copy
+
+import numpy as np
+import pytest
+
+from qwengpu.api import Device
+from qwengpu.launch import Launch
+from qwengpu.machine import protocol, runtime
+from qwengpu.machine.build import default_merged_model, machine_for
+from qwengpu.machine.fast import FastModel
+from qwengpu.machine.tokens import Token
+from qwengpu.suite import discover, load_spec, mismatches
+
+# a dot product, nested divergence, barriers + shared memory, atomics, shuffles, votes
+CI_KERNELS = ["dot", "nested_divergence", "pool3_shared", "atomic_inc", "warp_broadcast", "vote_any_all"]
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    model, _ = runtime.load_model(default_merged_model(), "float32")
+    return model, FastModel(model), machine_for(runtime.host_config(model))
+
+
+def launch(name, model, machine, check="replay", **kw):
+    case = next(c for c in discover() if c.name == name)
+    spec = load_spec(case)
+    grid, block, args = spec.launch()
+    expected = spec.reference(*copy.deepcopy(list(args)))
+    fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
+    lau = Launch.build(fn.program, grid, block, args)
+    run = runtime.launch_on_model(model, machine, fn.program, lau.grid, lau.block, lau.params, lau.memory,
+                                  max_tokens=20_000, check=check, **kw)
+    lau.copy_back()
+    return run, mismatches(args, expected, fn.arg_names)
+
+
+@pytest.mark.parametrize("name", CI_KERNELS)
+def test_kernel_exact_in_model_with_replay(loaded, name):
+    _, fast, machine = loaded
+    run, bad = launch(name, fast, machine)
+    assert not bad, bad
+    assert run.tokens > run.passes > 0
+
+
+STOCK_TOKENS = 12      # the stock forward (torch fallbacks for the GDN kernels) takes seconds a token here
+
+
+def test_fast_path_generates_the_stock_tokens(loaded):
+    model, fast, machine = loaded
+    case = next(c for c in discover() if c.name == "dot")
+    spec = load_spec(case)
+    grid, block, args = spec.launch()
+    fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
+    lau = Launch.build(fn.program, grid, block, args)
+    runtime.bind_vocab(model, machine.vocab)
+    ids = [machine.vocab.id(t) for t in protocol.prompt(fn.program, lau.grid, lau.block, lau.params, lau.memory)]
+    streams = []
+    for decoder in (runtime.StockDecoder(model, fast.first, fast.end), runtime.FastDecoder(fast)):
+        out = [decoder.prefill(ids)]
+        while len(out) < STOCK_TOKENS:
+            out.append(decoder.step(out[-1]))
+        streams.append([str(machine.vocab.token(i)) for i in out])
+    assert streams[0] == streams[1]
+    assert streams[0][0].startswith("EXEC")
+
+
+class Tampered:
+    """A FastModel whose input token number `at` (counting generated tokens fed back) is replaced."""
+
+    def __init__(self, fast, vocab, at, change):
+        self.fast, self.vocab, self.at, self.change, self.fed = fast, vocab, at, change, 0
+        self.first, self.end = fast.first, fast.end
+
+    def new_state(self):
+        return self.fast.new_state()
+
+    def prefill(self, state, ids):
+        return self.fast.prefill(state, ids)
+
+    def step(self, state, token_id):
+        if self.fed == self.at:
+            token_id = self.vocab.id(self.change(self.vocab.token(token_id)))
+        self.fed += 1
+        return self.fast.step(state, token_id)
+
+    def cache(self, state):
+        return self.fast.cache(state)
+
+
+def test_a_corrupted_val_token_changes_the_result(loaded):
+    _, fast, machine = loaded
+    clean, _ = launch("dot", fast, machine, check=None)
+    # the last VAL before the store carries the sum (32 = 0x20): feed back 0x21 instead
+    last_val = max(i for i, t in enumerate(clean.stream) if t.kind == "VAL" and t.args[2] == 0x20)
+    change = lambda t: Token("VAL", (t.args[0], t.args[1], t.args[2] ^ 1))
+    tampered = Tampered(fast, machine.vocab, last_val, change)
+    run, bad = launch("dot", tampered, machine, check=None)
+    assert bad and "33" in bad[0], bad              # the model stored what it was fed: 33
+    with pytest.raises(runtime.ReplayMismatch):
+        launch("dot", Tampered(fast, machine.vocab, last_val, change), machine, check="replay")
