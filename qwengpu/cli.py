@@ -309,20 +309,31 @@ def eval_kl(base: str = typer.Option(..., "--base", help='the base checkpoint di
 
 
 @app.command()
-def demo():
-    """dot([1,2,3], [4,5,6]) on the reference interpreter."""
+def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}"),
+         stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward "
+                                    "instead of the exact fast path (slow on a CPU)")):
+    """dot([1,2,3], [4,5,6]) run by the model itself (the stand-in merged model, built on first use)."""
     a, b = np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32)
     out = np.zeros(1, np.int32)
+    tokens = []
+
+    def show(token):                       # the launch as the model writes it, token by token
+        tokens.append(str(token))
+        console.print(str(token), end="  ", markup=False, soft_wrap=True)
+
     try:
         from qwengpu.suite import DEFAULT_DIR
         source = DEFAULT_DIR / "dot.cu"
-        fn = Device("interp").compile(source.read_text(), filename=str(source)).get_function("dot")
+        dev = _device(_choice("engine", engine, ENGINES), "clang", 2, None, "float32", "replay" if engine == "model"
+                      else "none", DEFAULT_MAX_TOKENS, stock, show if engine == "model" else None)
+        fn = dev.compile(source.read_text(), filename=str(source)).get_function("dot")
         result = fn(grid=1, block=4, args=[a, b, out, 3])
     except QwenGpuError as e:
         fail(e)
+    if tokens:
+        console.print()
     console.print(f"dot([1,2,3], [4,5,6]) = [bold]{int(out[0])}[/]")
     console.print(f"[dim]{_stats(result)}[/]")
-    console.print("(reference interpreter; `qgpu run FILE.cu --engine model` runs a kernel in the model)")
 
 
 if __name__ == "__main__":

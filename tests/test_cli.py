@@ -109,10 +109,17 @@ def test_run_wrong_argument_count(tmp_path):
     assert result.exit_code == 1 and "takes 4 arguments" in result.output
 
 
-def test_demo():
-    result = invoke("demo")
+def test_demo_runs_in_the_model():
+    result = invoke("demo")                  # the stand-in merged model (built on first use)
     assert result.exit_code == 0, result.output
-    assert "= 32" in result.output and "reference interpreter" in result.output
+    assert "= 32" in result.output and "engine model" in result.output
+    tokens = result.output.split("dot(")[0].split()
+    assert tokens[:2] == ["EXEC", "w0"] and "HALT" in tokens       # the launch as the model wrote it
+
+
+def test_demo_on_the_interpreter():
+    result = invoke("demo", "--engine", "interp")
+    assert result.exit_code == 0 and "= 32" in result.output and "engine interp" in result.output
 
 
 def make_suite(tmp_path):
