@@ -35,6 +35,7 @@ class KernelReport:
     reason: str = ""                  # why it failed: error message or first mismatches
     passes: int | None = None
     instructions: int | None = None
+    tokens: int | None = None         # generated tokens (model engine)
     seconds: float = 0.0              # compile + lower + run
     features: list[str] = field(default_factory=list)
 
@@ -80,7 +81,7 @@ def run_case(case: KernelCase, device: Device) -> KernelReport:
         expected = spec.reference(*copy.deepcopy(list(args)))
         fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
         result = fn(grid=grid, block=block, args=args)
-        report.passes, report.instructions = result.passes, result.instructions
+        report.passes, report.instructions, report.tokens = result.passes, result.instructions, result.tokens
         report.reason = "; ".join(mismatches(args, expected, fn.arg_names))
         report.passed = not report.reason
     except QwenGpuError as e:
