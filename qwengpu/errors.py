@@ -35,3 +35,11 @@ class MemoryFault(ExecutionError):
 
 __all__ = ["QwenGpuError", "CompileError", "UnsupportedError", "LaunchError", "ExecutionError",
            "DeadlockError", "MemoryFault", "MachineLimitError"]
+
+
+class ReplayMismatch(ExecutionError):
+    """The model's token stream left the interpreter's (`mismatch` says where and which field)."""
+
+    def __init__(self, message: str, mismatch=None):
+        super().__init__(message)
+        self.mismatch = mismatch

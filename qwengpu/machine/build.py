@@ -15,6 +15,7 @@ sees what the GDN added):
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import json
@@ -565,8 +566,11 @@ def default_merged_model(out: Path = STANDIN_MERGED) -> Path:
     m = machine_for(standin_config())
     fingerprint = m.fingerprint()
     config = out / "config.json"
-    if config.exists() and json.loads(config.read_text()).get("qwengpu", {}).get("machine") == fingerprint:
-        return out
-    circuit = circuit_weights(m)
-    circuit.info["machine"] = fingerprint
-    return build("standin", out, dtype="bfloat16", force=True, circuit=circuit)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f"{out.name}.lock", "w") as lock:      # one builder at a time
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if config.exists() and json.loads(config.read_text()).get("qwengpu", {}).get("machine") == fingerprint:
+            return out
+        circuit = circuit_weights(m)
+        circuit.info["machine"] = fingerprint
+        return build("standin", out, dtype="bfloat16", force=True, circuit=circuit)

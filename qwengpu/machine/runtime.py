@@ -20,21 +20,13 @@ import numpy as np
 import torch
 
 from qwengpu import isa
-from qwengpu.errors import ExecutionError, QwenGpuError
+from qwengpu.errors import ExecutionError, QwenGpuError, ReplayMismatch  # noqa: F401 (re-exported)
 from qwengpu.launch import check_grid_block
 from qwengpu.machine import protocol
 from qwengpu.machine.tokens import Token
 
 CHECKS = protocol.CHECKS
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-
-
-class ReplayMismatch(ExecutionError):
-    """The model's stream left the interpreter's (`mismatch` says where and which field)."""
-
-    def __init__(self, message: str, mismatch: protocol.Mismatch | None = None):
-        super().__init__(message)
-        self.mismatch = mismatch
 
 
 @dataclass
