@@ -17,6 +17,7 @@ An unwritten row reads as 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit.layer import BETA, RAIL, Z_GATE, Circuit
@@ -65,50 +66,61 @@ def declare_bank(c: Circuit, layer: int, name: str, rows: int, width: int, repli
     return bank
 
 
-def _address_rows(c: Circuit, row_of, bank: Bank, addr: Field, enable: Field | None) -> None:
+Bits = Sequence[Sequence[int]]      # per address/data bit: the dims whose sum is that bit
+
+
+def bits(*fields: Field | Sequence[int]) -> list[list[int]]:
+    """Bit i is the sum of bit i of every source: a bank address, datum or enable may come from
+    several mutually exclusive sources (at most one nonzero on any token), and the key and
+    value projections are linear, so the sum of exclusive 0/1 sources is again a 0/1 bit."""
+    width = max(len(f) for f in fields)
+    return [[f[i] for f in fields if i < len(f)] for i in range(width)]
+
+
+def _address_rows(c: Circuit, row_of, bank: Bank, addr: Bits, enable: Sequence[int] | None) -> None:
     """Fill rows 0..rows-1 of a key or query with the pre-activation
     M * (2 * matches(addr, r) [+ 2 * enable - 2] - 2 * bits + 1): +M on the addressed row, <= -M
     on every other row. Never 0: l2norm would blow a near-zero key (fp32 rounding of 0) up
     to a unit vector and write garbage, so the margin is a full M either way."""
     from qwengpu.circuit.layer import M
-    if addr.width != bank.addr_bits:
-        raise CircuitError(f"bank {bank.name}: address field has {addr.width} bits, needs {bank.addr_bits}")
+    if len(addr) != bank.addr_bits:
+        raise CircuitError(f"bank {bank.name}: address has {len(addr)} bits, needs {bank.addr_bits}")
     anchor, A = c.layout.anchor[0], c.layout.normed_anchor
     for r in range(bank.rows):
         row = row_of(r)
         zeros = 0
-        for j in range(addr.width):
-            if r >> j & 1:
-                row[addr[j]] += 2 * M * READ
-            else:
-                row[addr[j]] -= 2 * M * READ
-                zeros += 1
-        bias = 2 * zeros - 2 * addr.width + 1
+        for j, dims in enumerate(addr):
+            sign = 1 if r >> j & 1 else -1
+            zeros += sign < 0
+            for d in dims:
+                row[d] += sign * 2 * M * READ
+        bias = 2 * zeros - 2 * len(addr) + 1
         if enable is not None:
-            row[enable[0]] += 2 * M * READ
+            for d in enable:
+                row[d] += 2 * M * READ
             bias -= 2
         row[anchor] += M * bias / A
 
 
-def write(c: Circuit, bank: Bank, addr: Field, data: Field, enable: Field | None = None) -> None:
-    """bank[addr] = data on every token whose enable bit is 1 (every GPU token if None)."""
+def write_bits(c: Circuit, bank: Bank, addr: Bits, data: Bits, enable: Sequence[int] | None = None) -> None:
+    """bank[addr] = data (every replica) on tokens whose enable sum is 1 (every GPU token if None)."""
     lay = c.layer(bank.layer)
-    if data.width != bank.width:
-        raise CircuitError(f"bank {bank.name}: data field has {data.width} bits, needs {bank.width}")
+    if len(data) > bank.width:
+        raise CircuitError(f"bank {bank.name}: {len(data)} data bits for a {bank.width}-bit bank")
     for replica in bank.replicas:
         for (s, lo, hi), h in zip(bank.slices(), replica):
             _address_rows(c, lambda r: lay.k_row(h, r), bank, addr, enable)
-            for i in range(hi - lo):
-                lay.v_row(h, 2 * i)[data[lo + i]] += RAIL * READ
-                lay.v_row(h, 2 * i + 1)[data[lo + i]] -= RAIL * READ
+            for i in range(lo, min(hi, len(data))):
+                for d in data[i]:
+                    lay.v_row(h, 2 * (i - lo))[d] += RAIL * READ
+                    lay.v_row(h, 2 * (i - lo) + 1)[d] -= RAIL * READ
 
 
-def read(c: Circuit, bank: Bank, addr: Field, replica: int = 0, enable: Field | None = None,
-         name: str = "") -> Field:
-    """A field (born in the bank's layer) holding bank[addr] (0 if never written, or if
-    enable is 0). A write and a read of the same address in one token read the new value."""
+def read_into(c: Circuit, bank: Bank, addr: Bits, out: Sequence[int], replica: int = 0,
+              enable: Sequence[int] | None = None) -> None:
+    """Adds bank[addr] to residual dims `out` (0 if the enable sum is 0 or the row is unwritten).
+    A write and a read of the same address in one token read the new value."""
     lay = c.layer(bank.layer)
-    out = c.field(name or f"{bank.name}.read{replica}", bank.width, bank.layer)
     anchor, A = c.layout.anchor[0], c.layout.normed_anchor
     dv = c.host.value_dim
     scale = 1.0 / (2.0 * Z_GATE)                  # on rail: 2 (norm) * 32 (silu z) -> 1
@@ -118,7 +130,35 @@ def read(c: Circuit, bank: Bank, addr: Field, replica: int = 0, enable: Field | 
             if enable is None:
                 lay.z[h * dv + j, anchor] = Z_GATE / A
             else:
-                lay.z[h * dv + j, enable[0]] = Z_GATE * READ
-        for i in range(hi - lo):
-            lay.out[out[lo + i], h * dv + 2 * i] = scale
+                for d in enable:
+                    lay.z[h * dv + j, d] = Z_GATE * READ
+        for i in range(lo, min(hi, len(out))):
+            lay.out[out[i], h * dv + 2 * (i - lo)] += scale
+
+
+def write(c: Circuit, bank: Bank, addr: Field, data: Field, enable: Field | None = None) -> None:
+    """bank[addr] = data on every token whose enable bit is 1 (every GPU token if None)."""
+    if data.width != bank.width:
+        raise CircuitError(f"bank {bank.name}: data field has {data.width} bits, needs {bank.width}")
+    _check_addr(bank, addr)
+    write_bits(c, bank, bits(addr), bits(data), None if enable is None else [enable[0]])
+
+
+def read(c: Circuit, bank: Bank, addr: Field, replica: int = 0, enable: Field | None = None,
+         name: str = "") -> Field:
+    """A field (born in the bank's layer) holding bank[addr] (0 if never written, or if
+    enable is 0)."""
+    _check_addr(bank, addr)
+    out = c.field(name or f"{bank.name}.read{replica}", bank.width, bank.layer)
+    read_into(c, bank, bits(addr), out.dims, replica, None if enable is None else [enable[0]])
     return out
+
+
+def _check_addr(bank: Bank, addr: Field) -> None:
+    if addr.width != bank.addr_bits:
+        raise CircuitError(f"bank {bank.name}: address field has {addr.width} bits, needs {bank.addr_bits}")
+
+
+def register(c: Circuit, layer: int, name: str, width: int) -> Bank:
+    """A one-row bank: a register that keeps its value across tokens."""
+    return declare_bank(c, layer, name, 1, width)

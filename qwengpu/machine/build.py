@@ -30,9 +30,9 @@ from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.host import HostSpec, circuit_width
 from qwengpu.circuit.layer import Circuit
+from qwengpu.circuit import memory as B
 from qwengpu.circuit.memory import declare_bank
 from qwengpu.circuit.residual import Field
-from qwengpu.machine import banks as B
 from qwengpu.machine.alu import ALU_OPS, build_alu
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
 from qwengpu.machine.encoding import OPCODES, SPACES, TERM_WORD, WORD0
@@ -115,8 +115,8 @@ class Machine:
         self.staged = c.field("staged", 32, L_IN)
         for j in range(4):
             bank = B.register(c, L_IN, f"stage{j}", 8)
-            B.write(c, bank, self.zero, B.bits(view(f["SD"], 8 * j, 8 * j + 8)), [f["SE"][j]])
-            B.read(c, bank, self.zero, self.staged.dims[8 * j: 8 * j + 8], enable=[k["PUT"], k["VAL"], k["AW"]])
+            B.write_bits(c, bank, self.zero, B.bits(view(f["SD"], 8 * j, 8 * j + 8)), [f["SE"][j]])
+            B.read_into(c, bank, self.zero, self.staged.dims[8 * j: 8 * j + 8], enable=[k["PUT"], k["VAL"], k["AW"]])
         self.latch = self._register("latch", f["V"], k["LATCH"], [k["PUT"]])
         self.cur = self._register("cur", f["WB"], k["EXEC"], [k["CT2"]])
         self.cta = self._register("cta", f["CTA"], k["CTA"], None)
@@ -139,8 +139,8 @@ class Machine:
     def _register(self, name, data: Field, write_en: int, read_en) -> Field:
         bank = B.register(self.c, L_IN, name, data.width)
         out = self.c.field(name, data.width, L_IN)
-        B.write(self.c, bank, self.zero, B.bits(data), [write_en])
-        B.read(self.c, bank, self.zero, out.dims, enable=read_en)
+        B.write_bits(self.c, bank, self.zero, B.bits(data), [write_en])
+        B.read_into(self.c, bank, self.zero, out.dims, enable=read_en)
         return out
 
     # ---- L1-L2: ROM fetch and decode -----------------------------------------------------------------
@@ -148,8 +148,8 @@ class Machine:
         c, f, k = self.c, self.f, self.k
         config = declare_bank(c, L_ROM, "config", 1, 32)
         self.config = c.field("config", 32, L_ROM)
-        B.write(c, config, self.zero, B.bits(self.staged), [self.put["CONFIG"]])
-        B.read(c, config, self.zero, self.config.dims)
+        B.write_bits(c, config, self.zero, B.bits(self.staged), [self.put["CONFIG"]])
+        B.read_into(c, config, self.zero, self.config.dims)
         self.words = []
         row = B.bits(view(self.latch, 0, ROW_BITS))
         for j in range(4):
@@ -157,8 +157,8 @@ class Machine:
             word = c.field(f"w{j}", 32, layer)
             for s in range(SLOTS):
                 bank = declare_bank(c, layer, f"rom{s}.{j}", isa.ROM_BLOCKS, 32)
-                B.write(c, bank, row, B.bits(self.staged), [self.put[f"ROM{s}.{j}"]])
-                B.read(c, bank, B.bits(f["PC"]), word.dims, enable=[f["SLOT"][s]])
+                B.write_bits(c, bank, row, B.bits(self.staged), [self.put[f"ROM{s}.{j}"]])
+                B.read_into(c, bank, B.bits(f["PC"]), word.dims, enable=[f["SLOT"][s]])
             self.words.append(word)
         w0 = self.words[0]
         self.w0 = {name: view(w0, lo, lo + width, f"w0.{name}") for name, (lo, width) in WORD0.items()}
@@ -229,9 +229,9 @@ class Machine:
             init = view(self.init_all, 4 * w, 4 * w + 4)
             data = (B.bits(ct1_pc) + B.bits(ct1_mask, init) + B.bits(f["SP"]) + B.bits(f["ALIVE"], init)
                     + B.bits(f["PHASE"]) + B.bits(f["WAIT"]))
-            B.write(c, bank, self.zero, data, [self.cur1h[w], k["CTA"]])
+            B.write_bits(c, bank, self.zero, data, [self.cur1h[w], k["CTA"]])
             out = c.field(f"status{w}", width, L)
-            B.read(c, bank, self.zero, out.dims)
+            B.read_into(c, bank, self.zero, out.dims)
             self.status.append(Status.of(out))
         # MLP: the running warp's status (EXEC passes)
         cs = c.field("cur_status", width, L)
@@ -243,9 +243,9 @@ class Machine:
         self.pdst = c.field("pdst", 4, L)
         self.patom = c.field("patom", 6, L)        # the pending instruction is an ATOM, its dst != r0, its op
         pend = B.register(c, L, "pending", 2 + 4 + 7 + SLOTS + 6)
-        B.write(c, pend, self.zero, B.bits(f["WB"]) + B.bits(self.w0["dst"]) + B.bits(f["PC"]) + B.bits(f["SLOT"])
+        B.write_bits(c, pend, self.zero, B.bits(f["WB"]) + B.bits(self.w0["dst"]) + B.bits(f["PC"]) + B.bits(f["SLOT"])
                 + B.bits(self.op["ATOM"]) + B.bits(self.dst_nz) + B.bits(self.w0["mod"]), [k["EXEC"]])
-        B.read(c, pend, self.zero, f["WB"].dims + self.pdst.dims + f["PC"].dims + f["SLOT"].dims + self.patom.dims,
+        B.read_into(c, pend, self.zero, f["WB"].dims + self.pdst.dims + f["PC"].dims + f["SLOT"].dims + self.patom.dims,
                enable=[k["VAL"], k["ST"], k["AT"], k["AW"], k["BYTE"]])
         self.has_wb = c.field("has_wb", 1, L)
         G.relu(c, L, {self.has_result[0]: 1, self.dst_nz[0]: 1}, -1, {self.has_wb[0]: 1})
@@ -257,8 +257,8 @@ class Machine:
         self.sregs = c.field("sregs", 32 * 3, L)
         for j in range(3):
             bank = declare_bank(c, L, f"sreg{j}", 64, 32)
-            B.write(c, bank, B.bits(view(self.latch, 0, 6)), B.bits(self.staged), [self.put[f"SREG{j}"]])
-            B.read(c, bank, srow, self.sregs.dims[32 * j: 32 * j + 32], enable=[self.op["S2R"][0]])
+            B.write_bits(c, bank, B.bits(view(self.latch, 0, 6)), B.bits(self.staged), [self.put[f"SREG{j}"]])
+            B.read_into(c, bank, srow, self.sregs.dims[32 * j: 32 * j + 32], enable=[self.op["S2R"][0]])
         wkey = B.bits(f["WB"]) + B.bits(self.pdst)
         self.a, self.b, self.cc = ([c.field(f"{q}{l}", 32, L) for l in range(4)] for q in "abc")
         imms = self.words[1:]
@@ -266,8 +266,8 @@ class Machine:
             key = B.bits(f["WB"]) + B.bits(self.w0[regs])
             for l in range(4):
                 bank = declare_bank(c, L, f"reg.{regs}{l}", 64, 32)
-                B.write(c, bank, wkey, B.bits(self.staged), [self.val_lane[l]])
-                B.read(c, bank, key, operands[l].dims, enable=[k["EXEC"]])
+                B.write_bits(c, bank, wkey, B.bits(self.staged), [self.val_lane[l]])
+                B.read_into(c, bank, key, operands[l].dims, enable=[k["EXEC"]])
                 for i in range(32):            # immediate (0 for a register operand)
                     G.relu(c, L, {imms[q][i]: 1}, 0, {operands[l][i]: 1})
         self._s2r()
@@ -341,13 +341,13 @@ class Machine:
             addr = B.register(c, Lq, f"st.addr{l}", 13)
             data = B.register(c, Lq, f"st.data{l}", 32)
             value = B.register(c, Lq, f"st.b{l}", 32)
-            B.write(c, addr, self.zero, B.bits(view(self.r[l], 2, 12)) + B.bits(self.st_space),
+            B.write_bits(c, addr, self.zero, B.bits(view(self.r[l], 2, 12)) + B.bits(self.st_space),
                     [self.op["ST"][0], self.op["ATOM"][0]])
-            B.write(c, data, self.zero, B.bits(self.cc[l]), [self.op["ST"][0], self.op["ATOM"][0]])
-            B.write(c, value, self.zero, B.bits(self.b[l]), [self.op["ATOM"][0]])
-            B.read(c, addr, self.zero, self.ma.dims, enable=[self.q_addr[l]])
-            B.read(c, data, self.zero, self.md.dims, enable=[self.q_data[l]])
-            B.read(c, value, self.zero, self.mb.dims, enable=[self.q_b[l]])
+            B.write_bits(c, data, self.zero, B.bits(self.cc[l]), [self.op["ST"][0], self.op["ATOM"][0]])
+            B.write_bits(c, value, self.zero, B.bits(self.b[l]), [self.op["ATOM"][0]])
+            B.read_into(c, addr, self.zero, self.ma.dims, enable=[self.q_addr[l]])
+            B.read_into(c, data, self.zero, self.md.dims, enable=[self.q_data[l]])
+            B.read_into(c, value, self.zero, self.mb.dims, enable=[self.q_b[l]])
         # Lq MLP: write enables (ST passes and prompt PUTs) and load enables per lane
         waddr = B.bits(view(self.ma, 0, 10), self.latch)
         wdata = B.bits(self.md, self.staged)
@@ -384,20 +384,20 @@ class Machine:
         for g in range(GROUPS):
             bank = declare_bank(c, Lq + 1 + g // 4, f"global{g}", 1 << ROW_BITS, 32, replicas=4)
             self.global_banks.append(bank)
-            B.write(c, bank, wrow, wdata, [gw[g]])
+            B.write_bits(c, bank, wrow, wdata, [gw[g]])
             for l in range(4):
-                B.read(c, bank, self._lane_row(l), self.loaded[l].dims, l, [lg[l][g]])
+                B.read_into(c, bank, self._lane_row(l), self.loaded[l].dims, l, [lg[l][g]])
         Lm = Lq + 3
         for g in range(2):
             bank = declare_bank(c, Lm, f"shared{g}", 1 << ROW_BITS, 32, replicas=4)
-            B.write(c, bank, wrow, wdata, [sw[g]])
+            B.write_bits(c, bank, wrow, wdata, [sw[g]])
             for l in range(4):
-                B.read(c, bank, self._lane_row(l), self.loaded[l].dims, l,
+                B.read_into(c, bank, self._lane_row(l), self.loaded[l].dims, l,
                        [lg[l][GROUPS + g]])
         const = declare_bank(c, Lm, "const", 1 << ROW_BITS, 32, replicas=4)
-        B.write(c, const, wrow, wdata, [self.put["CONST"]])
+        B.write_bits(c, const, wrow, wdata, [self.put["CONST"]])
         for l in range(4):
-            B.read(c, const, self._lane_row(l), self.loaded[l].dims, l,
+            B.read_into(c, const, self._lane_row(l), self.loaded[l].dims, l,
                    [self.ld_space[2]])
         # Lm MLP: a load's result replaces its address
         is_ld = sum(([self.ld_space[g]] for g in range(3)), [])
@@ -433,17 +433,17 @@ class Machine:
         c, k, L = self.c, self.k, self.L_r
         for l in range(4):
             bank = B.register(c, L, f"result{l}", 32)
-            B.write(c, bank, self.zero, B.bits(self.r[l]), [k["EXEC"], k["AT"]])
-            B.read(c, bank, self.zero, self.r[l].dims, enable=[k["VAL"], k["ST"]])
+            B.write_bits(c, bank, self.zero, B.bits(self.r[l]), [k["EXEC"], k["AT"]])
+            B.read_into(c, bank, self.zero, self.r[l].dims, enable=[k["VAL"], k["ST"]])
         mq = B.register(c, L, "mask", 4)
-        B.write(c, mq, self.zero, B.bits(self.cs.mask), [k["EXEC"]])
-        B.read(c, mq, self.zero, self.cs.mask.dims, enable=[k["VAL"], k["ST"], k["AW"]])
+        B.write_bits(c, mq, self.zero, B.bits(self.cs.mask), [k["EXEC"]])
+        B.read_into(c, mq, self.zero, self.cs.mask.dims, enable=[k["VAL"], k["ST"], k["AW"]])
         ns = self.ns
         ctl = c.field("ctl", 10, L)
         cq = B.register(c, L, "ctl", 10)
-        B.write(c, cq, self.zero, B.bits(ns.sp) + B.bits(ns.alive) + B.bits(ns.phase) + B.bits(ns.wait),
+        B.write_bits(c, cq, self.zero, B.bits(ns.sp) + B.bits(ns.alive) + B.bits(ns.phase) + B.bits(ns.wait),
                 [self.op[t][0] for t in TERMS])
-        B.read(c, cq, self.zero, ctl.dims, enable=[k["CT1"]])
+        B.read_into(c, cq, self.zero, ctl.dims, enable=[k["CT1"]])
         self.ctq = {"SP": view(ctl, 0, 3), "ALIVE": view(ctl, 3, 7), "PHASE": view(ctl, 7, 9), "WAIT": view(ctl, 9, 10)}
 
     # ---- atomics: old (this lane's load) -> new, kept for the VAL/BYTE passes that follow --------------
@@ -466,10 +466,10 @@ class Machine:
         self.new, self.alane = new, c.field("atom.lane", 4, end)
         q = B.register(c, end, "atom", 32)
         ql = B.register(c, end, "atom.lane", 4)
-        B.write(c, q, self.zero, B.bits(new), [k["AT"]])
-        B.write(c, ql, self.zero, B.bits(self.f["LANE"]), [k["AT"]])
-        B.read(c, q, self.zero, new.dims, enable=[k["VAL"], k["BYTE"]])
-        B.read(c, ql, self.zero, self.alane.dims, enable=[k["VAL"], k["BYTE"]])
+        B.write_bits(c, q, self.zero, B.bits(new), [k["AT"]])
+        B.write_bits(c, ql, self.zero, B.bits(self.f["LANE"]), [k["AT"]])
+        B.read_into(c, q, self.zero, new.dims, enable=[k["VAL"], k["BYTE"]])
+        B.read_into(c, ql, self.zero, self.alane.dims, enable=[k["VAL"], k["BYTE"]])
         self.L_e = end
 
     # ---- the next token ------------------------------------------------------------------------------------
