@@ -25,7 +25,7 @@ def default_circuit(text_config: dict) -> CircuitWeights:
     from qwengpu.circuit.model import encode
     try:
         host = HostSpec.from_config(text_config)
-        c = Circuit(host, circuit_width(host, 160))
+        c = Circuit(host, circuit_width(host, 192))         # what the adder and the bank need
         a, b, addr = c.input("a", 32), c.input("b", 32), c.input("addr", 4)
         total, _ = G.add(c, 0, a, b)
         bank = Mem.declare_bank(c, 2, "mem", 16, 32)
