@@ -1,17 +1,12 @@
 """The machine: every stage of docs/machine.md compiled into one circuit.
 
-Layers (L = index of a circuit layer; a GDN part reads the layer's input, its MLP then
-sees what the GDN added):
-
-    L0  registers: byte stage, latch, current warp, thread block, CT1 half-status
-    L1  config, ROM words 0-1                 MLP: opcode decode
-    L2  warp status x4, ROM words 2-3, pending writeback    MLP: this warp's status; scheduler
-    L3  special registers, register file (3 read replicas x 4 lanes)   MLP: operands
-    L4  ALU (4 lanes) and SIMT control (stack bank)
-    Lq  store queue                           MLP: memory enables
-    Lm  global memory (2 layers), shared + const        MLP: load result
-    Lr  result queue, control queue           MLP: next-token logic (3 layers)
-    top output code (2 * features(next) - 1), anchor cleared
+The build runs the stages in layer order (docs/machine.md, "Layer map", has the table):
+registers written by tokens (L0), ROM fetch and decode (L1-L2), warp status and pending
+writeback (L2), operands from the register file (L3), ALU + warp unit + SIMT control +
+scheduler (L4-L9), store queue and memory (Lq..Lq+3), result/control queues, the atomic
+unit and its queue, then the next-token logic and output code (emit.py). A GDN part reads
+its layer's input; the layer's MLP sees what the GDN added. Registers and queues whose value
+has several exclusive sources (a PUT or an ST writes memory) sum them (circuit.memory.bits).
 """
 from __future__ import annotations
 

@@ -21,7 +21,6 @@ def build_emit(m) -> int:
     E1 = m.L_e
     E2, E3, E4 = E1 + 1, E1 + 2, E1 + 3
     lanes = range(isa.LANES)
-    kind1 = {name: f["kind"][i] for i, name in enumerate(KINDS)}
     # k one-hot of a VAL token: SE is the thermometer [j >= k]
     def byte_is(j):
         return {f["SE"][j]: 1, **({f["SE"][j - 1]: -1} if j else {})}
@@ -165,10 +164,10 @@ def build_emit(m) -> int:
         emit("PC", i, {**is_term, m.ns.pc[i]: 1}, -1)
     for i in range(4):
         emit("MASK", i, {**is_term, m.ns.mask[i]: 1}, -1)
-    kind("CT2", {kind1["CT1"]: 1})
+    kind("CT2", {k["CT1"]: 1})
     for name, fld in m.ctq.items():
         for i, d in enumerate(fld.dims):
-            emit(name, i, {kind1["CT1"]: 1, d: 1}, -1)
+            emit(name, i, {k["CT1"]: 1, d: 1}, -1)
     # CTA(c + 1), HALT, FAULT
     kind("CTA", {fl["cta"]: 1})
     for i in range(4):
