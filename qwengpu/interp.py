@@ -242,14 +242,14 @@ class _Context:
 
 
 class _Warp:
-    def __init__(self, index, cta_sregs, block, nthreads):
+    def __init__(self, index, cta_sregs, block, nthreads, regs):
         self.index = index
         first = index * isa.LANES
         self.thread_ids = [first + l for l in range(isa.LANES)]
         mask = sum(1 << l for l in range(isa.LANES) if first + l < nthreads)
         self.stack = [[0, -1, mask]]          # SIMT stack entries: [pc, reconv_pc, mask]
         self.waiting = False                  # arrived at a barrier, not yet released
-        self.regs = [[0] * isa.NUM_REGS for _ in range(isa.LANES)]
+        self.regs = regs                      # the machine's register file of this warp slot
         bx, by, _ = block
         self.sregs = []
         for l, t in enumerate(self.thread_ids):
@@ -288,14 +288,19 @@ class _Machine:
         self.steps = [] if trace else None
         self.max_passes = max_passes
         self.passes = self.instructions = 0
+        # Thread blocks run one after another on the same 4 warp slots: registers and shared
+        # memory start at 0 and then keep what the previous block left (CUDA leaves them
+        # undefined; the model's register file and shared memory behave exactly like this)
+        self.regfiles = [[[0] * isa.NUM_REGS for _ in range(isa.LANES)] for _ in range(isa.MAX_WARPS)]
+        self.shared = [0] * isa.SHARED_WORDS
 
     def run_block(self, cta: int) -> None:
         gx, gy, gz = self.grid
         bx, by, bz = self.block
         nthreads = bx * by * bz
         cta_sregs = [bx, by, bz, cta % gx, cta // gx % gy, cta // (gx * gy), gx, gy, gz]
-        warps = [_Warp(w, cta_sregs, self.block, nthreads) for w in range(-(-nthreads // isa.LANES))]
-        spaces = {isa.Space.GLOBAL: self.glob, isa.Space.SHARED: [0] * isa.SHARED_WORDS,
+        warps = [_Warp(w, cta_sregs, self.block, nthreads, self.regfiles[w]) for w in range(-(-nthreads // isa.LANES))]
+        spaces = {isa.Space.GLOBAL: self.glob, isa.Space.SHARED: self.shared,
                   isa.Space.CONST: self.const}
         ctx = _Context(spaces, cta)
         self.live = nthreads        # threads that have not exited
