@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from qwengpu import isa
+from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as Mem
 from qwengpu.circuit.host import QWEN35_2B, HostSpec, circuit_width
@@ -170,6 +171,18 @@ def run_cases(model, circuit, x: np.ndarray, seq: int = 1024):
     pad[:n] = x
     hs, _ = run_prefill(model, pad.reshape(rows, seq, -1))
     return hs.reshape(hs.shape[0], rows * seq, -1)[:, :n]
+
+
+def run_with_text(model, circuit, emb: np.ndarray, fraction: float = 0.1, seed: int = 1):
+    """The GPU tokens `emb` with random text tokens interleaved, through `model`: (per-layer hidden
+    states of the GPU tokens, their embeddings). Raises CircuitError if any circuit layer changes
+    a text token (the silence rule)."""
+    x, is_text = interleave_text(emb, circuit.layout.n, np.random.default_rng(seed), fraction=fraction)
+    hs = run_cases(model, circuit, x)
+    for layer in range(len(hs)):
+        if not np.array_equal(hs[layer][is_text], hs[0][is_text]):
+            raise CircuitError(f"layer {layer - 1} changed a text token")
+    return hs[:, ~is_text], x[~is_text]
 
 
 def check_spec(spec: Spec, cases: int, dtypes, rng) -> tuple[dict, bool, float]:
