@@ -1,19 +1,17 @@
 """The 4-lane ALU stage through the stock Qwen3.5 layers, fp32 and bf16, checked against
 isa.ALU_SEMANTICS: every op on random and edge operands (different per lane), flags all
 zero -> 0, temporaries cleared, and the per-layer budget on the 2B host."""
-import copy
 import functools
 
 import numpy as np
 import pytest
-import torch
 
 from qwengpu import isa
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit.check import MLP_HOST, draw_words, run_with_text
 from qwengpu.circuit.host import QWEN35_2B, circuit_width
 from qwengpu.circuit.layer import Circuit
-from qwengpu.circuit.model import build_model, encode
+from qwengpu.circuit.model import encode, models_by_dtype
 from qwengpu.machine import alu
 
 LANES = 4
@@ -36,11 +34,7 @@ def compiled():
     return compile_alu(MLP_HOST)
 
 
-@functools.lru_cache(maxsize=None)
-def model(dtype):
-    if dtype == "bfloat16":                       # the same weights (all exact in bf16), cast
-        return copy.deepcopy(model("float32")).to(torch.bfloat16)
-    return build_model(compiled()[0], dtype)
+model = models_by_dtype(lambda: compiled()[0])
 
 
 def operands(op: str, rng, n: int) -> np.ndarray:

@@ -1,20 +1,18 @@
 """The atomic read-modify-write unit through the stock Qwen3.5 layers, fp32 and bf16, against
 isa.ATOM_SEMANTICS: every op on edge and random operands, all flags zero -> 0, inputs
 untouched and temporaries cleared, hand-computed cases, and the budget on the 2B host."""
-import copy
 import functools
 import itertools
 
 import numpy as np
 import pytest
-import torch
 
 from qwengpu import isa
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit.check import MLP_HOST, draw_words, run_with_text
 from qwengpu.circuit.host import QWEN35_2B, circuit_width
 from qwengpu.circuit.layer import Circuit
-from qwengpu.circuit.model import build_model, encode
+from qwengpu.circuit.model import encode, models_by_dtype
 from qwengpu.machine import atomic
 
 OPS = [o.name for o in isa.AtomOp]
@@ -36,11 +34,7 @@ def compiled():
     return compile_atomic(MLP_HOST)
 
 
-@functools.lru_cache(maxsize=None)
-def model(dtype):
-    if dtype == "bfloat16":                       # the same weights (all exact in bf16), cast
-        return copy.deepcopy(model("float32")).to(torch.bfloat16)
-    return build_model(compiled()[0], dtype)
+model = models_by_dtype(lambda: compiled()[0])
 
 
 def operands(rng, n_random: int) -> np.ndarray:

@@ -7,6 +7,10 @@ are read from the residual stream (hidden_states) or from the recurrent states.
 """
 from __future__ import annotations
 
+import copy
+import functools
+from typing import Callable
+
 import numpy as np
 import torch
 from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
@@ -42,6 +46,17 @@ def build_model(circuit: Circuit, dtype: str = "float32") -> Qwen3_5ForCausalLM:
             state[f"model.layers.{i}.{name}"] = torch.tensor(value, dtype=torch.float32)
     model.load_state_dict(state, strict=True)
     return model.to(DTYPES[dtype])
+
+
+def models_by_dtype(circuit: Callable[[], Circuit]) -> Callable[[str], Qwen3_5ForCausalLM]:
+    """A cached dtype -> build_model(circuit(), dtype); bf16 is the float32 model cast (the
+    circuit's weights are exact in bf16), which is faster than building it again."""
+    @functools.lru_cache(maxsize=None)
+    def model(dtype: str) -> Qwen3_5ForCausalLM:
+        if dtype == "bfloat16":
+            return copy.deepcopy(model("float32")).to(torch.bfloat16)
+        return build_model(circuit(), dtype)
+    return model
 
 
 def encode(circuit: Circuit, values: dict[Field, np.ndarray], cases: int) -> np.ndarray:
