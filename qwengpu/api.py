@@ -59,13 +59,14 @@ class Device:
     None or "replay" (every generated token against the interpreter's stream),
     `max_tokens` the generation limit, `on_token` a callback for each generated token,
     `fast` run the circuit layers on the exact fast path (qwengpu.machine.fast; False: the
-    stock transformers forward of the whole model), `device` the torch device (stock path).
-    The model loads on the first launch."""
+    stock transformers forward of the whole model), `device` the torch device of the stock
+    path: cpu, cuda (cuda:N) or mps; None: the best available (resolve_device). The fast path
+    is CPU code and always runs on the CPU. The model loads on the first launch."""
 
     def __init__(self, engine: str = "interp", frontend: str = "clang", opt: int = 2, *,
                  model: str | Path | None = None, dtype: str = "float32", check: str | None = None,
                  max_tokens: int = DEFAULT_MAX_TOKENS, on_token: Callable | None = None, fast: bool = True,
-                 device: str = "cpu"):
+                 device: str | None = None):
         if engine not in ENGINES:
             raise QwenGpuError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         if frontend not in FRONTENDS:
@@ -78,7 +79,8 @@ class Device:
             raise QwenGpuError(f"max_tokens must be at least 1, got {max_tokens}")
         self.engine, self.frontend, self.opt = engine, frontend, opt
         self.model_path, self.dtype, self.check, self.max_tokens = model, dtype, check, max_tokens
-        self.on_token, self.fast, self.torch_device = on_token, fast, device
+        self.on_token, self.fast = on_token, fast
+        self.torch_device = resolve_device(device) if engine == "model" else check_device_name(device)
         self._loaded = None     # (model, machine) once the model engine has loaded them
 
     def model_and_machine(self):
@@ -88,7 +90,10 @@ class Device:
             build = machine_build("machine_for", *(("default_merged_model",) if self.model_path is None else ()))
             path = self.model_path if self.model_path is not None else build.default_merged_model()
             fast = _fast_model_class() if self.fast else None
-            model, _ = runtime.load_model(path, self.dtype, self.torch_device)
+            if not self.fast and self.torch_device.startswith("cuda"):
+                _exact_cuda_matmuls()
+            # the fast path extracts CPU tensors from the model: load it there
+            model, _ = runtime.load_model(path, self.dtype, "cpu" if self.fast else self.torch_device)
             machine = build.machine_for(runtime.host_config(model))
             self._loaded = (fast(model) if fast else model), machine
         return self._loaded
@@ -98,9 +103,58 @@ class Device:
         return Module(self, src, ptx, filename)
 
     def __repr__(self):
-        model = (f", model={self.model_path!r}, dtype={self.dtype!r}, check={self.check!r}, fast={self.fast}"
+        model = (f", model={self.model_path!r}, dtype={self.dtype!r}, check={self.check!r}, fast={self.fast}, "
+                 f"device={self.torch_device!r}"
                  if self.engine == "model" else "")
         return f"Device(engine={self.engine!r}, frontend={self.frontend!r}, opt={self.opt}{model})"
+
+
+TORCH_DEVICES = ("cpu", "cuda", "mps")
+
+
+def _exact_cuda_matmuls() -> None:
+    """No TF32 on CUDA: it rounds fp32 matmul and conv operands to 10 mantissa bits, and the
+    circuit's arithmetic is exact only in true fp32 / bf16."""
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+def check_device_name(device: str | None) -> str | None:
+    """`device` if it names a torch device kind the model engine knows (cpu, cuda, cuda:N, mps)."""
+    if device is not None and device.split(":")[0] not in TORCH_DEVICES:
+        raise QwenGpuError(f"unknown device {device!r}; choose one of {', '.join(TORCH_DEVICES)}")
+    return device
+
+
+def available_devices() -> list[str]:
+    """The torch devices usable here, best first (cpu always last)."""
+    import torch
+    found = ["cuda"] if torch.cuda.is_available() else []
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        found.append("mps")
+    return found + ["cpu"]
+
+
+def resolve_device(device: str | None = None) -> str:
+    """The torch device for the model engine: `device` when it is available here, else a
+    QwenGpuError naming it and what is available; None picks the best available (cuda, then
+    mps, then cpu). What `qgpu --device` passes."""
+    check_device_name(device)
+    available = available_devices()
+    if device is None:
+        return available[0]
+    kind, _, index = device.partition(":")
+    if kind not in available:
+        raise QwenGpuError(f"device {device!r} is not available here; available: {', '.join(available)}")
+    if kind == "cuda" and index:
+        import torch
+        count = torch.cuda.device_count()
+        if not index.isdigit() or int(index) >= count:
+            raise QwenGpuError(f"device {device!r} is not available here: {count} CUDA device(s) "
+                               f"(cuda:0..cuda:{count - 1})")
+    return device
 
 
 class Module:

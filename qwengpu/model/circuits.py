@@ -1,6 +1,7 @@
-"""Circuits to merge until the machine's own circuit exists: a small demo compiled by
-qwengpu.circuit (the default), and a deterministic synthetic silent circuit for tests of
-shapes the compiler refuses (e.g. grouped GDN heads).
+"""Circuits to merge: the machine (qwengpu.machine.build, the default: the merged model runs
+kernels), a small demo compiled by qwengpu.circuit (an adder and a memory bank: cheap, for the
+text-drift eval), and a deterministic synthetic silent circuit for tests of shapes the compiler
+refuses (e.g. grouped GDN heads).
 """
 from __future__ import annotations
 
@@ -11,6 +12,30 @@ from qwengpu.model.hosts import layer_shapes
 from qwengpu.model.merge import CircuitWeights
 
 DEMO_TOKENS = 256
+CIRCUITS = ("machine", "demo")
+
+
+def named_circuit(name: str, text_config: dict) -> CircuitWeights:
+    """The circuit `name` ("machine" or "demo") compiled for this host."""
+    if name == "machine":
+        return machine_circuit(text_config)
+    if name == "demo":
+        return default_circuit(text_config)
+    raise CheckpointError(f"circuit {name!r}: expected one of {', '.join(CIRCUITS)}")
+
+
+def machine_circuit(text_config: dict) -> CircuitWeights:
+    """The SIMT machine compiled for this host (its layers are computed one at a time as the
+    build writes them). Raises CheckpointError when the compiler cannot fit the host's shape."""
+    from qwengpu.circuit import CircuitError
+    from qwengpu.machine.build import circuit_weights, machine_for
+    try:
+        machine = machine_for(text_config)
+    except (CircuitError, ValueError) as e:
+        raise CheckpointError(f"the circuit cannot fit this base: {e}") from None
+    circuit = circuit_weights(machine)
+    circuit.info["machine"] = machine.fingerprint()      # what default_merged_model() stamps too
+    return circuit
 
 
 def default_circuit(text_config: dict) -> CircuitWeights:

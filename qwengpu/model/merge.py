@@ -267,9 +267,11 @@ def resolve_base(base: str | Path) -> Path:
 
 
 def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: bool = False,
-          circuit: CircuitWeights | None = None, progress: bool = True,
+          circuit: CircuitWeights | str = "machine", progress: bool = True,
           max_shard_bytes: int = MAX_SHARD_BYTES, rescale: str = "residual") -> Path:
-    """Write the merged checkpoint for `base` (a directory or "standin") to `out`.
+    """Write the merged checkpoint for `base` (a directory or "standin") to `out`. `circuit` is
+    a CircuitWeights or the name of one compiled for the base: "machine" (the SIMT machine:
+    the merged model runs kernels) or "demo" (qwengpu.model.circuits).
 
     Everything is validated before any tensor is read: the output directory, the base's
     config and tensor shapes, and that the circuit fits the base's layer shapes."""
@@ -277,6 +279,8 @@ def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: boo
         raise CheckpointError(f"dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
     if rescale not in RESCALES:
         raise CheckpointError(f"rescale {rescale!r}: expected one of {', '.join(RESCALES)}")
+    if isinstance(circuit, str) and circuit not in ("machine", "demo"):
+        raise CheckpointError(f"circuit {circuit!r}: expected machine, demo or a CircuitWeights")
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
         raise CheckpointError(f"{out} exists and is not empty; pass --force to overwrite it")
@@ -284,9 +288,9 @@ def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: boo
     if out.resolve() == base_dir.resolve():
         raise CheckpointError(f"{out}: the output directory is the base checkpoint itself")
     ckpt = open_base(base_dir)
-    if circuit is None:
-        from qwengpu.model.circuits import default_circuit
-        circuit = default_circuit(ckpt.text_config)
+    if isinstance(circuit, str):
+        from qwengpu.model.circuits import named_circuit
+        circuit = named_circuit(circuit, ckpt.text_config)
     merged = merged_config(ckpt, circuit, dtype, rescale)
     check_circuit_fits(ckpt, circuit, merged)
     items = plan(ckpt, circuit, merged, DTYPES[dtype], rescale)

@@ -26,12 +26,21 @@ LAYER_TYPES = ["linear_attention"] * 3 + ["full_attention"]
 SEED = 20260
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = REPO / "build" / "standin"
+LEAN_ENTRIES = 1 << 25  # larger tensors are drawn in float32 (the stand-in has none: its bytes are unchanged)
 VERSION = 2            # bump when the generator changes: ensure_standin() then rebuilds the cache
 
 
 def standin_config(hidden: int = HIDDEN) -> dict:
     cfg = host_config("qwen3_5_2b_text")
     cfg.update(hidden_size=hidden, num_hidden_layers=len(LAYER_TYPES), layer_types=list(LAYER_TYPES))
+    return cfg
+
+
+def fixture_config(host: str = "qwen3_5_2b_text", layer_types=tuple(LAYER_TYPES), **changes) -> dict:
+    """A published host's text config (hosts.CONFIGS) with fewer layers (default 3 GDN + 1 full
+    attention): every layer has the real shapes, the model is small enough to build here."""
+    cfg = host_config(host)
+    cfg.update(num_hidden_layers=len(layer_types), layer_types=list(layer_types), **changes)
     return cfg
 
 
@@ -46,6 +55,8 @@ def _init(name: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.nda
     if len(shape) == 1:                                 # decoder / q / k norms: (1 + w)
         return rng.normal(0, 0.2, shape)
     if name.endswith("embed_tokens.weight"):            # tied head: large enough for peaked logits
+        if np.prod(shape) > LEAN_ENTRIES:               # a real-vocabulary 2B embedding: 4 GB in float64
+            return rng.standard_normal(shape, dtype=np.float32) * np.float32(0.5)
         return rng.normal(0, 0.5, shape)
     if name.endswith("conv1d.weight"):
         return rng.normal(0, 0.5, shape)
@@ -56,7 +67,7 @@ def standin_tensors(cfg: dict, seed: int = SEED) -> dict[str, torch.Tensor]:
     rng = np.random.default_rng(seed)
     out = {}
     for name, shape in model_shapes(cfg).items():
-        value = torch.from_numpy(_init(name, shape, rng).astype(np.float32))
+        value = torch.from_numpy(_init(name, shape, rng).astype(np.float32, copy=False))
         out[name] = value if name.endswith(FP32_SUFFIXES) else value.to(torch.bfloat16)
     return out
 
