@@ -3,6 +3,7 @@
     qgpu run FILE.cu --kernel NAME --grid 2 --block 4,2 --arg 'i32:[1,2,3]' --arg 'u32:zeros(8)' --arg 5
     qgpu run FILE.cu --engine model [--check replay] [--show-tokens] [--max-tokens N] [--model DIR] [--dtype D] [--stock]
     qgpu suite [--engine interp|model] [--check replay] [--frontend clang|nvrtc] [-k PATTERN] [--json]
+    qgpu bench [--json] [--kernels a,b] [--stock-tokens K] [--dtype float32|bfloat16] [--model DIR]
     qgpu demo
 
 Argument syntax (--arg, once per kernel parameter, in order):
@@ -237,6 +238,66 @@ def _suite_table(summary: dict) -> Table:
 
 def _num(v) -> str:
     return "-" if v is None else str(v)
+
+
+@app.command()
+def bench(as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
+          kernels: Optional[str] = typer.Option(None, "--kernels", help="comma-separated suite kernels "
+                                                "(default: dot,nested_divergence,pool3_shared,atomic_inc,warp_rotate)"),
+          stock_tokens: int = typer.Option(8, "--stock-tokens", help="tokens the stock path decodes per launch (slow)"),
+          dtype: str = typer.Option("float32", "--dtype", help=f"{', '.join(MODEL_DTYPES)}"),
+          model: Optional[Path] = typer.Option(None, "--model", help="merged checkpoint (default: the stand-in)")):
+    """The exact fast path against the stock transformers forward on a few suite kernels, side
+    by side; exit code 1 unless every token matches (stock vs fast, fast vs the interpreter)."""
+    from rich.progress import Progress
+
+    from qwengpu.bench import check_options, parse_kernels, run_bench
+    names = parse_kernels(kernels)
+    try:
+        _choice("dtype", dtype, MODEL_DTYPES)
+        check_options(names, stock_tokens)
+        _device("model", "clang", 2, None, dtype, "none", 1, False)     # quiets transformers' logging
+        with Progress(console=err_console, transient=True) as bar:
+            task = bar.add_task("loading the model", total=None)
+
+            def show(kernel, done, total):
+                bar.update(task, description=f"{kernel}: stock path, token {done} of {total}",
+                           completed=done, total=total)
+            summary = run_bench(names, stock_tokens, dtype, model, progress=show)
+    except QwenGpuError as e:
+        fail(e)
+    if as_json:
+        print(json.dumps(summary, indent=2))
+    else:
+        console.print(_bench_table(summary))
+        for r in summary["kernels"]:
+            if r["error"]:
+                err_console.print(f"[red]{r['kernel']}: {_escape(r['error'])}[/]")
+    if not (summary["identical_tokens"] and summary["replay_exact"]):
+        raise typer.Exit(1)
+
+
+def _bench_table(s: dict) -> Table:
+    def rate(v):
+        return "-" if v is None else f"{v:,.2f}"
+
+    def ok(flag):
+        return "[green]yes[/]" if flag else "[red]no[/]"
+    table = Table(title=f"qgpu bench: {s['model']} ({s['dtype']}), stock path decodes {s['stock_tokens']} tokens "
+                        f"per launch", caption=f"speedup = {s['speedup_basis']}")
+    for col in ("kernel", "tokens", "passes", "instructions", "fast s", "fast tok/s", "stock prefill s",
+                "stock tok/s", "speedup", "identical", "replay", "interp s"):
+        table.add_column(col, justify="left" if col == "kernel" else "right")
+    for r in s["kernels"]:
+        table.add_row(r["kernel"], f"{r['tokens']:,}", f"{r['passes']:,}", f"{r['instructions']:,}",
+                      f"{r['fast_s']:.2f}", rate(r["fast_tok_s"]), f"{r['stock_prefill_s']:.1f}",
+                      rate(r["stock_tok_s"]), "-" if r["speedup"] is None else f"{r['speedup']:.0f}x",
+                      ok(r["identical_tokens"]), ok(r["replay_exact"]), f"{r['interp_s']:.3f}")
+    speedup = "-" if s["speedup_vs_stock"] is None else f"{s['speedup_vs_stock']:.0f}x"
+    table.add_section()
+    table.add_row("median", "", "", "", "", rate(s["fast_tok_s"]), "", rate(s["stock_tok_s"]), speedup,
+                  ok(s["identical_tokens"]), ok(s["replay_exact"]), f"{s['interp_seconds']:.3f} (sum)")
+    return table
 
 
 @app.command("check-circuit")

@@ -1,0 +1,78 @@
+"""`qgpu bench --json` on the smallest suite kernel: the JSON's shape, token counts from the
+interpreter's own stream, and ratios recomputed from the rows. One model load, about a minute
+(the stock path's prefill dominates)."""
+import json
+import statistics
+
+import pytest
+from typer.testing import CliRunner
+
+from qwengpu import interp
+from qwengpu.cli import app
+from qwengpu.machine import protocol
+
+runner = CliRunner()
+KERNELS = ["dot"]
+TOP_KEYS = {"fast_tok_s", "fast_decode_tok_s", "stock_tok_s", "speedup_vs_stock", "speedup_basis",
+            "identical_tokens", "replay_exact", "interp_seconds", "model", "dtype", "stock_tokens", "kernels"}
+
+
+@pytest.fixture(scope="module")
+def report():
+    result = runner.invoke(app, ["bench", "--json", "--kernels", ",".join(KERNELS), "--stock-tokens", "2"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def interp_reference():
+    """Per kernel: (expected stream, interpreter execution), computed here, not by the bench."""
+    from qwengpu.bench import kernel_launch
+    out = {}
+    for name in KERNELS:
+        L = kernel_launch(name).launch
+        stream = protocol.expected_stream(L.program, L.grid, L.block, L.params, L.memory.copy())
+        out[name] = stream, interp.run(L.program, L.grid, L.block, L.params, L.memory.copy())
+    return out
+
+
+def test_summary_shape(report):
+    assert TOP_KEYS <= set(report)
+    assert report["dtype"] == "float32" and report["stock_tokens"] == 2
+    assert report["model"].endswith("standin-merged")
+    assert [r["kernel"] for r in report["kernels"]] == KERNELS
+    assert report["identical_tokens"] is True and report["replay_exact"] is True
+
+
+def test_rows_match_the_interpreter(report, interp_reference):
+    for row in report["kernels"]:
+        stream, ex = interp_reference[row["kernel"]]
+        assert row["tokens"] == row["expected_tokens"] == len(stream.tokens)
+        assert row["passes"] == sum(t.kind == "EXEC" for t in stream.tokens)
+        assert row["instructions"] == ex.instructions
+        assert row["passes"] == ex.instructions + ex.passes      # one EXEC per instruction and per terminator
+        assert row["stock_tokens"] == 2 and row["identical_tokens"] and row["replay_exact"] and not row["error"]
+
+
+def test_ratios_follow_from_the_rows(report):
+    rows = report["kernels"]
+    for r in rows:
+        assert r["fast_tok_s"] == pytest.approx(r["tokens"] / r["fast_s"])
+        assert r["stock_tok_s"] == pytest.approx((r["stock_tokens"] - 1) / r["stock_decode_s"])
+        assert r["speedup"] == pytest.approx(r["fast_tok_s"] / r["stock_tok_s"])
+        assert 0 < r["fast_prefill_s"] < r["fast_s"]
+    fast = statistics.median(r["fast_tok_s"] for r in rows)
+    stock = statistics.median(r["stock_tok_s"] for r in rows)
+    assert report["fast_tok_s"] == pytest.approx(fast) and report["stock_tok_s"] == pytest.approx(stock)
+    assert report["speedup_vs_stock"] == pytest.approx(fast / stock)
+    assert report["interp_seconds"] == pytest.approx(sum(r["interp_s"] for r in rows))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--stock-tokens", "1"], "at least 2"),
+    (["--kernels", "dot,no_such_kernel"], "no_such_kernel"),
+    (["--dtype", "float16"], "float16"),
+])
+def test_bad_options_fail_before_loading(args, message):
+    result = runner.invoke(app, ["bench", *args])
+    assert result.exit_code == 1 and message in result.output
