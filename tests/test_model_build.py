@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from safetensors import safe_open
+from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from qwengpu.circuit.host import anchor_split
@@ -198,8 +199,9 @@ def test_default_circuit_fits_the_2b_shape():
 
 
 def test_4b_shaped_base_grouped_heads(tmp_path):
-    """32 value heads over 16 key heads (edited from the 2B config; 4B's other values unknown here):
-    the compiler refuses grouped heads with a clear error; a circuit of that shape merges."""
+    """32 value heads over 16 key heads on the stand-in's width (the real 4B shape:
+    test_model_fixtures): the compiler refuses grouped heads with a clear error; a circuit of
+    that shape merges."""
     cfg = standin_config()
     cfg.update(linear_num_value_heads=32, vocab_size=512, eos_token_id=0)
     base = write_random_base(tmp_path / "b4", cfg, "multimodal")
@@ -248,6 +250,39 @@ def test_bad_bases_get_clear_errors(tmp_path, multimodal_2b):
     (wrong / "model.safetensors").unlink()
     (wrong / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json")
     fails(wrong, "unreadable safetensors file")
+
+
+def test_incomplete_bases_get_clear_errors(tmp_path):
+    """Configs without what a Qwen3.5 text model needs, and weights with a tensor missing or extra."""
+    out = tmp_path / "out"
+    cfg = dict(standin_config(), vocab_size=512, eos_token_id=0)
+    circuit = synthetic_circuit(cfg, 16, 1, 2)
+
+    def fails(base, pattern):
+        with pytest.raises(CheckpointError, match=pattern):
+            build(base, out, circuit=circuit, progress=False)
+        assert not out.exists()
+
+    good = write_random_base(tmp_path / "good", cfg, "text-only")
+    weights = tensors(good)
+
+    def variant(name, config, drop=(), add=None):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(config))
+        kept = {k: v for k, v in weights.items() if k not in drop}
+        save_file({**kept, **(add or {})}, str(folder / "model.safetensors"))
+        return folder
+
+    fails(variant("no_text_config", {"model_type": "qwen3_5", "vision_config": {}}),
+          "model_type qwen3_5 without a text_config")
+    fails(variant("no_heads", {k: v for k, v in cfg.items() if k != "linear_num_value_heads"}),
+          "Qwen3.5 text config lacks linear_num_value_heads")
+    fails(variant("types", dict(cfg, num_hidden_layers=5)), "4 layer_types for num_hidden_layers=5")
+    fails(variant("missing", cfg, drop=["model.layers.1.linear_attn.A_log"]),
+          r"1 text-model tensors missing, e.g. \['model.layers.1.linear_attn.A_log'\]")
+    fails(variant("extra", cfg, add={"model.layers.9.mlp.up_proj.weight": torch.zeros(2, 2)}),
+          r"unexpected tensors for a Qwen3.5 text model, e.g. \['model.layers.9.mlp.up_proj.weight'\]")
 
 
 def test_bad_dtype_is_refused(standin, tmp_path):
