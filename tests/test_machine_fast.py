@@ -174,7 +174,7 @@ def test_stream_matches_stock(dtype):
         if t >= TEXT:
             assert fm.step(probe, t) == stock_next[i]
             if dtype == "float32":
-                np.testing.assert_array_equal(probe.last.numpy(), hs[i], err_msg=f"prompt token {i}")
+                np.testing.assert_array_equal(probe.last[0].numpy(), hs[i], err_msg=f"prompt token {i}")
     for i in range(prefill, T):
         t = tokens[i]
         if t < TEXT:
@@ -184,9 +184,9 @@ def test_stream_matches_stock(dtype):
         assert got == stock_next[i] == want[i], f"token {i}"
         ref = hs[i]
         if dtype == "float32":
-            np.testing.assert_array_equal(state.last.numpy(), ref, err_msg=f"hidden after token {i}")
+            np.testing.assert_array_equal(state.last[0].numpy(), ref, err_msg=f"hidden after token {i}")
         else:
-            np.testing.assert_allclose(state.last.numpy()[HOST.hidden:], ref[HOST.hidden:], atol=2e-6)
+            np.testing.assert_allclose(state.last[0].numpy()[HOST.hidden:], ref[HOST.hidden:], atol=2e-6)
     assert gpu.sum() < T                         # the stream had text tokens
     for layer in range(fm.L):
         np.testing.assert_array_equal(fm.recurrent_state(state, layer),
@@ -205,7 +205,7 @@ def test_decode_only_bit_identical_fp32():
             fm.prefill(state, [t])
             continue
         assert fm.step(state, t) == stock_next[i]
-        np.testing.assert_array_equal(state.last.numpy(), hs[i], err_msg=f"token {i}")
+        np.testing.assert_array_equal(state.last[0].numpy(), hs[i], err_msg=f"token {i}")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -264,7 +264,7 @@ def test_delta_rule_matches_transformers(onehot):
         q[None, None], k[None, None], v[None, None], g=torch.zeros(1, 1, H), beta=beta[None, None],
         initial_state=S[None].clone(), output_final_state=True, use_qk_l2norm_in_kernel=True)
     S_fast = S.clone()
-    o = delta_rule(S_fast, l2norm(q) / dk ** 0.5, l2norm(k), v, beta, torch.arange(H) * dk)
+    o = delta_rule(S_fast, l2norm(q) / dk ** 0.5, l2norm(k), v, beta)
     if onehot:                                   # one nonzero row: exactly the stock values
         assert torch.equal(o, want_o[0, 0]) and torch.equal(S_fast, want_S[0])
     else:
@@ -324,7 +324,7 @@ def test_noisy_reads_keep_the_token_stream():
     state = fm.new_state()
     for i, t in enumerate(tokens):
         assert fm.step(state, t) == stock_next[i] == reference_next(tokens)[i]
-        np.testing.assert_allclose(state.last.numpy(), hs[i], atol=1e-6, rtol=0)
+        np.testing.assert_allclose(state.last[0].numpy(), hs[i], atol=1e-6, rtol=0)
     for layer in range(fm.L):
         np.testing.assert_allclose(fm.recurrent_state(state, layer),
                                    cache.get_recurrent_state(layer)[0].float().numpy(), atol=1e-5, rtol=0)

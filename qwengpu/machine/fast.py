@@ -71,23 +71,25 @@ def _f32(p: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class Sparse:
-    """y = W h for a matrix with few nonzeros: W[rows, cols] as a CSR matrix over the columns it
-    reads; `rows` None: every row (the output keeps the matrix's row layout)."""
-    cols: torch.Tensor
+    """y = W h for a matrix with few nonzeros, as a CSR matrix: W[rows, cols] over the columns it
+    reads (`cols` None: every column, in order); `rows` None: every row (the output keeps the
+    matrix's row layout). Inputs and outputs are columns, one per launch: h [in, B] -> y [out, B]."""
+    cols: torch.Tensor | None
     rows: torch.Tensor | None
     csr: torch.Tensor
     nnz: int
-    gain: torch.Tensor | None = None     # (1 + w) of the norm in front, on `cols`
+    gain: torch.Tensor | None = None     # (1 + w) of the norm in front, on `cols`, as a column [cols, 1]
 
     @classmethod
-    def of(cls, dense: torch.Tensor, nonzero_rows: bool = False) -> "Sparse":
+    def of(cls, dense: torch.Tensor, nonzero_rows: bool = False, all_cols: bool = False) -> "Sparse":
         nz = dense != 0
-        cols = _nonzero(nz.any(0))
+        cols = None if all_cols else _nonzero(nz.any(0))
         rows = _nonzero(nz.any(1)) if nonzero_rows else None
-        return cls.gathered(_f32(dense[:, cols] if rows is None else dense[rows][:, cols]), cols, rows)
+        compact = dense if rows is None else dense[rows]
+        return cls.gathered(_f32(compact if cols is None else compact[:, cols]), cols, rows)
 
     @classmethod
-    def gathered(cls, compact: torch.Tensor, cols: torch.Tensor, rows: torch.Tensor | None = None) -> "Sparse":
+    def gathered(cls, compact: torch.Tensor, cols: torch.Tensor | None, rows: torch.Tensor | None = None) -> "Sparse":
         """From W[rows][:, cols] (float32) already gathered."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")          # "sparse CSR support is in beta"
@@ -97,28 +99,38 @@ class Sparse:
         return cls(cols, rows, csr, int((compact != 0).sum()))
 
     def __call__(self, h: torch.Tensor) -> torch.Tensor:
-        return torch.mv(self.csr, h.index_select(0, self.cols))
+        return _product(self.csr, h if self.cols is None else h.index_select(0, self.cols))
 
     def normed(self, x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-        """W norm(x) with norm(x) = (x * r) * gain (Qwen3_5RMSNorm), computed on `cols` only."""
-        return torch.mv(self.csr, x.index_select(0, self.cols) * r * self.gain)
+        """W norm(x) for residuals x [B, N] with norm(x) = (x * r) * gain (Qwen3_5RMSNorm, r [B, 1]),
+        computed on `cols` only: [rows, B]."""
+        return _product(self.csr, x.T.index_select(0, self.cols) * r.T * self.gain)
 
     def after_norm(self, gain: torch.Tensor) -> "Sparse":
-        self.gain = gain[self.cols].contiguous()
+        self.gain = gain[self.cols].contiguous()[:, None]
         return self
 
-    def add_to(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-        """x + W h, in place on x (the rows W does not write get + 0 in the stock add: unchanged)."""
-        return x.index_add_(0, self.rows, self(h))
+    def add_to(self, x: torch.Tensor, h: torch.Tensor) -> None:
+        """x += W h, in place on the residuals x [B, N] (the columns W does not write get + 0 in the
+        stock add: unchanged)."""
+        x.index_add_(1, self.rows, self(h).T)
 
 
 @dataclass
 class Gdn:
     heads: torch.Tensor            # used head indices
-    proj: Sparse                   # rows: q, k, v, z, b of the used heads (one product: they read the same h)
+    proj: Sparse                   # rows: q, k, v, z of each used head, then b (one product: they read the same h)
     out: Sparse                    # [N, used heads * d_v]
     norm_w: torch.Tensor           # [d_v]
-    base: torch.Tensor             # arange(used heads) * d_k: each head's first row in S.view(-1, d_v)
+    width: int                     # 2 d_k + 2 d_v: a head's rows in `proj`
+    d_k: int
+    bases: dict = field(default_factory=dict, repr=False)
+
+    def base(self, batch: int) -> torch.Tensor:
+        """[B, heads, 1, 1]: the first row of (launch, head) in S.view(-1, d_v), S [B, heads, d_k, d_v]."""
+        if batch not in self.bases:
+            self.bases[batch] = (torch.arange(batch * len(self.heads)) * self.d_k).view(batch, -1, 1, 1)
+        return self.bases[batch]
 
 
 @dataclass
@@ -135,20 +147,26 @@ class Layer:
 
 @dataclass
 class FastState:
-    """Recurrent states of the used heads, per circuit layer: [used heads, d_k, d_v]."""
+    """A batch of launches: the recurrent states of the used heads per circuit layer,
+    [B, used heads, d_k, d_v] (row b: launch b)."""
     states: list[torch.Tensor]
-    tokens: int = 0
-    last: torch.Tensor | None = field(default=None, repr=False)    # hidden after the circuit
+    tokens: int = 0                                                 # steps run
+    last: torch.Tensor | None = field(default=None, repr=False)    # [B, N]: the residuals after the circuit
+
+    @property
+    def batch(self) -> int:
+        return self.states[0].shape[0]
 
 
 class RecurrentStates:
-    """The slice of a DynamicCache that the host readback uses (`Machine.read_global`)."""
+    """The slice of a DynamicCache that the host readback uses (`Machine.read_global`), for one
+    launch of a batch."""
 
-    def __init__(self, fast: "FastModel", state: FastState):
-        self.fast, self.state = fast, state
+    def __init__(self, fast: "FastModel", state: FastState, row: int = 0):
+        self.fast, self.state, self.row = fast, state, row
 
     def get_recurrent_state(self, layer: int) -> torch.Tensor:
-        return torch.from_numpy(self.fast.recurrent_state(self.state, layer))[None]
+        return torch.from_numpy(self.fast.recurrent_state(self.state, layer, self.row))[None]
 
 
 class FastModel:
@@ -214,10 +232,12 @@ class FastModel:
         heads = _nonzero(used)
         if not len(heads):
             return None
-        qkv_of = torch.cat([_head_rows(heads, dk, 0), _head_rows(heads, dk, H * dk), _head_rows(heads, dv, 2 * H * dk)])
-        proj = torch.cat([qkv[qkv_of], z[_head_rows(heads, dv, 0)], b[heads]])
-        return Gdn(heads, Sparse.of(proj), Sparse.of(out[:, _head_rows(heads, dv, 0)], nonzero_rows=True),
-                   _f32(attn.norm.weight), torch.arange(len(heads)) * dk)
+        per_head = [torch.cat([qkv[h * dk:(h + 1) * dk], qkv[(H + h) * dk:(H + h + 1) * dk],
+                               qkv[2 * H * dk + h * dv:2 * H * dk + (h + 1) * dv], z[h * dv:(h + 1) * dv]])
+                    for h in heads.tolist()]
+        proj = torch.cat(per_head + [b[heads]])
+        return Gdn(heads, Sparse.of(proj), Sparse.of(out[:, _head_rows(heads, dv, 0)], nonzero_rows=True, all_cols=True),
+                   _f32(attn.norm.weight), 2 * dk + 2 * dv, dk)
 
     def _check_gdn(self, attn, i: int) -> None:
         where = f"circuit layer {i}"
@@ -239,7 +259,8 @@ class FastModel:
         live = _nonzero((gate != 0).any(1) & (up != 0).any(1) & (down != 0).any(0))
         if not len(live):
             return None
-        return Mlp(Sparse.of(torch.cat([gate[live], up[live]])), Sparse.of(down[:, live], nonzero_rows=True))
+        return Mlp(Sparse.of(torch.cat([gate[live], up[live]])),
+                   Sparse.of(down[:, live], nonzero_rows=True, all_cols=True))
 
     def _read_mask(self) -> torch.Tensor:
         mask = torch.zeros(self.N, dtype=torch.bool)
@@ -274,32 +295,64 @@ class FastModel:
         self.head = Sparse.gathered(_f32(rows[:, cols]) * gain, cols)
 
     # ---- run ----------------------------------------------------------------------------------
-    def new_state(self) -> FastState:
-        return FastState([torch.zeros(len(lay.gdn.heads) if lay.gdn else 0, self.dk, self.dv)
+    def new_state(self, batch: int = 1) -> FastState:
+        """Zero states for `batch` launches."""
+        return FastState([torch.zeros(batch, len(lay.gdn.heads) if lay.gdn else 0, self.dk, self.dv)
                           for lay in self.layers])
 
-    def step(self, state: FastState, token_id: int) -> int:
-        """Run one token through the circuit layers; the next token id (argmax over the GPU ids)."""
+    def reset(self, state: FastState, row: int) -> None:
+        """Launch `row` of the batch starts afresh (its states zero; the other rows untouched)."""
+        for S in state.states:
+            S[row].zero_()
+
+    def keep(self, state: FastState, rows) -> None:
+        """Compact the batch to the launches `rows` (in that order): the others leave it."""
+        index = torch.as_tensor(list(rows), dtype=torch.long)
         with self._running():
-            return self._step(state, int(token_id))
+            state.states = [S.index_select(0, index) for S in state.states]
+            if state.last is not None:
+                state.last = state.last.index_select(0, index)
+
+    def step(self, state: FastState, token_id: int) -> int:
+        """Run one token through the circuit layers; the next token id (argmax over the GPU ids).
+        The batch-of-one case of `step_batch`."""
+        if state.batch != 1:
+            raise FastPathError(f"step runs a batch of one launch; this state holds {state.batch} (use step_batch)")
+        return _raise(self.step_batch(state, [token_id])[0])
+
+    def step_batch(self, state: FastState, token_ids, decide=None) -> list:
+        """One token per launch of the batch, in lockstep; the next token id of every launch in
+        `decide` (default: all; the others get None, e.g. launches still in their prompt). A launch
+        whose next token is unclear gets a FastPathError (returned, not raised: the rest go on)."""
+        token_ids = [int(t) for t in token_ids]
+        if len(token_ids) != state.batch:
+            raise FastPathError(f"{len(token_ids)} tokens for a batch of {state.batch} launches")
+        for t in token_ids:
+            if not self.first <= t < self.end:
+                raise FastPathError(f"token {t} is not a GPU token (ids {self.first}..{self.end - 1}): "
+                                    "the circuit decides the next token only after a GPU token")
+        rows = range(state.batch) if decide is None else [b for b in range(state.batch) if decide[b]]
+        with self._running():
+            state.last = self._hidden(state, self.embedding(token_ids))
+            out: list = [None] * state.batch
+            for b, nxt in zip(rows, self.next_tokens(state.last, rows)):
+                out[b] = nxt
+        return out
 
     def prefill(self, state: FastState, token_ids) -> int | None:
-        """The prompt through the same recurrence, token by token (text tokens leave the circuit
-        silent); the next token after the last one, None when that is a text token."""
+        """The prompt of one launch through the same recurrence, token by token (text tokens leave
+        the circuit silent); the next token after the last one, None when that is a text token."""
         token_ids = [int(t) for t in token_ids]
         if not token_ids:
             raise FastPathError("prefill needs at least one token")
-        with self._running():
-            for t in token_ids[:-1]:
-                if self.first <= t < self.end:
-                    state.last = self.hidden(state, t)
-                else:
-                    self._silent(state, t)
-            last = token_ids[-1]
-            if not self.first <= last < self.end:
-                self._silent(state, last)
-                return None
-            return self._step(state, last)
+        for i, t in enumerate(token_ids):
+            if not self.first <= t < self.end:
+                self._silent(state, t)
+            elif i + 1 < len(token_ids):
+                self.step_batch(state, [t], decide=[False])
+            else:
+                return self.step(state, t)
+        return None
 
     @contextlib.contextmanager
     def _running(self):
@@ -307,17 +360,10 @@ class FastModel:
         if self.threads:
             torch.set_num_threads(self.threads)
         try:
-            with torch.no_grad():
+            with torch.inference_mode():
                 yield
         finally:
             torch.set_num_threads(before)
-
-    def _step(self, state: FastState, token_id: int) -> int:
-        if not self.first <= token_id < self.end:
-            raise FastPathError(f"token {token_id} is not a GPU token (ids {self.first}..{self.end - 1}): "
-                                "the circuit decides the next token only after a GPU token")
-        state.last = self.hidden(state, token_id)
-        return self.next_token(state.last)
 
     def _silent(self, state: FastState, token_id: int) -> None:
         if not 0 <= token_id < self.embed.num_embeddings:
@@ -328,79 +374,124 @@ class FastModel:
                                 "(its embedding has a dim a circuit layer reads)")
         state.tokens += 1
 
-    def embedding(self, token_id: int) -> torch.Tensor:
-        return torch.zeros(self.N).index_copy_(0, self.emb_cols, self.emb[token_id - self.first])
-
-    def hidden(self, state: FastState, token_id: int) -> torch.Tensor:
-        """The residual [N] after the circuit layers for one GPU token (updates the states)."""
-        x = self.embedding(token_id)
-        for lay, S in zip(self.layers, state.states):
-            x = self.layer(lay, S, x)
-        state.tokens += 1
-        return x
+    def embedding(self, token_ids: list[int]) -> torch.Tensor:
+        """The residuals [B, N] of GPU tokens."""
+        rows = self.emb.index_select(0, torch.tensor(token_ids) - self.first)
+        return torch.zeros(len(token_ids), self.N).index_copy_(1, self.emb_cols, rows)
 
     def run_embedding(self, state: FastState, x: torch.Tensor) -> torch.Tensor:
-        """The residual after the circuit layers for an arbitrary input vector [N] (tests)."""
-        x = _f32(x).clone()
+        """The residuals [B, N] after the circuit layers for arbitrary input vectors [B, N] (tests)."""
+        with self._running():
+            return self._hidden(state, _f32(x).clone())
+
+    def _hidden(self, state: FastState, x: torch.Tensor) -> torch.Tensor:
+        """The residuals [B, N] after the circuit layers (updates the states)."""
         for lay, S in zip(self.layers, state.states):
-            x = self.layer(lay, S, x)
+            self.layer(lay, S, x)
         state.tokens += 1
         return x
 
-    def layer(self, lay: Layer, S: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """One decoder layer on the residual x [N] (stock order: norm, GDN, add, norm, MLP, add)."""
+    def layer(self, lay: Layer, S: torch.Tensor, x: torch.Tensor) -> None:
+        """One decoder layer, in place on the residuals x [B, N] (stock order: norm, GDN, add, norm,
+        MLP, add). Every op works on each launch's row alone: rows never mix."""
         if lay.gdn is not None:
             o = self.gdn(lay.gdn, S, x, self.rms(x))
             if o is not None:
                 lay.gdn.out.add_to(x, o)
         if lay.mlp is not None:
-            gate, up = lay.mlp.gate_up.normed(x, self.rms(x)).chunk(2)
+            gate_up = lay.mlp.gate_up.normed(x, self.rms(x))         # [2 * live, B]
+            gate, up = gate_up.chunk(2)
             lay.mlp.down.add_to(x, F.silu(gate) * up)
-        return x
 
     def rms(self, x: torch.Tensor) -> torch.Tensor:
-        """Qwen3_5RMSNorm's factor rsqrt(mean(x**2) + eps), over the whole residual."""
-        return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        """Qwen3_5RMSNorm's factor rsqrt(mean(x**2) + eps) per row of x [B, N] (the whole residual)."""
+        return torch.rsqrt(x.pow(2).mean(-1, keepdim=True).add_(self.eps))
 
     def gdn(self, g: Gdn, S: torch.Tensor, x: torch.Tensor, r: torch.Tensor) -> torch.Tensor | None:
-        """One token through the used heads (the stock recurrent path): the gated norm's output
-        [heads * d_v], None when it is all zero and the states are untouched."""
-        hu, dk, dv = len(g.heads), self.dk, self.dv
-        qkv, z, b = g.proj.normed(x, r).split([hu * (2 * dk + dv), hu * dv, hu])
-        qkv = F.silu(qkv)                                 # conv = identity on the current token
-        qk = l2norm(qkv[:2 * hu * dk].view(2 * hu, dk))   # per row: as the stock's per-head l2norm
+        """One token per launch through the used heads (the stock recurrent path), S [B, heads,
+        d_k, d_v] in place: the gated norm's output [heads * d_v, B], None when it is all zero and
+        the states are untouched."""
+        B, hu, dk, dv = S.shape
+        y = g.proj.normed(x, r)                        # [rows, B]: per head q k v z, then b
+        act = F.silu(y[:hu * g.width]).T.reshape(B, hu, g.width)    # conv = identity on the current token
+        qk = act[..., :2 * dk].view(B, hu, 2, dk)
         most = int(torch.count_nonzero(qk, dim=-1).max())
         if most == 0:              # no key, no query: S + 0 delta^T = S, and o = 0 reads as exactly 0
             return None
-        o = delta_rule(S, qk[:hu] / (dk ** 0.5), qk[hu:], qkv[2 * hu * dk:].view(hu, dv), torch.sigmoid(b), g.base,
-                       onehot=most == 1)
-        o = o * torch.rsqrt(o.pow(2).mean(-1, keepdim=True) + self.eps)       # Qwen3_5RMSNormGated
-        return ((g.norm_w * o) * F.silu(z.view(hu, dv))).flatten()
+        v, z = act[..., 2 * dk:2 * dk + dv], act[..., 2 * dk + dv:]
+        beta = torch.sigmoid(y[hu * g.width:]).T.reshape(B * hu, 1)
+        if most == 1:
+            # per (launch, head) at most one nonzero in q and in k: l2norm on that entry alone
+            # ((x * x).sum() is its square exactly: the other terms are +0)
+            at = qk.abs().argmax(-1, keepdim=True)                # [B, hu, 2, 1]
+            val = qk.gather(-1, at)
+            val = val * torch.rsqrt(val * val + 1e-6)
+            rows = g.base(B) + at                                  # row of S.view(-1, d_v)
+            o = delta_rule_rows(S.view(-1, dv), rows[:, :, 1].flatten(), val[:, :, 1].reshape(B * hu, 1),
+                                rows[:, :, 0].flatten(), val[:, :, 0].reshape(B * hu, 1) / (dk ** 0.5),
+                                v.reshape(B * hu, dv), beta)
+        else:
+            qk = l2norm(qk)
+            o = delta_rule(S.view(B * hu, dk, dv), qk[:, :, 0].reshape(B * hu, dk) / (dk ** 0.5),
+                           qk[:, :, 1].reshape(B * hu, dk), v.reshape(B * hu, dv), beta.view(-1), onehot=False)
+        o = o * torch.rsqrt(o.pow(2).mean(-1, keepdim=True).add_(self.eps))      # Qwen3_5RMSNormGated
+        return ((g.norm_w * o).view(B, hu, dv) * z).view(B, hu * dv).T
+
+    def next_tokens(self, hidden: torch.Tensor, rows) -> list:
+        """The next token of each launch in `rows` of hidden [B, N]: an id, or a FastPathError
+        when the margin is below MIN_MARGIN (the stock path's rounding could then decide)."""
+        rows = list(rows)
+        if not rows:
+            return []
+        h = hidden if len(rows) == hidden.shape[0] else hidden.index_select(0, torch.tensor(rows))
+        logits = self.head(h.T)                                     # [GPU tokens, B]
+        if logits.shape[0] == 1:
+            return [self.first] * len(rows)
+        top, best = logits.max(0)
+        logits.scatter_(0, best[None], -float("inf"))
+        second, other = logits.max(0)
+        out = []
+        for top, second, best, other in zip(top.tolist(), second.tolist(), best.tolist(), other.tolist()):
+            if top - second < MIN_MARGIN:
+                out.append(FastPathError(f"no clear next token: GPU tokens {self.first + best} and "
+                                         f"{self.first + other} have logits {top:g} and {second:g} "
+                                         f"(margin below {MIN_MARGIN})"))
+            else:
+                out.append(self.first + best)
+        return out
 
     def next_token(self, hidden: torch.Tensor) -> int:
-        logits = self.head(hidden)
-        top, best = (float(v) for v in logits.max(0))
-        logits[int(best)] = -float("inf")
-        second, other = (float(v) for v in logits.max(0)) if len(logits) > 1 else (-float("inf"), best)
-        if top - second < MIN_MARGIN:
-            raise FastPathError(f"no clear next token: GPU tokens {self.first + int(best)} and "
-                                f"{self.first + int(other)} have logits {top:g} and {second:g} "
-                                f"(margin below {MIN_MARGIN})")
-        return self.first + int(best)
+        """The next token after one residual [N] (raises when it is unclear)."""
+        with self._running():
+            return _raise(self.next_tokens(hidden[None], [0])[0])
 
-    def recurrent_state(self, state: FastState, layer: int) -> np.ndarray:
-        """Layer `layer`'s recurrent state [heads, d_k, d_v] in the stock layout (unused heads 0)."""
+    def recurrent_state(self, state: FastState, layer: int, row: int = 0) -> np.ndarray:
+        """Launch `row`'s recurrent state of layer `layer`, [heads, d_k, d_v] in the stock layout
+        (unused heads 0)."""
         if not 0 <= layer < self.L:
             raise FastPathError(f"layer {layer} is not a circuit layer (0..{self.L - 1})")
         full = torch.zeros(self.H, self.dk, self.dv)
         g = self.layers[layer].gdn
         if g is not None:
-            full[g.heads] = state.states[layer]
+            full[g.heads] = state.states[layer][row]
         return full.numpy()
 
-    def cache(self, state: FastState) -> RecurrentStates:
-        """An object with get_recurrent_state(layer) -> [1, heads, d_k, d_v], like a DynamicCache."""
-        return RecurrentStates(self, state)
+    def cache(self, state: FastState, row: int = 0) -> RecurrentStates:
+        """An object with get_recurrent_state(layer) -> [1, heads, d_k, d_v] (launch `row`), like a
+        DynamicCache."""
+        return RecurrentStates(self, state, row)
+
+
+def _product(csr: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """csr @ h for h [cols, B]: column b is launch b's. One launch: torch.mv (the CSR mm costs about
+    three CSR mvs on this CPU); the products are exact (integers, powers of two) either way."""
+    return torch.mv(csr, h[:, 0]).unsqueeze(1) if h.shape[1] == 1 else torch.mm(csr, h)
+
+
+def _raise(result):
+    if isinstance(result, Exception):
+        raise result
+    return result
 
 
 def _head_rows(heads: torch.Tensor, width: int, offset: int) -> torch.Tensor:
@@ -414,9 +505,10 @@ def l2norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
 
 
 def delta_rule(S: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor,
-               base: torch.Tensor, onehot: bool | None = None) -> torch.Tensor:
+               onehot: bool | None = None) -> torch.Tensor:
     """The stock recurrent step without decay, in place on S [heads, d_k, d_v]; the output [heads, d_v].
-    `base` = arange(heads) * d_k; `onehot`: every head's k and q have at most one nonzero (None: check).
+    q (scaled) and k [heads, d_k] are l2-normalized, v [heads, d_v], beta [heads]; `onehot`: every
+    head's k and q have at most one nonzero (None: check). A batch is more heads: (launch, head).
 
     kv_mem = sum_r S[r] k[r]; S += k (beta (v - kv_mem))^T; o = sum_r S[r] q[r]. With at most
     one nonzero k[r] (q[r]) per head every other term is +-0, so only that row takes part."""
@@ -427,10 +519,16 @@ def delta_rule(S: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
         delta = (v - kv_mem) * beta.unsqueeze(-1)
         S.add_(k.unsqueeze(-1) * delta.unsqueeze(-2))
         return (S * q.unsqueeze(-1)).sum(dim=-2)
-    rows = S.view(-1, S.shape[-1])
-    r = base + k.abs().argmax(-1)             # the nonzero row (any row when k == 0: then kr == 0)
-    kr = k.view(-1).index_select(0, r).unsqueeze(-1)
-    row = rows.index_select(0, r)
-    rows.index_copy_(0, r, row + kr * ((v - row * kr) * beta.unsqueeze(-1)))
-    r = base + q.abs().argmax(-1)
-    return rows.index_select(0, r) * q.view(-1).index_select(0, r).unsqueeze(-1)
+    base = torch.arange(S.shape[0]) * S.shape[1]
+    kat, qat = k.abs().argmax(-1), q.abs().argmax(-1)     # the nonzero entry (any when all are 0: value 0)
+    return delta_rule_rows(S.view(-1, S.shape[-1]), base + kat, k.gather(-1, kat[:, None]),
+                           base + qat, q.gather(-1, qat[:, None]), v, beta.view(-1, 1))
+
+
+def delta_rule_rows(rows: torch.Tensor, krow: torch.Tensor, kval: torch.Tensor, qrow: torch.Tensor,
+                    qval: torch.Tensor, v: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """The one-hot delta rule on S.view(-1, d_v) in place: head i's key is kval[i] at row krow[i],
+    its query qval[i] at row qrow[i] (values [heads, 1]); v [heads, d_v], beta [heads, 1]."""
+    row = rows.index_select(0, krow)
+    rows.index_copy_(0, krow, row + kval * ((v - row * kval) * beta))
+    return rows.index_select(0, qrow) * qval
