@@ -133,8 +133,10 @@ def main() -> None:
             make_base(base, args.host)
         if not (merged / "config.json").is_file():
             make_merged(base, merged, args.dtype)
-    run_kernels(merged, args.dtype, [k for k in args.kernels.split(",") if k])
-    gc.collect()
+    names = [k for k in args.kernels.split(",") if k]
+    if names:                                   # --kernels "": the stock prefix alone
+        run_kernels(merged, args.dtype, names)
+        gc.collect()
     if args.stock_tokens:
         stock_prefix(merged, args.dtype, args.stock_tokens)
 
