@@ -16,6 +16,7 @@ import numpy as np
 
 from qwengpu.api import Device
 from qwengpu.errors import QwenGpuError
+from qwengpu.launch import Launch
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "kernels"
 
@@ -84,11 +85,8 @@ def run_case(case: KernelCase, device: Device) -> KernelReport:
         report.passes, report.instructions, report.tokens = result.passes, result.instructions, result.tokens
         report.reason = "; ".join(mismatches(args, expected, fn.arg_names))
         report.passed = not report.reason
-    except QwenGpuError as e:
-        report.reason = f"{type(e).__name__}: {e}"
-    except Exception as e:  # a bug somewhere: report it, keep running the suite
-        where = traceback.extract_tb(e.__traceback__)[-1]
-        report.reason = f"internal error {type(e).__name__}: {e} ({Path(where.filename).name}:{where.lineno})"
+    except Exception as e:
+        report.reason = _reason(e)
     report.seconds = time.perf_counter() - start
     return report
 
@@ -117,10 +115,92 @@ def mismatches(args, expected, names, show: int = 3) -> list[str]:
 
 
 def run_suite(engine: str = "interp", frontend: str = "clang", pattern: str | None = None,
-              directory: Path | str = DEFAULT_DIR, opt: int = 2) -> dict:
-    """Run the suite: {"passed": P, "failed": F, "kernels": [report dicts]}."""
-    device = Device(engine, frontend, opt)
-    reports = [run_case(case, device) for case in discover(directory, pattern)]
+              directory: Path | str = DEFAULT_DIR, opt: int = 2, *, max_batch: int | None = None,
+              device: Device | None = None) -> dict:
+    """Run the suite: {"passed": P, "failed": F, "kernels": [report dicts]}. On the model engine
+    `max_batch` runs the launches batched (`run_batched`); `device` replaces Device(engine,
+    frontend, opt) (e.g. a model Device with check="replay")."""
+    device = device or Device(engine, frontend, opt)
+    cases = discover(directory, pattern)
+    if max_batch and device.engine == "model":
+        reports = run_batched(cases, device, max_batch)
+    else:
+        reports = [run_case(case, device) for case in cases]
     passed = sum(r.passed for r in reports)
-    return {"engine": engine, "frontend": frontend, "passed": passed, "failed": len(reports) - passed,
+    return {"engine": device.engine, "frontend": device.frontend, "passed": passed, "failed": len(reports) - passed,
             "kernels": [r.to_dict() for r in reports]}
+
+
+@dataclass
+class _Prepared:
+    report: KernelReport
+    args: list
+    expected: list
+    names: list[str]
+    launch: Launch
+
+
+def run_batched(cases: list[KernelCase], device: Device, max_batch: int = 16,
+                on_report=None) -> list[KernelReport]:
+    """The kernels on a model Device, up to `max_batch` launches stepping together through
+    qwengpu.machine.runtime.launch_many (its fast path; replay as the Device's check). A report's
+    seconds: its compile and lowering, plus its time in the batch (shared with the launches beside
+    it). `on_report(report)` as each kernel finishes. Never raises for one kernel."""
+    from qwengpu.api import check_model_ops, machine_build
+    from qwengpu.machine import runtime
+    reports, ready = [], []
+    for case in cases:
+        start = time.perf_counter()
+        report = KernelReport(case.name)
+        reports.append(report)
+        try:
+            spec = load_spec(case)
+            report.kernel, report.features = spec.KERNEL, list(getattr(spec, "FEATURES", []))
+            grid, block, args = spec.launch()
+            args = list(args)
+            expected = spec.reference(*copy.deepcopy(args))
+            fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
+            check_model_ops(fn.program, machine_build("MODEL_OPS").MODEL_OPS)
+            launch = Launch.build(fn.program, grid, block, args, names=fn.arg_names)
+            ready.append(_Prepared(report, args, expected, fn.arg_names, launch))
+        except Exception as e:
+            report.reason = _reason(e)
+            if on_report:
+                on_report(report)
+        report.seconds = time.perf_counter() - start
+    if not ready:
+        return reports
+    model, machine = device.model_and_machine()
+    jobs = [runtime.LaunchJob(p.launch.program, p.launch.grid, p.launch.block, p.launch.params, p.launch.memory)
+            for p in ready]
+
+    def finished(index: int, result) -> None:
+        _finish(ready[index], result)
+        if on_report:
+            on_report(ready[index].report)
+
+    runtime.launch_many(model, machine, jobs, max_tokens=device.max_tokens, check=device.check,
+                        max_batch=max_batch, on_done=finished)
+    return reports
+
+
+def _finish(p: _Prepared, result) -> None:
+    """A launch's result into its kernel's report: counts, and mismatches against the reference."""
+    report = p.report
+    try:
+        if isinstance(result, Exception):
+            raise result
+        report.seconds += result.seconds
+        report.passes, report.instructions, report.tokens = result.passes, result.instructions, result.tokens
+        p.launch.copy_back()
+        report.reason = "; ".join(mismatches(p.args, p.expected, p.names))
+        report.passed = not report.reason
+    except Exception as e:
+        report.reason = _reason(e)
+
+
+def _reason(e: Exception) -> str:
+    if isinstance(e, QwenGpuError):
+        return f"{type(e).__name__}: {e}"
+    where = traceback.extract_tb(e.__traceback__)[-1]   # a bug somewhere: report it, keep running the suite
+    return f"internal error {type(e).__name__}: {e} ({Path(where.filename).name}:{where.lineno})"

@@ -160,9 +160,7 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
     seconds = time.perf_counter() - start
     if expected is not None:
         _check_memory(expected.memory, memory)
-    passes = [t for t in stream if t.kind == "EXEC"]
-    instructions = sum(not protocol.is_terminator(program, t) for t in passes)
-    return ModelRun(len(stream), len(passes), instructions, seconds, stream)
+    return _model_run(program, stream, seconds)
 
 
 def _fault(stream: list[Token], expected: protocol.Stream | None) -> None:
@@ -186,3 +184,143 @@ def _check_memory(want: np.ndarray, got: np.ndarray) -> None:
         w = int(bad[0])
         raise ReplayMismatch(f"replay mismatch in global memory after HALT: word {w} is {int(got[w]):#x}, "
                              f"the interpreter has {int(want[w]):#x} ({bad.size} words differ)")
+
+
+@dataclass
+class LaunchJob:
+    """One launch for `launch_many`: global memory `memory` is updated in place."""
+    program: isa.Program
+    grid: object
+    block: object
+    params: list[int]
+    memory: np.ndarray
+
+
+@dataclass
+class _Running:
+    """A launch in the batch: its prompt, what it generated, and its replay stream."""
+    index: int
+    job: LaunchJob
+    prompt: list[int]
+    expected: protocol.Stream | None
+    fed: int = 0
+    start: float = 0.0
+    stream: list[Token] = field(default_factory=list)
+
+    def next_input(self, vocab) -> tuple[int, bool]:
+        """(the token to feed, whether the model's next token counts)."""
+        if self.fed < len(self.prompt):
+            self.fed += 1
+            return self.prompt[self.fed - 1], self.fed == len(self.prompt)
+        return vocab.id(self.stream[-1]), True
+
+
+def launch_many(model, machine, jobs: list[LaunchJob], *, max_tokens: int, check: str | None = None,
+                max_batch: int = 16, on_done: Callable[[int, object], None] | None = None) -> list:
+    """Run many launches on `model`; a FastModel steps up to `max_batch` of them in lockstep, one
+    token each per step (prompts and generation alike), longest expected stream first when
+    replaying. The result per job, in order: a ModelRun (seconds: from joining the batch to HALT,
+    shared with the launches beside it) or the QwenGpuError that ended that launch alone.
+    `on_done(index, result)` as each finishes. Another model runs them one by one."""
+    if check not in CHECKS:
+        raise QwenGpuError(f"check {check!r}: choose one of {', '.join(str(c) for c in CHECKS)}")
+    if max_batch < 1:
+        raise QwenGpuError(f"max_batch must be >= 1, not {max_batch}")
+    results: list = [None] * len(jobs)
+
+    def done(index: int, result) -> None:
+        results[index] = result
+        if on_done:
+            on_done(index, result)
+
+    if not hasattr(model, "step_batch"):
+        for i, job in enumerate(jobs):
+            try:
+                done(i, launch_on_model(model, machine, job.program, job.grid, job.block, job.params, job.memory,
+                                        max_tokens=max_tokens, check=check))
+            except QwenGpuError as e:
+                done(i, e)
+        return results
+    bind_vocab(model, machine.vocab)
+    waiting = []
+    for i, job in enumerate(jobs):
+        try:
+            waiting.append(_prepare(model, machine.vocab, i, job, check))
+        except QwenGpuError as e:
+            done(i, e)
+    if check == "replay":
+        waiting.sort(key=lambda r: len(r.prompt) + len(r.expected.tokens), reverse=True)
+    _run_batch(model, machine, waiting[::-1], max_tokens, max_batch, done)
+    return results
+
+
+def _prepare(fast, vocab, index: int, job: LaunchJob, check: str | None) -> _Running:
+    job.grid, job.block = check_grid_block(job.grid, job.block)
+    args = (job.program, job.grid, job.block, job.params, job.memory)
+    expected = protocol.expected_stream(*args) if check == "replay" else None
+    prompt = [vocab.id(t) for t in protocol.prompt(*args)]
+    if any(not fast.first <= t < fast.end for t in prompt):
+        raise QwenGpuError("the launch prompt has a token outside the GPU tokens")
+    return _Running(index, job, prompt, expected)
+
+
+def _run_batch(fast, machine, waiting: list[_Running], max_tokens: int, max_batch: int, done) -> None:
+    """Step the launches in lockstep; a finished launch's row takes the next waiting launch (its
+    states zeroed), else the batch shrinks. `waiting` is popped from its end."""
+    vocab = machine.vocab
+    rows = [waiting.pop() for _ in range(min(max_batch, len(waiting)))]
+    if not rows:
+        return
+    state = fast.new_state(len(rows))
+    for r in rows:
+        r.start = time.perf_counter()
+    while rows:
+        inputs, decide = zip(*(r.next_input(vocab) for r in rows))
+        outputs = fast.step_batch(state, inputs, decide)
+        leaving = []
+        for b, (r, out) in enumerate(zip(rows, outputs)):
+            result = None if out is None else _advance(fast, machine, state, b, r, out, max_tokens)
+            if result is None:
+                continue
+            done(r.index, result)
+            if waiting:
+                fast.reset(state, b)
+                rows[b] = waiting.pop()
+                rows[b].start = time.perf_counter()
+            else:
+                leaving.append(b)
+        if leaving:
+            keep = [b for b in range(len(rows)) if b not in leaving]
+            rows = [rows[b] for b in keep]
+            if rows:
+                fast.keep(state, keep)
+
+
+def _advance(fast, machine, state, row: int, r: _Running, out, max_tokens: int):
+    """Take launch r's next token: None while it runs on, else its ModelRun or error."""
+    try:
+        if isinstance(out, Exception):
+            raise out
+        token = machine.vocab.token(out)
+        r.stream.append(token)
+        if r.expected is not None:
+            _check(r.expected, len(r.stream) - 1, token)
+        if token.kind == "FAULT":
+            _fault(r.stream, r.expected)
+        if token.kind != "HALT":
+            if len(r.stream) >= max_tokens:
+                raise ExecutionError(f"the launch did not finish within {max_tokens} tokens "
+                                     f"(raise max_tokens if it needs more)")
+            return None
+        r.job.memory[:] = machine.read_global(fast.cache(state, row), layer_offset=0)
+        if r.expected is not None:
+            _check_memory(r.expected.memory, r.job.memory)
+        return _model_run(r.job.program, r.stream, time.perf_counter() - r.start)
+    except QwenGpuError as e:
+        return e
+
+
+def _model_run(program: isa.Program, stream: list[Token], seconds: float) -> ModelRun:
+    passes = [t for t in stream if t.kind == "EXEC"]
+    instructions = sum(not protocol.is_terminator(program, t) for t in passes)
+    return ModelRun(len(stream), len(passes), instructions, seconds, stream)
