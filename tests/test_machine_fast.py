@@ -246,6 +246,43 @@ def test_cache_adapter_layout():
         fm.recurrent_state(state, 5)
 
 
+def test_batch_rows_are_single_launches():
+    """Launches in lockstep: every row's next tokens, hidden state (bit for bit) and recurrent
+    states are those of the same launch run alone; rows leave (keep) and are reused (reset)."""
+    rng = np.random.default_rng(7)
+    fm = fast_model("float32")
+    streams = [stream(rng, 30, text=0) for _ in range(4)]
+    alone = []
+    for toks in streams:
+        state, nxt, hid = fm.new_state(), [], []
+        for t in toks:
+            nxt.append(fm.step(state, t))
+            hid.append(state.last[0].clone())
+        alone.append((nxt, hid, [fm.recurrent_state(state, layer) for layer in range(fm.L)]))
+    stop = [30, 12, 20, 30]                      # tokens each launch runs for
+    batch, rows, pos, waiting, steps = fm.new_state(3), [0, 1, 2], [0, 0, 0], [3], 0
+    while rows:
+        decide = [p % 4 != 1 for p in pos]       # some rows are mid-prompt: no next token
+        out = fm.step_batch(batch, [streams[r][p] for r, p in zip(rows, pos)], decide)
+        for b, (r, p) in enumerate(zip(rows, pos)):
+            want_next, want_hidden, want_states = alone[r]
+            assert out[b] == (want_next[p] if decide[b] else None), (r, p)
+            assert torch.equal(batch.last[b], want_hidden[p]), (r, p)
+            if p == 29:
+                for layer in range(fm.L):
+                    np.testing.assert_array_equal(fm.recurrent_state(batch, layer, b), want_states[layer])
+        pos, steps = [p + 1 for p in pos], steps + 1
+        done = [b for b, (r, p) in enumerate(zip(rows, pos)) if p == stop[r]]
+        for b in done[:len(waiting)]:            # a finished launch's row starts the next one
+            fm.reset(batch, b)
+            rows[b], pos[b] = waiting.pop(), 0
+        keep = [b for b in range(len(rows)) if pos[b] < stop[rows[b]]][::-1]    # reversed: rows reorder too
+        rows, pos = [rows[b] for b in keep], [pos[b] for b in keep]
+        if rows:
+            fm.keep(batch, keep)
+    assert steps == 12 + 30                      # launch 3 started when launch 1 left, at step 12
+
+
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("onehot", [True, False])
 def test_delta_rule_matches_transformers(onehot):
@@ -304,6 +341,12 @@ def test_rejects_bad_tokens_and_configs():
         FastModel(loud).prefill(FastModel(loud).new_state(), [2, TEXT])
     with pytest.raises(FastPathError, match="no clear next token"):
         fm.next_token(torch.zeros(fm.N))
+    unclear = fm.next_tokens(torch.zeros(2, fm.N), [0, 1])      # in a batch: returned per launch
+    assert all(isinstance(e, FastPathError) for e in unclear)
+    with pytest.raises(FastPathError, match="batch of one"):
+        fm.step(fm.new_state(2), TEXT)
+    with pytest.raises(FastPathError, match="3 tokens for a batch of 2"):
+        fm.step_batch(fm.new_state(2), [TEXT] * 3)
     bare = _broken(lambda m: None)
     bare.config.qwengpu = None
     with pytest.raises(FastPathError, match="qwengpu block"):

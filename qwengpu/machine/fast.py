@@ -302,8 +302,9 @@ class FastModel:
 
     def reset(self, state: FastState, row: int) -> None:
         """Launch `row` of the batch starts afresh (its states zero; the other rows untouched)."""
-        for S in state.states:
-            S[row].zero_()
+        with self._running():                   # states made in inference mode change only there
+            for S in state.states:
+                S[row].zero_()
 
     def keep(self, state: FastState, rows) -> None:
         """Compact the batch to the launches `rows` (in that order): the others leave it."""
