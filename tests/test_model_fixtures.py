@@ -92,7 +92,7 @@ def test_text_only_fixture_survives_save_pretrained(tmp_path):
 
 
 # ---------------------------------------------------------------- bf16 kernels on the stand-in
-BF16_KERNELS = ["dot", "atomic_inc", "vote_any_all"]
+BF16_KERNELS = ["dot", "atomic_inc"]      # the rest: benchmarks/fixture_kernels.py (docs/build.md)
 
 
 @pytest.fixture(scope="module")
