@@ -20,12 +20,24 @@ Why the result is the stock path's, bit for bit in float32:
   exp(A_log) is exactly 0 in float32: no decay. in_proj_a and dt_bias are 0 (checked).
 * Keys and queries are, after silu and l2norm, exact one-hot vectors (or zero) per head.
   With one nonzero k[r] the stock sums (S * k).sum(-2) and S + k delta^T reduce exactly to
-  row r (the other terms are +-0), so the update touches one row; heads with more nonzeros
-  fall back to the dense formulas. When no head has a key or a query (no bank of the layer is
-  addressed by this token) the state is untouched and the output is 0: the rest is skipped.
+  row r (the other terms are +-0), so the update touches one row; l2norm's (k * k).sum() is
+  k[r]**2 exactly, so it is computed on that entry alone. Heads with more nonzeros fall back
+  to the dense formulas. When no head has a key or a query (no bank of the layer is addressed
+  by this token) the state is untouched and the output is 0: the rest is skipped.
 * A head whose every weight is zero keeps a zero state and adds nothing: it is skipped.
 * Text tokens (whose embedding is zero on every dim a circuit layer reads) leave the circuit
   layers silent: every pre-activation is 0, the key is 0, the state is untouched.
+
+A batch of B launches runs in lockstep (`step_batch`; `step` is the case B = 1): the states
+are [B, heads, d_k, d_v], the residuals [B, N], the products CSR @ [cols, B] (column b is
+launch b). Rows never mix: every norm, activation and reduction is per row (the RMS norms
+reduce each launch's contiguous [N] row exactly as for one launch), a product's column b
+reads only column b, and the delta rule treats (launch, head) as one more head. So every
+launch computes what it would alone: the same hidden state bit for bit, up to the summation
+order of a CSR mm against a CSR mv, which matters only for the noisy sums above. When any
+launch of the batch addresses a layer's bank, the others run its GDN with k = q = 0: S + 0 =
+S and an output of +-0, as in the stock path, which runs every layer. Launches leave the
+batch (`keep`) or a finished launch's row takes a new one (`reset`).
 
 Why the next token is the stock argmax over the GPU vocabulary (checked at load):
 

@@ -8,6 +8,7 @@ against the reference interpreter's stream as it arrives.
 Two decoders run the same model: the stock transformers forward (StockDecoder), and
 qwengpu.machine.fast.FastModel, which runs only the circuit layers' nonzero structure
 with the stock formulas (exact; its docstring says why the token stream is the same).
+`launch_many` runs many launches on one FastModel, up to `max_batch` in lockstep.
 """
 from __future__ import annotations
 
