@@ -41,11 +41,12 @@ def whole_suite(args) -> None:
 
 
 def steps_only(args) -> None:
-    from qwengpu.machine import protocol
+    from qwengpu.machine import protocol, runtime
     from qwengpu.suite import load_spec
     from qwengpu.launch import Launch
     device = Device("model", dtype=args.dtype)
     fast, machine = device.model_and_machine()
+    runtime.bind_vocab(fast, machine.vocab)
     case = next(c for c in discover() if c.name == args.kernel)
     spec = load_spec(case)
     grid, block, kargs = spec.launch()
