@@ -2,7 +2,7 @@
 replay check: one JSON line per kernel as it finishes, then a summary line (wall time of the
 whole run, model load included; generated tokens; aggregate tokens/s).
 
-    .venv/bin/python benchmarks/suite_batched.py [--max-batch 16] [-k PATTERN] > results.jsonl
+    .venv/bin/python benchmarks/suite_batched.py [--max-batch 16] [-k PATTERN] [--skip A,B] > results.jsonl
 
 `--steps-only B` instead times FastModel.step_batch alone: one kernel's launch replicated B
 times, decode steps per second and aggregate tokens/s (B = 1 is the single-launch path).
@@ -32,7 +32,9 @@ def whole_suite(args) -> None:
                           "passes": r.passes, "instructions": r.instructions, "seconds": round(r.seconds, 1),
                           "at": round(time.perf_counter() - start, 1)}), flush=True)
 
-    reports = run_batched(discover(pattern=args.pattern), device, args.max_batch, on_report=show)
+    skip = set(args.skip.split(",")) if args.skip else set()
+    cases = [c for c in discover(pattern=args.pattern) if c.name not in skip]
+    reports = run_batched(cases, device, args.max_batch, on_report=show)
     wall = time.perf_counter() - start
     tokens = sum(r.tokens or 0 for r in reports)
     print(json.dumps({"summary": True, "kernels": len(reports), "passed": sum(r.passed for r in reports),
@@ -72,6 +74,7 @@ def main() -> None:
     ap.add_argument("--max-batch", type=int, default=16)
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     ap.add_argument("-k", dest="pattern", default=None)
+    ap.add_argument("--skip", default="", help="kernel names to leave out, comma-separated")
     ap.add_argument("--steps-only", type=int, nargs="*", default=None, metavar="B")
     ap.add_argument("--kernel", default="matmul_naive", help="--steps-only: the launch to replicate")
     ap.add_argument("--steps", type=int, default=300, help="--steps-only: decode steps per batch size")

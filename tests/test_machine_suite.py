@@ -16,7 +16,7 @@ from qwengpu.launch import Launch
 from qwengpu.machine import runtime
 from qwengpu.suite import discover, load_spec, run_batched
 
-MAX_BATCH = 8
+MAX_BATCH = 16
 
 
 @pytest.fixture(scope="module")
