@@ -76,3 +76,30 @@ def test_ratios_follow_from_the_rows(report):
 def test_bad_options_fail_before_loading(args, message):
     result = runner.invoke(app, ["bench", *args])
     assert result.exit_code == 1 and message in result.output
+
+
+def test_summary_medians_by_hand():
+    """summarize() on made-up rows: medians and the speedup worked out by hand."""
+    from qwengpu.bench import Row, summarize
+
+    def row(name, fast_tok_s, stock_tok_s, same=True):
+        return Row(name, 10, 100, 100, 20, 10, 100 / fast_tok_s, 1.0, fast_tok_s, None, True, 8, 5.0, 7.0,
+                   stock_tok_s, same, fast_tok_s / stock_tok_s, 0.002, 1.0)
+    rows = [row("a", 30.0, 0.5), row("b", 90.0, 0.1), row("c", 60.0, 0.2, same=False)]
+    s = summarize(rows, "m", "float32", 8)
+    assert (s["fast_tok_s"], s["stock_tok_s"]) == (60.0, 0.2)
+    assert s["speedup_vs_stock"] == pytest.approx(300.0)
+    assert s["identical_tokens"] is False and s["replay_exact"] is True
+    assert s["interp_seconds"] == pytest.approx(0.006)
+
+
+def test_table_shows_every_kernel_and_the_medians():
+    from rich.console import Console
+    from qwengpu.bench import Row, summarize
+    from qwengpu.cli import _bench_table
+    rows = [Row("dot", 217, 130, 130, 39, 23, 2.0, 1.0, 65.0, 129.0, True, 8, 20.0, 9.0, 7 / 9.0, True,
+                65.0 / (7 / 9.0), 0.001, 2000.0)]
+    out = Console(width=160, record=True, file=open("/dev/null", "w"))
+    out.print(_bench_table(summarize(rows, "m", "float32", 8)))
+    text = out.export_text()
+    assert "dot" in text and "median" in text and "84x" in text and "65.00" in text
