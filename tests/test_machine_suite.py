@@ -5,6 +5,7 @@ after HALT. Batched launches generate the token streams of the same launches run
 a launch's error stays with that launch. (tests/test_machine_kernels.py holds the fast path against
 the stock transformers forward.)"""
 import copy
+import os
 import time
 
 import numpy as np
@@ -37,13 +38,16 @@ def job(device, name):
 
 
 def test_whole_suite_exact_in_model_batched(device):
-    cases = discover()
+    """Every kernel (about 45 minutes on 2 busy CPU cores: docs/performance.md, "Batched fast
+    path"); QWENGPU_SUITE_SKIP=name,name leaves kernels out (e.g. int64_div,isqrt_bsearch)."""
+    skip = set(filter(None, os.environ.get("QWENGPU_SUITE_SKIP", "").split(",")))
+    cases = [c for c in discover() if c.name not in skip]
     start = time.perf_counter()
     reports = run_batched(cases, device, MAX_BATCH)
     wall = time.perf_counter() - start
     failed = {r.name: r.reason for r in reports if not r.passed}
     assert not failed, failed
-    assert len(reports) == len(cases) >= 80
+    assert len(reports) == len(cases) >= 80 - len(skip)
     assert all(r.tokens > r.passes > 0 for r in reports)
     print(f"\nwhole suite in the model, batched ({MAX_BATCH}): {len(reports)} kernels, "
           f"{sum(r.tokens for r in reports)} generated tokens, {wall:.0f} s")
