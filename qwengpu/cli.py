@@ -2,7 +2,7 @@
 
     qgpu run FILE.cu --kernel NAME --grid 2 --block 4,2 --arg 'i32:[1,2,3]' --arg 'u32:zeros(8)' --arg 5
     qgpu run FILE.cu --engine model [--check replay] [--show-tokens] [--max-tokens N] [--model DIR] [--dtype D] [--stock]
-    qgpu suite [--engine interp|model] [--check replay] [--frontend clang|nvrtc] [-k PATTERN] [--json]
+    qgpu suite [--engine interp|model] [--check replay] [--batch 16] [--frontend clang|nvrtc] [-k PATTERN] [--json]
     qgpu bench [--json] [--kernels a,b] [--stock-tokens K] [--dtype float32|bfloat16] [--model DIR]
     qgpu demo
 
@@ -33,6 +33,7 @@ console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DTYPES = {"i32": np.int32, "u32": np.uint32}
+DEVICE_HELP = "model engine: cpu, cuda, cuda:N or mps (default: the best available; the fast path runs on the CPU)"
 
 
 class ArgSyntaxError(QwenGpuError):
@@ -126,7 +127,8 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         check: str = typer.Option("none", "--check", help="model engine: none, or replay (every token against the interpreter)"),
         show_tokens: bool = typer.Option(False, "--show-tokens", help="model engine: print each token as it is generated"),
         max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help="model engine: generation limit"),
-        stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward, not the fast path")):
+        stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward, not the fast path"),
+        device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP)):
     """Compile FILE, launch KERNEL once and print the final arrays.
 
     --arg, once per kernel parameter: a scalar (5, -3, 0x1f, u32:7) or an array
@@ -137,7 +139,7 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
             raise QwenGpuError(f"{file}: no such file")
         args = [parse_arg(a) for a in arg or []]
         on_token = (lambda token: console.print(str(token), markup=False)) if show_tokens else None
-        dev = _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_token)
+        dev = _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_token, device)
         module = dev.compile(file.read_text(), filename=file.name)
         if show_ptx:
             console.print(module.ptx, markup=False)
@@ -155,7 +157,7 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
     console.print(f"[dim]{_stats(result)}[/]")
 
 
-def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_token=None) -> Device:
+def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_token=None, device=None) -> Device:
     if engine == "model":
         from transformers.utils import logging as hf_logging
         hf_logging.set_verbosity_error()        # no loading bars or fallback notes between the tokens
@@ -163,7 +165,7 @@ def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_to
     return Device(_choice("engine", engine, ENGINES), _choice("frontend", frontend, FRONTENDS), opt,
                   model=model, dtype=_choice("dtype", dtype, MODEL_DTYPES),
                   check=None if _choice("check", check, ("none", "replay")) == "none" else check,
-                  max_tokens=max_tokens, on_token=on_token, fast=not stock)
+                  max_tokens=max_tokens, on_token=on_token, fast=not stock, device=device)
 
 
 def _only_kernel(module) -> str:
@@ -202,19 +204,21 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
           dtype: str = typer.Option("float32", "--dtype", help=f"model engine: {', '.join(MODEL_DTYPES)}"),
           check: str = typer.Option("none", "--check", help="model engine: none, or replay (every token against the interpreter)"),
           max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help="model engine: generation limit per launch"),
-          stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward, not the fast path")):
+          stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward, not the fast path"),
+          batch: int = typer.Option(16, "--batch", help="model engine, fast path: launches decoded together (1: one at a time)"),
+          device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP)):
     """Run the kernel suite; exit code 1 if any kernel fails."""
-    from qwengpu.suite import DEFAULT_DIR, discover, run_case
+    from qwengpu.suite import DEFAULT_DIR, run_suite
     if directory is None:
         directory = Path("kernels") if Path("kernels").is_dir() else DEFAULT_DIR
     try:
-        device = _device(engine, frontend, opt, model, dtype, check, max_tokens, stock)
-        reports = [run_case(case, device) for case in discover(directory, pattern)]
+        if batch < 1:
+            raise QwenGpuError(f"--batch must be at least 1, got {batch}")
+        dev = _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, device=device)
+        summary = run_suite(pattern=pattern, directory=directory, max_batch=None if stock or batch == 1 else batch,
+                            device=dev)
     except QwenGpuError as e:
         fail(e)
-    passed = sum(r.passed for r in reports)
-    summary = {"engine": engine, "frontend": frontend, "passed": passed, "failed": len(reports) - passed,
-               "kernels": [r.to_dict() for r in reports]}
     if as_json:
         print(json.dumps(summary, indent=2))
     else:
@@ -376,7 +380,8 @@ def eval_kl(base: str = typer.Option(..., "--base", help='the base checkpoint di
 @app.command()
 def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}"),
          stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward "
-                                    "instead of the exact fast path (slow on a CPU)")):
+                                    "instead of the exact fast path (slow on a CPU)"),
+         device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP)):
     """dot([1,2,3], [4,5,6]) run by the model itself (the stand-in merged model, built on first use)."""
     a, b = np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32)
     out = np.zeros(1, np.int32)
@@ -390,7 +395,7 @@ def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}
         from qwengpu.suite import DEFAULT_DIR
         source = DEFAULT_DIR / "dot.cu"
         dev = _device(_choice("engine", engine, ENGINES), "clang", 2, None, "float32", "replay" if engine == "model"
-                      else "none", DEFAULT_MAX_TOKENS, stock, show if engine == "model" else None)
+                      else "none", DEFAULT_MAX_TOKENS, stock, show if engine == "model" else None, device)
         fn = dev.compile(source.read_text(), filename=str(source)).get_function("dot")
         result = fn(grid=1, block=4, args=[a, b, out, 3])
     except QwenGpuError as e:

@@ -304,3 +304,11 @@ def test_suite_on_the_model_with_replay(kernels_dir, stub_model_engine):
     result = invoke("suite", "--dir", kernels_dir, "-k", "dot", "--engine", "model", "--check", "replay", "--json")
     summary = json.loads(result.output)
     assert result.exit_code == 1 and all("ReplayMismatch" in k["reason"] for k in summary["kernels"]), summary
+
+
+def test_bad_batch_and_device_are_errors(tmp_path):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    result = invoke("suite", "--engine", "model", "--batch", 0)
+    assert result.exit_code == 1 and "--batch must be at least 1, got 0" in result.output
+    result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "--engine", "model", "--device", "tpu")
+    assert result.exit_code == 1 and "unknown device 'tpu'" in result.output

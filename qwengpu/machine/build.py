@@ -498,7 +498,7 @@ class Machine:
         from qwengpu.circuit.check import read_rows
         mem = np.zeros(isa.GLOBAL_WORDS, dtype=np.uint32)
         for g, bank in enumerate(self.global_banks):
-            state = cache.get_recurrent_state(layer_offset + bank.layer)[0].float().numpy()
+            state = cache.get_recurrent_state(layer_offset + bank.layer)[0].float().cpu().numpy()
             for row, word in read_rows(state, bank).items():
                 mem[(g << ROW_BITS) + row] = word
         return mem
