@@ -38,7 +38,7 @@ def job(device, name):
 
 
 def test_whole_suite_exact_in_model_batched(device):
-    """Every kernel (about 45 minutes on 2 busy CPU cores: docs/performance.md, "Batched fast
+    """Every kernel (about 27-45 minutes on 2 shared CPU cores: docs/performance.md, "Batched fast
     path"); QWENGPU_SUITE_SKIP=name,name leaves kernels out (e.g. int64_div,isqrt_bsearch)."""
     skip = set(filter(None, os.environ.get("QWENGPU_SUITE_SKIP", "").split(",")))
     cases = [c for c in discover() if c.name not in skip]
