@@ -1,4 +1,4 @@
-"""The whole kernel suite in the stand-in merged model, batched (qwengpu.suite.run_batched through
+"""The kernel suite in the stand-in merged model, batched (qwengpu.suite.run_batched through
 qwengpu.machine.runtime.launch_many on the exact fast path): every kernel's outputs against its
 NumPy reference, every generated token against the interpreter's stream (replay) and global memory
 after HALT. Batched launches generate the token streams of the same launches run one at a time, and
@@ -14,7 +14,7 @@ import pytest
 from qwengpu.api import Device
 from qwengpu.errors import ExecutionError, LaunchError
 from qwengpu.launch import Launch
-from qwengpu.machine import runtime
+from qwengpu.machine import protocol, runtime
 from qwengpu.suite import discover, load_spec, run_batched
 
 MAX_BATCH = 16
@@ -37,19 +37,28 @@ def job(device, name):
     return runtime.LaunchJob(fn.program, lau.grid, lau.block, lau.params, lau.memory), lau
 
 
-def test_whole_suite_exact_in_model_batched(device):
-    """Every kernel (about 27-45 minutes on 2 shared CPU cores: docs/performance.md, "Batched fast
-    path"); QWENGPU_SUITE_SKIP=name,name leaves kernels out (e.g. int64_div,isqrt_bsearch)."""
-    skip = set(filter(None, os.environ.get("QWENGPU_SUITE_SKIP", "").split(",")))
-    cases = [c for c in discover() if c.name not in skip]
+# CI runs every kernel whose launch generates at most this many tokens (79 of 83; the other four,
+# matmul_tiled, nested_loops, isqrt_bsearch and int64_div, are 20.6k-104k tokens: 20-30 more
+# minutes, run by benchmarks/suite_in_model.py, docs/performance.md). QWENGPU_SUITE_MAX_TOKENS=0: all.
+MAX_TOKENS = int(os.environ.get("QWENGPU_SUITE_MAX_TOKENS", 20_000))
+
+
+def generated_tokens(device, case) -> int:
+    launch = job(device, case.name)[0]
+    return len(protocol.expected_stream(launch.program, launch.grid, launch.block, launch.params,
+                                        launch.memory).tokens)
+
+
+def test_suite_exact_in_model_batched(device):
+    cases = [c for c in discover() if not MAX_TOKENS or generated_tokens(device, c) <= MAX_TOKENS]
     start = time.perf_counter()
     reports = run_batched(cases, device, MAX_BATCH)
     wall = time.perf_counter() - start
     failed = {r.name: r.reason for r in reports if not r.passed}
     assert not failed, failed
-    assert len(reports) == len(cases) >= 80 - len(skip)
+    assert len(reports) == len(cases) >= 75
     assert all(r.tokens > r.passes > 0 for r in reports)
-    print(f"\nwhole suite in the model, batched ({MAX_BATCH}): {len(reports)} kernels, "
+    print(f"\nsuite in the model, batched ({MAX_BATCH}): {len(reports)} kernels, "
           f"{sum(r.tokens for r in reports)} generated tokens, {wall:.0f} s")
 
 
