@@ -288,3 +288,16 @@ def test_incomplete_bases_get_clear_errors(tmp_path):
 def test_bad_dtype_is_refused(standin, tmp_path):
     with pytest.raises(CheckpointError, match="dtype 'float16'"):
         build(standin, tmp_path / "x", "float16", progress=False)
+
+
+def test_build_progress_goes_to_stderr(tmp_path, capsys):
+    """stdout stays clean for `--json` output when a command builds a model on first use."""
+    import torch
+    from safetensors.torch import load_file
+
+    from qwengpu.model.merge import Item, _write_weights
+    item = Item("w", (2, 3), torch.float32, lambda: iter([torch.arange(6.0).view(2, 3)]))
+    _write_weights(tmp_path, [[item]], True)
+    out = capsys.readouterr()
+    assert out.out == "" and "build" in out.err
+    assert load_file(tmp_path / "model.safetensors")["w"].tolist() == [[0, 1, 2], [3, 4, 5]]

@@ -311,6 +311,7 @@ ST_DTYPES = {torch.bfloat16: "BF16", torch.float32: "F32"}
 
 
 def _write_weights(folder: Path, groups: list[list[Item]], show: bool) -> None:
+    from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
     total = sum(item.nbytes for g in groups for item in g)
     names = ["model.safetensors"] if len(groups) == 1 else \
@@ -318,7 +319,8 @@ def _write_weights(folder: Path, groups: list[list[Item]], show: bool) -> None:
     weight_map = {}
     columns = (TextColumn("[bold]build"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
                TextColumn("{task.description}"))
-    with Progress(*columns, disable=not show, transient=False) as bar:
+    # on stderr: stdout may be JSON (`qgpu suite --json` building the stand-in on first use)
+    with Progress(*columns, console=Console(stderr=True), disable=not show, transient=False) as bar:
         task = bar.add_task("", total=total)
         for file, group in zip(names, groups):
             write_safetensors(folder / file, group, lambda item, done: bar.update(
