@@ -37,10 +37,10 @@ def job(device, name):
     return runtime.LaunchJob(fn.program, lau.grid, lau.block, lau.params, lau.memory), lau
 
 
-# CI runs every kernel whose launch generates at most this many tokens (79 of 83; the other four,
-# matmul_tiled, nested_loops, isqrt_bsearch and int64_div, are 20.6k-104k tokens: 20-30 more
-# minutes, run by benchmarks/suite_in_model.py, docs/performance.md). QWENGPU_SUITE_MAX_TOKENS=0: all.
-MAX_TOKENS = int(os.environ.get("QWENGPU_SUITE_MAX_TOKENS", 20_000))
+# CI runs every kernel whose launch generates at most this many tokens (67 of 83, about 195k
+# tokens; the whole suite is 558k, int64_div alone 104k: benchmarks/suite_in_model.py runs them
+# all, docs/performance.md). QWENGPU_SUITE_MAX_TOKENS=0: every kernel.
+MAX_TOKENS = int(os.environ.get("QWENGPU_SUITE_MAX_TOKENS", 8_000))
 
 
 def generated_tokens(device, case) -> int:
@@ -56,7 +56,7 @@ def test_suite_exact_in_model_batched(device):
     wall = time.perf_counter() - start
     failed = {r.name: r.reason for r in reports if not r.passed}
     assert not failed, failed
-    assert len(reports) == len(cases) >= 75
+    assert len(reports) == len(cases) >= 60
     assert all(r.tokens > r.passes > 0 for r in reports)
     print(f"\nsuite in the model, batched ({MAX_BATCH}): {len(reports)} kernels, "
           f"{sum(r.tokens for r in reports)} generated tokens, {wall:.0f} s")
