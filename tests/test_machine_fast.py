@@ -394,18 +394,16 @@ def _merged_model():
 def test_machine_kernel_replay_on_fast_path():
     """A suite kernel on the merged model through FastModel: every generated token against the
     interpreter's expected stream, then global memory read back through the cache adapter.
-    (benchmarks/decode_speed.py also runs the stock path on the same launch and compares.)"""
+    (qgpu bench also runs the stock path on the same kind of launch and compares.)"""
     path, machine = _merged_model()
     if path is None:
         pytest.skip("build/standin-merged is missing or built from another machine (default_merged_model())")
-    import sys
-    from pathlib import Path
+    from qwengpu.bench import kernel_launch
     from qwengpu.machine import runtime
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from decode_speed import kernel_launch
     model, _ = runtime.load_model(path, "bfloat16")
     fast = FastModel(model)
-    program, grid, block, params, memory = kernel_launch("abs_neg")
+    L = kernel_launch("abs_neg").launch
+    program, grid, block, params, memory = L.program, L.grid, L.block, L.params, L.memory.copy()
     want = memory.copy()
     run = runtime.launch_on_model(fast, machine, program, grid, block, params, memory,
                                   max_tokens=5000, check="replay")
