@@ -187,7 +187,8 @@ class FastModel:
     `circuit_layers` and `gpu_token_ids` ([first, end)) default to the model config's
     qwengpu block (a merged checkpoint)."""
 
-    def __init__(self, model, circuit_layers: int | None = None, gpu_token_ids=None, threads: int | None = 1):
+    def __init__(self, model, circuit_layers: int | None = None, gpu_token_ids=None, threads: int | None = 1,
+                 native: bool | None = None):
         cfg = model.config
         block = getattr(cfg, "qwengpu", None) or {}
         if circuit_layers is None or gpu_token_ids is None:
@@ -208,6 +209,7 @@ class FastModel:
             self.read_any = _nonzero(self._read_mask())
             self._embeddings(model)
             self._head(model, layers)
+        self.native = _native_step(self, native)
 
     # ---- load ---------------------------------------------------------------------------------
     def _check_config(self, cfg) -> None:
@@ -399,8 +401,11 @@ class FastModel:
 
     def _hidden(self, state: FastState, x: torch.Tensor) -> torch.Tensor:
         """The residuals [B, N] after the circuit layers (updates the states)."""
-        for lay, S in zip(self.layers, state.states):
-            self.layer(lay, S, x)
+        if self.native is not None:
+            self.native.hidden(state.states, x)
+        else:
+            for lay, S in zip(self.layers, state.states):
+                self.layer(lay, S, x)
         state.tokens += 1
         return x
 
@@ -457,14 +462,10 @@ class FastModel:
         if not rows:
             return []
         h = hidden if len(rows) == hidden.shape[0] else hidden.index_select(0, torch.tensor(rows))
-        logits = self.head(h.T)                                     # [GPU tokens, B]
-        if logits.shape[0] == 1:
+        if self.end - self.first == 1:
             return [self.first] * len(rows)
-        top, best = logits.max(0)
-        logits.scatter_(0, best[None], -float("inf"))
-        second, other = logits.max(0)
         out = []
-        for top, second, best, other in zip(top.tolist(), second.tolist(), best.tolist(), other.tolist()):
+        for top, second, best, other in zip(*self._top2(h)):
             if top - second < MIN_MARGIN:
                 out.append(FastPathError(f"no clear next token: GPU tokens {self.first + best} and "
                                          f"{self.first + other} have logits {top:g} and {second:g} "
@@ -472,6 +473,17 @@ class FastModel:
             else:
                 out.append(self.first + best)
         return out
+
+    def _top2(self, h: torch.Tensor):
+        """Per row of h [B, N]: the largest and second GPU-token logits and their indices (lists)."""
+        if self.native is not None:
+            top, at = self.native.top2(h)
+            return top[:, 0].tolist(), top[:, 1].tolist(), at[:, 0].tolist(), at[:, 1].tolist()
+        logits = self.head(h.T)                                     # [GPU tokens, B]
+        top, best = logits.max(0)
+        logits.scatter_(0, best[None], -float("inf"))
+        second, other = logits.max(0)
+        return top.tolist(), second.tolist(), best.tolist(), other.tolist()
 
     def next_token(self, hidden: torch.Tensor) -> int:
         """The next token after one residual [N] (raises when it is unclear)."""
@@ -493,6 +505,21 @@ class FastModel:
         """An object with get_recurrent_state(layer) -> [1, heads, d_k, d_v] (launch `row`), like a
         DynamicCache."""
         return RecurrentStates(self, state, row)
+
+
+def _native_step(fast: FastModel, native: bool | None):
+    """native.c's step for `fast` (None: the torch ops); `native` None: the C step when a compiler
+    is found, else torch with a warning; True: the C step or an error; False: torch."""
+    if native is False:
+        return None
+    from qwengpu.machine.native import NativeError, NativeStep
+    try:
+        return NativeStep(fast)
+    except NativeError as e:
+        if native:
+            raise
+        warnings.warn(f"the fast path runs its torch ops (slower): {e}")
+        return None
 
 
 def _product(csr: torch.Tensor, h: torch.Tensor) -> torch.Tensor:

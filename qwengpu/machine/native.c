@@ -1,0 +1,196 @@
+/* The fast path's step in C: the circuit layers of a merged model on compact CSR matrices,
+ * the same formulas as qwengpu/machine/fast.py (whose docstring argues exactness), without
+ * the per-op overhead of torch (about 700 small ops a token). Plain IEEE float32: build
+ * without -ffast-math and with -ffp-contract=off, so every product and sum rounds as written.
+ *
+ * Sums run in index order, as a CSR product does; RMS means accumulate in double and round
+ * once. Where the circuit's values are exact (integers, powers of two) the order changes
+ * nothing; elsewhere (noisy GDN reads) the last bit may differ from torch, which the circuit
+ * absorbs (fast.py's docstring; the tests compare token streams with the stock path). */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    int32_t rows, cols;               /* compact shape */
+    const int32_t *indptr, *indices;  /* CSR over the compact columns */
+    const float *values;
+    const int32_t *in_dims;           /* residual dim of each compact column (NULL: the input in order) */
+    const float *gain;                /* the norm gain of each compact column (NULL: no norm) */
+    const int32_t *out_dims;          /* residual dim of each row (NULL: the output in order) */
+} Csr;
+
+typedef struct {
+    int32_t heads;                    /* used GDN heads (0: no GDN) */
+    Csr proj;                         /* per head q, k, v, z rows (2 dk + 2 dv), then b per head */
+    Csr out;                          /* gated norm output -> residual */
+    const float *norm_w;              /* [dv] */
+    int32_t neurons;                  /* live MLP neurons (0: no MLP) */
+    Csr gate_up, down;
+} Layer;
+
+typedef struct {
+    int32_t N, L, dk, dv;
+    float eps;
+    const Layer *layers;
+    Csr head;                         /* GPU token logits from the residual (final norm gains folded in) */
+} Model;
+
+static float silu(float x) { return x / (1.0f + expf(-x)); }
+static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+static float rsqrt(float x) { return 1.0f / sqrtf(x); }
+
+static float rms(const float *x, int32_t n, float eps) {
+    double s = 0.0;
+    for (int32_t i = 0; i < n; i++) s += (double)x[i] * (double)x[i];
+    return rsqrt((float)s / (float)n + eps);
+}
+
+/* y = W u, u[j] = (x[in_dims[j]] * r) * gain[j] (scratch: `u`, cols floats). */
+static void product(const Csr *w, const float *x, float r, float *u, float *y) {
+    const float *in = x;
+    if (w->in_dims) {
+        for (int32_t j = 0; j < w->cols; j++) {
+            float v = x[w->in_dims[j]];
+            u[j] = w->gain ? (v * r) * w->gain[j] : v;
+        }
+        in = u;
+    }
+    for (int32_t i = 0; i < w->rows; i++) {
+        float s = 0.0f;
+        for (int32_t k = w->indptr[i]; k < w->indptr[i + 1]; k++) s += w->values[k] * in[w->indices[k]];
+        y[i] = s;
+    }
+}
+
+/* x[out_dims[i]] += (W h)[i] */
+static void add_to(const Csr *w, float *x, const float *h, float *u, float *y) {
+    product(w, h, 1.0f, u, y);
+    for (int32_t i = 0; i < w->rows; i++) x[w->out_dims[i]] += y[i];
+}
+
+static int32_t count_nonzero(const float *v, int32_t n) {
+    int32_t c = 0;
+    for (int32_t i = 0; i < n; i++) c += v[i] != 0.0f;
+    return c;
+}
+
+static int32_t argmax_abs(const float *v, int32_t n) {
+    int32_t at = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (fabsf(v[i]) > fabsf(v[at])) at = i;
+    return at;
+}
+
+static void l2norm(float *v, int32_t n) {
+    float s = 0.0f;
+    for (int32_t i = 0; i < n; i++) s += v[i] * v[i];
+    float f = rsqrt(s + 1e-6f);
+    for (int32_t i = 0; i < n; i++) v[i] *= f;
+}
+
+/* One head's delta rule without decay on S [dk, dv] in place; the read into o [dv].
+ * q (unscaled) and k are the silu outputs, modified here. */
+static void delta_rule(float *S, float *q, float *k, const float *v, float beta, int32_t dk, int32_t dv,
+                       float *o, float *tmp) {
+    float scale = sqrtf((float)dk);
+    if (count_nonzero(q, dk) <= 1 && count_nonzero(k, dk) <= 1) {
+        /* one nonzero: l2norm on it alone, and only its row of S takes part */
+        int32_t ka = argmax_abs(k, dk), qa = argmax_abs(q, dk);
+        float kv = k[ka], qv = q[qa];
+        kv = kv * rsqrt(kv * kv + 1e-6f);
+        qv = qv * rsqrt(qv * qv + 1e-6f) / scale;
+        float *row = S + (int64_t)ka * dv;
+        for (int32_t j = 0; j < dv; j++) row[j] = row[j] + kv * ((v[j] - row[j] * kv) * beta);
+        const float *read = S + (int64_t)qa * dv;
+        for (int32_t j = 0; j < dv; j++) o[j] = read[j] * qv;
+        return;
+    }
+    l2norm(q, dk);
+    l2norm(k, dk);
+    for (int32_t r = 0; r < dk; r++) q[r] /= scale;
+    for (int32_t j = 0; j < dv; j++) tmp[j] = 0.0f;
+    for (int32_t r = 0; r < dk; r++)
+        for (int32_t j = 0; j < dv; j++) tmp[j] += S[(int64_t)r * dv + j] * k[r];
+    for (int32_t j = 0; j < dv; j++) tmp[j] = (v[j] - tmp[j]) * beta;
+    for (int32_t r = 0; r < dk; r++)
+        for (int32_t j = 0; j < dv; j++) S[(int64_t)r * dv + j] += k[r] * tmp[j];
+    for (int32_t j = 0; j < dv; j++) o[j] = 0.0f;
+    for (int32_t r = 0; r < dk; r++)
+        for (int32_t j = 0; j < dv; j++) o[j] += S[(int64_t)r * dv + j] * q[r];
+}
+
+static void gdn(const Model *m, const Layer *lay, float *S, float *x, float *scratch) {
+    int32_t hu = lay->heads, dk = m->dk, dv = m->dv, width = 2 * dk + 2 * dv;
+    float *y = scratch, *og = y + lay->proj.rows, *tmp = og + hu * dv, *u = tmp + dv;
+    product(&lay->proj, x, rms(x, m->N, m->eps), u, y);
+    int32_t any = 0;
+    for (int32_t i = 0; i < hu * width; i++) {
+        y[i] = silu(y[i]);
+        any |= (i % width < 2 * dk) && y[i] != 0.0f;
+    }
+    if (!any) return;                 /* no key, no query: S unchanged, the output is 0 */
+    for (int32_t h = 0; h < hu; h++) {
+        float *q = y + h * width, *k = q + dk, *v = k + dk, *z = v + dv, *o = og + h * dv;
+        delta_rule(S + (int64_t)h * dk * dv, q, k, v, sigmoid(y[hu * width + h]), dk, dv, o, tmp);
+        float f = 0.0f;
+        double s = 0.0;
+        for (int32_t j = 0; j < dv; j++) s += (double)o[j] * (double)o[j];
+        f = rsqrt((float)s / (float)dv + m->eps);
+        for (int32_t j = 0; j < dv; j++) o[j] = (lay->norm_w[j] * (o[j] * f)) * silu(z[j]);
+    }
+    add_to(&lay->out, x, og, u, tmp + dv);
+}
+
+static void mlp(const Model *m, const Layer *lay, float *x, float *scratch) {
+    int32_t n = lay->neurons;
+    float *gu = scratch, *u = gu + 2 * n;
+    product(&lay->gate_up, x, rms(x, m->N, m->eps), u, gu);
+    for (int32_t i = 0; i < n; i++) gu[i] = silu(gu[i]) * gu[n + i];
+    add_to(&lay->down, x, gu, u, gu + n);
+}
+
+/* Floats of scratch one call of qg_hidden needs. */
+int64_t qg_scratch_floats(const Model *m) {
+    int64_t most = m->head.rows + m->head.cols;
+    for (int32_t l = 0; l < m->L; l++) {
+        const Layer *lay = &m->layers[l];
+        int64_t g = lay->heads ? (int64_t)lay->proj.rows + (int64_t)lay->heads * m->dv + m->dv
+                                 + lay->proj.cols + lay->out.cols + lay->out.rows : 0;
+        int64_t f = lay->neurons ? 2 * (int64_t)lay->neurons + lay->gate_up.cols + lay->down.cols + lay->down.rows : 0;
+        if (g > most) most = g;
+        if (f > most) most = f;
+    }
+    return most;
+}
+
+/* The residuals x [B, N] through the circuit layers, in place; states[l] is layer l's
+ * [B, heads, dk, dv] (row b: launch b). Rows never mix. */
+void qg_hidden(const Model *m, float *const *states, int32_t batch, float *x, float *scratch) {
+    for (int32_t b = 0; b < batch; b++) {
+        float *xb = x + (int64_t)b * m->N;
+        for (int32_t l = 0; l < m->L; l++) {
+            const Layer *lay = &m->layers[l];
+            if (lay->heads)
+                gdn(m, lay, states[l] + (int64_t)b * lay->heads * m->dk * m->dv, xb, scratch);
+            if (lay->neurons) mlp(m, lay, xb, scratch);
+        }
+    }
+}
+
+/* Per row of x [B, N]: the best and second GPU-token logits and their indices. */
+void qg_top2(const Model *m, int32_t batch, const float *x, float *scratch, float *top, int32_t *at) {
+    float *logits = scratch, *u = logits + m->head.rows;
+    for (int32_t b = 0; b < batch; b++) {
+        product(&m->head, x + (int64_t)b * m->N, 1.0f, u, logits);
+        int32_t i1 = 0, i2 = -1;
+        for (int32_t t = 1; t < m->head.rows; t++)
+            if (logits[t] > logits[i1]) i1 = t;
+        for (int32_t t = 0; t < m->head.rows; t++)
+            if (t != i1 && (i2 < 0 || logits[t] > logits[i2])) i2 = t;
+        top[2 * b] = logits[i1];
+        at[2 * b] = i1;
+        top[2 * b + 1] = i2 < 0 ? -INFINITY : logits[i2];
+        at[2 * b + 1] = i2 < 0 ? i1 : i2;
+    }
+}

@@ -1,0 +1,138 @@
+"""The fast path's step in C (native.c), compiled on first use with the system C compiler and
+loaded with ctypes: one call runs a token through every circuit layer, where the torch code
+issues about 700 small ops. `NativeStep` packs a FastModel's compact matrices once.
+
+The library is cached under build/native/, named by a hash of the source and the flags, so an
+edit rebuilds it. Without a C compiler the fast path keeps its torch implementation (same
+formulas, slower); `require=True` makes that an error instead.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from qwengpu.errors import QwenGpuError
+
+SOURCE = Path(__file__).with_name("native.c")
+CACHE = Path(__file__).resolve().parents[2] / "build" / "native"
+# IEEE float32 as written: no reassociation, no fused multiply-add
+FLAGS = ("-O2", "-fno-fast-math", "-ffp-contract=off", "-fPIC", "-shared")
+COMPILERS = ("cc", "gcc", "clang", "clang-19")
+
+F32P, I32P = ctypes.POINTER(ctypes.c_float), ctypes.POINTER(ctypes.c_int32)
+
+
+class NativeError(QwenGpuError):
+    """The C step could not be built or loaded."""
+
+
+class Csr(ctypes.Structure):
+    _fields_ = [("rows", ctypes.c_int32), ("cols", ctypes.c_int32), ("indptr", I32P), ("indices", I32P),
+                ("values", F32P), ("in_dims", I32P), ("gain", F32P), ("out_dims", I32P)]
+
+
+class Layer(ctypes.Structure):
+    _fields_ = [("heads", ctypes.c_int32), ("proj", Csr), ("out", Csr), ("norm_w", F32P),
+                ("neurons", ctypes.c_int32), ("gate_up", Csr), ("down", Csr)]
+
+
+class Model(ctypes.Structure):
+    _fields_ = [("N", ctypes.c_int32), ("L", ctypes.c_int32), ("dk", ctypes.c_int32), ("dv", ctypes.c_int32),
+                ("eps", ctypes.c_float), ("layers", ctypes.POINTER(Layer)), ("head", Csr)]
+
+
+def compiler() -> str | None:
+    """The C compiler to use: $CC, else the first of COMPILERS on PATH."""
+    for name in ((os.environ["CC"],) if os.environ.get("CC") else COMPILERS):
+        if shutil.which(name):
+            return name
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def library() -> ctypes.CDLL:
+    """native.c compiled (once per source and flags) and loaded."""
+    source = SOURCE.read_bytes()
+    digest = hashlib.sha256(source + " ".join(FLAGS).encode()).hexdigest()[:16]
+    path = CACHE / f"qgstep-{digest}.so"
+    if not path.is_file():
+        cc = compiler()
+        if cc is None:
+            raise NativeError("no C compiler found (set CC, or install gcc or clang) to build the fast path's C step")
+        CACHE.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+            built = Path(tmp) / path.name
+            run = subprocess.run([cc, *FLAGS, "-o", str(built), str(SOURCE), "-lm"], capture_output=True, text=True)
+            if run.returncode != 0:
+                raise NativeError(f"{cc} failed to build {SOURCE.name}:\n{run.stderr.strip()}")
+            os.replace(built, path)                  # atomic: a concurrent build sees a whole file
+    lib = ctypes.CDLL(str(path))
+    lib.qg_scratch_floats.restype = ctypes.c_int64
+    lib.qg_scratch_floats.argtypes = [ctypes.POINTER(Model)]
+    lib.qg_hidden.restype = None
+    lib.qg_hidden.argtypes = [ctypes.POINTER(Model), ctypes.POINTER(ctypes.c_void_p), ctypes.c_int32,
+                              ctypes.c_void_p, F32P]
+    lib.qg_top2.restype = None
+    lib.qg_top2.argtypes = [ctypes.POINTER(Model), ctypes.c_int32, ctypes.c_void_p, F32P, F32P, I32P]
+    return lib
+
+
+class NativeStep:
+    """A FastModel's circuit layers and GPU-token head, packed for native.c."""
+
+    def __init__(self, fast):
+        self.lib = library()
+        self.keep: list[np.ndarray] = []            # the arrays the C structs point into
+        layers = (Layer * fast.L)(*[self._layer(lay) for lay in fast.layers])
+        self.keep.append(layers)
+        self.model = Model(fast.N, fast.L, fast.dk, fast.dv, fast.eps, layers, self._csr(fast.head))
+        self.scratch = np.zeros(self.lib.qg_scratch_floats(ctypes.byref(self.model)), np.float32)
+
+    def _array(self, t, dtype, ptr):
+        if t is None:
+            return ptr()                            # NULL
+        a = np.ascontiguousarray(t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else t, dtype=dtype)
+        self.keep.append(a)
+        return a.ctypes.data_as(ptr)
+
+    def _csr(self, s) -> Csr:
+        rows, cols = s.csr.shape
+        return Csr(rows, cols, self._array(s.csr.crow_indices(), np.int32, I32P),
+                   self._array(s.csr.col_indices(), np.int32, I32P), self._array(s.csr.values(), np.float32, F32P),
+                   self._array(s.cols, np.int32, I32P),
+                   self._array(None if s.gain is None else s.gain.flatten(), np.float32, F32P),
+                   self._array(s.rows, np.int32, I32P))
+
+    def _layer(self, lay) -> Layer:
+        g, m = lay.gdn, lay.mlp
+        empty = Csr()
+        return Layer(len(g.heads) if g else 0, self._csr(g.proj) if g else empty, self._csr(g.out) if g else empty,
+                     self._array(g.norm_w if g else None, np.float32, F32P),
+                     m.gate_up.csr.shape[0] // 2 if m else 0, self._csr(m.gate_up) if m else empty,
+                     self._csr(m.down) if m else empty)
+
+    def hidden(self, states: list[torch.Tensor], x: torch.Tensor) -> None:
+        """x [B, N] (float32, contiguous) through the circuit layers in place; states[l] [B, heads, dk, dv]."""
+        ptrs = (ctypes.c_void_p * len(states))(*[S.data_ptr() if S.numel() else None for S in states])
+        for S in states:
+            assert S.is_contiguous() and S.dtype == torch.float32
+        assert x.is_contiguous() and x.dtype == torch.float32
+        self.lib.qg_hidden(ctypes.byref(self.model), ptrs, x.shape[0], x.data_ptr(),
+                           self.scratch.ctypes.data_as(F32P))
+
+    def top2(self, h: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of h [B, N]: the two largest GPU-token logits [B, 2] and their indices [B, 2]."""
+        h = h.contiguous()
+        top, at = np.zeros((h.shape[0], 2), np.float32), np.zeros((h.shape[0], 2), np.int32)
+        self.lib.qg_top2(ctypes.byref(self.model), h.shape[0], h.data_ptr(), self.scratch.ctypes.data_as(F32P),
+                         top.ctypes.data_as(F32P), at.ctypes.data_as(I32P))
+        return top, at
