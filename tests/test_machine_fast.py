@@ -122,8 +122,12 @@ def toy_model(dtype: str, requantize: bool = True):
 
 
 @functools.lru_cache(maxsize=None)
-def fast_model(dtype: str, requantize: bool = True) -> FastModel:
-    return FastModel(toy_model(dtype, requantize))
+def fast_model(dtype: str, requantize: bool = True, native: bool = True) -> FastModel:
+    """native: the C step (native.c); False: the torch ops. Both are held against the stock path."""
+    return FastModel(toy_model(dtype, requantize), native=native)
+
+
+NATIVE = pytest.mark.parametrize("native", [True, False], ids=["c", "torch"])
 
 
 def stream(rng, n: int, text: float = 0.15) -> list[int]:
@@ -156,13 +160,14 @@ def test_toy_reference_is_not_trivial():
     assert len(set(nxt)) > 50                    # the banks make the next token vary
 
 
+@NATIVE
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_stream_matches_stock(dtype):
+def test_stream_matches_stock(dtype, native):
     """Teacher-forced random tokens: hidden after the circuit, next tokens, recurrent states."""
     rng = np.random.default_rng(1)
     T, prefill = (48, 24) if dtype == "float32" else (16, 8)
     tokens = stream(rng, T)
-    model, fm = toy_model(dtype), fast_model(dtype)
+    model, fm = toy_model(dtype), fast_model(dtype, native=native)
     hs, stock_next, cache = stock_run(model, tokens, prefill)
     state = fm.new_state()
     fast_next = fm.prefill(state, tokens[:prefill])
@@ -193,11 +198,12 @@ def test_stream_matches_stock(dtype):
                                       cache.get_recurrent_state(layer)[0].float().numpy())
 
 
-def test_decode_only_bit_identical_fp32():
+@NATIVE
+def test_decode_only_bit_identical_fp32(native):
     """Every GPU token of a stock decode-only run (the recurrent path throughout)."""
     rng = np.random.default_rng(2)
     tokens = stream(rng, 40)
-    model, fm = toy_model("float32"), fast_model("float32")
+    model, fm = toy_model("float32"), fast_model("float32", native=native)
     hs, stock_next, _ = stock_run(model, tokens, 1)
     state = fm.new_state()
     for i, t in enumerate(tokens):
@@ -208,13 +214,14 @@ def test_decode_only_bit_identical_fp32():
         np.testing.assert_array_equal(state.last[0].numpy(), hs[i], err_msg=f"token {i}")
 
 
+@NATIVE
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_greedy_generation_matches_stock(dtype):
+def test_greedy_generation_matches_stock(dtype, native):
     """Closed loop: each path feeds back its own argmax; the streams must be identical."""
     rng = np.random.default_rng(3)
     prompt = stream(rng, 12)
     steps = 12 if dtype == "float32" else 6
-    model, fm = toy_model(dtype), fast_model(dtype)
+    model, fm = toy_model(dtype), fast_model(dtype, native=native)
     cache = DynamicCache(config=model.config)
     ids, stock = prompt, []
     with torch.no_grad():
@@ -246,11 +253,12 @@ def test_cache_adapter_layout():
         fm.recurrent_state(state, 5)
 
 
-def test_batch_rows_are_single_launches():
+@NATIVE
+def test_batch_rows_are_single_launches(native):
     """Launches in lockstep: every row's next tokens, hidden state (bit for bit) and recurrent
     states are those of the same launch run alone; rows leave (keep) and are reused (reset)."""
     rng = np.random.default_rng(7)
-    fm = fast_model("float32")
+    fm = fast_model("float32", native=native)
     streams = [stream(rng, 30, text=0) for _ in range(4)]
     alone = []
     for toks in streams:
@@ -357,12 +365,13 @@ def test_rejects_bad_tokens_and_configs():
         FastModel(bare, circuit_layers=L + 1, gpu_token_ids=[TEXT, TEXT + GPU])
 
 
-def test_noisy_reads_keep_the_token_stream():
+@NATIVE
+def test_noisy_reads_keep_the_token_stream(native):
     """Without requantized reads the xor gates sum float32-noisy terms (reads are 1 - O(1e-7)):
     the hidden may then differ from stock in the last bits (summation order), never the tokens."""
     rng = np.random.default_rng(6)
     tokens = stream(rng, 32, text=0)
-    model, fm = toy_model("float32", False), fast_model("float32", False)
+    model, fm = toy_model("float32", False), fast_model("float32", False, native)
     hs, stock_next, cache = stock_run(model, tokens, 1)
     state = fm.new_state()
     for i, t in enumerate(tokens):
@@ -409,3 +418,50 @@ def test_machine_kernel_replay_on_fast_path():
                                   max_tokens=5000, check="replay")
     assert run.stream[-1].kind == "HALT" and run.tokens > 1000
     assert not np.array_equal(memory, want)                 # the kernel wrote its outputs
+
+
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("onehot", [True, False])
+def test_native_delta_rule_matches_transformers(onehot):
+    """native.c's delta rule, head by head, against transformers' recurrent gated delta rule
+    (no decay, l2norm in the kernel) on random tensors; keys and queries as silu left them."""
+    from qwengpu.machine.native import F32P, library
+    rng = np.random.default_rng(8)
+    H, dk, dv = 3, 16, 8
+    S = rng.normal(0, 1, (H, dk, dv)).astype(np.float32)
+    q, k = (rng.normal(0, 1, (H, dk)).astype(np.float32) for _ in range(2))
+    if onehot:
+        q, k = np.zeros((H, dk), np.float32), np.zeros((H, dk), np.float32)
+        q[np.arange(H), [1, 5, 9]] = 128.0
+        k[np.arange(H - 1), [1, 7]] = 128.0      # the last head: no key
+    v = rng.normal(0, 1, (H, dv)).astype(np.float32)
+    beta = (1 / (1 + np.exp(-rng.normal(0, 1, H)))).astype(np.float32)
+    want_o, want_S = torch_recurrent_gated_delta_rule(
+        *(torch.from_numpy(a)[None, None] for a in (q, k, v)), g=torch.zeros(1, 1, H),
+        beta=torch.from_numpy(beta)[None, None], initial_state=torch.from_numpy(S)[None].clone(),
+        output_final_state=True, use_qk_l2norm_in_kernel=True)
+    got_S, o, tmp = S.copy(), np.zeros((H, dv), np.float32), np.zeros(dv, np.float32)
+    ptr = lambda a: a.ctypes.data_as(F32P)      # noqa: E731
+    for h in range(H):
+        qh, kh = q[h].copy(), k[h].copy()
+        library().qg_delta_rule(ptr(got_S[h]), ptr(qh), ptr(kh), ptr(v[h]), float(beta[h]), dk, dv,
+                                ptr(o[h]), ptr(tmp))
+    tol = dict(rtol=0, atol=0) if onehot else dict(rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(torch.from_numpy(o), want_o[0, 0], **tol)
+    torch.testing.assert_close(torch.from_numpy(got_S), want_S[0], **tol)
+
+
+def test_native_build_errors(monkeypatch, tmp_path):
+    from qwengpu.machine import native
+    monkeypatch.setattr(native, "CACHE", tmp_path)
+    model = toy_model("float32")
+    for cc, message in [("no-such-compiler-qg", "no C compiler"), ("false", "false failed to build")]:
+        monkeypatch.setenv("CC", cc)
+        native.library.cache_clear()
+        with pytest.raises(native.NativeError, match=message):
+            FastModel(model, native=True)
+    with pytest.warns(UserWarning, match="torch ops"):
+        fm = FastModel(model)                    # the default falls back to the torch ops, loudly
+    assert fm.native is None
+    assert fm.step(fm.new_state(), TEXT + 5) == reference_next([TEXT + 5])[0]
+    native.library.cache_clear()

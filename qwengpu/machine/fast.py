@@ -28,6 +28,11 @@ Why the result is the stock path's, bit for bit in float32:
 * Text tokens (whose embedding is zero on every dim a circuit layer reads) leave the circuit
   layers silent: every pre-activation is 0, the key is 0, the state is untouched.
 
+The step itself runs in C by default (`native.c`, the same formulas, one call a token instead
+of about 700 small torch ops; `native=False` keeps the torch ops). Its sums run in index order
+and its exp is libm's, so where values are noisy (above) its last bits may differ from torch's;
+the tests hold both against the stock path.
+
 A batch of B launches runs in lockstep (`step_batch`; `step` is the case B = 1): the states
 are [B, heads, d_k, d_v], the residuals [B, N], the products CSR @ [cols, B] (column b is
 launch b). Rows never mix: every norm, activation and reduction is per row (the RMS norms
@@ -56,6 +61,7 @@ the same.
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 from dataclasses import dataclass, field
 
@@ -187,7 +193,7 @@ class FastModel:
     `circuit_layers` and `gpu_token_ids` ([first, end)) default to the model config's
     qwengpu block (a merged checkpoint)."""
 
-    def __init__(self, model, circuit_layers: int | None = None, gpu_token_ids=None, threads: int | None = 1,
+    def __init__(self, model, circuit_layers: int | None = None, gpu_token_ids=None, threads: int | None = None,
                  native: bool | None = None):
         cfg = model.config
         block = getattr(cfg, "qwengpu", None) or {}
@@ -197,7 +203,9 @@ class FastModel:
             circuit_layers = block["circuit_layers"] if circuit_layers is None else circuit_layers
             gpu_token_ids = block["gpu_token_ids"] if gpu_token_ids is None else gpu_token_ids
         self.L = int(circuit_layers)
-        self.threads = threads          # torch threads while stepping: 1 (these ops are too small to split)
+        # while stepping: the C step's worker threads over a batch's rows (default: every core), or
+        # torch's threads (default 1: its ops here are too small to split)
+        self.threads = threads
         self.first, self.end = (int(i) for i in gpu_token_ids)
         self.N = cfg.hidden_size
         self.eps = cfg.rms_norm_eps
@@ -372,8 +380,8 @@ class FastModel:
     @contextlib.contextmanager
     def _running(self):
         before = torch.get_num_threads()
-        if self.threads:
-            torch.set_num_threads(self.threads)
+        if self.native is None:
+            torch.set_num_threads(self.threads or 1)
         try:
             with torch.inference_mode():
                 yield
@@ -402,7 +410,7 @@ class FastModel:
     def _hidden(self, state: FastState, x: torch.Tensor) -> torch.Tensor:
         """The residuals [B, N] after the circuit layers (updates the states)."""
         if self.native is not None:
-            self.native.hidden(state.states, x)
+            self.native.hidden(state.states, x, self.threads or os.cpu_count() or 1)
         else:
             for lay, S in zip(self.layers, state.states):
                 self.layer(lay, S, x)

@@ -90,8 +90,8 @@ static void l2norm(float *v, int32_t n) {
 }
 
 /* One head's delta rule without decay on S [dk, dv] in place; the read into o [dv].
- * q (unscaled) and k are the silu outputs, modified here. */
-static void delta_rule(float *S, float *q, float *k, const float *v, float beta, int32_t dk, int32_t dv,
+ * q (unscaled) and k are the silu outputs, modified here; tmp: dv floats. */
+void qg_delta_rule(float *S, float *q, float *k, const float *v, float beta, int32_t dk, int32_t dv,
                        float *o, float *tmp) {
     float scale = sqrtf((float)dk);
     if (count_nonzero(q, dk) <= 1 && count_nonzero(k, dk) <= 1) {
@@ -132,11 +132,8 @@ static void gdn(const Model *m, const Layer *lay, float *S, float *x, float *scr
     if (!any) return;                 /* no key, no query: S unchanged, the output is 0 */
     for (int32_t h = 0; h < hu; h++) {
         float *q = y + h * width, *k = q + dk, *v = k + dk, *z = v + dv, *o = og + h * dv;
-        delta_rule(S + (int64_t)h * dk * dv, q, k, v, sigmoid(y[hu * width + h]), dk, dv, o, tmp);
-        float f = 0.0f;
-        double s = 0.0;
-        for (int32_t j = 0; j < dv; j++) s += (double)o[j] * (double)o[j];
-        f = rsqrt((float)s / (float)dv + m->eps);
+        qg_delta_rule(S + (int64_t)h * dk * dv, q, k, v, sigmoid(y[hu * width + h]), dk, dv, o, tmp);
+        float f = rms(o, dv, m->eps);
         for (int32_t j = 0; j < dv; j++) o[j] = (lay->norm_w[j] * (o[j] * f)) * silu(z[j]);
     }
     add_to(&lay->out, x, og, u, tmp + dv);
@@ -164,10 +161,11 @@ int64_t qg_scratch_floats(const Model *m) {
     return most;
 }
 
-/* The residuals x [B, N] through the circuit layers, in place; states[l] is layer l's
- * [B, heads, dk, dv] (row b: launch b). Rows never mix. */
-void qg_hidden(const Model *m, float *const *states, int32_t batch, float *x, float *scratch) {
-    for (int32_t b = 0; b < batch; b++) {
+/* Rows [first, end) of the residuals x [B, N] through the circuit layers, in place; states[l]
+ * is layer l's [B, heads, dk, dv] (row b: launch b). Rows never mix, so disjoint row ranges
+ * may run in parallel, each with its own scratch. */
+void qg_hidden(const Model *m, float *const *states, int32_t first, int32_t end, float *x, float *scratch) {
+    for (int32_t b = first; b < end; b++) {
         float *xb = x + (int64_t)b * m->N;
         for (int32_t l = 0; l < m->L; l++) {
             const Layer *lay = &m->layers[l];

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -80,7 +81,9 @@ def library() -> ctypes.CDLL:
     lib.qg_scratch_floats.argtypes = [ctypes.POINTER(Model)]
     lib.qg_hidden.restype = None
     lib.qg_hidden.argtypes = [ctypes.POINTER(Model), ctypes.POINTER(ctypes.c_void_p), ctypes.c_int32,
-                              ctypes.c_void_p, F32P]
+                              ctypes.c_int32, ctypes.c_void_p, F32P]
+    lib.qg_delta_rule.restype = None
+    lib.qg_delta_rule.argtypes = [F32P, F32P, F32P, F32P, ctypes.c_float, ctypes.c_int32, ctypes.c_int32, F32P, F32P]
     lib.qg_top2.restype = None
     lib.qg_top2.argtypes = [ctypes.POINTER(Model), ctypes.c_int32, ctypes.c_void_p, F32P, F32P, I32P]
     return lib
@@ -95,7 +98,8 @@ class NativeStep:
         layers = (Layer * fast.L)(*[self._layer(lay) for lay in fast.layers])
         self.keep.append(layers)
         self.model = Model(fast.N, fast.L, fast.dk, fast.dv, fast.eps, layers, self._csr(fast.head))
-        self.scratch = np.zeros(self.lib.qg_scratch_floats(ctypes.byref(self.model)), np.float32)
+        self.scratches = [np.zeros(self.lib.qg_scratch_floats(ctypes.byref(self.model)), np.float32)]
+        self.pool, self.pool_size = None, 0
 
     def _array(self, t, dtype, ptr):
         if t is None:
@@ -120,19 +124,38 @@ class NativeStep:
                      m.gate_up.csr.shape[0] // 2 if m else 0, self._csr(m.gate_up) if m else empty,
                      self._csr(m.down) if m else empty)
 
-    def hidden(self, states: list[torch.Tensor], x: torch.Tensor) -> None:
-        """x [B, N] (float32, contiguous) through the circuit layers in place; states[l] [B, heads, dk, dv]."""
+    def hidden(self, states: list[torch.Tensor], x: torch.Tensor, workers: int = 1) -> None:
+        """x [B, N] (float32, contiguous) through the circuit layers in place; states[l] [B, heads, dk, dv].
+        Up to `workers` threads take disjoint ranges of rows (ctypes releases the GIL)."""
+        if not x.is_contiguous() or any(not S.is_contiguous() for S in states):
+            raise NativeError("the C step needs contiguous residuals and states")
         ptrs = (ctypes.c_void_p * len(states))(*[S.data_ptr() if S.numel() else None for S in states])
-        for S in states:
-            assert S.is_contiguous() and S.dtype == torch.float32
-        assert x.is_contiguous() and x.dtype == torch.float32
-        self.lib.qg_hidden(ctypes.byref(self.model), ptrs, x.shape[0], x.data_ptr(),
-                           self.scratch.ctypes.data_as(F32P))
+        run = functools.partial(self.lib.qg_hidden, ctypes.byref(self.model), ptrs)
+        B = x.shape[0]
+        parts = min(workers, B)
+        if parts <= 1:
+            run(0, B, x.data_ptr(), self._scratch(0))
+            return
+        bounds = [B * i // parts for i in range(parts + 1)]
+        jobs = [self._pool(parts).submit(run, lo, hi, x.data_ptr(), self._scratch(i))
+                for i, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]
+        for job in jobs:
+            job.result()
+
+    def _scratch(self, worker: int):
+        while len(self.scratches) <= worker:
+            self.scratches.append(np.zeros_like(self.scratches[0]))
+        return self.scratches[worker].ctypes.data_as(F32P)
+
+    def _pool(self, workers: int) -> ThreadPoolExecutor:
+        if self.pool_size < workers:
+            self.pool, self.pool_size = ThreadPoolExecutor(workers, thread_name_prefix="qgstep"), workers
+        return self.pool
 
     def top2(self, h: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         """Per row of h [B, N]: the two largest GPU-token logits [B, 2] and their indices [B, 2]."""
         h = h.contiguous()
         top, at = np.zeros((h.shape[0], 2), np.float32), np.zeros((h.shape[0], 2), np.int32)
-        self.lib.qg_top2(ctypes.byref(self.model), h.shape[0], h.data_ptr(), self.scratch.ctypes.data_as(F32P),
+        self.lib.qg_top2(ctypes.byref(self.model), h.shape[0], h.data_ptr(), self._scratch(0),
                          top.ctypes.data_as(F32P), at.ctypes.data_as(I32P))
         return top, at
