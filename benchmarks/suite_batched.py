@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qwengpu.api import Device  # noqa: E402
+from qwengpu.machine import DEFAULT_BATCH  # noqa: E402
 from qwengpu.suite import discover, run_batched  # noqa: E402
 
 
@@ -71,7 +72,7 @@ def steps_only(args) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--max-batch", type=int, default=16)
+    ap.add_argument("--max-batch", type=int, default=DEFAULT_BATCH)
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     ap.add_argument("-k", dest="pattern", default=None)
     ap.add_argument("--skip", default="", help="kernel names to leave out, comma-separated")

@@ -15,7 +15,8 @@ The summary (`qgpu bench --json`): fast_tok_s, fast_launch_tok_s and stock_tok_s
 kernels), speedup_vs_stock (the ratio of the medians fast_tok_s / stock_tok_s, as
 `speedup_basis` says), identical_tokens (every kernel's stock tokens equal the fast path's),
 replay_exact (every kernel's fast stream and memory equal the interpreter's), interp_seconds
-(the interpreter's time, summed over kernels), model, dtype, stock_tokens, threads, and
+(the interpreter's time, summed over kernels), model, dtype, stock_tokens, fast_step ("c": the
+C step, "torch": its torch ops), threads (torch's, for the stock path), and
 kernels: one row per kernel (the fields of `Row`).
 """
 from __future__ import annotations
@@ -40,6 +41,7 @@ from qwengpu.suite import DEFAULT_DIR, KernelCase, load_spec
 # nested divergence, global atomics, warp shuffles
 DEFAULT_KERNELS = ("dot", "nested_divergence", "pool3_shared", "atomic_inc", "warp_rotate")
 DEFAULT_STOCK_TOKENS = 8
+STEPS = ("c", "torch")             # the fast path's step: native.c, or its torch ops
 SPEEDUP_BASIS = "median fast_tok_s / median stock_tok_s"
 
 
@@ -108,7 +110,7 @@ def kernel_launch(name: str, directory: Path = DEFAULT_DIR) -> KernelLaunch:
     return KernelLaunch(name, Launch.build(fn.program, grid, block, list(args), names=fn.arg_names))
 
 
-def load(model_dir: str | Path | None, dtype: str):
+def load(model_dir: str | Path | None, dtype: str, step: str = "c"):
     """(stock model, FastModel of it, machine): the model loads once per run; the fast path
     warms up on dot's prompt so the first kernel's time has no one-off costs."""
     from transformers.utils import logging as hf_logging
@@ -119,7 +121,7 @@ def load(model_dir: str | Path | None, dtype: str):
     model, _ = runtime.load_model(model_dir if model_dir is not None else default_merged_model(), dtype)
     machine = machine_for(runtime.host_config(model))
     runtime.bind_vocab(model, machine.vocab)
-    fast = FastModel(model)
+    fast = FastModel(model, native=_step_choice(step))
     L = kernel_launch("dot").launch
     fast.prefill(fast.new_state(), [machine.vocab.id(t) for t in protocol.prompt(
         L.program, L.grid, L.block, L.params, L.memory.copy())])
@@ -195,7 +197,7 @@ def _median(values) -> float | None:
     return statistics.median(values) if values else None
 
 
-def summarize(rows: list[Row], model_dir: str, dtype: str, stock_tokens: int) -> dict:
+def summarize(rows: list[Row], model_dir: str, dtype: str, stock_tokens: int, step: str = "c") -> dict:
     fast_tok_s = _median(r.fast_tok_s for r in rows)
     stock_tok_s = _median(r.stock_tok_s for r in rows)
     return {"fast_tok_s": fast_tok_s, "fast_launch_tok_s": _median(r.fast_launch_tok_s for r in rows),
@@ -205,24 +207,32 @@ def summarize(rows: list[Row], model_dir: str, dtype: str, stock_tokens: int) ->
             "identical_tokens": bool(rows) and all(r.identical_tokens for r in rows),
             "replay_exact": bool(rows) and all(r.replay_exact for r in rows),
             "interp_seconds": sum(r.interp_s for r in rows),
-            "model": model_dir, "dtype": dtype, "stock_tokens": stock_tokens, "threads": torch.get_num_threads(),
+            "model": model_dir, "dtype": dtype, "stock_tokens": stock_tokens, "fast_step": step,
+            "threads": torch.get_num_threads(),
             "kernels": [asdict(r) for r in rows]}
 
 
 def run_bench(kernels: list[str] | None = None, stock_tokens: int = DEFAULT_STOCK_TOKENS, dtype: str = "float32",
-              model_dir: str | Path | None = None,
+              model_dir: str | Path | None = None, step: str = "c",
               progress: Callable[[str, int, int], None] | None = None) -> dict:
     """Benchmark `kernels` (default DEFAULT_KERNELS); `progress(kernel, stock tokens done, of)`
     is called while the slow stock path runs. Returns the summary dict (module docstring)."""
     kernels = list(kernels or DEFAULT_KERNELS)
     check_options(kernels, stock_tokens)
-    model, fast, machine = load(model_dir, dtype)
+    model, fast, machine = load(model_dir, dtype, step)
     rows = []
     for name in kernels:
         report = (lambda done, name=name: progress(name, done, stock_tokens)) if progress else None
         rows.append(bench_kernel(model, fast, machine, name, stock_tokens, report))
     path = str(model_dir) if model_dir is not None else str(_default_model_dir())
-    return summarize(rows, path, dtype, stock_tokens)
+    return summarize(rows, path, dtype, stock_tokens, step)
+
+
+def _step_choice(step: str) -> bool:
+    """The fast path's step: "c" (native.c, required) or "torch" (its torch ops)."""
+    if step not in STEPS:
+        raise BenchError(f"fast step {step!r}: choose one of {', '.join(STEPS)}")
+    return step == "c"
 
 
 def _default_model_dir() -> Path:

@@ -2,8 +2,8 @@
 
     qgpu run FILE.cu --kernel NAME --grid 2 --block 4,2 --arg 'i32:[1,2,3]' --arg 'u32:zeros(8)' --arg 5
     qgpu run FILE.cu --engine model [--check replay] [--show-tokens] [--max-tokens N] [--model DIR] [--dtype D] [--stock]
-    qgpu suite [--engine interp|model] [--check replay] [--batch 16] [--frontend clang|nvrtc] [-k PATTERN] [--json]
-    qgpu bench [--json] [--kernels a,b] [--stock-tokens K] [--dtype float32|bfloat16] [--model DIR]
+    qgpu suite [--engine interp|model] [--check replay] [--batch N] [--frontend clang|nvrtc] [-k PATTERN] [--json]
+    qgpu bench [--json] [--kernels a,b] [--stock-tokens K] [--dtype float32|bfloat16] [--model DIR] [--fast-step c|torch]
     qgpu demo
 
 Argument syntax (--arg, once per kernel parameter, in order):
@@ -25,6 +25,7 @@ from rich.table import Table
 
 from qwengpu.api import DEFAULT_MAX_TOKENS, ENGINES, MODEL_DTYPES, Device
 from qwengpu.errors import QwenGpuError
+from qwengpu.machine import DEFAULT_BATCH
 from qwengpu.toolchain.frontend import FRONTENDS
 
 app = typer.Typer(help="qwengpu: run CUDA kernels on a 4-lane SIMT GPU.", no_args_is_help=True,
@@ -205,7 +206,7 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
           check: str = typer.Option("none", "--check", help="model engine: none, or replay (every token against the interpreter)"),
           max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help="model engine: generation limit per launch"),
           stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward, not the fast path"),
-          batch: int = typer.Option(16, "--batch", help="model engine, fast path: launches decoded together (1: one at a time)"),
+          batch: int = typer.Option(DEFAULT_BATCH, "--batch", help="model engine, fast path: launches decoded together (1: one at a time)"),
           device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP)):
     """Run the kernel suite; exit code 1 if any kernel fails."""
     from qwengpu.suite import DEFAULT_DIR, run_suite
@@ -250,15 +251,17 @@ def bench(as_json: bool = typer.Option(False, "--json", help="print JSON instead
                                                 "(default: dot,nested_divergence,pool3_shared,atomic_inc,warp_rotate)"),
           stock_tokens: int = typer.Option(8, "--stock-tokens", help="tokens the stock path decodes per launch (slow)"),
           dtype: str = typer.Option("float32", "--dtype", help=f"{', '.join(MODEL_DTYPES)}"),
-          model: Optional[Path] = typer.Option(None, "--model", help="merged checkpoint (default: the stand-in)")):
+          model: Optional[Path] = typer.Option(None, "--model", help="merged checkpoint (default: the stand-in)"),
+          step: str = typer.Option("c", "--fast-step", help="the fast path's step: c (native.c) or torch (its torch ops)")):
     """The exact fast path against the stock transformers forward on a few suite kernels, side
     by side; exit code 1 unless every token matches (stock vs fast, fast vs the interpreter)."""
     from rich.progress import Progress
 
-    from qwengpu.bench import check_options, parse_kernels, run_bench
+    from qwengpu.bench import STEPS, check_options, parse_kernels, run_bench
     names = parse_kernels(kernels)
     try:
         _choice("dtype", dtype, MODEL_DTYPES)
+        _choice("fast-step", step, STEPS)
         check_options(names, stock_tokens)
         _device("model", "clang", 2, None, dtype, "none", 1, False)     # quiets transformers' logging
         with Progress(console=err_console, transient=True) as bar:
@@ -267,7 +270,7 @@ def bench(as_json: bool = typer.Option(False, "--json", help="print JSON instead
             def show(kernel, done, total):
                 bar.update(task, description=f"{kernel}: stock path, token {done} of {total}",
                            completed=done, total=total)
-            summary = run_bench(names, stock_tokens, dtype, model, progress=show)
+            summary = run_bench(names, stock_tokens, dtype, model, step, progress=show)
     except QwenGpuError as e:
         fail(e)
     if as_json:

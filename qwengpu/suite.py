@@ -17,6 +17,7 @@ import numpy as np
 from qwengpu.api import Device
 from qwengpu.errors import QwenGpuError
 from qwengpu.launch import Launch
+from qwengpu.machine import DEFAULT_BATCH
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "kernels"
 
@@ -140,7 +141,7 @@ class _Prepared:
     launch: Launch
 
 
-def run_batched(cases: list[KernelCase], device: Device, max_batch: int = 16,
+def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAULT_BATCH,
                 on_report=None) -> list[KernelReport]:
     """The kernels on a model Device, up to `max_batch` launches stepping together through
     qwengpu.machine.runtime.launch_many (its fast path; replay as the Device's check). A report's

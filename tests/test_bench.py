@@ -14,7 +14,7 @@ from qwengpu.machine import protocol
 runner = CliRunner()
 KERNELS = ["dot"]
 TOP_KEYS = {"fast_tok_s", "fast_launch_tok_s", "stock_tok_s", "speedup_vs_stock", "speedup_basis",
-            "identical_tokens", "replay_exact", "interp_seconds", "model", "dtype", "stock_tokens", "kernels"}
+            "identical_tokens", "replay_exact", "interp_seconds", "model", "dtype", "stock_tokens", "fast_step", "kernels"}
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +73,7 @@ def test_ratios_follow_from_the_rows(report):
     (["--stock-tokens", "1"], "at least 2"),
     (["--kernels", "dot,no_such_kernel"], "no_such_kernel"),
     (["--dtype", "float16"], "float16"),
+    (["--fast-step", "cuda"], "choose one of c, torch"),
 ])
 def test_bad_options_fail_before_loading(args, message):
     result = runner.invoke(app, ["bench", *args])

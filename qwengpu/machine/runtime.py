@@ -23,7 +23,7 @@ import torch
 from qwengpu import isa
 from qwengpu.errors import ExecutionError, QwenGpuError, ReplayMismatch  # noqa: F401 (re-exported)
 from qwengpu.launch import check_grid_block
-from qwengpu.machine import protocol
+from qwengpu.machine import DEFAULT_BATCH, protocol
 from qwengpu.machine.tokens import Token
 
 CHECKS = protocol.CHECKS
@@ -217,7 +217,7 @@ class _Running:
 
 
 def launch_many(model, machine, jobs: list[LaunchJob], *, max_tokens: int, check: str | None = None,
-                max_batch: int = 16, on_done: Callable[[int, object], None] | None = None) -> list:
+                max_batch: int = DEFAULT_BATCH, on_done: Callable[[int, object], None] | None = None) -> list:
     """Run many launches on `model`; a FastModel steps up to `max_batch` of them in lockstep, one
     token each per step (prompts and generation alike), longest expected stream first when
     replaying. The result per job, in order: a ModelRun (seconds: from joining the batch to HALT,
