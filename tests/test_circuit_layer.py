@@ -1,5 +1,4 @@
 """Compiled layers: silence rules, bf16-exact weights, determinism, and 2B-shaped resources."""
-import numpy as np
 import pytest
 
 from qwengpu.circuit import CircuitError

@@ -4,7 +4,6 @@ first use into build/standin-merged): the fast path against the stock transforme
 with replay is in tests/test_machine_suite.py."""
 import copy
 
-import numpy as np
 import pytest
 
 from qwengpu.api import Device

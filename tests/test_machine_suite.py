@@ -13,7 +13,7 @@ import pytest
 from qwengpu.api import Device
 from qwengpu.errors import ExecutionError, LaunchError
 from qwengpu.launch import Launch
-from qwengpu.machine import DEFAULT_BATCH, protocol, runtime
+from qwengpu.machine import DEFAULT_BATCH, runtime
 from qwengpu.suite import discover, load_spec, run_batched
 
 MAX_BATCH = DEFAULT_BATCH

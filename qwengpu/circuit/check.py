@@ -23,7 +23,7 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as Mem
 from qwengpu.circuit.host import QWEN35_2B, HostSpec, circuit_width
 from qwengpu.circuit.layer import Circuit
-from qwengpu.circuit.model import build_model, decode, encode, run_decode, run_prefill
+from qwengpu.circuit.model import build_model, encode, run_prefill
 
 # MLP gadgets use a narrow host (no GDN work to speak of); banks use 2B-shaped heads.
 MLP_HOST = HostSpec(hidden=64, intermediate=6144, gdn_heads=1, key_dim=16, value_dim=16, conv_kernel=4, eps=1e-6)

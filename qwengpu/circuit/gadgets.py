@@ -11,7 +11,6 @@ gadget's last layer. `DEPTH` gives each gadget's MLP layers.
 """
 from __future__ import annotations
 
-import numpy as np
 
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit.layer import MAX_POSITIVE, Circuit

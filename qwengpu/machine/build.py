@@ -140,7 +140,7 @@ class Machine:
 
     # ---- L1-L2: ROM fetch and decode -----------------------------------------------------------------
     def _fetch(self):
-        c, f, k = self.c, self.f, self.k
+        c, f = self.c, self.f
         config = declare_bank(c, L_ROM, "config", 1, 32)
         self.config = c.field("config", 32, L_ROM)
         B.write_bits(c, config, self.zero, B.bits(self.staged), [self.put["CONFIG"]])
@@ -163,7 +163,6 @@ class Machine:
     def _decode(self):
         """L1 MLP: one flag per opcode in use, ALU op flags (LD/ST address = ADD, S2R = MOV)."""
         c, L = self.c, L_ROM
-        op = self.w0["op"]
         names = list(ALU_OPS) + ["S2R", "LD", "ST", "ATOM"] + list(TERMS)
         self.op = {n: c.field(f"op.{n}", 1, L) for n in names}
         for n in names:

@@ -86,7 +86,6 @@ def build_emit(m) -> int:
     G.relu(c, E3, {fault: 1}, 0, {flag["fault"][0]: 1})
 
     # ---- E4: the output code
-    out = {name: [] for name in FEATURES}
     feat = {name: list(f[name].dims) for name in FEATURES}
 
     def emit(name, i, terms, bias):
