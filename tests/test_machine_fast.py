@@ -460,6 +460,13 @@ def test_native_build_errors(monkeypatch, tmp_path):
         native.library.cache_clear()
         with pytest.raises(native.NativeError, match=message):
             FastModel(model, native=True)
+    monkeypatch.delenv("CC")
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setattr(native, "CACHE", blocked / "native")      # cannot be made: its parent is a file
+    native.library.cache_clear()
+    with pytest.raises(native.NativeError, match="cannot build the C step"):
+        FastModel(model, native=True)
     with pytest.warns(UserWarning, match="torch ops"):
         fm = FastModel(model)                    # the default falls back to the torch ops, loudly
     assert fm.native is None

@@ -69,14 +69,20 @@ def library() -> ctypes.CDLL:
         cc = compiler()
         if cc is None:
             raise NativeError("no C compiler found (set CC, or install gcc or clang) to build the fast path's C step")
-        CACHE.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
-            built = Path(tmp) / path.name
-            run = subprocess.run([cc, *FLAGS, "-o", str(built), str(SOURCE), "-lm"], capture_output=True, text=True)
-            if run.returncode != 0:
-                raise NativeError(f"{cc} failed to build {SOURCE.name}:\n{run.stderr.strip()}")
-            os.replace(built, path)                  # atomic: a concurrent build sees a whole file
-    lib = ctypes.CDLL(str(path))
+        try:
+            CACHE.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+                built = Path(tmp) / path.name
+                run = subprocess.run([cc, *FLAGS, "-o", str(built), str(SOURCE), "-lm"], capture_output=True, text=True)
+                if run.returncode != 0:
+                    raise NativeError(f"{cc} failed to build {SOURCE.name}:\n{run.stderr.strip()}")
+                os.replace(built, path)              # atomic: a concurrent build sees a whole file
+        except OSError as e:
+            raise NativeError(f"cannot build the C step in {CACHE}: {e}") from e
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        raise NativeError(f"cannot load the C step {path} (delete it to rebuild): {e}") from e
     lib.qg_scratch_floats.restype = ctypes.c_int64
     lib.qg_scratch_floats.argtypes = [ctypes.POINTER(Model)]
     lib.qg_hidden.restype = None
