@@ -1,5 +1,6 @@
 """Every suite kernel in the stand-in merged model, with the replay check, smallest first;
-one JSON line per kernel as it finishes (a long run: hours for the whole suite on 2 CPU cores).
+one JSON line per kernel as it finishes (about 10 minutes for the whole suite on 2 CPU cores
+with the C step; hours with --stock).
 
     .venv/bin/python benchmarks/suite_in_model.py [--stock] [--dtype float32|bfloat16]
         [-k PATTERN] [--done FILE.jsonl] > results.jsonl

@@ -72,6 +72,7 @@ import torch.nn.functional as F
 from qwengpu.errors import QwenGpuError
 
 MIN_MARGIN = 0.25
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 NO_DECAY_A_LOG = -100.0       # exp(A_log) == 0 in float32 below about -103.3
 
 
@@ -410,7 +411,7 @@ class FastModel:
     def _hidden(self, state: FastState, x: torch.Tensor) -> torch.Tensor:
         """The residuals [B, N] after the circuit layers (updates the states)."""
         if self.native is not None:
-            self.native.hidden(state.states, x, self.threads or os.cpu_count() or 1)
+            self.native.hidden(state.states, x, self.threads or CORES)
         else:
             for lay, S in zip(self.layers, state.states):
                 self.layer(lay, S, x)
