@@ -3,8 +3,8 @@ loaded with ctypes: one call runs a token through every circuit layer, where the
 issues about 700 small ops. `NativeStep` packs a FastModel's compact matrices once.
 
 The library is cached under build/native/, named by a hash of the source and the flags, so an
-edit rebuilds it. Without a C compiler the fast path keeps its torch implementation (same
-formulas, slower); `require=True` makes that an error instead.
+edit rebuilds it. When it cannot be built or loaded (NativeError), `FastModel(native=None)`
+keeps its torch ops (same formulas, slower) with a warning; `native=True` raises.
 """
 from __future__ import annotations
 
@@ -100,9 +100,9 @@ class NativeStep:
 
     def __init__(self, fast):
         self.lib = library()
-        self.keep: list[np.ndarray] = []            # the arrays the C structs point into
+        self.owned: list = []                       # the arrays the C structs point into
         layers = (Layer * fast.L)(*[self._layer(lay) for lay in fast.layers])
-        self.keep.append(layers)
+        self.owned.append(layers)
         self.model = Model(fast.N, fast.L, fast.dk, fast.dv, fast.eps, layers, self._csr(fast.head))
         self.scratches = [np.zeros(self.lib.qg_scratch_floats(ctypes.byref(self.model)), np.float32)]
         self.pool, self.pool_size = None, 0
@@ -111,7 +111,7 @@ class NativeStep:
         if t is None:
             return ptr()                            # NULL
         a = np.ascontiguousarray(t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else t, dtype=dtype)
-        self.keep.append(a)
+        self.owned.append(a)
         return a.ctypes.data_as(ptr)
 
     def _csr(self, s) -> Csr:
