@@ -86,16 +86,9 @@ class Device:
     def model_and_machine(self):
         """The loaded merged model and its machine (loaded on the first call)."""
         if self._loaded is None:
-            from qwengpu.machine import runtime
             build = machine_build("machine_for", *(("default_merged_model",) if self.model_path is None else ()))
             path = self.model_path if self.model_path is not None else build.default_merged_model()
-            fast = _fast_model_class() if self.fast else None
-            if not self.fast and self.torch_device.startswith("cuda"):
-                _exact_cuda_matmuls()
-            # the fast path extracts CPU tensors from the model: load it there
-            model, _ = runtime.load_model(path, self.dtype, "cpu" if self.fast else self.torch_device)
-            machine = build.machine_for(runtime.host_config(model))
-            self._loaded = (fast(model) if fast else model), machine
+            self._loaded = _load_model(path, self.dtype, self.fast, self.torch_device)
         return self._loaded
 
     def compile(self, src: str, filename: str = "<source>") -> "Module":
@@ -110,6 +103,30 @@ class Device:
 
 
 TORCH_DEVICES = ("cpu", "cuda", "mps")
+
+
+_LOADED: dict = {}     # the last model the model engine loaded, by configuration
+
+
+def _load_model(path: Path, dtype: str, fast: bool, torch_device: str):
+    """(the model engine's model, its machine). The last one loaded is kept, so Devices of one
+    configuration share it (a load takes seconds and gigabytes; a launch's state is its own)."""
+    key = (path, dtype, fast, torch_device)
+    if key not in _LOADED:
+        _LOADED.clear()                 # one kept at a time: let the last go before loading another
+        _LOADED[key] = _load_model_uncached(*key)
+    return _LOADED[key]
+
+
+def _load_model_uncached(path: Path, dtype: str, fast: bool, torch_device: str):
+    from qwengpu.machine import runtime
+    fast_model = _fast_model_class() if fast else None
+    if not fast and torch_device.startswith("cuda"):
+        _exact_cuda_matmuls()
+    # the fast path extracts CPU tensors from the model: load it there
+    model, _ = runtime.load_model(path, dtype, "cpu" if fast else torch_device)
+    machine = machine_build("machine_for").machine_for(runtime.host_config(model))
+    return (fast_model(model) if fast_model else model), machine
 
 
 def _exact_cuda_matmuls() -> None:

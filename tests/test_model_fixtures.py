@@ -164,3 +164,19 @@ def test_stock_path_loads_on_the_device_and_the_fast_path_on_the_cpu(monkeypatch
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
     assert loads == [want]
+
+
+def test_devices_of_one_configuration_share_the_loaded_model(monkeypatch, tmp_path):
+    """A load takes seconds and gigabytes: the last model loaded is kept for the next Device of
+    the same configuration, and let go before another configuration loads."""
+    loads = []
+    monkeypatch.setattr(runtime, "load_model",
+                        lambda path, dtype, device: loads.append(dtype) or (f"model {len(loads)}", {}))
+    monkeypatch.setattr(runtime, "host_config", lambda model: {})
+    monkeypatch.setitem(sys.modules, "qwengpu.machine.build", SimpleNamespace(machine_for=lambda cfg: "machine"))
+    monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", SimpleNamespace(FastModel=lambda m: ("fast", m)))
+    first = Device("model", model=tmp_path).model_and_machine()
+    assert Device("model", model=tmp_path).model_and_machine() is first and loads == ["float32"]
+    other = Device("model", model=tmp_path, dtype="bfloat16").model_and_machine()
+    assert other is not first and loads == ["float32", "bfloat16"] and len(api._LOADED) == 1
+    assert Device("model", model=tmp_path).model_and_machine() == (("fast", "model 3"), "machine")
