@@ -92,7 +92,7 @@ static void l2norm(float *v, int32_t n) {
 /* One head's delta rule without decay on S [dk, dv] in place; the read into o [dv].
  * q (unscaled) and k are the silu outputs, modified here; tmp: dv floats. */
 void qg_delta_rule(float *S, float *q, float *k, const float *v, float beta, int32_t dk, int32_t dv,
-                       float *o, float *tmp) {
+                   float *o, float *tmp) {
     float scale = sqrtf((float)dk);
     if (count_nonzero(q, dk) <= 1 && count_nonzero(k, dk) <= 1) {
         /* one nonzero: l2norm on it alone, and only its row of S takes part */
