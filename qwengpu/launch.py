@@ -123,6 +123,9 @@ def scalar_word(what: str, value, bits: int = 32) -> int:
     v = int(value)
     if not -(1 << 31) <= v < (1 << 32):
         raise LaunchError(f"{what} = {v} does not fit in 32 bits (range -2**31 .. 2**32-1)")
+    if bits < 32 and not -(1 << (bits - 1)) <= v < (1 << bits):
+        raise LaunchError(f"{what} = {v} does not fit in the {bits}-bit parameter "
+                          f"(range -2**{bits - 1} .. 2**{bits}-1)")
     if bits > 32 and v < 0:
         # the machine passes a 64-bit parameter as one word, zero-extended
         raise LaunchError(f"{what} = {v} is a {bits}-bit parameter, passed zero-extended from 32 bits; "

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from qwengpu import isa
 from qwengpu.errors import CompileError, UnsupportedError
 from qwengpu.toolchain import ptx
+from qwengpu.toolchain.inline import inline_calls
 from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, eliminate_dead_code, if_convert,
                                    immediate_post_dominators, propagate_constants, propagate_copies, simplify,
                                    simplify_cfg)
+from qwengpu.toolchain.ptx import plain_name
 from qwengpu.toolchain.regalloc import allocate_registers
 
 Op, Imm, Term = isa.Op, isa.Imm, isa.Term
@@ -42,21 +44,6 @@ def _mask(bits: int) -> int:
 # ---------------------------------------------------------------------------
 # Kernel lookup
 # ---------------------------------------------------------------------------
-def plain_name(name: str) -> str:
-    """`_Z6vecAddPiS_i` -> `vecAdd`; `_ZN2ns3fooEv` -> `foo`; others unchanged."""
-    m = re.match(r"_Z(\d+)", name)
-    if m:
-        n = int(m.group(1))
-        return name[m.end():m.end() + n]
-    if name.startswith("_ZN"):
-        rest, last = name[3:], name
-        while (m := re.match(r"(\d+)", rest)):
-            n = int(m.group(1))
-            last, rest = rest[m.end():m.end() + n], rest[m.end() + n:]
-        return last
-    return name
-
-
 def find_kernel(module: ptx.Module, kernel_name: str) -> ptx.Function:
     kernels = module.kernels
     if kernel_name in kernels:
@@ -379,10 +366,6 @@ class _Translator:
 
     # -- the body --------------------------------------------------------------
     def run(self) -> list[VBlock]:
-        for item in self.fn.body:     # a call is the real problem, not its argument passing
-            if isinstance(item, ptx.Instruction) and item.parts[0] == "call":
-                self.ins = item
-                self.op_call(item, item.parts)
         for item in self.fn.body:
             if isinstance(item, ptx.Label):
                 self.switch_to(self.label_block(item.name))
@@ -1019,13 +1002,13 @@ class _Translator:
         bits, signed = self.itype(parts)
         dsts = d.items if isinstance(d, ptx.Vec) else (d,)
         if space == "param":
-            self.load_param(d, addr, bits)
+            self.load_param(d, addr, bits, signed)
             return
         base, off = self.address(addr)
         for k, dk in enumerate(dsts):
             self.put(dk, self.load(SPACES[space], base, off + k * max(1, bits // 8), bits), bits, signed)
 
-    def load_param(self, d, addr, bits):
+    def load_param(self, d, addr, bits, signed):
         name = addr.base.name if isinstance(addr, ptx.Addr) else addr.name
         if name not in self.lay.param_bits:
             self.unsupported(f"ld.param from {name}, which is not a kernel parameter")
@@ -1035,7 +1018,10 @@ class _Translator:
         lo = self.emit(Op.LD, Imm(byte), Imm(0), mod=isa.Space.CONST) if off == 0 else Imm(0)
         if bits < 32 and off == 0:
             lo = self.trunc(lo, bits)
-        self.put(d, [lo, Imm(0)] if bits == 64 else [lo], bits)
+        if bits == 64:
+            self.put(d, [lo, Imm(0)], 64)
+        else:   # ld.param.s8/s16/s32 sign-extends into a wider register, like every other load
+            self.put(d, [lo], bits, signed)
 
     def load(self, space, base, off: int, bits: int) -> list:
         if bits == 64:
@@ -1167,12 +1153,6 @@ class _Translator:
         self.terminate(VTerm(Term.EXIT))
 
     op_exit = op_ret
-
-    def op_call(self, ins, parts):
-        callee = next((o.name for o in ins.operands if isinstance(o, ptx.Sym)), "?")
-        shown = callee if plain_name(callee) == callee else f"{plain_name(callee)} ({callee})"
-        raise UnsupportedError(f"line {ins.line}: kernel {plain_name(self.fn.name)} calls function {shown}; "
-                               "calls are not supported (make it __forceinline__)")
 
     def op_trap(self, ins, parts):
         self.unsupported("trap is not supported")
@@ -1520,7 +1500,7 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
     unknown = sorted(set(expand) - EXPANDABLE)
     if unknown:
         raise ValueError(f"cannot expand {', '.join(unknown)}; expandable ops: {', '.join(sorted(EXPANDABLE))}")
-    fn = find_kernel(module, kernel_name)
+    fn = inline_calls(module, find_kernel(module, kernel_name))
     lay = layout(module, fn)
     tr = _Translator(module, fn, lay)
     blocks = tr.run()
