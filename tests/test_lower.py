@@ -432,34 +432,6 @@ def test_unsupported_instruction_names_line():
         lower(parse_ptx(text), "kern")
 
 
-def test_call_is_unsupported_and_named():
-    text = """.version 6.3
-.target sm_75
-.address_size 32
-.func (.param .b32 func_retval0) helper(.param .b32 helper_param_0)
-{
-    .reg .b32 %r<2>;
-    ld.param.u32 %r1, [helper_param_0];
-    st.param.b32 [func_retval0+0], %r1;
-    ret;
-}
-.visible .entry kern(.param .u32 kern_param_0)
-{
-    .reg .b32 %r<3>;
-    ld.param.u32 %r1, [kern_param_0];
-    { // callseq 0, 0
-    .param .b32 param0;
-    st.param.b32 [param0+0], %r1;
-    .param .b32 retval0;
-    call.uni (retval0), helper, (param0);
-    ld.param.b32 %r2, [retval0+0];
-    } // callseq 0
-    ret;
-}"""
-    with pytest.raises(UnsupportedError, match=r"line 19: kernel kern calls function helper; calls are not"):
-        lower(parse_ptx(text), "kern")
-
-
 def test_struct_parameter_unsupported():
     text = _kernel("    ret;").replace(".param .u32 kern_param_0", ".param .align 4 .b8 kern_param_0[8]")
     with pytest.raises(UnsupportedError, match="kern_param_0 is a 8-byte struct or array"):

@@ -387,7 +387,7 @@ class _BodyParser:
             elif tok in (".shared", ".global", ".const", ".local"):
                 self.fn.variables.append(p.variable())    # .local is rejected when this kernel is lowered
             elif tok in (".pragma", ".maxnreg", ".maxntid", ".reqntid", ".minnctapersm", ".param"):
-                # .param inside a body declares call arguments (calls are rejected when lowering)
+                # .param inside a body declares call arguments (inline.py turns them into registers)
                 p.skip_statement()
             elif tok == ";":
                 p.next()
@@ -460,9 +460,6 @@ class _BodyParser:
             ops.append(self.operand())
             while p.accept(","):
                 ops.append(self.operand())
-        if opcode.startswith("call"):
-            # call (ret), func, (args);  -- keep only the callee name
-            ops = [o for o in ops if isinstance(o, Sym)]
         p.expect(";")
         return Instruction(line, opcode, ops, pred, neg)
 
@@ -510,6 +507,21 @@ class _BodyParser:
             p.next()
             return Addr(first, p.integer())
         return first
+
+
+def plain_name(name: str) -> str:
+    """`_Z6vecAddPiS_i` -> `vecAdd`; `_ZN2ns3fooEv` -> `foo`; others unchanged."""
+    m = re.match(r"_Z(\d+)", name)
+    if m:
+        n = int(m.group(1))
+        return name[m.end():m.end() + n]
+    if name.startswith("_ZN"):
+        rest, last = name[3:], name
+        while (m := re.match(r"(\d+)", rest)):
+            n = int(m.group(1))
+            last, rest = rest[m.end():m.end() + n], rest[m.end() + n:]
+        return last
+    return name
 
 
 def parse_ptx(text: str) -> Module:
