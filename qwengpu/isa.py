@@ -450,6 +450,7 @@ class Param:
     name: str
     word: int          # its word index in CONST space
     bits: int = 32     # declared PTX width
+    pointer: bool | None = None   # True: used as an address; False: used only as an integer; None: unused or unclear
 
 
 @dataclass

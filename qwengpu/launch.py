@@ -62,6 +62,8 @@ class Launch:
         next_word = program.static_global_words
         for i, (param, arg) in enumerate(zip(program.params, args)):
             what = f"argument {i} ({names[i]})"
+            if param.pointer is not None and isinstance(arg, np.ndarray) != param.pointer:
+                raise LaunchError(_mistyped(what, param, arg))
             if isinstance(arg, np.ndarray):
                 check_array(what, arg)
                 slot = _alias(what, arg, arrays)
@@ -90,6 +92,13 @@ class Launch:
             if not slot.array.flags.writeable:
                 raise LaunchError(f"argument {slot.index} is a read-only array but the kernel wrote to it")
             slot.array.view(np.uint32)[:] = final
+
+
+def _mistyped(what: str, param: isa.Param, arg) -> str:
+    if param.pointer:
+        return (f"{what} is a pointer parameter: pass a 1-D int32/uint32 numpy array "
+                f"(got the integer {arg!r})")
+    return f"{what} is an integer parameter: pass an integer (got an array of {arg.size} {arg.dtype})"
 
 
 def as_dim3(name: str, value) -> Dim3:

@@ -88,3 +88,34 @@ def test_scalar_outside_the_parameter_width_is_refused(ctype, bad):
     fn = Device(engine="interp").compile(kernel(ctype)).get_function("k")
     with pytest.raises(LaunchError, match=f"{bad} does not fit in the 8-bit|{bad} does not fit in the 16-bit"):
         fn(grid=1, block=1, args=[np.zeros(3, np.uint32), np.zeros(5, np.uint32), bad])
+
+
+VADD = r"""extern "C" __global__ void vadd(const int *a, const int *b, int *c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}"""
+
+
+@pytest.mark.parametrize("fe", ["clang", "nvrtc"])
+def test_parameters_know_whether_they_are_pointers(fe):
+    fn = Device(engine="interp", frontend=fe).compile(VADD).get_function("vadd")
+    assert [p.pointer for p in fn.program.params] == [True, True, True, False]
+
+
+@pytest.mark.parametrize("fe", ["clang", "nvrtc"])
+def test_mistyped_arguments_are_refused(fe):
+    fn = Device(engine="interp", frontend=fe).compile(VADD).get_function("vadd")
+    x = np.arange(4, dtype=np.int32)
+    with pytest.raises(LaunchError, match=r"argument 0 \(a\) is a pointer parameter: pass a 1-D .*got the integer 4"):
+        fn(grid=1, block=4, args=[4, x, np.zeros(4, np.int32), 4])
+    with pytest.raises(LaunchError, match=r"argument 3 \(n\) is an integer parameter: pass an integer"):
+        fn(grid=1, block=4, args=[x, x, np.zeros(4, np.int32), x])
+
+
+def test_unused_parameter_takes_either():
+    src = r"""extern "C" __global__ void k(int *o, int *unused, int n) { o[0] = n; }"""
+    fn = Device(engine="interp").compile(src).get_function("k")
+    for unused in (np.zeros(1, np.int32), 0):
+        o = np.zeros(1, np.int32)
+        fn(grid=1, block=1, args=[o, unused, 9])
+        assert o[0] == 9

@@ -101,11 +101,12 @@ def _referenced(fn: ptx.Function) -> set[str]:
 
 def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
     symbols, params, param_bits = {}, [], {}
+    kinds = pointer_params(fn)
     for i, p in enumerate(fn.params):
         if p.size != max(1, TYPE_BITS[p.type] // 8) or p.size > 8:
             raise UnsupportedError(f"line {p.line}: parameter {p.name} is a {p.size}-byte struct or array; "
                                    "only scalars and pointers (one word each) are supported")
-        params.append(isa.Param(p.name, i, TYPE_BITS[p.type]))
+        params.append(isa.Param(p.name, i, TYPE_BITS[p.type], kinds.get(p.name)))
         param_bits[p.name] = TYPE_BITS[p.type]
         symbols[p.name] = ("param", 4 * i)
     next_byte = {"const": 4 * len(params), "global": 0, "shared": 0}
@@ -138,6 +139,61 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
     if dynamic:
         shared_words = max(shared_words, isa.SHARED_WORDS)
     return Layout(symbols, params, param_bits, inits["const"], inits["global"], words["global"], shared_words)
+
+
+def pointer_params(fn: ptx.Function) -> dict[str, bool]:
+    """Which kernel parameters are pointers (True) or integers (False), from how the PTX
+    uses them; a parameter left out is unused or unclear. A pointer's loaded value (through
+    plain copies) is converted with cvta or used as an address; an integer's value never
+    reaches an address, whatever arithmetic it goes through."""
+    params = {p.name for p in fn.params}
+    copy_of: dict[str, str] = {}       # register -> the parameter it holds unchanged
+    flows: dict[str, set[str]] = {}    # register -> parameters its value depends on
+    loaded, changed = set(), True
+    while changed:
+        changed = False
+        for ins in fn.body:
+            if not isinstance(ins, ptx.Instruction) or not ins.operands or not isinstance(ins.operands[0], ptx.Reg):
+                continue
+            d, srcs = ins.operands[0].name, ins.operands[1:]
+            if ins.parts[0] == "ld" and "param" in ins.parts and _param_of(srcs[0]) in params:
+                name = _param_of(srcs[0])
+                loaded.add(name)
+                new_copy, new_flow = name, {name}
+            else:
+                regs = [o.name for o in srcs if isinstance(o, ptx.Reg)]
+                new_flow = set().union(*(flows.get(r, set()) for r in regs))
+                new_copy = copy_of.get(regs[0]) if ins.parts[0] == "mov" and len(regs) == 1 else None
+            if new_copy is not None and d not in copy_of:
+                copy_of[d] = new_copy
+                changed = True
+            if not new_flow <= flows.setdefault(d, set()):
+                flows[d] |= new_flow
+                changed = True
+    pointers, reach = set(), set()
+    for ins in fn.body:
+        if not isinstance(ins, ptx.Instruction):
+            continue
+        for r in _address_registers(ins):
+            if r in copy_of:
+                pointers.add(copy_of[r])
+            reach |= flows.get(r, set())
+    kinds = {p.name: False for p in fn.params if p.name in loaded and p.name not in reach}
+    return kinds | {name: True for name in pointers}
+
+
+def _param_of(o) -> str | None:
+    base = o.base if isinstance(o, ptx.Addr) else o
+    return base.name if isinstance(base, ptx.Sym) else None
+
+
+def _address_registers(ins: ptx.Instruction) -> list[str]:
+    """Registers used as an address: the base of a non-param [..] operand, or a cvta's source."""
+    if ins.parts[0] == "cvta":
+        return [o.name for o in ins.operands[1:] if isinstance(o, ptx.Reg)]
+    if "param" in ins.parts:
+        return []
+    return [o.base.name for o in ins.operands if isinstance(o, ptx.Addr) and isinstance(o.base, ptx.Reg)]
 
 
 # ---------------------------------------------------------------------------
