@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from qwengpu import Device
-from qwengpu.errors import LaunchError
+from qwengpu.errors import LaunchError, MachineLimitError
 
 TYPES = {"char": (8, True), "signed char": (8, True), "unsigned char": (8, False), "short": (16, True),
          "unsigned short": (16, False), "int": (32, True), "unsigned": (32, False)}
@@ -119,3 +119,20 @@ def test_unused_parameter_takes_either():
         o = np.zeros(1, np.int32)
         fn(grid=1, block=1, args=[o, unused, 9])
         assert o[0] == 9
+
+
+@pytest.mark.parametrize("init", [" = {1, 2, 3}", ""])
+@pytest.mark.parametrize("fe", ["clang", "nvrtc"])
+def test_constant_array_is_sized_by_its_declaration(fe, init):
+    src = f"""__constant__ int lut[200]{init};
+    extern "C" __global__ void k(int *o) {{ o[0] = lut[199]; }}"""
+    with pytest.raises(MachineLimitError, match=r"needs 201 words of parameters and constants .*lut 200.*limit is 128"):
+        Device(engine="interp", frontend=fe).compile(src).get_function("k")
+
+
+def test_constant_array_within_the_limit_reads_zeros_past_its_initialiser():
+    src = """__constant__ int lut[100] = {1, 2, 3};
+    extern "C" __global__ void k(int *o) { o[threadIdx.x] = lut[threadIdx.x * 33]; }"""
+    o = np.full(4, -1, np.int32)
+    Device(engine="interp").compile(src).get_function("k")(grid=1, block=4, args=[o])
+    assert o.tolist() == [1, 0, 0, 0]

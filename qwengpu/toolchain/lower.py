@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from qwengpu import isa
-from qwengpu.errors import CompileError, UnsupportedError
+from qwengpu.errors import CompileError, MachineLimitError, UnsupportedError
 from qwengpu.toolchain import ptx
 from qwengpu.toolchain.inline import inline_calls
 from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, eliminate_dead_code, if_convert,
@@ -133,6 +133,11 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
             for w, v in _pack_words(var).items():
                 inits[var.space][addr // 4 + w] = v
     words = {s: -(-b // 4) for s, b in next_byte.items()}
+    if words["const"] > isa.CONST_WORDS:
+        tables = ", ".join(f"{v.name} {-(-v.size // 4)}" for v in variables if v.space == "const")
+        raise MachineLimitError(f"kernel {plain_name(fn.name)} needs {words['const']} words of parameters and "
+                                f"constants ({len(params)} for parameters; __constant__ data in words: {tables}); "
+                                f"the limit is {isa.CONST_WORDS} words")
     shared_words = words["shared"]
     for var in dynamic:   # dynamic shared memory: whatever the static variables leave
         symbols[var.name] = ("shared", 4 * shared_words)
