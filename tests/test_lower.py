@@ -332,6 +332,22 @@ def test_prmt(a, b, sel):
     assert run_op(f"prmt.b32 {{d}}, {{a}}, {{b}}, {sel}", 32, (32, 32), a, b) == prmt_ref(a, b, sel)
 
 
+@EXAMPLES
+@given(a=u64s, b=u64s, sel=st.integers(0, 2**32 - 1))
+def test_prmt_register_selector(a, b, sel):
+    a, b = wrap(a, 32), wrap(b, 32)
+    assert run_op("prmt.b32 {d}, {a}, {b}, {c}", 32, (32, 32, 32), a, b, sel) == prmt_ref(a, b, sel & 0xFFFF)
+
+
+def test_prmt_selector_moved_into_a_register_is_a_constant():
+    """NVRTC's __byte_perm: mov.b32 %r, imm; prmt ... %r (lowered as the immediate form)."""
+    a, b = 0x89ABCDEF, 0x01234567
+    got = run_op("mov.b32 %r8, 0x5140; prmt.b32 {d}, {a}, {b}, %r8", 32, (32, 32), a, b)
+    assert got == prmt_ref(a, b, 0x5140) == 0x45CD67EF
+    prog = op_program("mov.b32 %r8, 0x5140; prmt.b32 {d}, {a}, {b}, %r8", 32, (32, 32))
+    assert not any(i.op is isa.Op.SEL for blk in prog.blocks for i in blk.instrs)
+
+
 # -- comparisons and selection -------------------------------------------------------
 CMPS = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
         "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y}

@@ -258,6 +258,17 @@ def register_spaces(fn: ptx.Function, symbols: dict) -> dict[str, str]:
     return tags
 
 
+def _constant_registers(fn: ptx.Function) -> dict[str, Imm]:
+    """PTX registers defined exactly once, by an unpredicated `mov` of an integer immediate."""
+    defs: dict[str, list] = {}
+    for ins in fn.body:
+        if isinstance(ins, ptx.Instruction) and ins.operands and isinstance(ins.operands[0], ptx.Reg):
+            defs.setdefault(ins.operands[0].name, []).append(ins)
+    return {r: Imm(d[0].operands[1].value & M32) for r, d in defs.items()
+            if len(d) == 1 and d[0].parts[0] == "mov" and d[0].pred is None and len(d[0].operands) == 2
+            and isinstance(d[0].operands[1], ptx.Imm) and not d[0].operands[1].is_float}
+
+
 # ---------------------------------------------------------------------------
 # Translation
 # ---------------------------------------------------------------------------
@@ -275,6 +286,7 @@ class _Translator:
         self.guard = None          # (pred vreg, negated) while lowering a predicated ALU op
         self.pending: list[tuple[int, int]] = []
         self.ins: ptx.Instruction | None = None
+        self.ptx_constants = _constant_registers(fn)
 
     # -- errors ----------------------------------------------------------------
     def unsupported(self, what: str):
@@ -933,25 +945,32 @@ class _Translator:
         self.put(d, out, bits)
 
     def op_prmt(self, ins, parts):
-        """prmt.b32 d, a, b, sel (default mode, immediate selector)."""
+        """prmt.b32 d, a, b, sel (default mode): byte i of d is byte sel[4i+2:4i] of {b, a},
+        or that byte's sign bit replicated when sel bit 4i+3 is set."""
         if parts[1:] != ["b32"]:
             self.unsupported(f"{ins.opcode}: only the default prmt mode is supported")
         d, a, b, c = ins.operands
-        sel = self.read1(c, 32)
-        if not isinstance(sel, Imm):
-            self.unsupported("prmt with a register selector is not supported")
+        sel = self.known_constant(c) or self.read1(c, 32)
         src = [self.read1(a, 32), self.read1(b, 32)]
         acc = Imm(0)
         for i in range(4):
-            s = (sel.value >> (4 * i)) & 0xF
-            k = s & 7
-            word, byte = src[k // 4], k % 4
-            if s & 8:   # replicate the byte's sign bit
-                v = self.emit(Op.AND, self.emit(Op.BFE, word, Imm(8 * byte + 7), Imm(1)), Imm(0xFF))
-            else:
-                v = self.emit(Op.BFEU, word, Imm(8 * byte), Imm(8))
+            if isinstance(sel, Imm):
+                s = (sel.value >> (4 * i)) & 0xF
+                word, pos, sign = src[(s & 7) // 4], Imm(8 * (s & 3)), Imm(s >> 3)
+            else:       # a run-time selector: the same choice made with ALU ops
+                s = self.emit(Op.BFEU, sel, Imm(4 * i), Imm(4))
+                word = self.emit(Op.SEL, self.emit(Op.BFEU, s, Imm(2), Imm(1)), src[1], src[0])
+                pos = self.emit(Op.SHL, self.emit(Op.AND, s, Imm(3)), Imm(3))
+                sign = self.emit(Op.SHR, s, Imm(3))
+            v = self.emit(Op.BFEU, word, pos, Imm(8))
+            v = self.emit(Op.SEL, sign, self.emit(Op.AND, self.emit(Op.SRA, self.emit(Op.SHL, v, Imm(24)), Imm(31)),
+                                                 Imm(0xFF)), v)
             acc = self.emit(Op.OR, acc, self.emit(Op.SHL, v, Imm(8 * i)))
         self.put(d, [acc], 32)
+
+    def known_constant(self, o) -> Imm | None:
+        """The value of a PTX register whose only definition is a mov of an immediate."""
+        return self.ptx_constants.get(o.name) if isinstance(o, ptx.Reg) else None
 
     # -- comparisons -----------------------------------------------------------
     CMP32 = {"eq": (Op.SETEQ, Op.SETEQ), "ne": (Op.SETNE, Op.SETNE), "lt": (Op.SETLT, Op.SETLTU),
