@@ -347,6 +347,8 @@ class _Machine:
                     step.reg_writes.extend((l, d, v) for l, v in zip(lanes, values))
         self.instructions += len(instrs)
         self._terminate(warp, term, top, rows, lanes)
+        if term.kind is isa.Term.BAR:
+            self._check_arrival(warp, ctx, mask)
 
     def _terminate(self, warp, term, top, rows, lanes) -> None:
         kind = term.kind
@@ -374,7 +376,32 @@ class _Machine:
             return
         warp.settle()
 
+    def _check_arrival(self, warp: _Warp, ctx: _Context, mask: int) -> None:
+        """A divergent barrier: the warp arrived at a BAR with only some of its live lanes.
+
+        The lanes that did not arrive are parked on the warp's own SIMT stack, and the warp
+        now waits at the barrier until every live thread has arrived, which those lanes never
+        can (they only run when the warp does; they are live, so they count). So the barrier
+        can never complete: raise now rather than when no warp is left to run (which is then
+        the only way a deadlock arises: a barrier all of whose warps arrive with all their
+        live lanes releases after the last arrival's pass). The BAR's pass is in the trace."""
+        live = 0
+        for entry in warp.stack:
+            live |= entry[2]
+        if mask == live:
+            return
+        missing = live & ~mask
+        threads = lambda m: [warp.thread_ids[l] for l in _LANES_OF[m]]
+        raise DeadlockError(
+            f"deadlock in thread block {ctx.cta}: divergent barrier: warp {warp.index} reached the barrier "
+            f"ending B{ctx.pc} with lanes {mask:#06b} (threads {threads(mask)}) while its live lanes "
+            f"{missing:#06b} (threads {threads(missing)}, linear thread ids) wait on its SIMT stack "
+            f"and can never arrive")
+
     def _deadlock(self, cta, warps) -> None:
+        """No warp can run but some wait at a barrier. Unreachable since `_check_arrival`
+        (kept as a safety net): every waiting warp arrived with all its live lanes, so the
+        last arrival (or exit) completed the barrier."""
         waiting = [w for w in warps if w.waiting]
         live = {w.thread_ids[l] for w in warps for e in w.stack for l in _LANES_OF[e[2]]}
         missing = sorted(live - self.arrived)
