@@ -18,6 +18,9 @@ from pathlib import Path
 from qwengpu.errors import CompileError
 
 PRELUDE_PATH = Path(__file__).with_name("prelude.h")
+# The project's own minimal <cstdint>, <climits>, <cuda_runtime.h>, ... (the
+# prelude defines what they declare); the only include directory either front end searches.
+INCLUDE_DIR = Path(__file__).with_name("include")
 FRONTENDS = ("clang", "nvrtc")
 CLANG = "clang-19"
 GPU_ARCH = "sm_75"
@@ -62,9 +65,11 @@ def clang_path() -> str | None:
 
 def clang_command(opt: int) -> list[str]:
     """Device-only PTX for sm_75, 32-bit addresses; no CUDA headers or libdevice, and
-    any CUDA toolkit on the machine is ignored (--cuda-path points nowhere)."""
+    any CUDA toolkit on the machine is ignored (--cuda-path points nowhere). Includes
+    resolve only in INCLUDE_DIR (-nostdinc: no host C library headers)."""
     return [clang_path() or CLANG, "-x", "cuda", "--cuda-device-only", f"--cuda-gpu-arch={GPU_ARCH}",
             "-nocudainc", "-nocudalib", "--cuda-path=/nonexistent", "--target=i386-unknown-linux-gnu",
+            "-nostdinc", "-isystem", str(INCLUDE_DIR),
             "-Xclang", "-target-feature", "-Xclang", "+ptx63", f"-O{opt}",
             "-fno-caret-diagnostics", "-fno-color-diagnostics", "-S", "-o", "-", "-"]
 
@@ -87,7 +92,7 @@ def _diagnostics(log: str) -> str:
 # ---------------------------------------------------------------------------
 # NVRTC (from the nvidia-cuda-nvrtc wheel, through ctypes)
 # ---------------------------------------------------------------------------
-NVRTC_OPTIONS = ("--gpu-architecture=compute_75", "--std=c++17")
+NVRTC_OPTIONS = ("--gpu-architecture=compute_75", "--std=c++17", f"--include-path={INCLUDE_DIR}")
 
 
 @functools.cache

@@ -1,5 +1,7 @@
 /* qwengpu CUDA prelude: prepended by qwengpu.toolchain.frontend.compile_cuda
- * to every source, so kernels need no #include.
+ * to every source, so kernels need no #include. The everyday headers
+ * (<cstdint>, <climits>, <cstddef>, <cuda_runtime.h>, ...) resolve to the
+ * project's own stubs in include/: what they would declare is defined here.
  *
  * The machine has 4-lane warps: warpSize is 4, and the shuffle width defaults
  * to 4. Shuffles pass PTX's c operand exactly as CUDA computes it for a
@@ -34,7 +36,46 @@
 #define __restrict__ __restrict
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 
+/* <cstddef> types (NVRTC predefines these). */
+typedef __SIZE_TYPE__ size_t;
+typedef __PTRDIFF_TYPE__ ptrdiff_t;
+
+/* CUDA's integer vector types (vector_types.h) with their alignments, so
+ * int2/int4/... accesses become ld/st .v2/.v4, and make_<type>(). */
+#define QG_VEC1(T, E, A) struct __attribute__((aligned(A))) T { E x; };
+#define QG_VEC2(T, E, A) struct __attribute__((aligned(A))) T { E x, y; };
+#define QG_VEC3(T, E, A) struct __attribute__((aligned(A))) T { E x, y, z; };
+#define QG_VEC4(T, E, A) struct __attribute__((aligned(A))) T { E x, y, z, w; };
+#define QG_VECTORS(N, E, A1, A2, A3, A4)                                                    \
+    QG_VEC1(N##1, E, A1) QG_VEC2(N##2, E, A2) QG_VEC3(N##3, E, A3) QG_VEC4(N##4, E, A4)     \
+    QG_INLINE N##1 make_##N##1(E x) { return {x}; }                                         \
+    QG_INLINE N##2 make_##N##2(E x, E y) { return {x, y}; }                                 \
+    QG_INLINE N##3 make_##N##3(E x, E y, E z) { return {x, y, z}; }                         \
+    QG_INLINE N##4 make_##N##4(E x, E y, E z, E w) { return {x, y, z, w}; }
+QG_VECTORS(char, signed char, 1, 2, 1, 4)
+QG_VECTORS(uchar, unsigned char, 1, 2, 1, 4)
+QG_VECTORS(short, short, 2, 4, 2, 8)
+QG_VECTORS(ushort, unsigned short, 2, 4, 2, 8)
+QG_VECTORS(int, int, 4, 8, 4, 16)
+QG_VECTORS(long, long, 4, 8, 4, 16)                       /* long is 32-bit on this target */
+QG_VECTORS(ulong, unsigned long, 4, 8, 4, 16)
+QG_VECTORS(longlong, long long, 8, 16, 8, 16)
+QG_VECTORS(ulonglong, unsigned long long, 8, 16, 8, 16)
+#undef QG_VECTORS
+#undef QG_VEC1
+#undef QG_VEC2
+#undef QG_VEC3
+#undef QG_VEC4
+/* uint: uint3 is also threadIdx's type (below). */
+struct __attribute__((aligned(4))) uint1 { unsigned int x; };
+struct __attribute__((aligned(8))) uint2 { unsigned int x, y; };
 struct uint3 { unsigned int x, y, z; };
+struct __attribute__((aligned(16))) uint4 { unsigned int x, y, z, w; };
+QG_INLINE uint1 make_uint1(unsigned int x) { return {x}; }
+QG_INLINE uint2 make_uint2(unsigned int x, unsigned int y) { return {x, y}; }
+QG_INLINE uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z) { return {x, y, z}; }
+QG_INLINE uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w) { return {x, y, z, w}; }
+
 struct dim3 {
     unsigned int x, y, z;
     __device__ constexpr dim3(unsigned int x = 1, unsigned int y = 1, unsigned int z = 1) : x(x), y(y), z(z) {}
@@ -96,29 +137,97 @@ QG_INLINE unsigned int atomicCAS(unsigned int *address, unsigned int compare, un
     return (unsigned int)__nvvm_atom_cas_gen_i((int *)address, (int)compare, (int)val);
 }
 
+/* CUDA's 64-bit atomics: the machine has only 32-bit ones, so these overloads
+ * exist to be refused with a message naming the call. */
+#define QG_NO_ATOMIC64(NAME, T, ...)                                                               \
+    __attribute__((unavailable(#NAME " on " #T " is not supported: the qwengpu machine has only "  \
+                               "32-bit atomics (int and unsigned int)")))                          \
+    QG_INLINE T NAME(T *address, __VA_ARGS__);
+QG_NO_ATOMIC64(atomicAdd, unsigned long long, unsigned long long val)
+QG_NO_ATOMIC64(atomicExch, unsigned long long, unsigned long long val)
+QG_NO_ATOMIC64(atomicCAS, unsigned long long, unsigned long long compare, unsigned long long val)
+QG_NO_ATOMIC64(atomicMin, long long, long long val)
+QG_NO_ATOMIC64(atomicMin, unsigned long long, unsigned long long val)
+QG_NO_ATOMIC64(atomicMax, long long, long long val)
+QG_NO_ATOMIC64(atomicMax, unsigned long long, unsigned long long val)
+QG_NO_ATOMIC64(atomicAnd, unsigned long long, unsigned long long val)
+QG_NO_ATOMIC64(atomicOr, unsigned long long, unsigned long long val)
+QG_NO_ATOMIC64(atomicXor, unsigned long long, unsigned long long val)
+#undef QG_NO_ATOMIC64
+
 /* Synchronisation. __syncthreads is a clang builtin already. */
 QG_INLINE void __syncwarp(unsigned int mask = 0xffffffffu) { __nvvm_bar_warp_sync(mask); }
 QG_INLINE void __threadfence() { __nvvm_membar_gl(); }
 QG_INLINE void __threadfence_block() { __nvvm_membar_cta(); }
 
-/* Integer intrinsics, written so they lower to plain ISA ops. */
-QG_INLINE int min(int a, int b) { return a < b ? a : b; }
-QG_INLINE unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
-QG_INLINE unsigned int min(int a, unsigned int b) { return min((unsigned int)a, b); }
-QG_INLINE unsigned int min(unsigned int a, int b) { return min(a, (unsigned int)b); }
-QG_INLINE int max(int a, int b) { return a > b ? a : b; }
-QG_INLINE unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
-QG_INLINE unsigned int max(int a, unsigned int b) { return max((unsigned int)a, b); }
-QG_INLINE unsigned int max(unsigned int a, int b) { return max(a, (unsigned int)b); }
+/* Integer intrinsics, written so they lower to plain ISA ops, with CUDA's
+ * overload set (CUDA Math API, "Integer Mathematical Functions"): min/max on
+ * each of int, long, long long and their unsigned types, a signed/unsigned mix
+ * of one width giving the unsigned type; abs on int, long and long long. */
+#define QG_MINMAX(S, U)                                                                     \
+    QG_INLINE S min(S a, S b) { return a < b ? a : b; }                                     \
+    QG_INLINE U min(U a, U b) { return a < b ? a : b; }                                     \
+    QG_INLINE U min(S a, U b) { return min((U)a, b); }                                      \
+    QG_INLINE U min(U a, S b) { return min(a, (U)b); }                                      \
+    QG_INLINE S max(S a, S b) { return a > b ? a : b; }                                     \
+    QG_INLINE U max(U a, U b) { return a > b ? a : b; }                                     \
+    QG_INLINE U max(S a, U b) { return max((U)a, b); }                                      \
+    QG_INLINE U max(U a, S b) { return max(a, (U)b); }                                      \
+    QG_INLINE S abs(S a) { return (S)(a < 0 ? (U)0 - (U)a : (U)a); }  /* abs(MIN) == MIN, no overflow */
+QG_MINMAX(int, unsigned int)
+QG_MINMAX(long, unsigned long)
+QG_MINMAX(long long, unsigned long long)
+#undef QG_MINMAX
 QG_INLINE unsigned int umin(unsigned int a, unsigned int b) { return a < b ? a : b; }
 QG_INLINE unsigned int umax(unsigned int a, unsigned int b) { return a > b ? a : b; }
-QG_INLINE int abs(int a) { return (int)(a < 0 ? 0u - (unsigned int)a : (unsigned int)a); }  /* abs(INT_MIN) == INT_MIN */
+QG_INLINE long long llmin(long long a, long long b) { return a < b ? a : b; }
+QG_INLINE long long llmax(long long a, long long b) { return a > b ? a : b; }
+QG_INLINE unsigned long long ullmin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+QG_INLINE unsigned long long ullmax(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+QG_INLINE long labs(long a) { return abs(a); }
+QG_INLINE long long llabs(long long a) { return abs(a); }
+
 QG_INLINE int __popc(unsigned int x) { return __builtin_popcount(x); }
 QG_INLINE int __clz(int x) { return x ? __builtin_clz((unsigned int)x) : 32; }
 QG_INLINE unsigned int __brev(unsigned int x) { return __builtin_bitreverse32(x); }
 QG_INLINE int __mulhi(int a, int b) { return __nvvm_mulhi_i(a, b); }
 QG_INLINE unsigned int __umulhi(unsigned int a, unsigned int b) { return __nvvm_mulhi_ui(a, b); }
-
+/* 64-bit bit counts from the two 32-bit halves. */
+QG_INLINE int __popcll(unsigned long long x) { return __popc((unsigned int)x) + __popc((unsigned int)(x >> 32)); }
+QG_INLINE int __clzll(long long x) {
+    unsigned int hi = (unsigned int)((unsigned long long)x >> 32), lo = (unsigned int)x;
+    return hi ? __clz((int)hi) : 32 + __clz((int)lo);
+}
+QG_INLINE unsigned long long __brevll(unsigned long long x) {
+    return ((unsigned long long)__brev((unsigned int)x) << 32) | __brev((unsigned int)(x >> 32));
+}
+QG_INLINE long long __mul64hi(long long a, long long b) { return __nvvm_mulhi_ll(a, b); }
+QG_INLINE unsigned long long __umul64hi(unsigned long long a, unsigned long long b) { return __nvvm_mulhi_ull(a, b); }
+/* Averages without overflow: floor((x + y) / 2) and, rounded, floor((x + y + 1) / 2).
+ * x & y + (x ^ y) >> 1 is exact (arithmetic shift for signed), summed unsigned. */
+QG_INLINE int __hadd(int x, int y) { return (int)((unsigned int)(x & y) + (unsigned int)((x ^ y) >> 1)); }
+QG_INLINE int __rhadd(int x, int y) { return (int)((unsigned int)(x | y) - (unsigned int)((x ^ y) >> 1)); }
+QG_INLINE unsigned int __uhadd(unsigned int x, unsigned int y) { return (x & y) + ((x ^ y) >> 1); }
+QG_INLINE unsigned int __urhadd(unsigned int x, unsigned int y) { return (x | y) - ((x ^ y) >> 1); }
+/* Funnel shifts over the 64-bit pair hi:lo. _l: the high word of hi:lo << n,
+ * _r: the low word of hi:lo >> n; n = shift & 31, or min(shift, 32) for _lc/_rc.
+ * The shifted-out word moves by (32 - n) as >> 1 >> (31 - n) (no shift by 32). */
+QG_INLINE unsigned int __qg_fshl(unsigned int lo, unsigned int hi, unsigned int n) {
+    return (hi << n) | ((lo >> 1) >> (31u - n));
+}
+QG_INLINE unsigned int __qg_fshr(unsigned int lo, unsigned int hi, unsigned int n) {
+    return (lo >> n) | ((hi << 1) << (31u - n));
+}
+QG_INLINE unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned int shift) { return __qg_fshl(lo, hi, shift & 31u); }
+QG_INLINE unsigned int __funnelshift_r(unsigned int lo, unsigned int hi, unsigned int shift) { return __qg_fshr(lo, hi, shift & 31u); }
+QG_INLINE unsigned int __funnelshift_lc(unsigned int lo, unsigned int hi, unsigned int shift) {
+    return shift >= 32u ? lo : __qg_fshl(lo, hi, shift);
+}
+QG_INLINE unsigned int __funnelshift_rc(unsigned int lo, unsigned int hi, unsigned int shift) {
+    return shift >= 32u ? hi : __qg_fshr(lo, hi, shift);
+}
+/* __ldg: a read-only-cache load is a plain load here (one memory). */
+template <typename T> QG_INLINE T __ldg(const T *p) { return *p; }
 /* Warp-op primitives used by the common section below. */
 #define QG_SHFL(MODE, mask, v, b, c) __nvvm_shfl_sync_##MODE##_i32(mask, v, b, c)
 #define QG_BALLOT(mask, p) __nvvm_vote_ballot_sync(mask, p)
@@ -196,13 +305,161 @@ QG_INLINE void __qg_syncwarp(unsigned int mask = 0xffffffffu) {
 #define __any_sync __qg_any_sync
 #define __all_sync __qg_all_sync
 #define __activemask __qg_activemask
+/* The machine has only 32-bit atomics: NVRTC's 64-bit (and 16-bit) overloads
+ * are refused at compile time with a message, not at lowering. The wrappers
+ * are defined before the macros, so they call NVRTC's own functions. */
+#define QG_ATOMIC_WORD(NAME)                                                                       \
+    template <typename T, typename... R> QG_INLINE T __qg_##NAME(T *address, R... args) {          \
+        static_assert(sizeof(T) == 4, #NAME " on a 64-bit (or 16-bit) word is not supported: the " \
+                      "qwengpu machine has only 32-bit atomics (int and unsigned int)");           \
+        return NAME(address, args...);                                                             \
+    }
+QG_ATOMIC_WORD(atomicAdd)
+QG_ATOMIC_WORD(atomicSub)
+QG_ATOMIC_WORD(atomicExch)
+QG_ATOMIC_WORD(atomicMin)
+QG_ATOMIC_WORD(atomicMax)
+QG_ATOMIC_WORD(atomicInc)
+QG_ATOMIC_WORD(atomicDec)
+QG_ATOMIC_WORD(atomicCAS)
+QG_ATOMIC_WORD(atomicAnd)
+QG_ATOMIC_WORD(atomicOr)
+QG_ATOMIC_WORD(atomicXor)
+#undef QG_ATOMIC_WORD
+#define atomicAdd(...) __qg_atomicAdd(__VA_ARGS__)
+#define atomicSub(...) __qg_atomicSub(__VA_ARGS__)
+#define atomicExch(...) __qg_atomicExch(__VA_ARGS__)
+#define atomicMin(...) __qg_atomicMin(__VA_ARGS__)
+#define atomicMax(...) __qg_atomicMax(__VA_ARGS__)
+#define atomicInc(...) __qg_atomicInc(__VA_ARGS__)
+#define atomicDec(...) __qg_atomicDec(__VA_ARGS__)
+#define atomicCAS(...) __qg_atomicCAS(__VA_ARGS__)
+#define atomicAnd(...) __qg_atomicAnd(__VA_ARGS__)
+#define atomicOr(...) __qg_atomicOr(__VA_ARGS__)
+#define atomicXor(...) __qg_atomicXor(__VA_ARGS__)
 #endif
 
 /* ------------------------------------------------------------------ common */
-/* PTX has mul24, sad and bfind, the machine does not: spell these in plain
- * integer ops (also under NVRTC, whose own versions emit them). */
-/* __mul24: low 32 bits of the product of the low 24 bits (sign-extended). */
-QG_INLINE int __qg_mul24(int a, int b) { return ((int)((unsigned)a << 8) >> 8) * ((int)((unsigned)b << 8) >> 8); }
+/* <cstdint>/<stdint.h>, <climits>/<limits.h> (the include/ stubs add nothing):
+ * each front end's own host ABI, 32-bit long under clang (i386), 64-bit under NVRTC. */
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+#ifdef __CUDACC_RTC__
+typedef long int64_t;
+typedef unsigned long uint64_t;
+typedef long intptr_t;
+typedef unsigned long uintptr_t;
+typedef long int_fast16_t;
+typedef long int_fast32_t;
+typedef unsigned long uint_fast16_t;
+typedef unsigned long uint_fast32_t;
+#define QG_INT64_C(v) v##L
+#define QG_UINT64_C(v) v##UL
+#define LONG_MAX 9223372036854775807L
+#define SIZE_MAX 18446744073709551615UL
+#else
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+typedef __INTPTR_TYPE__ intptr_t;
+typedef __UINTPTR_TYPE__ uintptr_t;
+typedef int int_fast16_t;
+typedef int int_fast32_t;
+typedef unsigned int uint_fast16_t;
+typedef unsigned int uint_fast32_t;
+#define QG_INT64_C(v) v##LL
+#define QG_UINT64_C(v) v##ULL
+#define LONG_MAX __LONG_MAX__
+#define SIZE_MAX __SIZE_MAX__
+#endif
+typedef int8_t int_least8_t;
+typedef int16_t int_least16_t;
+typedef int32_t int_least32_t;
+typedef int64_t int_least64_t;
+typedef uint8_t uint_least8_t;
+typedef uint16_t uint_least16_t;
+typedef uint32_t uint_least32_t;
+typedef uint64_t uint_least64_t;
+typedef int8_t int_fast8_t;
+typedef int64_t int_fast64_t;
+typedef uint8_t uint_fast8_t;
+typedef uint64_t uint_fast64_t;
+typedef int64_t intmax_t;
+typedef uint64_t uintmax_t;
+namespace std {
+using ::size_t; using ::ptrdiff_t; typedef decltype(nullptr) nullptr_t;
+using ::int8_t; using ::int16_t; using ::int32_t; using ::int64_t;
+using ::uint8_t; using ::uint16_t; using ::uint32_t; using ::uint64_t;
+using ::int_least8_t; using ::int_least16_t; using ::int_least32_t; using ::int_least64_t;
+using ::uint_least8_t; using ::uint_least16_t; using ::uint_least32_t; using ::uint_least64_t;
+using ::int_fast8_t; using ::int_fast16_t; using ::int_fast32_t; using ::int_fast64_t;
+using ::uint_fast8_t; using ::uint_fast16_t; using ::uint_fast32_t; using ::uint_fast64_t;
+using ::intptr_t; using ::uintptr_t; using ::intmax_t; using ::uintmax_t;
+}
+#define CHAR_BIT 8
+#define SCHAR_MIN (-128)
+#define SCHAR_MAX 127
+#define UCHAR_MAX 255
+#ifdef __CHAR_UNSIGNED__
+#define CHAR_MIN 0
+#define CHAR_MAX 255
+#else
+#define CHAR_MIN (-128)
+#define CHAR_MAX 127
+#endif
+#define SHRT_MIN (-32767 - 1)
+#define SHRT_MAX 32767
+#define USHRT_MAX 65535
+#define INT_MIN (-2147483647 - 1)
+#define INT_MAX 2147483647
+#define UINT_MAX 4294967295U
+#define LONG_MIN (-LONG_MAX - 1L)
+#define ULONG_MAX (LONG_MAX * 2UL + 1UL)
+#define LLONG_MIN (-9223372036854775807LL - 1LL)
+#define LLONG_MAX 9223372036854775807LL
+#define ULLONG_MAX 18446744073709551615ULL
+#define INT8_MIN (-128)
+#define INT8_MAX 127
+#define UINT8_MAX 255
+#define INT16_MIN (-32767 - 1)
+#define INT16_MAX 32767
+#define UINT16_MAX 65535
+#define INT32_MIN (-2147483647 - 1)
+#define INT32_MAX 2147483647
+#define UINT32_MAX 4294967295U
+#define INT64_MIN (-QG_INT64_C(9223372036854775807) - 1)
+#define INT64_MAX QG_INT64_C(9223372036854775807)
+#define UINT64_MAX QG_UINT64_C(18446744073709551615)
+#define INTMAX_MIN INT64_MIN
+#define INTMAX_MAX INT64_MAX
+#define UINTMAX_MAX UINT64_MAX
+#define INTPTR_MIN LONG_MIN
+#define INTPTR_MAX LONG_MAX
+#define UINTPTR_MAX ULONG_MAX
+#define PTRDIFF_MIN LONG_MIN
+#define PTRDIFF_MAX LONG_MAX
+#define INT8_C(v) v
+#define INT16_C(v) v
+#define INT32_C(v) v
+#define INT64_C(v) QG_INT64_C(v)
+#define UINT8_C(v) v
+#define UINT16_C(v) v
+#define UINT32_C(v) v##U
+#define UINT64_C(v) QG_UINT64_C(v)
+#define INTMAX_C(v) QG_INT64_C(v)
+#define UINTMAX_C(v) QG_UINT64_C(v)
+
+/* PTX has mul24, sad, bfind, prmt with a register selector, bar.red and match,
+ * the machine does not: spell these in plain integer ops (also under NVRTC,
+ * whose own versions emit them) and redirect the names here. */
+/* __mul24: low 32 bits of the 48-bit product of the sign-extended low 24 bits
+ * (PTX mul24.lo.s32), multiplied unsigned: no signed overflow. */
+QG_INLINE int __qg_mul24(int a, int b) {
+    return (int)((unsigned int)((int)((unsigned int)a << 8) >> 8) * (unsigned int)((int)((unsigned int)b << 8) >> 8));
+}
 QG_INLINE unsigned int __qg_umul24(unsigned int a, unsigned int b) { return (a & 0xffffffu) * (b & 0xffffffu); }
 /* __sad: |a - b| + c, computed without signed overflow. */
 QG_INLINE unsigned int __qg_sad(int a, int b, unsigned int c) {
@@ -215,11 +472,47 @@ QG_INLINE int __qg_ffs(int x) {
     unsigned int u = (unsigned int)x;
     return u ? __popc((u & (0u - u)) - 1u) + 1 : 0;
 }
+#ifndef __CUDACC_RTC__
+QG_INLINE int __ffsll(long long x) {
+    unsigned int lo = (unsigned int)x, hi = (unsigned int)((unsigned long long)x >> 32);
+    return lo ? __qg_ffs((int)lo) : hi ? 32 + __qg_ffs((int)hi) : 0;
+}
+#endif
+/* __byte_perm(x, y, s) as CUDA defines it: result byte n is byte
+ * (s >> 4n) & 7 of the 8 bytes y:x (bit 3 of each selector nibble is unused). */
+QG_INLINE unsigned int __qg_perm_byte(unsigned int x, unsigned int y, unsigned int k) {
+    return (((k & 4u) ? y : x) >> ((k & 3u) * 8u)) & 0xffu;
+}
+QG_INLINE unsigned int __qg_byte_perm(unsigned int x, unsigned int y, unsigned int s) {
+    return __qg_perm_byte(x, y, s) | (__qg_perm_byte(x, y, s >> 4) << 8) |
+           (__qg_perm_byte(x, y, s >> 8) << 16) | (__qg_perm_byte(x, y, s >> 12) << 24);
+}
+/* __syncthreads_count/_and/_or: a barrier that also counts the threads of the
+ * block whose predicate is nonzero; every thread gets the count. Built on a
+ * static __shared__ word: barrier (earlier readers are done), clear, barrier,
+ * add, barrier, read. */
+QG_INLINE int __qg_syncthreads_count(int predicate) {
+    __shared__ unsigned int count;
+    __syncthreads();
+    atomicExch(&count, 0u);
+    __syncthreads();
+    atomicAdd(&count, predicate != 0 ? 1u : 0u);
+    __syncthreads();
+    return (int)*(volatile unsigned int *)&count;
+}
+QG_INLINE int __qg_syncthreads_and(int predicate) {
+    return (unsigned int)__qg_syncthreads_count(predicate) == blockDim.x * blockDim.y * blockDim.z;
+}
+QG_INLINE int __qg_syncthreads_or(int predicate) { return __qg_syncthreads_count(predicate) != 0; }
 #define __ffs __qg_ffs
 #define __mul24 __qg_mul24
 #define __umul24 __qg_umul24
 #define __sad __qg_sad
 #define __usad __qg_usad
+#define __byte_perm __qg_byte_perm
+#define __syncthreads_count __qg_syncthreads_count
+#define __syncthreads_and __qg_syncthreads_and
+#define __syncthreads_or __qg_syncthreads_or
 
 #ifdef warpSize
 #undef warpSize
@@ -253,5 +546,71 @@ QG_INLINE unsigned int __ballot_sync(unsigned int mask, int predicate) {
 QG_INLINE int __any_sync(unsigned int mask, int predicate) { return QG_ANY(QG_WARP_MASK(mask), predicate != 0); }
 QG_INLINE int __all_sync(unsigned int mask, int predicate) { return QG_ALL(QG_WARP_MASK(mask), predicate != 0); }
 QG_INLINE unsigned int __activemask() { return QG_WARP_BITS(QG_ACTIVEMASK()); }
+
+/* __match_any_sync: the lanes of mask (active ones: the machine's member set)
+ * whose value equals this lane's; __match_all_sync: mask when they all agree
+ * (and *pred = 1), else 0 (*pred = 0). One shuffle per lane of the 4-lane warp
+ * (two for 64-bit values); match.sync itself is not in the machine. */
+QG_INLINE unsigned int __qg_match32(unsigned int mask, unsigned int v) {
+    unsigned int same = 0;
+    for (int lane = 0; lane < 4; ++lane)
+        same |= (unsigned int)(__shfl_sync(mask, v, lane) == v) << lane;
+    return same & mask & __activemask();
+}
+QG_INLINE unsigned int __qg_match64(unsigned int mask, unsigned long long v) {
+    unsigned int lo = (unsigned int)v, hi = (unsigned int)(v >> 32), same = 0;
+    for (int lane = 0; lane < 4; ++lane)
+        same |= (unsigned int)(__shfl_sync(mask, lo, lane) == lo && __shfl_sync(mask, hi, lane) == hi) << lane;
+    return same & mask & __activemask();
+}
+QG_INLINE unsigned int __qg_match_long(unsigned int mask, unsigned long v) {
+    return sizeof(long) == 8 ? __qg_match64(mask, v) : __qg_match32(mask, (unsigned int)v);
+}
+QG_INLINE unsigned int __qg_match_all_of(unsigned int mask, unsigned int same, int *pred) {
+    int all = same == (mask & __activemask());
+    *pred = all;
+    return all ? mask : 0u;
+}
+#define QG_MATCH(T, MATCH)                                                                        \
+    QG_INLINE unsigned int __qg_match_any_sync(unsigned int mask, T value) { return MATCH(mask, value); } \
+    QG_INLINE unsigned int __qg_match_all_sync(unsigned int mask, T value, int *pred) {           \
+        return __qg_match_all_of(mask, MATCH(mask, value), pred);                                  \
+    }
+QG_MATCH(int, __qg_match32)
+QG_MATCH(unsigned int, __qg_match32)
+QG_MATCH(long, __qg_match_long)
+QG_MATCH(unsigned long, __qg_match_long)
+QG_MATCH(long long, __qg_match64)
+QG_MATCH(unsigned long long, __qg_match64)
+#undef QG_MATCH
+#define __match_any_sync __qg_match_any_sync
+#define __match_all_sync __qg_match_all_sync
+
+/* No device printf or assert: the machine has no output channel and no trap.
+ * Both are compile errors that say so (the <cstdio>/<stdio.h> stubs add
+ * nothing; <cassert>/<assert.h> re-define assert by NDEBUG as the standard
+ * says: with NDEBUG it is ((void)0), exactly as in CUDA). */
+#define QG_PRINTF_MESSAGE "printf is not supported: qwengpu has no device printf; write the values to an output array (an extra kernel argument) and read them on the host"
+#define QG_ASSERT_MESSAGE "assert is not supported: qwengpu has no device assert (the machine cannot trap or report a failed assertion); test the condition and write a flag to an output array, or define NDEBUG to compile asserts out"
+template <typename... A> struct __qg_never { static constexpr bool value = false; };
+#ifdef __CUDACC_RTC__
+template <typename... A> QG_INLINE int __qg_printf(const char *, A...) {
+    static_assert(__qg_never<A...>::value, QG_PRINTF_MESSAGE);
+    return 0;
+}
+template <typename T> QG_INLINE void __qg_assert(T) { static_assert(__qg_never<T>::value, QG_ASSERT_MESSAGE); }
+#else
+template <typename... A> __attribute__((unavailable(QG_PRINTF_MESSAGE))) QG_INLINE int __qg_printf(const char *, A...);
+template <typename T> __attribute__((unavailable(QG_ASSERT_MESSAGE))) QG_INLINE void __qg_assert(T);
+#endif
+#define printf __qg_printf
+#ifdef assert
+#undef assert
+#endif
+#ifdef NDEBUG
+#define assert(e) ((void)0)
+#else
+#define assert(e) __qg_assert((e))
+#endif
 
 #endif /* QWENGPU_PRELUDE_H */
