@@ -499,11 +499,15 @@ def test_rom_limit():
         lower(parse_ptx(text), "kern")
 
 
-def test_generic_address_of_unknown_space():
+def test_generic_address_loaded_from_memory_is_resolved_at_run_time():
+    """A pointer read from memory: its space is known only at run time (windowed mode);
+    a plain global address (window 0) reads global memory."""
     text = _kernel("    ld.param.u32 %r1, [kern_param_0];\n    ld.global.u32 %r2, [%r1];\n"
                    "    ld.u32 %r3, [%r2];\n    st.global.u32 [%r1], %r3;\n    ret;")
-    with pytest.raises(UnsupportedError, match=r"line 9: .*generic address"):
-        lower(parse_ptx(text), "kern")
+    mem = np.zeros(isa.GLOBAL_WORDS, dtype=np.uint32)
+    mem[0], mem[2] = 8, 77
+    interp.run(lower(parse_ptx(text), "kern"), (1, 1, 1), (1, 1, 1), [0], mem)
+    assert mem[0] == 77
 
 
 def test_local_memory_unsupported():

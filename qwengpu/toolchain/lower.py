@@ -208,6 +208,25 @@ _PARAM_PTR, _CONFLICT = "param", "conflict"
 _ADDRESS_OPS = {"mov", "cvta", "cvt", "add", "sub", "mad", "mul", "selp", "and", "or", "shl", "bfi"}
 
 
+# Generic addresses normally carry no space: every generic access is resolved at compile
+# time from where its address came from. When one cannot be (a pointer that may be global
+# or __constant__, say), the kernel is lowered in windowed mode: cvta puts const and shared
+# addresses in windows above global memory, and such accesses test the window at run time.
+WINDOWS = {"global": 0, "const": 0x10000, "shared": 0x20000}
+WINDOW_SHIFT = 16
+
+
+def _needs_windows(fn: ptx.Function, spaces: dict[str, str]) -> bool:
+    for ins in fn.body:
+        if isinstance(ins, ptx.Instruction) and ins.parts[0] in ("ld", "st", "atom", "red") \
+                and not any(s in ins.parts for s in ("global", "shared", "const", "param", "local")):
+            addr = ins.operands[1] if ins.parts[0] in ("ld", "atom") else ins.operands[0]
+            base = addr.base if isinstance(addr, ptx.Addr) else None
+            if isinstance(base, ptx.Reg) and spaces.get(base.name) not in (*WINDOWS, _PARAM_PTR):
+                return True
+    return False
+
+
 def _join(a, b):
     if a is None or a == b:
         return b
@@ -218,6 +237,15 @@ def _join(a, b):
     if b == _PARAM_PTR:
         return a
     return _CONFLICT
+
+
+def _merge(a, b):
+    """Two definitions of one register (a phi): a raw parameter value is a global pointer
+    there, so one that meets a shared or const address makes the register's space unknown."""
+    if a is None or b is None or a == b:
+        return b if a is None else a
+    a, b = ("global" if x == _PARAM_PTR else x for x in (a, b))
+    return a if a == b else _CONFLICT
 
 
 def register_spaces(fn: ptx.Function, symbols: dict) -> dict[str, str]:
@@ -248,10 +276,12 @@ def register_spaces(fn: ptx.Function, symbols: dict) -> dict[str, str]:
                 t = next((s for s in ("global", "shared", "const") if s in parts), None)
             elif base == "ld" and "param" in parts:
                 t = _PARAM_PTR
+            elif base == "selp":     # a choice between two addresses, like two definitions
+                t = _merge(tag_of(ins.operands[1]), tag_of(ins.operands[2]))
             elif base in _ADDRESS_OPS:
                 for o in ins.operands[1:]:
                     t = _join(t, tag_of(o))
-            new = _join(tags.get(d), t)
+            new = _merge(tags.get(d), t)
             if new != tags.get(d):
                 tags[d] = new
                 changed = True
@@ -276,6 +306,7 @@ class _Translator:
     def __init__(self, module: ptx.Module, fn: ptx.Function, lay: Layout):
         self.module, self.fn, self.lay = module, fn, lay
         self.spaces = register_spaces(fn, lay.symbols)
+        self.windowed = _needs_windows(fn, self.spaces)
         self.blocks: list[VBlock] = [VBlock()]
         self.cur = 0
         self.labels: dict[str, int] = {}
@@ -544,9 +575,15 @@ class _Translator:
                 self.put(d, [self.emit(Op.BFEU, w, Imm((k % per) * ebits), Imm(ebits))], ebits)
 
     def op_cvta(self, ins, parts):
+        """cvta.X moves a space-X address into X's generic window, cvta.to.X back
+        (windows exist only in windowed mode; else generic == space address)."""
         bits, _ = self.itype(parts)
         d, a = ins.operands
-        self.put(d, self.read(a, bits), bits)
+        v = self.read(a, bits)
+        space = next((p for p in parts[1:] if p in WINDOWS), "global")
+        if self.windowed and WINDOWS[space]:
+            v[0] = self.emit(Op.SUB if "to" in parts else Op.ADD, v[0], Imm(WINDOWS[space]))
+        self.put(d, v, bits)
 
     def op_cvt(self, ins, parts):
         types = [p for p in parts[1:] if p in TYPE_BITS]
@@ -1045,7 +1082,9 @@ class _Translator:
     # ========================================================================
     # Special registers, memory, warp ops, control flow
     # ========================================================================
-    def space_of(self, ins, parts, addr) -> str:
+    def space_of(self, ins, parts, addr) -> str | None:
+        """The state space an access goes to; None: a generic address whose space only
+        the run time knows (windowed mode: see `generic`)."""
         for s in ("global", "shared", "const", "param", "local"):
             if s in parts[1:]:
                 if s == "local":
@@ -1055,12 +1094,44 @@ class _Translator:
         if isinstance(base, ptx.Sym) and base.name in self.lay.symbols:
             return self.lay.symbols[base.name][0]
         tag = self.spaces.get(base.name) if isinstance(base, ptx.Reg) else None
-        if tag in ("global", _PARAM_PTR):
-            return "global"
-        if tag in ("shared", "const"):
-            return tag
-        self.unsupported(f"{ins.opcode}: cannot tell whether the generic address "
-                         f"{getattr(base, 'name', base)} points to global or shared memory")
+        return "global" if tag == _PARAM_PTR else tag if tag in WINDOWS else None
+
+    def located(self, ins, parts, addr) -> tuple[str | None, object, int]:
+        """(space or None, base operand, byte offset) of a non-param access."""
+        space = self.space_of(ins, parts, addr)
+        base, off = self.address(addr)
+        generic = not any(s in parts[1:] for s in WINDOWS) and isinstance(addr, ptx.Addr) \
+            and isinstance(addr.base, ptx.Reg)
+        if generic and self.windowed and space is not None and WINDOWS[space]:
+            base = self.emit(Op.SUB, base, Imm(WINDOWS[space]))
+        return space, base, off
+
+    def generic(self, base, off: int, spaces: tuple[str, ...], access) -> list:
+        """`access(space, base, off)` in whichever of `spaces` the generic address base+off
+        falls in: a region per window, global (window 0, the raw address) last, so an
+        address in no window faults there. Returns the access's values, merged."""
+        full = base if off == 0 else self.emit(Op.ADD, base, Imm(off))
+        window = self.emit(Op.SHR, full, Imm(WINDOW_SHIFT))
+        join, merged = self.new_block(), None
+        for space in spaces:
+            here, other = self.new_block(), self.new_block()
+            self.terminate(VTerm(Term.BRC, here, self.emit(Op.SETEQ, window, Imm(WINDOWS[space] >> WINDOW_SHIFT)),
+                                 other))
+            self.cur = here
+            merged = self.merge(merged, access(space, self.emit(Op.SUB, full, Imm(WINDOWS[space])), 0))
+            self.terminate(VTerm(Term.JMP, join))
+            self.cur = other
+        merged = self.merge(merged, access("global", full, 0))
+        self.switch_to(join)
+        return merged
+
+    def merge(self, merged: list | None, values: list | None) -> list | None:
+        if values is None:
+            return None
+        merged = merged or [self.new_vreg() for _ in values]
+        for m, v in zip(merged, values):
+            self.emit(Op.MOV, v, dst=m)
+        return merged
 
     def address(self, addr) -> tuple:
         """(base operand, byte offset) of a [..] operand."""
@@ -1084,9 +1155,12 @@ class _Translator:
         if space == "param":
             self.load_param(d, addr, bits, signed)
             return
-        base, off = self.address(addr)
+        space, base, off = self.located(ins, parts, addr)
+        load = lambda sp, b, o: self.load(SPACES[sp], b, o, bits)   # noqa: E731
         for k, dk in enumerate(dsts):
-            self.put(dk, self.load(SPACES[space], base, off + k * max(1, bits // 8), bits), bits, signed)
+            o = off + k * max(1, bits // 8)
+            values = load(space, base, o) if space else self.generic(base, o, ("const", "shared"), load)
+            self.put(dk, values, bits, signed)
 
     def load_param(self, d, addr, bits, signed):
         name = addr.base.name if isinstance(addr, ptx.Addr) else addr.name
@@ -1119,14 +1193,18 @@ class _Translator:
 
     def op_st(self, ins, parts):
         addr, v = ins.operands
-        space = self.space_of(ins, parts, addr)
-        if space not in ("global", "shared"):
+        space, base, off = self.located(ins, parts, addr)
+        if space not in ("global", "shared", None):
             self.unsupported(f"{ins.opcode}: stores to .{space} are not supported")
         bits, _ = self.itype(parts)
-        base, off = self.address(addr)
         vals = v.items if isinstance(v, ptx.Vec) else (v,)
         for k, x in enumerate(vals):
-            self.store(SPACES[space], base, off + k * max(1, bits // 8), bits, self.read(x, bits))
+            o, data = off + k * max(1, bits // 8), self.read(x, bits)
+            store = lambda sp, b, o: self.store(SPACES[sp], b, o, bits, data)   # noqa: E731
+            if space:
+                store(space, base, o)
+            else:
+                self.generic(base, o, ("shared",), store)
 
     def store(self, space, base, off: int, bits: int, vals: list) -> None:
         if bits >= 32:
@@ -1154,8 +1232,8 @@ class _Translator:
     def op_atom(self, ins, parts, has_dst=True):
         ops = ins.operands
         d, addr, rest = (ops[0], ops[1], ops[2:]) if has_dst else (None, ops[0], ops[1:])
-        space = self.space_of(ins, parts, addr)
-        if space not in ("global", "shared"):
+        space, base, off = self.located(ins, parts, addr)
+        if space not in ("global", "shared", None):
             self.unsupported(f"{ins.opcode}: atomics on .{space} are not supported")
         bits, signed = self.itype(parts)
         if bits != 32:
@@ -1171,11 +1249,12 @@ class _Translator:
             aop = isa.AtomOp[name.upper() + ("" if signed else "U")]
         else:
             aop = self.ATOMS[name]
-        base, off = self.address(addr)
-        a = base if off == 0 else self.emit(Op.ADD, base, Imm(off))
-        old = self.emit(Op.ATOM, a, b, c, mod=(SPACES[space], aop), result=d is not None)
+        def atom(sp, base, off):
+            a = base if off == 0 else self.emit(Op.ADD, base, Imm(off))
+            return [self.emit(Op.ATOM, a, b, c, mod=(SPACES[sp], aop), result=d is not None)]
+        old = atom(space, base, off) if space else self.generic(base, off, ("shared",), atom)
         if d is not None:
-            self.put(d, [old], 32)
+            self.put(d, old, 32)
 
     def op_red(self, ins, parts):
         self.op_atom(ins, parts, has_dst=False)
