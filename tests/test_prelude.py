@@ -474,7 +474,7 @@ def test_syncthreads_count_and_or(fe, opt, block):
 MATCH = LL + r'''
 extern "C" __global__ void k(const int *v, const unsigned *w, unsigned *out) {
     int t = threadIdx.x;
-    unsigned *o = out + 8 * t;
+    unsigned *o = out + 9 * t;
     int pred = 7, pred64 = 7;
     o[0] = __match_any_sync(0xffffffff, v[t]);
     o[1] = __match_any_sync(__activemask(), (unsigned)v[t]);
@@ -486,6 +486,7 @@ extern "C" __global__ void k(const int *v, const unsigned *w, unsigned *out) {
     o[7] = 99;
     unsigned left = blockDim.x - (t & ~3), live = left >= 4 ? 0xfu : (1u << left) - 1;
     if (t % 2 == 0) o[7] = __match_any_sync(0x5 & live, v[t]);   // only lanes 0 and 2 take part
+    o[8] = __match_any_sync(0xffffffff, (long)v[t]);            // 32-bit long (clang), 64-bit (NVRTC)
 }
 '''
 
@@ -500,7 +501,7 @@ def match_model(vals, w64, n):
         all32, all64 = same == full, same64 == full
         pair = [j for j in lanes if j % 2 == 0]
         sub = sum(1 << (j % 4) for j in pair if vals[j] == vals[t]) if t % 2 == 0 else 99
-        out += [same, same, M32 if all32 else 0, int(all32), same64, M32 if all64 else 0, int(all64), sub]
+        out += [same, same, M32 if all32 else 0, int(all32), same64, M32 if all64 else 0, int(all64), sub, same]
     return out
 
 
@@ -513,7 +514,7 @@ def match_model(vals, w64, n):
 def test_match_any_and_match_all(fe, opt, vals, w64):
     n = len(vals)
     w64 = [x & M64 for x in w64]
-    out = run(MATCH, fe, opt, [np.array(vals, np.int32), words(w64), np.zeros(8 * n, np.uint32)], block=n)[2]
+    out = run(MATCH, fe, opt, [np.array(vals, np.int32), words(w64), np.zeros(9 * n, np.uint32)], block=n)[2]
     assert [int(x) for x in out] == match_model(vals, w64, n)
 
 
@@ -616,3 +617,36 @@ def test_on_the_model_engine(model_device, src, args, want):
     n = 6 if "pred" in src else 4
     model_device.compile(src, filename="m.cu").get_function("k")(grid=1, block=n, args=a)
     assert [int(v) for v in a[1]] == want
+
+
+# --- shuffles of long and long long (two words) --------------------------------------
+SHFL64 = LL + r'''
+extern "C" __global__ void k(const unsigned *in, unsigned *out) {
+    int t = threadIdx.x;
+    long long x = (long long)get64(in, t);
+    unsigned long long u = get64(in, t);
+    put64(out, 6 * t + 0, (unsigned long long)__shfl_sync(0xffffffff, x, 3 - t));
+    put64(out, 6 * t + 1, __shfl_up_sync(0xffffffff, u, 1));
+    put64(out, 6 * t + 2, (unsigned long long)__shfl_down_sync(0xffffffff, x, 2));
+    put64(out, 6 * t + 3, __shfl_xor_sync(0xffffffff, u, 1));
+    put64(out, 6 * t + 4, (unsigned long long)__shfl_xor_sync(0xffffffff, x, 2, 2));   // width 2
+    put64(out, 6 * t + 5, (unsigned long long)(long long)__shfl_down_sync(0xffffffff, (long)x, 1));
+    static_assert(same<decltype(__shfl_sync(0xffffffff, x, 0)), long long>::value, "");
+}
+'''
+
+
+@builds
+@PROPERTY
+@given(st.lists(e64, min_size=4, max_size=4))
+def test_shuffles_of_64_bit_values(fe, opt, xs):
+    out = run(SHFL64, fe, opt, [words(xs), np.zeros(48, np.uint32)], block=4)[1]
+    long_bits = 32 if fe == "clang" else 64           # long is 32-bit on clang's i386 target
+    want = []
+    for t in range(4):
+        lng = xs[t + 1 if t < 3 else t] & ((1 << long_bits) - 1)
+        lng = lng - (1 << long_bits) if lng >> (long_bits - 1) else lng     # sign-extended back
+        # width 2: a lane reads an earlier group of 2 (t ^ 2 < t), its own value for a later one
+        xor2 = xs[t ^ 2] if t ^ 2 < t else xs[t]
+        want += [xs[3 - t], xs[t - 1] if t >= 1 else xs[t], xs[t + 2] if t + 2 < 4 else xs[t], xs[t ^ 1], xor2, lng]
+    assert unwords(out) == [v & M64 for v in want]

@@ -11,12 +11,19 @@
  * Three builds of this file:
  *   clang-19 (-nocudainc): everything is defined here from clang's NVVM builtins.
  *   NVRTC (__CUDACC_RTC__): NVRTC predefines the qualifiers, index variables,
- *     atomics and intrinsics; warpSize, the shuffles/votes and the few
- *     intrinsics whose PTX the machine lacks are redirected here (macros).
+ *     size_t, vector types, atomics and intrinsics; warpSize, the shuffles/votes
+ *     and the intrinsics whose PTX the machine lacks (mul24, sad, ffs, byte_perm,
+ *     syncthreads_count/and/or, match) are redirected here (macros), and the
+ *     atomics go through wrappers that refuse 64-bit words.
  *   QWENGPU_REAL_GPU (set by the cuda engine on top of NVRTC): warp masks
  *     and vote results are mapped onto the thread's 4-lane group of the real
  *     32-lane warp, so a kernel sees the same 4-lane warps there.
- * Every helper is static and always inlined so none of it appears in the PTX.
+ * Every helper is static and always inlined so none of it appears in the PTX
+ * (__syncthreads_count/_and/_or add one static __shared__ word when used).
+ * Exact CUDA integer semantics, no UB (clang optimises on it): signed results
+ * are computed in unsigned arithmetic where they could overflow.
+ * Refused with a message at compile time: 64-bit atomics (the machine has
+ * 32-bit ones), printf (no output channel) and assert unless NDEBUG (no trap).
  */
 #ifndef QWENGPU_PRELUDE_H
 #define QWENGPU_PRELUDE_H
@@ -539,6 +546,25 @@ QG_INLINE int __qg_syncthreads_or(int predicate) { return __qg_syncthreads_count
 QG_SHUFFLES(int)
 QG_SHUFFLES(unsigned int)
 #undef QG_SHUFFLES
+/* long and long long (CUDA's overloads): a 64-bit value moves as two words. */
+#define QG_SHUFFLE_WIDE(NAME, T, L)                                                                \
+    QG_INLINE T NAME(unsigned int mask, T var, L, int width = warpSize) {                          \
+        unsigned long long v = (unsigned long long)var;                                            \
+        unsigned long long lo = NAME(mask, (unsigned int)v, lane, width);                          \
+        if (sizeof(T) == 4) return (T)lo;                                                          \
+        return (T)(((unsigned long long)NAME(mask, (unsigned int)(v >> 32), lane, width) << 32) | lo); \
+    }
+#define QG_SHUFFLES_WIDE(T)                                                                        \
+    QG_SHUFFLE_WIDE(__shfl_sync, T, int lane)                                                      \
+    QG_SHUFFLE_WIDE(__shfl_up_sync, T, unsigned int lane)                                          \
+    QG_SHUFFLE_WIDE(__shfl_down_sync, T, unsigned int lane)                                        \
+    QG_SHUFFLE_WIDE(__shfl_xor_sync, T, int lane)
+QG_SHUFFLES_WIDE(long)
+QG_SHUFFLES_WIDE(unsigned long)
+QG_SHUFFLES_WIDE(long long)
+QG_SHUFFLES_WIDE(unsigned long long)
+#undef QG_SHUFFLES_WIDE
+#undef QG_SHUFFLE_WIDE
 
 QG_INLINE unsigned int __ballot_sync(unsigned int mask, int predicate) {
     return QG_WARP_BITS(QG_BALLOT(QG_WARP_MASK(mask), predicate != 0));
