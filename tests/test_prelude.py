@@ -17,7 +17,7 @@ M32, M64 = (1 << 32) - 1, (1 << 64) - 1
 BUILDS = [("clang", 1), ("clang", 2), ("clang", 3), ("nvrtc", 2)]
 IDS = [f"{fe}-O{opt}" if fe == "clang" else fe for fe, opt in BUILDS]
 builds = pytest.mark.parametrize("fe, opt", BUILDS, ids=IDS)
-PROPERTY = settings(max_examples=25, deadline=None)
+PROPERTY = settings(max_examples=50, deadline=None)
 
 u32s = st.integers(0, M32)
 i32s = st.integers(-(1 << 31), (1 << 31) - 1)
