@@ -198,12 +198,18 @@ class Module:
                 expand = MODEL_EXPANSIONS if self.device.engine == "model" else frozenset()
                 program = lower(self.parsed, name, expand=expand)
             except CompileError as e:
-                if ".local" in self.ptx:   # typically -O0: variables live on a stack
-                    raise type(e)(f"{e} (this PTX keeps variables in .local stack memory, which the "
-                                  f"machine lacks; compile with -O1 or higher)") from e
+                if ".local" in self.ptx:
+                    raise type(e)(f"{e}: {_local_memory_hint(self.device.opt)}") from e
                 raise
             self._functions[name] = Function(self, name, program)
         return self._functions[name]
+
+
+def _local_memory_hint(opt: int) -> str:
+    if opt == 0:
+        return "at -O0 every variable lives in .local stack memory, which the machine lacks; compile with -O1 or higher"
+    return ("the machine has no .local stack memory: index local arrays only with constants (or unrolled loops), "
+            "don't take a local variable's address, or put the array in __shared__ memory")
 
 
 class Function:

@@ -70,7 +70,7 @@ def clang_command(opt: int) -> list[str]:
     return [clang_path() or CLANG, "-x", "cuda", "--cuda-device-only", f"--cuda-gpu-arch={GPU_ARCH}",
             "-nocudainc", "-nocudalib", "--cuda-path=/nonexistent", "--target=i386-unknown-linux-gnu",
             "-nostdinc", "-isystem", str(INCLUDE_DIR),
-            "-Xclang", "-target-feature", "-Xclang", "+ptx63", f"-O{opt}",
+            "-Xclang", "-target-feature", "-Xclang", "+ptx63", f"-O{opt}", "-gline-tables-only",
             "-fno-caret-diagnostics", "-fno-color-diagnostics", "-S", "-o", "-", "-"]
 
 
@@ -92,7 +92,7 @@ def _diagnostics(log: str) -> str:
 # ---------------------------------------------------------------------------
 # NVRTC (from the nvidia-cuda-nvrtc wheel, through ctypes)
 # ---------------------------------------------------------------------------
-NVRTC_OPTIONS = ("--gpu-architecture=compute_75", "--std=c++17", f"--include-path={INCLUDE_DIR}")
+NVRTC_OPTIONS = ("--gpu-architecture=compute_75", "--std=c++17", "-lineinfo", f"--include-path={INCLUDE_DIR}")
 
 
 @functools.cache

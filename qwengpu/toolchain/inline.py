@@ -76,7 +76,7 @@ class _Inliner:
 
     def call(self, ins: ptx.Instruction, stack, rename, syms) -> None:
         rets, callee, args = _call_operands(ins)
-        where = f"line {ins.line}: function {ptx_name(stack[-1])}"
+        where = f"{self.module.where(ins.line)}: function {ptx_name(stack[-1])}"
         if callee is None:
             raise UnsupportedError(f"{where} makes an indirect call (a function pointer), which is not supported")
         if callee in _LIBRARY:

@@ -81,6 +81,11 @@ class Layout:
     shared_words: int
 
 
+def _first_local_access(fn: ptx.Function, default: int) -> int:
+    """The PTX line of the first .local load or store (it carries the CUDA line), else `default`."""
+    return next((i.line for i in fn.body if isinstance(i, ptx.Instruction) and "local" in i.parts), default)
+
+
 def _referenced(fn: ptx.Function) -> set[str]:
     names = set()
 
@@ -104,7 +109,7 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
     kinds = pointer_params(fn)
     for i, p in enumerate(fn.params):
         if p.size != max(1, TYPE_BITS[p.type] // 8) or p.size > 8:
-            raise UnsupportedError(f"line {p.line}: parameter {p.name} is a {p.size}-byte struct or array; "
+            raise UnsupportedError(f"{module.where(p.line)}: parameter {p.name} is a {p.size}-byte struct or array; "
                                    "only scalars and pointers (one word each) are supported")
         params.append(isa.Param(p.name, i, TYPE_BITS[p.type], kinds.get(p.name)))
         param_bits[p.name] = TYPE_BITS[p.type]
@@ -118,10 +123,11 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
     dynamic = []
     for var in variables:
         if var.space == "local":
-            raise UnsupportedError(f"line {var.line}: kernel {plain_name(fn.name)} uses local memory ({var.name}: "
+            raise UnsupportedError(f"{module.where(_first_local_access(fn, var.line))}: kernel {plain_name(fn.name)} "
+                                   f"uses local memory ({var.name}: "
                                    "a stack frame or a local array indexed at run time), which is not supported")
         if var.space not in next_byte:
-            raise UnsupportedError(f"line {var.line}: .{var.space} variable {var.name} is not supported")
+            raise UnsupportedError(f"{module.where(var.line)}: .{var.space} variable {var.name} is not supported")
         if var.extern and var.space == "shared" and var.size == 0:
             dynamic.append(var)
             continue
@@ -322,7 +328,7 @@ class _Translator:
     # -- errors ----------------------------------------------------------------
     def unsupported(self, what: str):
         line = self.ins.line if self.ins else self.fn.line
-        raise UnsupportedError(f"line {line}: {what} (kernel {self.fn.name})")
+        raise UnsupportedError(f"{self.module.where(line)}: {what} (kernel {plain_name(self.fn.name)})")
 
     # -- virtual registers -----------------------------------------------------
     def new_vreg(self) -> int:
@@ -407,7 +413,8 @@ class _Translator:
             return [v]
         if isinstance(o, ptx.SpecialReg):
             if o.name not in SREG_INDEX:
-                self.unsupported(f"special register {o.name} is not supported")
+                why = ptx.UNSUPPORTED_SREGS.get(o.name, "the machine lacks it")
+                self.unsupported(f"special register {o.name} is not supported: {why}")
             v = self.emit(Op.S2R, Imm(int(SREG_INDEX[o.name])))
             return [v, Imm(0)] if bits == 64 else [v]
         if isinstance(o, ptx.Sym) or isinstance(o, ptx.Addr) and isinstance(o.base, ptx.Sym):

@@ -8,6 +8,7 @@ shadowing declarations stay distinct. Semantics live in lower.py.
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -17,6 +18,15 @@ from qwengpu.errors import CompileError
 # Data
 # ---------------------------------------------------------------------------
 SREGS = {f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid") for c in "xyz"} | {"%laneid", "%warpid", "%nwarpid"}
+# special registers PTX has and the machine does not: parsed, so lowering can say why it refuses them
+UNSUPPORTED_SREGS = {
+    **dict.fromkeys(("%clock", "%clock64", "%clock_hi", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"),
+                    "the machine has no clock (clock(), clock64(), globaltimer)"),
+    **dict.fromkeys(("%smid", "%nsmid", "%gridid"), "the machine has one multiprocessor and one grid"),
+    **dict.fromkeys(("%lanemask_eq", "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt"),
+                    "compute the lane mask from threadIdx (warpSize is 4)"),
+    **dict.fromkeys(("%dynamic_smem_size", "%total_smem_size"), "shared memory sizes are not readable"),
+}
 
 TYPE_BITS = {"pred": 1, "b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16, "f16": 16,
              "b32": 32, "u32": 32, "s32": 32, "f32": 32, "b64": 64, "u64": 64, "s64": 64, "f64": 64}
@@ -137,6 +147,14 @@ class Module:
     address_size: int = 64
     functions: dict[str, Function] = field(default_factory=dict)
     variables: list[Variable] = field(default_factory=list)
+    source: dict[int, tuple[str, int]] = field(default_factory=dict)   # PTX line -> (CUDA file, line)
+
+    def where(self, line: int) -> str:
+        """`dot.cu:5 (PTX line 41)` where the PTX has line info (.loc), else `line 41`."""
+        if line in self.source:
+            path, src_line = self.source[line]
+            return f"{path}:{src_line} (PTX line {line})"
+        return f"line {line}"
 
     @property
     def kernels(self) -> dict[str, Function]:
@@ -175,10 +193,35 @@ def _tokenize(text: str) -> list[tuple[str, str, int]]:
     return out
 
 
+# labels the line tables add, never branched to (dropped so they split no block)
+_DEBUG_LABEL = re.compile(r"\s*\$L__(tmp|func_begin|func_end)\d+:\s*$")
+
+
 def _strip_line_directives(text: str) -> str:
-    """.loc/.file take no semicolon: drop them line by line."""
-    return "\n".join("" if ln.split(None, 1)[:1] and ln.split(None, 1)[0] in _LINE_DIRECTIVES else ln
-                     for ln in text.split("\n"))
+    """.loc/.file take no semicolon: drop them line by line (line numbers stay)."""
+    return "\n".join("" if ln.split(None, 1)[:1] and ln.split(None, 1)[0] in _LINE_DIRECTIVES
+                     or _DEBUG_LABEL.match(ln) else ln for ln in text.split("\n"))
+
+
+def source_lines(text: str) -> dict[int, tuple[str, int]]:
+    """PTX line -> (CUDA file, line) from the .file/.loc line tables (clang -gline-tables-only,
+    NVRTC -lineinfo); file paths are shown relative to the working directory."""
+    lines = text.split("\n")
+    files = {}
+    for ln in lines:
+        m = re.match(r'\s*\.file\s+(\d+)\s+"([^"]*)"', ln)
+        if m:
+            files[m.group(1)] = os.path.relpath(m.group(2)) if os.path.isabs(m.group(2)) else m.group(2)
+    found, loc = {}, None
+    for i, ln in enumerate(lines, 1):
+        m = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)", ln)
+        if m:
+            loc = (files.get(m.group(1)), int(m.group(2))) if int(m.group(2)) else None
+        elif ln.strip() == "}":
+            loc = None
+        elif loc and loc[0]:
+            found[i] = loc
+    return found
 
 
 def _parse_int(tok: str) -> tuple[int, bool]:
@@ -195,7 +238,7 @@ class _Parser:
     def __init__(self, text: str):
         self.toks = _tokenize(_strip_line_directives(text))
         self.i = 0
-        self.module = Module()
+        self.module = Module(source=source_lines(text))
 
     # -- token helpers ---------------------------------------------------------
     def peek(self, k: int = 0) -> str | None:
@@ -436,7 +479,7 @@ class _BodyParser:
         for scope in reversed(self.scopes):
             if name in scope:
                 return Reg(scope[name])
-        if name in SREGS:
+        if name in SREGS or name in UNSUPPORTED_SREGS:
             return SpecialReg(name)
         if name.startswith("%"):
             self.p.error(f"undeclared register {name}")

@@ -81,13 +81,22 @@ def allocate_registers(blocks: list[VBlock], kernel: str, next_vreg: int, shared
         room = isa.SHARED_WORDS - shared_words - SPILL_SLOT_WORDS * (spill.slots + 1)
         if not cands or room < 0:
             raise MachineLimitError(f"kernel {kernel} needs {first_need} registers; a lane has {isa.USABLE_REGS}"
-                                    + (" (and shared memory has no room left to spill)" if cands else ""))
+                                    + (_no_spill_room(spill.slots, shared_words) if cands else
+                                       " and nothing more can be spilled")
+                                    + "; split the work into smaller steps or keep fewer values live at once")
         refs = _reference_counts(blocks)
         v = min(cands, key=lambda x: (refs.get(x, 1) / max(1, len(graph[x])), x))
         before = spill.next_vreg
         spill.spill(v)
         no_spill |= set(range(before + 1, spill.next_vreg + 1))
         tried |= set(range(before + 1, spill.next_vreg + 1))
+
+
+def _no_spill_room(slots: int, shared_words: int) -> str:
+    """Spills live in shared memory after the kernel's own: say how much the next one lacked."""
+    return (f"; {slots} values were spilled and the next needs {SPILL_SLOT_WORDS} more words of the spill "
+            f"area (shared memory after the kernel's {shared_words} words: "
+            f"{isa.SHARED_WORDS - shared_words - SPILL_SLOT_WORDS * slots} words left of {isa.SHARED_WORDS})")
 
 
 def _reference_counts(blocks: list[VBlock]) -> dict[int, int]:
