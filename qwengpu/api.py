@@ -29,7 +29,7 @@ from qwengpu import interp, isa
 from qwengpu.errors import CompileError, QwenGpuError, UnsupportedError
 from qwengpu.launch import Launch
 from qwengpu.machine.protocol import CHECKS
-from qwengpu.toolchain.frontend import FRONTENDS, compile_cuda, with_prelude
+from qwengpu.toolchain.frontend import FRONTENDS, INCLUDE_DIR, compile_cuda, with_prelude
 from qwengpu.toolchain.lower import MODEL_EXPANSIONS, lower, plain_name
 from qwengpu.toolchain.ptx import parse_ptx
 
@@ -338,11 +338,12 @@ def _cupy():
 def _cuda_kernel(src: str, filename: str, name: str):
     cp = _cupy()
     code = with_prelude(src, filename, ("QWENGPU_REAL_GPU",))
+    options = ("--std=c++17", f"--include-path={INCLUDE_DIR}")     # the project's <cstdint> etc.
     try:
-        return cp.RawModule(code=code, options=("--std=c++17",)).get_function(name)
+        return cp.RawModule(code=code, options=options).get_function(name)
     except Exception:
         # a C++ (mangled) kernel: let NVRTC resolve the name
-        return cp.RawModule(code=code, options=("--std=c++17",), name_expressions=[name]).get_function(name)
+        return cp.RawModule(code=code, options=options, name_expressions=[name]).get_function(name)
 
 
 ENGINE_RUNNERS: dict[str, Callable[[Function, Launch, bool], LaunchResult]] = {
