@@ -107,6 +107,7 @@ class EagerWarp:
         self.init = init_mask
         self.stack = [[0, -1, init_mask]]          # [pc, reconv, mask]
         self.alive, self.phase, self.wait = init_mask, 0, 0
+        self.arrived = None                        # after a BAR: the lanes that arrived
 
     def settle(self):
         while self.stack and self.stack[-1][0] == self.stack[-1][1] >= 0:
@@ -116,6 +117,7 @@ class EagerWarp:
         top = self.stack[-1]
         mask = top[2]
         self.wait = int(kind == "BAR")
+        self.arrived = mask if kind == "BAR" else None
         if kind == "EXIT":
             for entry in self.stack:
                 entry[2] &= ~mask
@@ -139,6 +141,10 @@ class EagerWarp:
         if not self.stack:
             return None
         pc, _, mask = self.stack[-1]
+        if self.arrived is not None:
+            # a BAR's status carries the lanes that arrived: the settled top's mask when they are
+            # all the live lanes, else (a divergent barrier) what shows the scheduler the deadlock
+            mask = self.arrived
         return {"pc": pc, "mask": mask, "sp": len(self.stack) - 1, "alive": self.alive,
                 "phase": self.phase, "wait": self.wait}
 
@@ -368,7 +374,9 @@ def spec_choice(states, nwarps, turn):
         return all((states[j]["phase"] - states[i]["phase"]) % 4 in (0, 1) for j in range(4) if live[j])
     runnable = [live[i] and (not states[i]["wait"] or released(i)) for i in range(4)]
     chosen = next((i for i in ((turn + k) % 4 for k in range(4)) if runnable[i]), None)
-    deadlock = chosen is None and any(live[i] and states[i]["wait"] for i in range(4))
+    # a divergent barrier: a waiting warp has live lanes that did not arrive (not in its mask)
+    divergent = any(i < nwarps and states[i]["wait"] and states[i]["alive"] & ~states[i]["mask"] for i in range(4))
+    deadlock = divergent or (chosen is None and any(live[i] and states[i]["wait"] for i in range(4)))
     return chosen, not any(live), deadlock
 
 
@@ -447,11 +455,9 @@ def test_phase_rule_equals_interp_barrier_release():
     assert sum(any(s["wait"] for s in st[:n]) and c is not None for st, n, _, c, _, _ in points) > 200
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_scheduler(dtype):
+def run_scheduler(points, dtype):
+    """The scheduler circuit on (statuses, nwarps, turn, ...) points: its outputs per point."""
     c, warps, nwarps, turn, out = compile_scheduler()
-    rng = np.random.default_rng(11 + (dtype == "bfloat16"))
-    points = simulate_blocks(rng, 150) + random_points(rng, 1500)
     values = {nwarps: [1 << (n - 1) for _, n, *_ in points], turn: [1 << t for _, _, t, *_ in points]}
     for i, fields in enumerate(warps):
         for k, field in fields.items():
@@ -463,10 +469,59 @@ def test_scheduler(dtype):
     for k, field in out.items():
         got[k], err = decode(h, field)
         assert err == 0.0, k
+    return [{k: int(v[p]) for k, v in got.items()} for p in range(len(points))]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scheduler(dtype):
+    rng = np.random.default_rng(11 + (dtype == "bfloat16"))
+    points = simulate_blocks(rng, 150) + random_points(rng, 1500)
+    outs = run_scheduler(points, dtype)
     for p, (states, n, t, chosen, done, deadlock) in enumerate(points):
         want = {"found": int(chosen is not None), "warp": 0 if chosen is None else 1 << chosen,
                 "done": int(done), "deadlock": int(deadlock)}
         if chosen is not None:
             want.update(pc=states[chosen]["pc"], mask=states[chosen]["mask"])
-        assert {k: int(got[k][p]) for k in want} == want, (p, states, n, t)
+        assert {k: outs[p][k] for k in want} == want, (p, states, n, t)
     assert sum(d for *_, d in points) > 20 and sum(d for *_, d, _ in points) > 100
+    # deadlocks with a runnable warp (only a divergent barrier makes those)
+    assert sum(d and c is not None for *_, c, _, d in points) > 20
+
+
+def st(alive, mask, phase, wait, pc=5):
+    return {"pc": pc, "mask": mask, "sp": 0, "alive": alive, "phase": phase, "wait": wait}
+
+
+FULL = 0b1111
+# (statuses of warps 0-3, nwarps, turn, chosen warp, deadlock), worked out by hand from CUDA's rule
+# (a barrier completes when every live thread of the block has arrived; a warp waiting at it runs
+# none of its lanes) and the machine's round robin
+DIVERGENT_POINTS = [
+    # one warp, lanes 0-1 arrived, 2-3 live on its stack: the phase rule would release it
+    ([st(FULL, 0b0011, 1, 1), st(0, 0, 0, 0), st(0, 0, 0, 0), st(0, 0, 0, 0)], 1, 0, 0, True),
+    # lanes 2-3 exited before, 0-1 arrived: the barrier is complete, the warp runs on
+    ([st(0b0011, 0b0011, 1, 1), st(0, 0, 0, 0), st(0, 0, 0, 0), st(0, 0, 0, 0)], 1, 0, 0, False),
+    # warp 0 arrived whole, warp 1 with lanes 0-1 of 4: released by phase, but a deadlock
+    ([st(FULL, FULL, 1, 1), st(FULL, 0b0011, 1, 1), st(0, 0, 0, 0), st(0, 0, 0, 0)], 2, 0, 0, True),
+    # warp 1 (partial) is the first to arrive; warp 0 still runs (phase 0): a deadlock already
+    ([st(FULL, FULL, 0, 0), st(FULL, 0b0110, 1, 1), st(0, 0, 0, 0), st(0, 0, 0, 0)], 2, 0, 0, True),
+    # both whole, warp 1 with only 2 live lanes left: released, no deadlock
+    ([st(FULL, FULL, 1, 1), st(0b1001, 0b1001, 1, 1), st(0, 0, 0, 0), st(0, 0, 0, 0)], 2, 1, 1, False),
+    # a partial status in warp 2 >= nwarps (stale garbage) does not count
+    ([st(FULL, FULL, 2, 1), st(0b0111, 0b0111, 2, 1), st(FULL, 0b0001, 3, 1), st(0, 0, 0, 0)], 2, 1, 1, False),
+    # a partial status that no longer waits (wait 0: it ran again) is not a barrier
+    ([st(FULL, 0b0011, 1, 0), st(0, 0, 0, 0), st(0, 0, 0, 0), st(0, 0, 0, 0)], 1, 0, 0, False),
+    # four warps, warp 3 arrives with 1 of its 2 live lanes while warps 0-2 wait (and could go)
+    ([st(FULL, FULL, 3, 1), st(FULL, FULL, 3, 1), st(FULL, FULL, 3, 1), st(0b0011, 0b0010, 3, 1)], 4, 0, 0, True),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scheduler_faults_at_a_divergent_barrier(dtype):
+    """A warp that waits at a barrier with live lanes that did not arrive can never be released
+    (those lanes are parked on its own stack): deadlock, whatever the phases say."""
+    points = [(states, n, t) for states, n, t, _, _ in DIVERGENT_POINTS]
+    outs = run_scheduler(points, dtype)
+    for (states, n, t, chosen, deadlock), got in zip(DIVERGENT_POINTS, outs):
+        assert (got["deadlock"], got["found"], got["warp"]) == (int(deadlock), 1, 1 << chosen), (states, n, t)
+        assert spec_choice(states, n, t)[2] == deadlock

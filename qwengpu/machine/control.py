@@ -120,7 +120,7 @@ def build_terminator(c: Circuit, at: int, bank_layer: int, *, wbits: Field, term
     pcs, metas = _stack_read(c, bank_layer, wbits, data, alive)
     valid = _live_entries(c, bank_layer + 1, pcs, metas, data["range"], alive)
     c.clear(data["range"], bank_layer + 1)
-    pc, mask, sp = _new_top(c, bank_layer + 2, valid, pcs, metas, alive, init_mask)
+    pc, mask, sp = _new_top(c, bank_layer + 2, valid, pcs, metas, alive, init_mask, term["BAR"][0], old.mask)
     for f in [valid, *pcs, *metas[1:]]:
         c.clear(f, bank_layer + 2)
     return Status(pc, mask, sp, alive, phase, wait), bank_layer + 3
@@ -269,8 +269,15 @@ def _live_entries(c, at, pcs, metas, rng, alive) -> Field:
     return valid
 
 
-def _new_top(c, at, valid, pcs, metas, alive, init_mask) -> tuple[Field, Field, Field]:
-    """The highest valid depth is the new top: its pc, mask & alive', and depth."""
+def _new_top(c, at, valid, pcs, metas, alive, init_mask, bar, arrived) -> tuple[Field, Field, Field]:
+    """The highest valid depth is the new top: its pc, mask & alive', and depth.
+
+    After a BAR the mask is instead the lanes that arrived (the old mask). When those are all
+    of the warp's live lanes this is the same mask: every entry below the top holds a superset
+    of the top's lanes, and & alive' keeps at most the live ones. When they are not (a
+    divergent barrier, a sure deadlock: the other lanes wait on this warp's stack while the
+    warp waits at the barrier), the status keeps which lanes arrived, and the scheduler sees
+    mask != alive in it (build_scheduler)."""
     pc = c.field("ctl.pc", PC_BITS, at)
     mask = c.field("ctl.mask", LANES, at)
     sp = c.field("ctl.sp", 3, at)
@@ -279,13 +286,15 @@ def _new_top(c, at, valid, pcs, metas, alive, init_mask) -> tuple[Field, Field, 
         is_top = G.add_terms({valid[d]: 1}, higher)
         for i in range(PC_BITS):
             G.relu(c, at, G.add_terms(is_top, {pcs[d][i]: 1}), -1, {pc[i]: 1})
-        for l in range(LANES):
+        for l in range(LANES):      # (not after a BAR)
             if d == 0:
-                G.relu(c, at, G.add_terms(is_top, {init_mask[l]: 1, alive[l]: 1}), -2, {mask[l]: 1})
+                G.relu(c, at, G.add_terms(is_top, {init_mask[l]: 1, alive[l]: 1, bar: -1}), -2, {mask[l]: 1})
             else:
-                G.relu(c, at, G.add_terms(is_top, {metas[d][PC_BITS + 1 + l]: 1}), -1, {mask[l]: 1})
+                G.relu(c, at, G.add_terms(is_top, {metas[d][PC_BITS + 1 + l]: 1, bar: -1}), -1, {mask[l]: 1})
         if d:
             G.relu(c, at, is_top, 0, {sp[j]: 1 for j in range(3) if d >> j & 1})
+    for l in range(LANES):          # after a BAR: the lanes that arrived
+        G.relu(c, at, {bar: 1, arrived[l]: 1}, -1, {mask[l]: 1})
     return pc, mask, sp
 
 
@@ -312,24 +321,40 @@ def build_scheduler(c: Circuit, at: int, statuses: list[Status], nwarps: Field,
     `turn` may name any of the 4 warps: warps >= nwarps are never runnable, so a turn of
     nwarps (the warp after the last) searches from warp 0, like interp's turn mod nwarps.
 
-    Layers: at: live_i, live-and-waiting, a weighted count of live warps whose phase is 2 or 3
-    ahead of phase_i;  at + 1: runnable_i, done;  at + 2: the choice and its pc and mask.
+    deadlock: some warp i < nwarps is at a divergent barrier (wait_i, and alive_i has lanes
+    that are not in mask_i, the lanes that arrived: see _new_top), or none is runnable while
+    some live warp waits.
+    A divergent barrier can never complete: the lanes that did not arrive are live and parked
+    on the warp's own stack, and the warp waits until they arrive (interp's
+    `_check_arrival`). The phase rule alone would release the warp (it tracks warps, not
+    lanes). Since it is caught at the CT2 of that BAR, the second case is unreachable (a
+    barrier that every warp reaches with all its live lanes releases), but it stays.
+    `found` may be 1 together with deadlock: FAULT wins (emit.py).
+
+    Layers: at: live_i, live-and-waiting, the count of live lanes that did not arrive at
+    the barrier their warp waits at, a weighted count of live warps whose phase is 2 or 3
+    ahead of phase_i;  at + 1: runnable_i, done, partial (that count >= 1);  at + 2: the
+    choice and its pc and mask, deadlock.
     Returns ({"found", "warp" (one-hot bits), "pc", "mask", "deadlock", "done"}, end)."""
     if len(statuses) != WARPS or nwarps.width != WARPS or turn.width != WARPS:
         raise CircuitError(f"scheduler: needs {WARPS} statuses, nwarps and turn of {WARPS} dims")
-    live, waiting, behind = _liveness(c, at, statuses, nwarps)
+    live, waiting, behind, divergent = _liveness(c, at, statuses, nwarps)
     runnable = c.field("sched.runnable", WARPS, at + 1)
     done = c.field("sched.done", 1, at + 1)
     for i, s in enumerate(statuses):    # live and not (waiting and some live warp is behind)
         big = 3 * WARPS + 1
         G.step(c, at + 1, {live[i]: big, s.wait[0]: 1 - big, behind[i]: -1}, 1, {runnable[i]: 1})
     G.relu(c, at + 1, _ones(live, k=-1), 1, {done[0]: 1})
+    partial = c.field("sched.partial", 1, at + 1)      # some warp is at a divergent barrier
+    G.step(c, at + 1, _ones(divergent), 1, {partial[0]: 1})
     c.clear(live, at + 1)
     c.clear(behind, at + 1)
-    out = _choose(c, at + 2, statuses, runnable, turn, waiting)
+    c.clear(divergent, at + 1)
+    out = _choose(c, at + 2, statuses, runnable, turn, waiting, partial)
     out["done"] = done
     c.clear(runnable, at + 2)
     c.clear(waiting, at + 2)
+    c.clear(partial, at + 2)
     return out, at + 3
 
 
@@ -343,6 +368,13 @@ def _liveness(c, at, statuses, nwarps):
                {live[i]: 1})
         G.step(c, at, G.add_terms(_ones(s.alive), {d: LANES + 1 for d in exists[i]},
                                   {s.wait[0]: LANES + 1}), 2 * LANES + 3, {waiting[i]: 1})
+    # lanes that are live but did not arrive, of warps i < nwarps that wait: relu(alive - mask + wait +
+    # [i < nwarps] - 2) is 1 exactly when all four hold, else <= 0
+    divergent = c.field("sched.divergent", 1, at, kind="int", vmax=WARPS * LANES)
+    for i, s in enumerate(statuses):
+        for l in range(LANES):
+            G.relu(c, at, G.add_terms({s.alive[l]: 1, s.mask[l]: -1, s.wait[0]: 1}, exists[i]), -2,
+                   {divergent[0]: 1})
     k = LANES + 1     # a mismatch costs more than the alive count can give
     for i, si in enumerate(statuses):
         for j, sj in enumerate(statuses):
@@ -355,10 +387,10 @@ def _liveness(c, at, statuses, nwarps):
                     terms = G.add_terms({d: k * v for d, v in ti.items()}, {d: k * v for d, v in tj.items()},
                                         {d: k for d in exists[j]}, _ones(sj.alive))
                     G.relu(c, at, terms, k * (bi + bj - 1), {behind[i]: 1})
-    return live, waiting, behind
+    return live, waiting, behind, divergent
 
 
-def _choose(c, at, statuses, runnable, turn, waiting) -> dict[str, Field]:
+def _choose(c, at, statuses, runnable, turn, waiting, partial) -> dict[str, Field]:
     """For each turn t and warp i: i is chosen iff turn == t, i is runnable and no warp between
     t and i (cyclically) is; the chosen warp's pc and mask ride on the same neurons."""
     found = c.field("sched.found", 1, at)
@@ -374,6 +406,7 @@ def _choose(c, at, statuses, runnable, turn, waiting) -> dict[str, Field]:
             for src, dst in ((s.pc, pc), (s.mask, mask)):
                 for b in range(src.width):
                     G.relu(c, at, G.add_terms(chosen, {src[b]: 1}), -2, {dst[b]: 1})
-    # none runnable but some live warp waits
-    G.step(c, at, G.add_terms(_ones(waiting), _ones(runnable, k=-WARPS)), 1, {deadlock[0]: 1})
+    # a divergent barrier (partial outweighs every runnable warp), or none runnable but some live warp waits
+    G.step(c, at, G.add_terms(_ones(waiting), _ones(runnable, k=-WARPS), _ones(partial, k=WARPS * WARPS + 1)), 1,
+           {deadlock[0]: 1})
     return {"found": found, "warp": warp, "pc": pc, "mask": mask, "deadlock": deadlock}

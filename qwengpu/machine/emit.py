@@ -78,7 +78,8 @@ def build_emit(m) -> int:
     G.relu(c, E3, {k["EXEC"]: 1, m.has_wb[0]: -1, m.op["ST"][0]: -1, m.op["ATOM"][0]: -1, **term_flags,
                    fault: -1}, 0, {flag["nexec"][0]: 1})
     sched_pass = {k["CT2"]: 1, k["CTA"]: 1}
-    G.relu(c, E3, {**sched_pass, m.sched["found"][0]: 1}, -1, {flag["sched"][0]: 1})
+    # a divergent barrier's deadlock may leave a warp runnable: FAULT replaces its EXEC
+    G.relu(c, E3, {**sched_pass, m.sched["found"][0]: 1, m.sched["deadlock"][0]: -1}, -1, {flag["sched"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: -1}, -1, {flag["cta"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: 1}, -2, {flag["halt"][0]: 1})
     G.relu(c, E3, {k[n]: 1 for n in ("LATCH", "BYTE", "PUT", "HALT", "FAULT")}, 0, {flag["halt"][0]: 1})
