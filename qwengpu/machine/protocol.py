@@ -206,10 +206,13 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
 
     CT1 is the warp's new top of stack, which is where its next pass starts; CT2's sp is
     always don't-care (the lazy stack's depth may differ from interp's), and so is CT1 of
-    a warp whose lanes have all exited (or, in a deadlock, that never runs again). A memory
-    fault ends the stream with FAULT right after the faulting instruction's EXEC, a deadlock
-    with FAULT after the last CT2; other interpreter errors propagate. `memory` is not
-    modified."""
+    a warp whose lanes have all exited (or, before a deadlock's FAULT, that never runs
+    again). After a BAR, CT1's mask is the lanes that arrived, also when the warp never
+    runs again (it is its next pass's mask when every live lane arrived): a divergent
+    barrier (some live lanes of the warp did not arrive, interp's DeadlockError) ends the
+    stream with that BAR's CT1 (pc don't-care), CT2 and FAULT. A memory fault ends the
+    stream with FAULT right after the faulting instruction's EXEC; other interpreter errors
+    propagate. `memory` is not modified."""
     grid, block = check_grid_block(grid, block)
     final = np.array(memory, dtype=np.uint32, copy=True)
     steps, fault = _traced_run(program, grid, block, params, final)
@@ -235,6 +238,8 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
         nxt = following[i]
         if alive[w] and nxt is not None:
             stream.add(tok("CT1", nxt.pc, nxt.mask))
+        elif alive[w] and term.kind is isa.Term.BAR:     # never runs again: a deadlock follows
+            stream.add(tok("CT1", 0, step.mask), frozenset({"pc"}))
         else:
             assert not alive[w] or fault, "a live warp without a next pass: interp should have raised"
             stream.add(tok("CT1", 0, 0), frozenset({"pc", "mask"}))
