@@ -18,8 +18,9 @@ from __future__ import annotations
 import functools
 import importlib
 import re
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -29,6 +30,7 @@ from qwengpu import interp, isa
 from qwengpu.errors import CompileError, QwenGpuError, UnsupportedError
 from qwengpu.launch import Launch
 from qwengpu.machine.protocol import CHECKS
+from qwengpu.printf import device_output
 from qwengpu.toolchain.frontend import FRONTENDS, INCLUDE_DIR, compile_cuda, with_prelude
 from qwengpu.toolchain.lower import MODEL_EXPANSIONS, lower, plain_name
 from qwengpu.toolchain.ptx import parse_ptx
@@ -51,6 +53,7 @@ class LaunchResult:
     passes: int | None = None
     tokens: int | None = None
     trace: list | None = None
+    output: list[str] = field(default_factory=list)   # device printf output, one string per call
 
 
 class Device:
@@ -61,12 +64,14 @@ class Device:
     `fast` run the circuit layers on the exact fast path (qwengpu.machine.fast; False: the
     stock transformers forward of the whole model), `device` the torch device of the stock
     path: cpu, cuda (cuda:N) or mps; None: the best available (resolve_device). The fast path
-    is CPU code and always runs on the CPU. The model loads on the first launch."""
+    is CPU code and always runs on the CPU. The model loads on the first launch.
+    `print_output`: write a launch's device printf output to stdout when it ends (it is in
+    `LaunchResult.output` either way)."""
 
     def __init__(self, engine: str = "interp", frontend: str = "clang", opt: int = 2, *,
                  model: str | Path | None = None, dtype: str = "float32", check: str | None = None,
                  max_tokens: int = DEFAULT_MAX_TOKENS, on_token: Callable | None = None, fast: bool = True,
-                 device: str | None = None):
+                 device: str | None = None, print_output: bool = True):
         if engine not in ENGINES:
             raise QwenGpuError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         if frontend not in FRONTENDS:
@@ -79,7 +84,7 @@ class Device:
             raise QwenGpuError(f"max_tokens must be at least 1, got {max_tokens}")
         self.engine, self.frontend, self.opt = engine, frontend, opt
         self.model_path, self.dtype, self.check, self.max_tokens = model, dtype, check, max_tokens
-        self.on_token, self.fast = on_token, fast
+        self.on_token, self.fast, self.print_output = on_token, fast, print_output
         self.torch_device = resolve_device(device) if engine == "model" else check_device_name(device)
         self._loaded = None     # (model, machine) once the model engine has loaded them
 
@@ -222,7 +227,13 @@ class Function:
 
     def __call__(self, grid=1, block=1, args: Sequence[Any] = (), trace: bool = False) -> LaunchResult:
         launch = Launch.build(self.program, grid, block, list(args), names=self.arg_names)
-        return ENGINE_RUNNERS[self.module.device.engine](self, launch, trace)
+        result = ENGINE_RUNNERS[self.module.device.engine](self, launch, trace)
+        if self.module.device.engine != "cuda":      # on a GPU, CUDA's own printf has printed
+            result.output = device_output(self.program.printf_buffer, launch.memory)
+            if result.output and self.module.device.print_output:
+                sys.stdout.write("".join(result.output))
+                sys.stdout.flush()
+        return result
 
     def __repr__(self):
         return f"<Function {self.name}: {len(self.program.blocks)} blocks, {self.program.regs_used} registers>"

@@ -465,6 +465,7 @@ class Program:
     static_global_words: int = 0   # words at the start of GLOBAL reserved for __device__ variables
     shared_words: int = 0
     regs_used: int = 0
+    printf_buffer: int | None = None   # GLOBAL word of the device printf buffer (qwengpu/printf.py)
 
     def listing(self) -> str:
         lines = [f"// kernel {self.name}: {len(self.blocks)} blocks, {self.regs_used} registers, "

@@ -1685,7 +1685,9 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
     machine = form_blocks(blocks, lambda v: alloc.colours.get(v, 0))
     set_reconvergence(machine)
     shared_words = isa.SHARED_WORDS if alloc.spill_slots else lay.shared_words
+    printf_buffer = next((addr // 4 for name, (space, addr) in lay.symbols.items()
+                          if space == "global" and "__qg_printf_buffer" in name), None)
     prog = isa.Program(plain_name(fn.name), machine, lay.params, lay.const_init, lay.global_init,
-                       lay.static_global_words, shared_words, alloc.regs_used)
+                       lay.static_global_words, shared_words, alloc.regs_used, printf_buffer)
     isa.check_program(prog)
     return prog

@@ -612,24 +612,68 @@ QG_MATCH(unsigned long long, __qg_match64)
 #define __match_any_sync __qg_match_any_sync
 #define __match_all_sync __qg_match_all_sync
 
-/* No device printf or assert: the machine has no output channel and no trap.
- * Both are compile errors that say so (the <cstdio>/<stdio.h> stubs add
- * nothing; <cassert>/<assert.h> re-define assert by NDEBUG as the standard
- * says: with NDEBUG it is ((void)0), exactly as in CUDA). */
-#define QG_PRINTF_MESSAGE "printf is not supported: qwengpu has no device printf; write the values to an output array (an extra kernel argument) and read them on the host"
-#define QG_ASSERT_MESSAGE "assert is not supported: qwengpu has no device assert (the machine cannot trap or report a failed assertion); test the condition and write a flag to an output array, or define NDEBUG to compile asserts out"
+/* Device printf, the way CUDA implements it: each call appends a record to a
+ * buffer in global memory, and after the launch the host formats the records in
+ * the order they were written (qwengpu/printf.py). Word 0 of the buffer counts
+ * the words taken; a record is [1 + argument count | 64-bit argument mask << 8,
+ * the format string's address, the arguments: one word each, two if 64-bit].
+ * A record that does not fit is dropped (the host says so). The buffer exists
+ * only in modules that call printf. On a real GPU, CUDA's own printf runs. */
+#ifndef QWENGPU_REAL_GPU
+#define QG_PRINTF_WORDS 128
+QG_INLINE unsigned int *__qg_printf_buffer() {
+    static __device__ unsigned int words[QG_PRINTF_WORDS];
+    return words;
+}
+template <typename... A> struct __qg_printf_layout {
+    static constexpr unsigned int wide = 0, words = 0;
+};
+template <typename T, typename... R> struct __qg_printf_layout<T, R...> {
+    static constexpr unsigned int wide = (sizeof(T) == 8 ? 1u : 0u) | __qg_printf_layout<R...>::wide << 1;
+    static constexpr unsigned int words = (sizeof(T) == 8 ? 2u : 1u) + __qg_printf_layout<R...>::words;
+};
+template <typename T> struct __qg_printf_integer { static constexpr bool value = true; };
+template <> struct __qg_printf_integer<float> { static constexpr bool value = false; };
+template <> struct __qg_printf_integer<double> { static constexpr bool value = false; };
+template <typename T> QG_INLINE unsigned int *__qg_printf_arg(unsigned int *p, T v) {
+    static_assert(__qg_printf_integer<T>::value,
+                  "printf: floating-point arguments are not supported (the machine has integers only)");
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                  "printf: arguments must be integers, characters or pointers");
+    unsigned long long u = (unsigned long long)v;
+    p[0] = (unsigned int)u;
+    if (sizeof(T) == 8) p[1] = (unsigned int)(u >> 32);
+    return p + (sizeof(T) == 8 ? 2 : 1);
+}
+template <typename... A> QG_INLINE int __qg_printf(const char *format, A... args) {
+    typedef __qg_printf_layout<A...> layout;
+    static_assert(sizeof...(A) <= 24, "printf: at most 24 arguments");
+    unsigned int *buffer = __qg_printf_buffer();
+    unsigned int size = 2 + layout::words;
+    unsigned int at = atomicAdd(&buffer[0], size);
+    if (at + size < QG_PRINTF_WORDS) {
+        unsigned int *p = buffer + 1 + at;
+        p[0] = ((unsigned int)sizeof...(A) + 1u) | layout::wide << 8;   /* never 0: a written record */
+        p[1] = (unsigned int)(size_t)format;
+        p += 2;
+        int each[] = {0, (p = __qg_printf_arg(p, args), 0)...};
+        (void)each;
+    }
+    return (int)sizeof...(A);
+}
+#define printf __qg_printf
+#endif
+
+/* No device assert: the machine cannot trap. assert is a compile error that says
+ * so, unless NDEBUG makes it ((void)0) as the standard says (<cassert>/<assert.h>
+ * re-apply that rule each time they are included). */
+#define QG_ASSERT_MESSAGE "assert is not supported: qwengpu has no device assert (the machine cannot trap or report a failed assertion); test the condition and printf or write a flag to an output array, or define NDEBUG to compile asserts out"
 template <typename... A> struct __qg_never { static constexpr bool value = false; };
 #ifdef __CUDACC_RTC__
-template <typename... A> QG_INLINE int __qg_printf(const char *, A...) {
-    static_assert(__qg_never<A...>::value, QG_PRINTF_MESSAGE);
-    return 0;
-}
 template <typename T> QG_INLINE void __qg_assert(T) { static_assert(__qg_never<T>::value, QG_ASSERT_MESSAGE); }
 #else
-template <typename... A> __attribute__((unavailable(QG_PRINTF_MESSAGE))) QG_INLINE int __qg_printf(const char *, A...);
 template <typename T> __attribute__((unavailable(QG_ASSERT_MESSAGE))) QG_INLINE void __qg_assert(T);
 #endif
-#define printf __qg_printf
 #ifdef assert
 #undef assert
 #endif

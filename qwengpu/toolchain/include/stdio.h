@@ -1,5 +1,5 @@
-/* <stdio.h> for qwengpu: qwengpu has no device printf; the prelude
- * (qwengpu/toolchain/prelude.h) makes printf a compile error that says so. Write the
- * values to an output array instead.
+/* <stdio.h> for qwengpu: the prelude (qwengpu/toolchain/prelude.h)
+ * defines device printf (integer, character, string and pointer arguments); nothing
+ * else of the C library exists on the device.
  */
 #pragma once
