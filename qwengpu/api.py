@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from qwengpu import interp, isa
-from qwengpu.errors import CompileError, QwenGpuError, UnsupportedError
+from qwengpu.errors import CompileError, ExecutionError, QwenGpuError, UnsupportedError
 from qwengpu.launch import Launch
 from qwengpu.machine.protocol import CHECKS
 from qwengpu.printf import device_output
@@ -229,10 +229,13 @@ class Function:
         launch = Launch.build(self.program, grid, block, list(args), names=self.arg_names)
         result = ENGINE_RUNNERS[self.module.device.engine](self, launch, trace)
         if self.module.device.engine != "cuda":      # on a GPU, CUDA's own printf has printed
-            result.output = device_output(self.program.printf_buffer, launch.memory)
+            result.output, failed = device_output(self.program.printf_buffer, launch.memory)
             if result.output and self.module.device.print_output:
                 sys.stdout.write("".join(result.output))
                 sys.stdout.flush()
+            if failed:
+                raise ExecutionError(f"device-side assertion failed ({len(failed)} thread"
+                                     f"{'s' if len(failed) > 1 else ''}): {failed[0]}")
         return result
 
     def __repr__(self):

@@ -7,8 +7,8 @@ memory prints the same lines: the model engine's lines come from the memory
 the model wrote. Records are formatted in the order the machine wrote them
 (warps in the scheduler's round-robin order, lanes in lane order within one
 printf); buffer layout: word 0 the words taken, then records of
-[1 + argument count | 64-bit argument mask << 8, format address, arguments]
-(the 1 tells a written record from the zeros a dropped one leaves).
+[1 + argument count | 0x80 for a failed assert | 64-bit argument mask << 8, format
+address, arguments] (the 1 tells a written record from the zeros a dropped one leaves).
 """
 from __future__ import annotations
 
@@ -21,26 +21,32 @@ _SPEC = re.compile(r"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?(hh|h|ll|l|j|z|t|L)?([di
 _BITS = {"hh": 8, "h": 16, None: 32, "ll": 64, "j": 64, "z": 64, "t": 64, "L": 64}
 
 
-def device_output(buffer_word: int | None, memory: np.ndarray) -> list[str]:
+ASSERTION = 0x80             # header bit of a failed assert's record (__qg_assert_fail)
+
+
+def device_output(buffer_word: int | None, memory: np.ndarray) -> tuple[list[str], list[str]]:
     """The formatted printf output (one string per call) of a launch whose printf buffer
-    starts at global word `buffer_word` (None: the kernel does not call printf)."""
+    starts at global word `buffer_word` (None: the kernel does not call printf), and the
+    messages of the failed assertions among them."""
     if buffer_word is None:
-        return []
+        return [], []
     words = [int(w) for w in memory[buffer_word:buffer_word + PRINTF_WORDS]]
-    used, out, at = words[0], [], 1
+    used, out, failed, at = words[0], [], [], 1
     while at + 1 < min(used + 1, PRINTF_WORDS) and words[at]:    # a dropped record left zeros
         header, fmt = words[at], words[at + 1]
-        count, wide = (header & 0xFF) - 1, header >> 8
+        count, wide = (header & 0x7F) - 1, header >> 8
         args, k = [], at + 2
         for i in range(count):
             n = 2 if wide >> i & 1 else 1
             args.append((words[k] | (words[k + 1] << 32 if n == 2 else 0), 32 * n))
             k += n
         out.append(format_c(read_string(memory, fmt), args, memory))
+        if header & ASSERTION:
+            failed.append(out[-1].rstrip("\n"))
         at = k
     if used > PRINTF_WORDS - 1:
         out.append(f"[qwengpu: printf output past the {PRINTF_WORDS - 1}-word buffer was dropped]\n")
-    return out
+    return out, failed
 
 
 def read_string(memory: np.ndarray, address: int) -> str:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from qwengpu import Device
-from qwengpu.errors import CompileError
+from qwengpu.errors import CompileError, ExecutionError
 from qwengpu.printf import PRINTF_WORDS, format_c
 
 LEVELS = [("clang", 1), ("clang", 2), ("clang", 3), ("nvrtc", 3)]
@@ -97,3 +97,24 @@ def test_kernel_without_printf_takes_no_buffer():
 ])
 def test_format_c(fmt, args, want):
     assert format_c(fmt, args, np.zeros(4, np.uint32)) == want
+
+
+ASSERTS = r'''
+#include <cassert>
+extern "C" __global__ void k(int *o) {
+    int t = threadIdx.x;
+    assert(o[t] >= 0);
+    o[t] = o[t] * 2;
+}'''
+
+
+@pytest.mark.parametrize("fe", ["clang", "nvrtc"])
+@pytest.mark.parametrize("head", ["", "#include <assert.h>\n"])
+def test_failed_assert_prints_cudas_message_and_fails_the_launch(fe, head):
+    fn = Device(frontend=fe, print_output=False).compile(head + ASSERTS, filename="a.cu").get_function("k")
+    ok = np.array([1, 2, 3, 4], np.int32)
+    assert fn(grid=1, block=4, args=[ok]).output == [] and ok.tolist() == [2, 4, 6, 8]
+    with pytest.raises(ExecutionError, match=re.escape(
+            f"device-side assertion failed (2 threads): a.cu:{5 + head.count(chr(10))}: k: block: [0,0,0], thread: [1,0,0] "
+            "Assertion `o[t] >= 0` failed.")):
+        fn(grid=1, block=4, args=[np.array([1, -2, 3, -4], np.int32)])

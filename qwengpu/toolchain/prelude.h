@@ -645,7 +645,7 @@ template <typename T> QG_INLINE unsigned int *__qg_printf_arg(unsigned int *p, T
     if (sizeof(T) == 8) p[1] = (unsigned int)(u >> 32);
     return p + (sizeof(T) == 8 ? 2 : 1);
 }
-template <typename... A> QG_INLINE int __qg_printf(const char *format, A... args) {
+template <typename... A> QG_INLINE int __qg_print_record(unsigned int kind, const char *format, A... args) {
     typedef __qg_printf_layout<A...> layout;
     static_assert(sizeof...(A) <= 24, "printf: at most 24 arguments");
     unsigned int *buffer = __qg_printf_buffer();
@@ -653,7 +653,7 @@ template <typename... A> QG_INLINE int __qg_printf(const char *format, A... args
     unsigned int at = atomicAdd(&buffer[0], size);
     if (at + size < QG_PRINTF_WORDS) {
         unsigned int *p = buffer + 1 + at;
-        p[0] = ((unsigned int)sizeof...(A) + 1u) | layout::wide << 8;   /* never 0: a written record */
+        p[0] = ((unsigned int)sizeof...(A) + 1u) | kind | layout::wide << 8;   /* never 0: a written record */
         p[1] = (unsigned int)(size_t)format;
         p += 2;
         int each[] = {0, (p = __qg_printf_arg(p, args), 0)...};
@@ -661,26 +661,35 @@ template <typename... A> QG_INLINE int __qg_printf(const char *format, A... args
     }
     return (int)sizeof...(A);
 }
+template <typename... A> QG_INLINE int __qg_printf(const char *format, A... args) {
+    return __qg_print_record(0u, format, args...);
+}
 #define printf __qg_printf
+
+/* assert: a failed assertion prints CUDA's message as a record marked 0x80 and
+ * ends its thread; the host raises the failure after the launch (the machine
+ * cannot stop the other threads, whose results are discarded with the error). */
+QG_INLINE void __qg_assert_fail(const char *expr, const char *file, unsigned int line, const char *function) {
+    __qg_print_record(0x80u, "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n", file,
+                      line, function, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z,
+                      expr);
+    asm volatile("exit;");
+}
+#define __qg_assert(e) ((e) ? (void)0 : __qg_assert_fail(#e, __FILE__, __LINE__, __func__))
+#else
+extern "C" __device__ void __assertfail(const char *, const char *, unsigned int, const char *, size_t);
+#define __qg_assert(e) ((e) ? (void)0 : __assertfail(#e, __FILE__, __LINE__, __func__, 1))
 #endif
 
-/* No device assert: the machine cannot trap. assert is a compile error that says
- * so, unless NDEBUG makes it ((void)0) as the standard says (<cassert>/<assert.h>
- * re-apply that rule each time they are included). */
-#define QG_ASSERT_MESSAGE "assert is not supported: qwengpu has no device assert (the machine cannot trap or report a failed assertion); test the condition and printf or write a flag to an output array, or define NDEBUG to compile asserts out"
-template <typename... A> struct __qg_never { static constexpr bool value = false; };
-#ifdef __CUDACC_RTC__
-template <typename T> QG_INLINE void __qg_assert(T) { static_assert(__qg_never<T>::value, QG_ASSERT_MESSAGE); }
-#else
-template <typename T> __attribute__((unavailable(QG_ASSERT_MESSAGE))) QG_INLINE void __qg_assert(T);
-#endif
+/* assert (see __qg_assert above); NDEBUG makes it ((void)0) as the standard says
+ * (<cassert>/<assert.h> re-apply that rule each time they are included). */
 #ifdef assert
 #undef assert
 #endif
 #ifdef NDEBUG
 #define assert(e) ((void)0)
 #else
-#define assert(e) __qg_assert((e))
+#define assert(e) __qg_assert(e)
 #endif
 
 #endif /* QWENGPU_PRELUDE_H */
