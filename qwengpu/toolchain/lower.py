@@ -1175,10 +1175,10 @@ class _Translator:
             self.unsupported(f"ld.param from {name}, which is not a kernel parameter")
         byte = self.lay.symbols[name][1]
         off = addr.offset if isinstance(addr, ptx.Addr) else 0
-        # a parameter is one CONST word; the high word of a 64-bit pointer is 0
-        lo = self.emit(Op.LD, Imm(byte), Imm(0), mod=isa.Space.CONST) if off == 0 else Imm(0)
-        if bits < 32 and off == 0:
-            lo = self.trunc(lo, bits)
+        # a parameter is one CONST word; the high word of a 64-bit one is 0
+        lo = self.emit(Op.LD, Imm(byte), Imm(0), mod=isa.Space.CONST) if off < 4 else Imm(0)
+        if bits < 32 and off < 4:       # a byte or half of it (ld.param.u8 [p+1])
+            lo = self.emit(Op.BFEU, lo, Imm(8 * off), Imm(bits))
         if bits == 64:
             self.put(d, [lo, Imm(0)], 64)
         else:   # ld.param.s8/s16/s32 sign-extends into a wider register, like every other load
