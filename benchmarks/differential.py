@@ -35,7 +35,7 @@ def main() -> int:
     ap.add_argument("--engine", choices=["interp", "model"], default="interp")
     ap.add_argument("--frontend", choices=["clang", "nvrtc", "both"], default="both")
     ap.add_argument("--small", action="store_true", help="small kernels (the default on the model engine)")
-    ap.add_argument("--noinline", action="store_true", help="__noinline__ helpers (PTX calls)")
+    ap.add_argument("--inline-only", action="store_true", help="only __forceinline__ helpers (no PTX calls)")
     ap.add_argument("--ubsan", action="store_true", help="build the oracle with UBSan (checks the generator)")
     ap.add_argument("--batch", type=int, default=100, help="programs per host compile")
     ap.add_argument("--show", type=int, default=5, help="failure reports to print in full")
@@ -43,7 +43,7 @@ def main() -> int:
     args = ap.parse_args()
 
     frontends = difftest.FRONTEND_CHOICES if args.frontend == "both" else (args.frontend,)
-    opts = options(args.small or args.engine == "model", args.noinline)
+    opts = options(args.small or args.engine == "model", not args.inline_only)
     console = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[status]}"), TimeElapsedColumn(),

@@ -108,10 +108,10 @@ def interesting(rng: random.Random, t: CType) -> int:
 # ---------------------------------------------------------------------------
 @dataclass
 class GenOptions:
-    """What the generator may use. `noinline` helpers are OFF by default: `__noinline__`
-    device functions (PTX call/ret) are being added to the lowering by another change;
-    switch it on once that lands. `negative_params` passes negative values to signed
-    scalar parameters (char/short/int), which need sign extension."""
+    """What the generator may use. `noinline`: each helper is `__noinline__` (a PTX call,
+    which the toolchain inlines) or `__forceinline__` at random; off, all are
+    `__forceinline__`. `negative_params` passes negative values to signed scalar
+    parameters (char/short/int), which need sign extension."""
     max_statements: int = 20
     max_depth: int = 3
     max_helpers: int = 2
@@ -119,7 +119,7 @@ class GenOptions:
     max_blocks: int = 16           # per grid (machine limit 16)
     use_64bit: bool = True
     use_div64: bool = True
-    noinline: bool = False
+    noinline: bool = True
     negative_params: bool = True
 
     @classmethod
@@ -470,8 +470,7 @@ class Generator:
         self.budget = self.rng.randint(1, 4)
         body = self.block(self.budget, 1) + [f"return {self.expr(ret, self.ed())};"]
         self.helpers.append(Helper(name, ret, params))
-        # __noinline__ (a PTX call) only with opts.noinline: its lowering is being added
-        qual = "__noinline__" if self.opts.noinline else "__forceinline__"
+        qual = "__noinline__" if self.opts.noinline and self.rng.random() < 0.5 else "__forceinline__"
         sig = ", ".join(f"{t.name} x{i}" for i, t in enumerate(params))
         return [f"__device__ {qual} {ret.name} {name}({sig}) {{"] + indent(body) + ["}", ""]
 
