@@ -82,3 +82,82 @@ def test_printf_on_the_model_prints_the_interpreters_lines_in_its_order(model):
     assert got == want
     assert got == [f"lane {t}: {int(v)} * 3 = {int(v) * 3}\n" for t, v in enumerate(x)] + \
         ["negative at 1\n", "negative at 3\n"]
+
+
+M32, M64 = 0xFFFFFFFF, 2**64 - 1
+
+EVERYDAY_WIDE = r'''
+#include <cstdint>
+#include <climits>
+#include <cuda_runtime.h>
+extern "C" __global__ void k(const uint32_t *__restrict__ in, uint32_t *out) {
+    size_t t = threadIdx.x;
+    int2 p = make_int2((int)__ldg(&in[2 * t]), (int)in[2 * t + 1]);
+    int64_t wide = (int64_t)p.x * p.y;
+    uint64_t u = ((uint64_t)in[2 * t] << 32) | in[2 * t + 1];
+    out[8 * t + 0] = (uint32_t)max(wide, (int64_t)INT_MIN);
+    out[8 * t + 1] = (uint32_t)llabs(wide) ^ (uint32_t)(llabs(wide) >> 32);
+    out[8 * t + 2] = __funnelshift_l(in[2 * t], in[2 * t + 1], (unsigned)t * 9u);
+    out[8 * t + 3] = __popcll(u) | __clzll((long long)u) << 8 | __ffsll((long long)u) << 16;
+    out[8 * t + 4] = (uint32_t)(__brevll(u) >> 16);
+    out[8 * t + 5] = (uint32_t)__umul64hi(u, 0x9E3779B97F4A7C15ull);
+    out[8 * t + 6] = (uint32_t)__hadd(p.x, p.y) ^ (uint32_t)__rhadd(p.x, -p.y);
+    out[8 * t + 7] = (uint32_t)ullmax(u, (unsigned long long)UINT_MAX) ^ (uint32_t)(llmin((long long)u, LLONG_MAX) >> 40);
+}'''
+
+
+def everyday_wide_expected(words):
+    out = []
+    for t in range(4):
+        x, y = int(words[2 * t]), int(words[2 * t + 1])
+        px, py = s32(x), s32(y)
+        wide, u = px * py, x << 32 | y
+        su = u - 2**64 if u >> 63 else u
+        brev = int(f"{u:064b}"[::-1], 2)
+        ffs = (u & -u).bit_length()
+        out += [max(wide, -2**31) & M32,
+                (abs(wide) & M32) ^ (abs(wide) >> 32 & M32),
+                ((y << 32 | x) << (t * 9 % 32)) >> 32 & M32,
+                bin(u).count("1") | (64 - u.bit_length()) << 8 | ffs << 16,
+                brev >> 16 & M32,
+                (u * 0x9E3779B97F4A7C15) >> 64 & M32,
+                ((px + py) >> 1 & M32) ^ ((px - py + 1) >> 1 & M32),
+                (max(u, M32) & M32) ^ (su >> 40 & M32)]
+    return out
+
+
+EVERYDAY_BLOCK = r'''
+extern "C" __global__ void k(const int *v, unsigned *out) {
+    int t = threadIdx.x;
+    int n = __syncthreads_count(v[t] > 0);
+    unsigned m = __match_any_sync(0xffffffff, v[t] & 3);
+    out[t] = n | m << 8 | __byte_perm((unsigned)v[t], 0x77665544u, 0x4071u) << 16;
+}'''
+
+
+def everyday_block_expected(v):
+    n = sum(1 for x in v if x > 0)
+    out = []
+    for t, x in enumerate(v):
+        w = t // 4 * 4
+        m = sum(1 << (j - w) for j in range(w, w + 4) if (v[j] & 3) == (x & 3))
+        data = ((0x77665544 << 32) | (x & M32)).to_bytes(8, "little")
+        perm = int.from_bytes(bytes(data[(0x4071 >> (4 * i)) & 7] for i in range(4)), "little")
+        out.append((n | m << 8 | perm << 16) & M32)
+    return out
+
+
+@pytest.mark.parametrize("engine", ["interp", "model"])
+def test_everyday_cuda_of_the_clang_front_end(model, engine):
+    """<cstdint>, <climits>, <cuda_runtime.h>, size_t, int2/make_int2, __ldg, 64-bit max/llabs/
+    llmin/ullmax, funnel shifts, 64-bit bit counts, __umul64hi, __hadd/__rhadd; then
+    __syncthreads_count, __match_any_sync and __byte_perm across two warps."""
+    dev = model if engine == "model" else Device("interp")
+    words = np.array([5, 0xFFFFFFF0, 0x80000000, 7, 123456789, 0xDEADBEEF, 1, 2], np.uint32)
+    out = np.zeros(32, np.uint32)
+    dev.compile(EVERYDAY_WIDE).get_function("k")(grid=1, block=4, args=[words, out])
+    assert out.tolist() == everyday_wide_expected(words)
+    v = [5, -3, 9, 6, 0, 13, -1, 2]
+    out = np.zeros(8, np.uint32)
+    dev.compile(EVERYDAY_BLOCK).get_function("k")(grid=1, block=8, args=[np.array(v, np.int32), out])
+    assert out.tolist() == everyday_block_expected(v)
