@@ -681,15 +681,8 @@ extern "C" __device__ void __assertfail(const char *, const char *, unsigned int
 #define __qg_assert(e) ((e) ? (void)0 : __assertfail(#e, __FILE__, __LINE__, __func__, 1))
 #endif
 
-/* assert (see __qg_assert above); NDEBUG makes it ((void)0) as the standard says
- * (<cassert>/<assert.h> re-apply that rule each time they are included). */
-#ifdef assert
-#undef assert
-#endif
-#ifdef NDEBUG
-#define assert(e) ((void)0)
-#else
-#define assert(e) __qg_assert(e)
-#endif
+/* assert (see __qg_assert above), by NDEBUG as the standard says; the header
+ * has no include guard, so each later #include <cassert> re-applies the rule. */
+#include <assert.h>
 
 #endif /* QWENGPU_PRELUDE_H */
