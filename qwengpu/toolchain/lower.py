@@ -158,7 +158,11 @@ def pointer_params(fn: ptx.Function) -> dict[str, bool]:
     plain copies) is converted with cvta or used as an address; an integer's value never
     reaches an address, whatever arithmetic it goes through."""
     params = {p.name for p in fn.params}
-    copy_of: dict[str, str] = {}       # register -> the parameter it holds unchanged
+    defs: dict[str, int] = {}
+    for ins in fn.body:
+        if isinstance(ins, ptx.Instruction) and ins.operands and isinstance(ins.operands[0], ptx.Reg):
+            defs[ins.operands[0].name] = defs.get(ins.operands[0].name, 0) + 1
+    copy_of: dict[str, str] = {}       # register (defined once) -> the parameter it holds unchanged
     flows: dict[str, set[str]] = {}    # register -> parameters its value depends on
     loaded, changed = set(), True
     while changed:
@@ -175,7 +179,7 @@ def pointer_params(fn: ptx.Function) -> dict[str, bool]:
                 regs = [o.name for o in srcs if isinstance(o, ptx.Reg)]
                 new_flow = set().union(*(flows.get(r, set()) for r in regs))
                 new_copy = copy_of.get(regs[0]) if ins.parts[0] == "mov" and len(regs) == 1 else None
-            if new_copy is not None and d not in copy_of:
+            if new_copy is not None and d not in copy_of and defs[d] == 1:
                 copy_of[d] = new_copy
                 changed = True
             if not new_flow <= flows.setdefault(d, set()):
