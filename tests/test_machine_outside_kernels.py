@@ -20,13 +20,15 @@ def s32(x: int) -> int:
     return ((x & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
 
 
-def test_signed_parameters_widened_on_the_model(model):
+@pytest.mark.parametrize("fe,opt", [("clang", 1), ("clang", 2), ("clang", 3), ("nvrtc", 3)])
+def test_signed_parameters_widened_on_the_model(model, fe, opt):
     add = r"""extern "C" __global__ void k(const unsigned* a, int* o, int d, char c, short s) {
         long long p = ((long long)a[1] << 32) | a[0];
         long long q = p + d, r = p / d;
         o[0] = (int)q; o[1] = (int)(q >> 32); o[2] = (int)r; o[3] = (int)(r >> 32); o[4] = c; o[5] = s; }"""
     o = np.zeros(6, np.int32)
-    model.compile(add).get_function("k")(grid=1, block=1, args=[np.array([100, 1], np.uint32), o, -7, -5, -300])
+    dev = Device("model", frontend=fe, opt=opt)
+    dev.compile(add).get_function("k")(grid=1, block=1, args=[np.array([100, 1], np.uint32), o, -7, -5, -300])
     p = 100 + (1 << 32)
     q, r = p - 7, -(p // 7)             # C division truncates toward zero
     assert o.tolist() == [s32(q), s32(q >> 32), s32(r), s32(r >> 32), -5, -300]
