@@ -44,11 +44,11 @@ class ModelRun:
 def load_model(path: str | Path, dtype: str = "float32", device: str = "cpu"):
     """A merged checkpoint through stock transformers: (model, its config's qwengpu block)."""
     from transformers import AutoModelForCausalLM
+    from qwengpu.model.checkpoint import check_merged_checkpoint
     if dtype not in DTYPES:
         raise QwenGpuError(f"dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
     path = Path(path)
-    if not (path / "config.json").is_file():
-        raise QwenGpuError(f"{path} is not a model checkpoint (no config.json)")
+    check_merged_checkpoint(path)        # a CheckpointError naming the problem, before transformers
     model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype]).to(device).eval()
     block = getattr(model.config, "qwengpu", None)
     if not block:

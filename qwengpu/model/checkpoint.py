@@ -10,6 +10,7 @@ Weights are model.safetensors or shards listed by model.safetensors.index.json.
 from __future__ import annotations
 
 import json
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,8 +46,10 @@ def read_config(path: Path) -> tuple[dict, str]:
         raise CheckpointError(f"{path}: no config.json (not a Hugging Face checkpoint directory)")
     try:
         cfg = json.loads(file.read_text())
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{file}: not valid JSON ({e})") from None
+    if not isinstance(cfg, dict):
+        raise CheckpointError(f"{file}: not a model config (a JSON {type(cfg).__name__}, not an object)")
     kind = cfg.get("model_type")
     if kind == "qwen3_5":
         if "text_config" not in cfg:
@@ -62,6 +65,8 @@ def read_config(path: Path) -> tuple[dict, str]:
     missing = [k for k in TEXT_KEYS if k not in text]
     if missing:
         raise CheckpointError(f"{file}: Qwen3.5 text config lacks {', '.join(missing)}")
+    if not isinstance(text["layer_types"], list) or not isinstance(text["num_hidden_layers"], int):
+        raise CheckpointError(f"{file}: layer_types must be a list and num_hidden_layers an integer")
     if len(text["layer_types"]) != text["num_hidden_layers"]:
         raise CheckpointError(f"{file}: {len(text['layer_types'])} layer_types for "
                               f"num_hidden_layers={text['num_hidden_layers']}")
@@ -71,7 +76,11 @@ def read_config(path: Path) -> tuple[dict, str]:
 def shard_files(path: Path) -> list[Path]:
     index = path / "model.safetensors.index.json"
     if index.is_file():
-        names = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        try:
+            names = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as e:
+            raise CheckpointError(f"{index}: not a safetensors index (JSON with a weight_map): "
+                                  f"{type(e).__name__}: {e}") from None
         files = [path / n for n in names]
         lost = [f.name for f in files if not f.is_file()]
         if lost:
@@ -81,6 +90,38 @@ def shard_files(path: Path) -> list[Path]:
     if single.is_file():
         return [single]
     raise CheckpointError(f"{path}: no weights (neither model.safetensors nor model.safetensors.index.json)")
+
+
+def safetensors_header(file: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """name -> (dtype, shape) from a safetensors file's header, checking that the file holds
+    every byte the header promises (a truncated download or copy fails here, not mid-load)."""
+    try:
+        size = file.stat().st_size
+        with open(file, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise ValueError(f"{size} bytes, shorter than a safetensors header")
+            n = struct.unpack("<Q", head)[0]
+            if n > min(size - 8, 100_000_000):
+                raise ValueError(f"header length {n} does not fit the file's {size} bytes")
+            header = json.loads(f.read(n))
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
+        tensors, end = {}, 0
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            tensors[name] = (info["dtype"], tuple(info["shape"]))
+            end = max(end, int(info["data_offsets"][1]))
+    except OSError as e:
+        raise CheckpointError(f"{file}: cannot read it ({e.strerror or e})") from None
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{file}: unreadable safetensors file, not in the safetensors format "
+                              f"({type(e).__name__}: {e})") from None
+    if size < 8 + n + end:
+        raise CheckpointError(f"{file}: unreadable safetensors file: truncated ({size} bytes; its header "
+                              f"needs {8 + n + end})")
+    return tensors
 
 
 def text_name(name: str, layout: str) -> str | None:
@@ -96,11 +137,14 @@ def open_base(path: str | Path) -> BaseCheckpoint:
     """Validate a base checkpoint (config, files, every text tensor's name and shape) without
     loading any tensor data."""
     path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"{path}: base checkpoint is not a directory (no such path)")
     if not path.is_dir():
         raise CheckpointError(f"{path}: base checkpoint is not a directory")
     text, layout = read_config(path)
     sources, dtypes, shapes = {}, {}, {}
     for file in shard_files(path):
+        safetensors_header(file)
         try:
             with safe_open(str(file), framework="pt") as f:
                 for name in f.keys():
@@ -145,3 +189,60 @@ def read_rows(base: BaseCheckpoint, name: str, start: int, stop: int):
     file, disk_name = base.sources[name]
     with safe_open(str(file), framework="pt") as f:
         return f.get_slice(disk_name)[start:stop]
+
+
+MERGED_ARCHITECTURE = "Qwen3_5ForCausalLM"
+
+
+def check_merged_checkpoint(path: str | Path) -> dict:
+    """Validate a merged qwengpu checkpoint before anything loads it and return its config.json
+    (the whole dict; its "qwengpu" block included). Raises CheckpointError naming the problem:
+    a missing path or not a directory, no or unreadable config.json, a model that is not a
+    Qwen3.5 text model (model_type qwen3_5_text, architectures [Qwen3_5ForCausalLM]), a plain
+    Qwen3.5 checkpoint without the qwengpu block (a base, not built), missing weight files, a
+    truncated or foreign safetensors file, tensors missing or of the wrong shape. Reads only
+    the files' headers (milliseconds)."""
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"{path}: no such model directory")
+    if not path.is_dir():
+        raise CheckpointError(f"{path}: not a directory (a merged checkpoint is a directory with "
+                              "config.json and model*.safetensors)")
+    file = path / "config.json"
+    if not file.is_file():
+        raise CheckpointError(f"{path}: no config.json (not a Hugging Face checkpoint directory; "
+                              "make one with qgpu build)")
+    try:
+        cfg = json.loads(file.read_text())
+    except OSError as e:
+        raise CheckpointError(f"{file}: cannot read it ({e.strerror or e})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{file}: not valid JSON ({e})") from None
+    if not isinstance(cfg, dict):
+        raise CheckpointError(f"{file}: not a model config (a JSON {type(cfg).__name__}, not an object)")
+    kind, archs = cfg.get("model_type"), cfg.get("architectures")
+    if kind in ("qwen3_5", "qwen3_5_text") and not cfg.get("qwengpu"):
+        raise CheckpointError(f"{path}: a Qwen3.5 checkpoint but not a merged qwengpu one (config.json "
+                              f"has no qwengpu block); build one from it with: qgpu build --base {path} --out DIR")
+    if kind != "qwen3_5_text" or archs != [MERGED_ARCHITECTURE]:
+        what = f"model_type {kind!r}" + (f", architectures {archs}" if archs else "")
+        raise CheckpointError(f"{path}: not a merged qwengpu checkpoint: {what} (a merged checkpoint is a "
+                              f"Qwen3.5 text model: model_type 'qwen3_5_text', architectures "
+                              f"['{MERGED_ARCHITECTURE}'], with a qwengpu block)")
+    block = cfg.get("qwengpu")
+    if not isinstance(block, dict):
+        raise CheckpointError(f"{path}: not a merged qwengpu checkpoint (config.json has no qwengpu block)")
+    lacks = [k for k in ("gpu_token_ids", "base_hidden_size", "base_rms_norm_eps", "base_vocab_size",
+                         "circuit_layers") if k not in block]
+    if lacks:
+        raise CheckpointError(f"{file}: the qwengpu block lacks {', '.join(lacks)} (a checkpoint from an "
+                              "older qwengpu? rebuild it with qgpu build)")
+    text, _ = read_config(path)
+    shapes = {}
+    for shard in shard_files(path):
+        for name, (_, shape) in safetensors_header(shard).items():
+            shapes[name] = shape
+    if "lm_head.weight" in shapes and text["tie_word_embeddings"]:
+        del shapes["lm_head.weight"]
+    _check_shapes(path, text, shapes)
+    return cfg

@@ -8,7 +8,6 @@ token mixer or MLP on a text position, from forward hooks.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,8 @@ import torch
 from transformers import AutoModelForCausalLM, Qwen3_5ForCausalLM, Qwen3_5TextConfig
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextRotaryEmbedding
 
-from qwengpu.model.checkpoint import open_base, read_tensor
+from qwengpu.model import CheckpointError
+from qwengpu.model.checkpoint import check_merged_checkpoint, open_base, read_tensor
 from qwengpu.model.tokenizer import reference_encode
 
 # Our own sentences; one sequence per language. A few hundred tokens in all.
@@ -55,6 +55,7 @@ def load_base(path: str | Path, dtype: torch.dtype) -> Qwen3_5ForCausalLM:
 
 
 def load_merged(path: str | Path, dtype: torch.dtype):
+    check_merged_checkpoint(path)
     return AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype).eval()
 
 
@@ -88,6 +89,7 @@ def eval_kl(base: str | Path, merged: str | Path | None = None, rescale: str = "
     `kl_bf16_base_vs_fp32` is KL(base fp32 || base bf16): the drift bf16 alone causes."""
     from qwengpu.model.merge import build, resolve_base
     base_dir = resolve_base(base)
+    base_text = open_base(base_dir).text_config     # a bad base: a CheckpointError before any model loads
     if merged is None:
         merged = Path(__file__).resolve().parents[2] / "build" / f"merged-{base_dir.name}-{rescale}"
         stale = not (merged / "config.json").is_file() or \
@@ -96,7 +98,10 @@ def eval_kl(base: str | Path, merged: str | Path | None = None, rescale: str = "
             # the demo circuit: the machine's 21 layers make the stand-in's fp32 merged model
             # 7.6 GB; both obey the same silence rule (docs/build.md)
             build(base_dir, merged, "float32", force=True, progress=False, rescale=rescale, circuit="demo")
-    meta = json.loads((Path(merged) / "config.json").read_text()).get("qwengpu", {})
+    meta = check_merged_checkpoint(merged)["qwengpu"]
+    if meta["base_vocab_size"] != base_text["vocab_size"]:
+        raise CheckpointError(f"{merged} was built from a base with {meta['base_vocab_size']} text tokens; "
+                              f"{base_dir} has {base_text['vocab_size']} (not its base)")
     n_circuit, V = meta.get("circuit_layers", 0), meta.get("base_vocab_size")
     sequences = [reference_encode(t) for t in (texts or TEXTS)]
     result = {"positions": sum(len(s) for s in sequences)}

@@ -296,7 +296,10 @@ def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: boo
     items = plan(ckpt, circuit, merged, DTYPES[dtype], rescale)
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    try:
+        tmp.mkdir(parents=True)
+    except OSError as e:
+        raise CheckpointError(f"{out}: cannot create the output directory ({e.strerror or e})") from None
     _write_weights(tmp, shards(items, max_shard_bytes), progress)
     (tmp / "config.json").write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n")
     V = ckpt.text_config["vocab_size"]
