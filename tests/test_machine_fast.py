@@ -411,6 +411,9 @@ def test_machine_kernel_replay_on_fast_path():
     from qwengpu.machine import runtime
     model, _ = runtime.load_model(path, "bfloat16")
     fast = FastModel(model)
+    # what the model engine loads: the same compact matrices read from the safetensors files alone
+    assert_same_derived(FastModel.from_checkpoint(path, "bfloat16", cache=False)._saved(), fast._saved())
+    del model
     L = kernel_launch("abs_neg").launch
     program, grid, block, params, memory = L.program, L.grid, L.block, L.params, L.memory.copy()
     want = memory.copy()
@@ -472,3 +475,163 @@ def test_native_build_errors(monkeypatch, tmp_path):
     assert fm.native is None
     assert fm.step(fm.new_state(), TEXT + 5) == reference_next([TEXT + 5])[0]
     native.library.cache_clear()
+
+
+# --------------------------------------------------------------------------- from the checkpoint files
+def assert_same_derived(a, b, where="fast"):
+    """Two FastModel._saved() trees: equal tensors (dtype, shape, bits), equal scalars."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), where
+        for k in a:
+            assert_same_derived(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same_derived(x, y, f"{where}[{i}]")
+    elif isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b), where
+    else:
+        assert a == b, where
+
+
+@functools.lru_cache(maxsize=None)
+def _saved_toy(tmp_root: str, sharded: bool) -> str:
+    """The toy model (float32 weights) written with save_pretrained: one model.safetensors, or
+    shards with an index."""
+    import json
+    from pathlib import Path
+    out = Path(tmp_root) / ("sharded" if sharded else "single")
+    toy_model("float32").save_pretrained(out, max_shard_size="200KB" if sharded else "10GB")
+    cfg = json.loads((out / "config.json").read_text())      # the rest of a merged checkpoint's block
+    cfg["qwengpu"].update(base_hidden_size=HOST.hidden, base_rms_norm_eps=HOST.eps, base_vocab_size=TEXT)
+    (out / "config.json").write_text(json.dumps(cfg))
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def saved_toy(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("toy-checkpoints"))
+    return lambda sharded=False: _saved_toy(root, sharded)
+
+
+@NATIVE
+@pytest.mark.parametrize("dtype, sharded", [("float32", False), ("bfloat16", True)])
+def test_from_checkpoint_matches_stock(saved_toy, monkeypatch, tmp_path, dtype, sharded, native):
+    """FastModel.from_checkpoint reads the safetensors files itself: the same compact matrices as
+    FastModel(stock model loaded in `dtype`), and the same hidden states, recurrent states and
+    tokens as the stock transformers forward of that loaded model."""
+    from pathlib import Path
+    from qwengpu.machine import runtime
+    path = saved_toy(sharded)
+    assert (Path(path) / ("model.safetensors.index.json" if sharded else "model.safetensors")).is_file()
+    monkeypatch.setenv("QWENGPU_FAST_CACHE", str(tmp_path / "cache"))
+    stock, _ = runtime.load_model(path, dtype)
+    fm = FastModel.from_checkpoint(path, dtype, native=native)
+    assert_same_derived(fm._saved(), FastModel(stock, native=native)._saved())
+    rng = np.random.default_rng(11)
+    T, prefill = (40, 12) if dtype == "float32" else (16, 6)
+    tokens = stream(rng, T)
+    hs, stock_next, cache = stock_run(stock, tokens, prefill)
+    state = fm.new_state()
+    assert fm.prefill(state, tokens[:prefill]) == stock_next[prefill - 1]
+    for i in range(prefill, T):
+        if tokens[i] < TEXT:
+            assert fm.prefill(state, [tokens[i]]) is None
+            continue
+        assert fm.step(state, tokens[i]) == stock_next[i] == reference_next(tokens)[i], f"token {i}"
+        if dtype == "float32":
+            np.testing.assert_array_equal(state.last[0].numpy(), hs[i], err_msg=f"hidden after token {i}")
+    for layer in range(fm.L):
+        np.testing.assert_array_equal(fm.recurrent_state(state, layer),
+                                      cache.get_recurrent_state(layer)[0].float().numpy())
+
+
+def test_from_checkpoint_cache(saved_toy, monkeypatch, tmp_path):
+    """The first load writes build/fast-cache's entry, the second reads it (no dense read at all)
+    and computes the same; a changed checkpoint gets a new entry; a torn entry is rebuilt; an
+    unwritable folder warns and loads without it; 'off' disables it."""
+    import shutil
+    import warnings
+    from qwengpu.machine import fast_cache, weights
+    src = tmp_path / "ckpt"
+    shutil.copytree(saved_toy(), src)
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("QWENGPU_FAST_CACHE", str(folder))
+    first = FastModel.from_checkpoint(src, "float32")
+    entries = list(folder.glob("*.pt"))
+    assert len(entries) == 1
+    calls = []
+    real_get = weights.CheckpointTensors.get
+    monkeypatch.setattr(weights.CheckpointTensors, "get", lambda *a, **k: calls.append(a[1]) or real_get(*a, **k))
+    second = FastModel.from_checkpoint(src, "float32")
+    assert calls == []                                          # from the cache
+    assert_same_derived(second._saved(), first._saved())
+    tokens = stream(np.random.default_rng(12), 20)
+    outs = []
+    for fm in (first, second):
+        state = fm.new_state()
+        outs.append([fm.prefill(state, [t]) for t in tokens])
+    assert outs[0] == outs[1] and any(o is not None for o in outs[0])
+    FastModel.from_checkpoint(src, "bfloat16")                  # another dtype: another entry
+    assert len(list(folder.glob("*.pt"))) == 2
+    cfg = src / "config.json"
+    cfg.write_text(cfg.read_text() + " ")                        # another checkpoint's bytes: a new key
+    FastModel.from_checkpoint(src, "float32")
+    assert len(list(folder.glob("*.pt"))) == 3
+    torn = fast_cache.entry(src, "float32")
+    torn.write_bytes(b"not a torch file")
+    with pytest.warns(fast_cache.FastCacheWarning, match="unreadable"):
+        again = FastModel.from_checkpoint(src, "float32")
+    assert_same_derived(again._saved(), first._saved())
+    assert fast_cache.load(torn) is not None                     # rewritten
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("QWENGPU_FAST_CACHE", str(blocked / "cache"))
+    with pytest.warns(fast_cache.FastCacheWarning, match="not writable.*going on without the cache"):
+        fm = FastModel.from_checkpoint(src, "float32")
+    assert_same_derived(fm._saved(), first._saved())
+    monkeypatch.setenv("QWENGPU_FAST_CACHE", "off")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        FastModel.from_checkpoint(src, "float32")
+
+
+def test_from_checkpoint_errors(saved_toy, tmp_path, monkeypatch):
+    """Bad folders and tensors the fast path cannot read: QwenGpuErrors naming the problem."""
+    import json
+    import shutil
+    from safetensors.torch import load_file, save_file
+    from qwengpu.errors import QwenGpuError
+    from qwengpu.machine.weights import CheckpointFormatError
+    monkeypatch.setenv("QWENGPU_FAST_CACHE", "off")
+    with pytest.raises(QwenGpuError, match="no config.json"):
+        FastModel.from_checkpoint(tmp_path / "nothing")
+    src = tmp_path / "ckpt"
+    shutil.copytree(saved_toy(), src)
+    with pytest.raises(QwenGpuError, match="dtype 'float16'"):
+        FastModel.from_checkpoint(src, "float16")
+    weights = load_file(src / "model.safetensors")
+    del weights["model.layers.1.linear_attn.in_proj_z.weight"]
+    save_file(weights, src / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(CheckpointFormatError, match="no tensor 'model.layers.1.linear_attn.in_proj_z.weight'"):
+        FastModel.from_checkpoint(src)
+    cfg = (src / "config.json").read_text()
+    (src / "config.json").write_text(json.dumps({"text_config": json.loads(cfg)}))
+    with pytest.raises(FastPathError, match="multimodal config"):
+        FastModel.from_checkpoint(src)
+    (src / "config.json").write_text(cfg)
+    (src / "model.safetensors").unlink()
+    with pytest.raises(CheckpointFormatError, match="no model.safetensors"):
+        FastModel.from_checkpoint(src)
+
+
+def test_from_checkpoint_text_defaults():
+    """A config.json without layer_types / hidden_act gets Qwen3_5TextConfig's defaults (the stock
+    config's), so both paths read the same model."""
+    from transformers.models.qwen3_5.configuration_qwen3_5 import Qwen3_5TextConfig
+    from qwengpu.machine.fast import text_config
+    raw = {"num_hidden_layers": 8, "hidden_size": 64, "vocab_size": 300}
+    ours, stock = text_config(raw), Qwen3_5TextConfig(**raw)
+    for key in ("layer_types", "hidden_act", "rms_norm_eps", "tie_word_embeddings", "linear_key_head_dim",
+                "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads"):
+        assert getattr(ours, key) == getattr(stock, key), key

@@ -64,6 +64,7 @@ import contextlib
 import os
 import warnings
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -116,6 +117,20 @@ class Sparse:
             # int32 indices: the CSR product would otherwise convert int64 ones on every call
             csr = torch.sparse_csr_tensor(csr.crow_indices().int(), csr.col_indices().int(), csr.values(), csr.shape)
         return cls(cols, rows, csr, int((compact != 0).sum()))
+
+    def saved(self) -> dict:
+        """Its tensors as plain data (fast_cache); `restored` inverts it."""
+        c = self.csr
+        return {"cols": self.cols, "rows": self.rows, "crow": c.crow_indices(), "col": c.col_indices(),
+                "values": c.values(), "shape": list(c.shape), "nnz": self.nnz, "gain": self.gain}
+
+    @classmethod
+    def restored(cls, d: dict) -> "Sparse":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # "sparse CSR support is in beta"
+            # checked: a damaged cache entry must fail here, not crash the C step
+            csr = torch.sparse_csr_tensor(d["crow"], d["col"], d["values"], tuple(d["shape"]), check_invariants=True)
+        return cls(d["cols"], d["rows"], csr, int(d["nnz"]), d["gain"])
 
     def __call__(self, h: torch.Tensor) -> torch.Tensor:
         return _product(self.csr, h if self.cols is None else h.index_select(0, self.cols))
@@ -195,14 +210,19 @@ class FastModel:
     qwengpu block (a merged checkpoint)."""
 
     def __init__(self, model, circuit_layers: int | None = None, gpu_token_ids=None, threads: int | None = None,
-                 native: bool | None = None):
-        cfg = model.config
+                 native: bool | None = None, tensors=None):
+        """From a loaded stock model; or, with `model` None, from `tensors` (a
+        weights.CheckpointTensors: see `from_checkpoint`)."""
+        from qwengpu.machine.weights import ModuleTensors
+        src = tensors if model is None else ModuleTensors(model)
+        cfg = src.config if model is not None else text_config(src.config)
         block = getattr(cfg, "qwengpu", None) or {}
         if circuit_layers is None or gpu_token_ids is None:
             if not block:
                 raise FastPathError("the model config has no qwengpu block: pass circuit_layers and gpu_token_ids")
             circuit_layers = block["circuit_layers"] if circuit_layers is None else circuit_layers
             gpu_token_ids = block["gpu_token_ids"] if gpu_token_ids is None else gpu_token_ids
+        self.config = cfg
         self.L = int(circuit_layers)
         # while stepping: the C step's worker threads over a batch's rows (default: every core), or
         # torch's threads (default 1: its ops here are too small to split)
@@ -212,13 +232,71 @@ class FastModel:
         self.eps = cfg.rms_norm_eps
         self.H, self.dk, self.dv = cfg.linear_num_value_heads, cfg.linear_key_head_dim, cfg.linear_value_head_dim
         self._check_config(cfg)
-        layers = model.model.layers
         with torch.no_grad():
-            self.layers = [self._layer(layers[i], i) for i in range(self.L)]
+            self.layers = [self._layer(src, i) for i in range(self.L)]
             self.read_any = _nonzero(self._read_mask())
-            self._embeddings(model)
-            self._head(model, layers)
+            self._embeddings(src)
+            self._head(src, cfg)
         self.native = _native_step(self, native)
+
+    @classmethod
+    def from_checkpoint(cls, path, dtype: str = "float32", cache: bool = True, threads: int | None = None,
+                        native: bool | None = None) -> "FastModel":
+        """The fast path of the merged checkpoint folder `path` read straight from its safetensors
+        files (only the circuit layers, the GPU tokens' embedding and head rows, the final norm and
+        the rows of the later layers' writers that the head reads), never building the stock model.
+        Every tensor is cast to `dtype` first, as the stock load does: the result is the one
+        `FastModel(runtime.load_model(path, dtype)[0])` gives. `cache`: the compact matrices come
+        from / go to build/fast-cache (qwengpu.machine.fast_cache) keyed by the checkpoint's
+        fingerprint, the dtype and this code."""
+        from qwengpu.machine import fast_cache
+        from qwengpu.machine.weights import CheckpointTensors
+        tensors = CheckpointTensors(path, dtype)
+        file = fast_cache.entry(path, dtype) if cache else None
+        data = fast_cache.load(file)
+        if data is not None:
+            try:
+                return cls._restore(data, tensors, threads, native)
+            except (KeyError, TypeError, ValueError, RuntimeError) as e:
+                warnings.warn(f"fast-path cache entry {file} does not fit ({e}); rebuilding it",
+                              fast_cache.FastCacheWarning)
+        fast = cls(None, tensors=tensors, threads=threads, native=native)
+        if file is not None:
+            fast_cache.save(file, fast._saved())
+        return fast
+
+    _SCALARS = ("L", "first", "end", "N", "eps", "H", "dk", "dv", "vocab")
+
+    def _saved(self) -> dict:
+        """What the constructor derived, as plain data (fast_cache)."""
+        def layer(lay: Layer) -> dict:
+            g, m = lay.gdn, lay.mlp
+            return {"gdn": None if g is None else {"heads": g.heads, "proj": g.proj.saved(), "out": g.out.saved(),
+                                                   "norm_w": g.norm_w, "width": g.width, "d_k": g.d_k},
+                    "mlp": None if m is None else {"gate_up": m.gate_up.saved(), "down": m.down.saved()}}
+        return {"format": "FastModel", **{k: getattr(self, k) for k in self._SCALARS},
+                "layers": [layer(lay) for lay in self.layers], "read_any": self.read_any,
+                "emb_cols": self.emb_cols, "emb": self.emb, "head": self.head.saved()}
+
+    @classmethod
+    def _restore(cls, d: dict, tensors, threads, native) -> "FastModel":
+        if d.get("format") != "FastModel":
+            raise ValueError("not a FastModel entry")
+        self = cls.__new__(cls)
+        for k in cls._SCALARS:
+            setattr(self, k, d[k])
+        self.config, self.threads = text_config(tensors.config), threads
+        self.layers = [Layer(None if (g := lay["gdn"]) is None else
+                             Gdn(g["heads"], Sparse.restored(g["proj"]), Sparse.restored(g["out"]), g["norm_w"],
+                                 int(g["width"]), int(g["d_k"])),
+                             None if (m := lay["mlp"]) is None else
+                             Mlp(Sparse.restored(m["gate_up"]), Sparse.restored(m["down"])))
+                       for lay in d["layers"]]
+        self.read_any, self.emb_cols, self.emb = d["read_any"], d["emb_cols"], d["emb"]
+        self.head = Sparse.restored(d["head"])
+        self._src, self._silent_ok = tensors, set()
+        self.native = _native_step(self, native)
+        return self
 
     # ---- load ---------------------------------------------------------------------------------
     def _check_config(self, cfg) -> None:
@@ -235,19 +313,19 @@ class FastModel:
             raise FastPathError(f"GPU token ids [{self.first}, {self.end}) are outside the vocabulary "
                                 f"of {cfg.vocab_size}")
 
-    def _layer(self, layer, i: int) -> Layer:
-        gdn, mlp = self._gdn(layer.linear_attn, i), self._mlp(layer.mlp)
+    def _layer(self, src, i: int) -> Layer:
+        pre = f"model.layers.{i}."
+        gdn, mlp = self._gdn(src, pre + "linear_attn.", i), self._mlp(src, pre + "mlp.")
         if gdn is not None:
-            gdn.proj.after_norm(1.0 + _f32(layer.input_layernorm.weight))
+            gdn.proj.after_norm(1.0 + _f32(src.get(pre + "input_layernorm.weight")))
         if mlp is not None:
-            mlp.gate_up.after_norm(1.0 + _f32(layer.post_attention_layernorm.weight))
+            mlp.gate_up.after_norm(1.0 + _f32(src.get(pre + "post_attention_layernorm.weight")))
         return Layer(gdn, mlp)
 
-    def _gdn(self, attn, i: int) -> Gdn | None:
-        self._check_gdn(attn, i)
+    def _gdn(self, src, pre: str, i: int) -> Gdn | None:
+        self._check_gdn(src, pre, i)
         H, dk, dv = self.H, self.dk, self.dv
-        qkv, z, b, out = (w.detach() for w in (attn.in_proj_qkv.weight, attn.in_proj_z.weight,
-                                                attn.in_proj_b.weight, attn.out_proj.weight))
+        qkv, z, b, out = (src.get(pre + n + ".weight") for n in ("in_proj_qkv", "in_proj_z", "in_proj_b", "out_proj"))
         qkv_rows = (qkv != 0).any(1)
         used = (qkv_rows[:H * dk].view(H, dk).any(1) | qkv_rows[H * dk:2 * H * dk].view(H, dk).any(1)
                 | qkv_rows[2 * H * dk:].view(H, dv).any(1) | (z != 0).any(1).view(H, dv).any(1)
@@ -260,25 +338,28 @@ class FastModel:
                     for h in heads.tolist()]
         proj = torch.cat(per_head + [b[heads]])
         return Gdn(heads, Sparse.of(proj), Sparse.of(out[:, _head_rows(heads, dv, 0)], nonzero_rows=True, all_cols=True),
-                   _f32(attn.norm.weight), 2 * dk + 2 * dv, dk)
+                   _f32(src.get(pre + "norm.weight")), 2 * dk + 2 * dv, dk)
 
-    def _check_gdn(self, attn, i: int) -> None:
+    def _check_gdn(self, src, pre: str, i: int) -> None:
         where = f"circuit layer {i}"
-        decay = torch.exp(_f32(attn.A_log))
+        A_log = src.get(pre + "A_log")
+        decay = torch.exp(_f32(A_log))
         if (decay != 0).any():
             raise FastPathError(f"{where}: A_log must be <= {NO_DECAY_A_LOG} (no decay); "
-                                f"max is {float(attn.A_log.max()):g}")
-        if (attn.dt_bias != 0).any() or (attn.in_proj_a.weight != 0).any():
+                                f"max is {float(A_log.max()):g}")
+        if (src.get(pre + "dt_bias") != 0).any() or (src.get(pre + "in_proj_a.weight") != 0).any():
             raise FastPathError(f"{where}: dt_bias and in_proj_a must be zero")
-        conv = _f32(attn.conv1d.weight)
+        conv = _f32(src.get(pre + "conv1d.weight"))
         ident = torch.zeros_like(conv)
         ident[..., -1] = 1.0
-        if attn.conv1d.bias is not None or not torch.equal(conv, ident):
+        # the stock module has no conv bias (a checkpoint's would not be loaded); a model's own counts
+        bias = src.get(pre + "conv1d.bias", optional=True) if getattr(src, "model", None) is not None else None
+        if bias is not None or not torch.equal(conv, ident):
             raise FastPathError(f"{where}: the conv must be [0, ..., 0, 1] per channel without bias "
                                 "(the current token only)")
 
-    def _mlp(self, mlp) -> Mlp | None:
-        gate, up, down = (w.detach() for w in (mlp.gate_proj.weight, mlp.up_proj.weight, mlp.down_proj.weight))
+    def _mlp(self, src, pre: str) -> Mlp | None:
+        gate, up, down = (src.get(pre + n + ".weight") for n in ("gate_proj", "up_proj", "down_proj"))
         live = _nonzero((gate != 0).any(1) & (up != 0).any(1) & (down != 0).any(0))
         if not len(live):
             return None
@@ -293,27 +374,32 @@ class FastModel:
                 mask[sub.cols] = True
         return mask
 
-    def _embeddings(self, model) -> None:
-        emb = model.model.embed_tokens.weight
-        self.embed = model.model.embed_tokens
-        gpu = emb[self.first:self.end]
+    EMBED = "model.embed_tokens.weight"
+
+    def _embeddings(self, src) -> None:
+        self._src = src                       # text-token rows are read when first seen (`_silent`)
+        self._silent_ok: set[int] = set()
+        self.vocab = src.shape(self.EMBED)[0]
+        gpu = src.rows(self.EMBED, self.first, self.end)
         self.emb_cols = _nonzero((gpu != 0).any(0))
         self.emb = _f32(gpu[:, self.emb_cols])
 
-    def _head(self, model, layers) -> None:
+    def _head(self, src, cfg) -> None:
         """The GPU rows of the output head on the dims they read, times the final norm's gains;
         checks that no later layer writes those dims."""
-        rows = model.lm_head.weight[self.first:self.end]
+        tied = getattr(cfg, "tie_word_embeddings", False)
+        head = self.EMBED if tied or "lm_head.weight" not in src else "lm_head.weight"
+        if not tied and head == self.EMBED:
+            raise FastPathError("the checkpoint has no lm_head.weight and its config does not tie it to the embedding")
+        rows = src.rows(head, self.first, self.end)
         cols = _nonzero((rows != 0).any(0))
-        gain = 1.0 + _f32(model.model.norm.weight)[cols]
+        gain = 1.0 + _f32(src.get("model.norm.weight"))[cols]
         if (gain <= 0).any():
             raise FastPathError("the final norm has a non-positive gain on a dim the GPU tokens' head rows read")
-        for j in range(self.L, len(layers)):
-            lay = layers[j]
-            mixer = getattr(lay, "linear_attn", None)
-            writers = [lay.mlp.down_proj.weight,
-                       mixer.out_proj.weight if mixer is not None else lay.self_attn.o_proj.weight]
-            if any((w[cols] != 0).any() for w in writers):
+        for j in range(self.L, len(cfg.layer_types)):
+            pre = f"model.layers.{j}."
+            mixer = "linear_attn.out_proj.weight" if cfg.layer_types[j] == "linear_attention" else "self_attn.o_proj.weight"
+            if any((src.rows_at(pre + w, cols.tolist()) != 0).any() for w in ("mlp.down_proj.weight", mixer)):
                 raise FastPathError(f"layer {j} (after the circuit) writes a dim the GPU tokens' head rows read")
         self.head = Sparse.gathered(_f32(rows[:, cols]) * gain, cols)
 
@@ -390,12 +476,14 @@ class FastModel:
             torch.set_num_threads(before)
 
     def _silent(self, state: FastState, token_id: int) -> None:
-        if not 0 <= token_id < self.embed.num_embeddings:
-            raise FastPathError(f"token id {token_id} is outside the vocabulary of {self.embed.num_embeddings}")
-        row = self.embed.weight[token_id, self.read_any]
-        if (row != 0).any():
-            raise FastPathError(f"token {token_id} is neither a GPU token nor silent in the circuit "
-                                "(its embedding has a dim a circuit layer reads)")
+        if not 0 <= token_id < self.vocab:
+            raise FastPathError(f"token id {token_id} is outside the vocabulary of {self.vocab}")
+        if token_id not in self._silent_ok:
+            row = self._src.rows(self.EMBED, token_id, token_id + 1)[0, self.read_any]
+            if (row != 0).any():
+                raise FastPathError(f"token {token_id} is neither a GPU token nor silent in the circuit "
+                                    "(its embedding has a dim a circuit layer reads)")
+            self._silent_ok.add(token_id)
         state.tokens += 1
 
     def embedding(self, token_ids: list[int]) -> torch.Tensor:
@@ -514,6 +602,26 @@ class FastModel:
         """An object with get_recurrent_state(layer) -> [1, heads, d_k, d_v] (launch `row`), like a
         DynamicCache."""
         return RecurrentStates(self, state, row)
+
+
+# Qwen3_5TextConfig's defaults for the keys the fast path reads (a config.json may leave them out)
+TEXT_DEFAULTS = {"hidden_act": "silu", "rms_norm_eps": 1e-6, "tie_word_embeddings": False,
+                 "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16,
+                 "linear_num_value_heads": 32, "vocab_size": 248320, "hidden_size": 4096, "num_hidden_layers": 32}
+
+
+def text_config(cfg: dict) -> SimpleNamespace:
+    """A Qwen3.5 text config.json (dict) as attributes, with the stock defaults filled in (layer_types
+    as Qwen3_5TextConfig derives it: every 4th layer (full_attention_interval) full attention)."""
+    if "text_config" in cfg:
+        raise FastPathError("a multimodal config (text_config inside): the fast path reads merged text-only "
+                            "checkpoints (qgpu build writes them); pass fast=False / --stock")
+    out = {**TEXT_DEFAULTS, **cfg}
+    if out.get("layer_types") is None:
+        every = out.get("full_attention_interval", 4)
+        out["layer_types"] = ["linear_attention" if (i + 1) % every else "full_attention"
+                              for i in range(out["num_hidden_layers"])]
+    return SimpleNamespace(**out)
 
 
 def _native_step(fast: FastModel, native: bool | None):

@@ -1,0 +1,87 @@
+"""The fast path's compact matrices of a checkpoint, cached under build/fast-cache/.
+
+Extracting them (FastModel.from_checkpoint) reads every circuit layer's dense matrices and
+scans them for nonzeros: seconds of CPU. What it derives is a few MB, a function of the
+checkpoint's bytes, the dtype and the extraction code alone, so it is saved once, keyed by
+
+    sha256(weights.fingerprint(checkpoint), dtype, the source of fast.py and weights.py, FORMAT)
+
+and loaded on the next start-up. A cache hit skips the dense reads entirely, including the
+load-time checks (they passed when the entry was written, for the same bytes and code).
+
+Where: $QWENGPU_FAST_CACHE if set (a folder; "off" disables the cache), else build/fast-cache
+in the repository. An unreadable or stale entry is ignored (rebuilt); when the folder cannot be
+written the load goes on without the cache and warns once with the reason (FastCacheWarning).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from pathlib import Path
+
+import torch
+
+FORMAT = 1
+REPO = Path(__file__).resolve().parents[2]
+ENV = "QWENGPU_FAST_CACHE"
+_SOURCES = ("fast.py", "weights.py", "fast_cache.py")
+
+
+class FastCacheWarning(UserWarning):
+    """The fast-path cache could not be used (the load goes on without it)."""
+
+
+def cache_dir() -> Path | None:
+    where = os.environ.get(ENV)
+    if where is not None and where.strip().lower() in ("off", "0", "no", "false", ""):
+        return None
+    return Path(where) if where else REPO / "build" / "fast-cache"
+
+
+def cache_key(path: str | Path, dtype: str) -> str:
+    from qwengpu.machine.weights import fingerprint
+    h = hashlib.sha256(f"format={FORMAT};dtype={dtype};".encode())
+    h.update(fingerprint(path).encode())
+    here = Path(__file__).resolve().parent
+    for name in _SOURCES:
+        h.update((here / name).read_bytes())
+    return h.hexdigest()
+
+
+def entry(path: str | Path, dtype: str, folder: Path | None = None) -> Path | None:
+    folder = cache_dir() if folder is None else folder
+    return None if folder is None else folder / f"{cache_key(path, dtype)[:32]}-{dtype}.pt"
+
+
+def load(file: Path | None) -> dict | None:
+    """The saved derived data, or None (no entry, or one that cannot be read)."""
+    if file is None or not file.is_file():
+        return None
+    try:
+        return torch.load(file, weights_only=True)
+    except Exception as e:                          # a torn or foreign file: rebuild it
+        warnings.warn(f"fast-path cache entry {file} is unreadable ({e}); rebuilding it", FastCacheWarning)
+        return None
+
+
+def save(file: Path | None, data: dict) -> bool:
+    """Write an entry atomically (a temporary file renamed into place); False with a warning
+    naming the folder and the reason when it cannot be written."""
+    if file is None:
+        return False
+    tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(data, tmp)
+        os.replace(tmp, file)
+        return True
+    except OSError as e:
+        warnings.warn(f"the fast-path cache folder {file.parent} is not writable ({e.strerror or e}); "
+                      f"going on without the cache (set {ENV} to a writable folder, or to 'off')",
+                      FastCacheWarning)
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        return False
