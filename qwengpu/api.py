@@ -124,14 +124,21 @@ def _load_model(path: Path, dtype: str, fast: bool, torch_device: str):
 
 
 def _load_model_uncached(path: Path, dtype: str, fast: bool, torch_device: str):
+    """The fast path reads only the tensors it needs from the checkpoint's safetensors files
+    (FastModel.from_checkpoint, on the CPU) and never builds the stock model; fast=False loads
+    the stock transformers model on `torch_device`. The machine comes from config.json alone."""
     from qwengpu.machine import runtime
-    fast_model = _fast_model_class() if fast else None
-    if not fast and torch_device.startswith("cuda"):
-        _exact_cuda_matmuls()
-    # the fast path extracts CPU tensors from the model: load it there
-    model, _ = runtime.load_model(path, dtype, "cpu" if fast else torch_device)
-    machine = machine_build("machine_for").machine_for(runtime.host_config(model))
-    return (fast_model(model) if fast_model else model), machine
+    if fast:
+        fast_model = _fast_model_class()
+        config = runtime.load_config(path)
+        model = fast_model.from_checkpoint(path, dtype)
+    else:
+        if torch_device.startswith("cuda"):
+            _exact_cuda_matmuls()
+        model, _ = runtime.load_model(path, dtype, torch_device)
+        config = model
+    machine = machine_build("machine_for").machine_for(runtime.host_config(config))
+    return model, machine
 
 
 def _exact_cuda_matmuls() -> None:

@@ -233,16 +233,23 @@ def _stub_machine_build(monkeypatch, ops, script=(), final=None):
     caches = []
     machine = SimpleNamespace(vocab=Vocab(), read_global=lambda cache, layer_offset=0: caches.append(cache) or final)
     loads = []
-    monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", SimpleNamespace(FastModel=_StubFast))
 
     def load_model(path, dtype, device):
         loads.append((path, dtype, device))
         return _StubModel(machine.vocab, list(script)), {}
+
+    class StubFast(_StubFast):
+        @staticmethod
+        def from_checkpoint(path, dtype):            # the fast path reads the checkpoint itself, on the CPU
+            loads.append((path, dtype, "cpu"))
+            return _StubFast(_StubModel(machine.vocab, list(script)))
+    monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", SimpleNamespace(FastModel=StubFast))
     build = SimpleNamespace(MODEL_OPS=ops, machine_for=lambda cfg: machine,
                             default_merged_model=lambda: "standin-path")
     monkeypatch.setitem(sys.modules, "qwengpu.machine.build", build)
     monkeypatch.setattr(runtime, "load_model", load_model)
     monkeypatch.setattr(runtime, "host_config", lambda model: {})
+    monkeypatch.setattr(runtime, "load_config", lambda path: {})
     monkeypatch.setattr(runtime, "_new_cache", lambda model: "stock cache")
     return loads, caches
 

@@ -42,23 +42,28 @@ class ModelRun:
 
 
 def load_model(path: str | Path, dtype: str = "float32", device: str = "cpu"):
-    """A merged checkpoint through stock transformers: (model, its config's qwengpu block)."""
+    """A merged checkpoint through stock transformers: (model, its config's qwengpu block).
+    The whole model, in `dtype`: what the stock path (fast=False) runs; the fast path reads only
+    what it needs (FastModel.from_checkpoint)."""
     from transformers import AutoModelForCausalLM
-    from qwengpu.model.checkpoint import check_merged_checkpoint
     if dtype not in DTYPES:
         raise QwenGpuError(f"dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
-    path = Path(path)
-    check_merged_checkpoint(path)        # a CheckpointError naming the problem, before transformers
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype]).to(device).eval()
-    block = getattr(model.config, "qwengpu", None)
-    if not block:
-        raise QwenGpuError(f"{path} is not a merged qwengpu checkpoint (its config has no qwengpu block)")
-    return model, block
+    load_config(path)                           # a clear error before transformers reads anything
+    model = AutoModelForCausalLM.from_pretrained(Path(path), dtype=DTYPES[dtype]).to(device).eval()
+    return model, model.config.qwengpu
+
+
+def load_config(path: str | Path) -> dict:
+    """config.json of a merged checkpoint (a dict with its qwengpu block), or a CheckpointError (a
+    QwenGpuError) naming what is wrong: qwengpu.model.checkpoint.check_merged_checkpoint."""
+    from qwengpu.model.checkpoint import check_merged_checkpoint
+    return check_merged_checkpoint(path)
 
 
 def host_config(model) -> dict:
-    """The base (host) text config of a merged model: what machine_for() is keyed on."""
-    cfg = model.config.to_dict()
+    """The base (host) text config of a merged model (a model, or its config as a dict): what
+    machine_for() is keyed on."""
+    cfg = model if isinstance(model, dict) else model.config.to_dict()
     q = cfg["qwengpu"]
     return {**cfg, "hidden_size": q["base_hidden_size"], "rms_norm_eps": q["base_rms_norm_eps"],
             "vocab_size": q["base_vocab_size"]}
