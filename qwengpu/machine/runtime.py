@@ -157,7 +157,7 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
         if token.kind == "HALT":
             break
         if token.kind == "FAULT":
-            _fault(stream, expected)
+            _fault(stream, expected, program, block)
         if len(stream) >= max_tokens:
             raise ExecutionError(f"the launch did not finish within {max_tokens} tokens "
                                  f"(raise max_tokens if it needs more)")
@@ -169,39 +169,16 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
     return _model_run(program, stream, seconds)
 
 
-def _fault(stream: list[Token], expected: protocol.Stream | None) -> None:
-    """FAULT: a bad memory access or a deadlock (with replay, the interpreter's error says which).
-    Without replay the cause is read from the generated tokens alone (docs/protocol.md), and
-    the error is a MemoryFault or DeadlockError accordingly: FAULT right after an
-    EXEC is the memory access of that pass; after EXEC CT1 CT2 it is a deadlock, and when that
-    CT2 has wait = 1 and CT1's mask (the lanes that arrived) is not CT2's alive, a divergent
-    barrier."""
-    where = next((str(t) for t in reversed(stream) if t.kind == "EXEC"), "before the first pass")
-    message = f"the model signalled FAULT at generated token {len(stream) - 1} (last pass: {where})"
+def _fault(stream: list[Token], expected: protocol.Stream | None, program: isa.Program | None = None,
+           block=None) -> None:
+    """FAULT: a bad memory access or a deadlock. With replay the interpreter's error says which;
+    without, qwengpu.machine.faults reads the cause from the generated tokens alone (and, for a
+    memory fault, the operation from `program`'s ROM and the lane and address from the model's
+    VAL and CT1 tokens): a MemoryFault or DeadlockError accordingly (docs/protocol.md)."""
+    from qwengpu.machine.faults import fault_error, fault_where
     if expected is not None and expected.fault is not None:
-        raise type(expected.fault)(f"{message}; the interpreter: {expected.fault}")
-    cause = _fault_cause(stream)
-    if cause:
-        message += f": {cause}"
-    raise (DeadlockError if cause.startswith("deadlock") else
-           MemoryFault if cause.startswith("bad memory") else ExecutionError)(message)
-
-
-def _fault_cause(stream: list[Token]) -> str:
-    """What the tokens before FAULT say caused it ("" when they say nothing)."""
-    if len(stream) >= 2 and stream[-2].kind == "EXEC":
-        return "bad memory access (misaligned, out of range, or a store to CONST) by that instruction"
-    if len(stream) < 4 or [t.kind for t in stream[-4:-1]] != ["EXEC", "CT1", "CT2"]:
-        return ""
-    warp, pc, _ = stream[-4].args
-    _, mask = stream[-3].args
-    _, alive, _, wait = stream[-2].args
-    cta = next((t.args[0] for t in reversed(stream) if t.kind == "CTA"), 0)     # the prompt ends in CTA(0)
-    if wait and alive & ~mask:
-        return (f"deadlock in thread block {cta} at a divergent barrier: warp {warp} reached the barrier ending "
-                f"B{pc} with lanes {mask:#06b} while its live lanes {alive & ~mask:#06b} wait on its SIMT stack "
-                f"and can never arrive")
-    return f"deadlock in thread block {cta}: no warp can run while some wait at a barrier"
+        raise type(expected.fault)(f"{fault_where(stream)}; the interpreter: {expected.fault}")
+    raise fault_error(stream, program, block)
 
 
 def _check(expected: protocol.Stream, index: int, token: Token) -> None:
@@ -338,7 +315,7 @@ def _advance(fast, machine, state, row: int, r: _Running, out, max_tokens: int):
         if r.expected is not None:
             _check(r.expected, len(r.stream) - 1, token)
         if token.kind == "FAULT":
-            _fault(r.stream, r.expected)
+            _fault(r.stream, r.expected, r.job.program, r.job.block)
         if token.kind != "HALT":
             if len(r.stream) >= max_tokens:
                 raise ExecutionError(f"the launch did not finish within {max_tokens} tokens "

@@ -210,8 +210,8 @@ def check_merged_checkpoint(path: str | Path) -> dict:
                               "config.json and model*.safetensors)")
     file = path / "config.json"
     if not file.is_file():
-        raise CheckpointError(f"{path}: no config.json (not a Hugging Face checkpoint directory; "
-                              "make one with qgpu build)")
+        raise CheckpointError(f"{path}: not a model checkpoint (no config.json; a merged checkpoint is a "
+                              "directory made by qgpu build)")
     try:
         cfg = json.loads(file.read_text())
     except OSError as e:

@@ -1,0 +1,127 @@
+"""What a model-side FAULT means, told from the model's own tokens (docs/protocol.md).
+
+The FAULT token carries no payload; the tokens before it say the rest:
+
+* FAULT right after an `EXEC(w, pc, s)`: instruction s of block pc (a load, store or atomic: the
+  host looks it up in the ROM it compiled) made a bad memory access for warp w of the thread
+  block of the last `CTA` token. Which lane and which address: every register value the model
+  computed reached the token stream as `VAL` tokens (a register is written only through them),
+  and the warp's active lanes are the mask of its last `CT1` (its launch mask before its first
+  terminator). Replaying those tokens gives each active lane's address operands, hence the
+  first lane, in lane order, whose address is misaligned, past the end of its space, or a
+  write to CONST: the lane the interpreter names for the same launch. No instruction is run
+  on the host: the operands are the model's values, the rule is the memory's bounds.
+* FAULT after `EXEC CT1 CT2` with wait = 1 and CT1's mask (the lanes that arrived) not CT2's
+  alive: a deadlock at a divergent barrier.
+
+The error is a MemoryFault or DeadlockError whose message says that, in the interpreter's words
+where it can (`{what} at {space} byte address {a} {problem} (thread block c, warp w, lane l,
+pc Bn)`).
+"""
+from __future__ import annotations
+
+from qwengpu import isa
+from qwengpu.errors import DeadlockError, ExecutionError, MemoryFault
+from qwengpu.machine.tokens import Token
+
+_WORDS = {isa.Space.GLOBAL: isa.GLOBAL_WORDS, isa.Space.SHARED: isa.SHARED_WORDS, isa.Space.CONST: isa.CONST_WORDS}
+_WHAT = {isa.Op.LD: "load", isa.Op.ST: "store", isa.Op.ATOM: "atomic"}
+
+
+def fault_error(stream: list[Token], program: isa.Program | None = None, block=None) -> ExecutionError:
+    """The error for a generated stream ending in FAULT (`program` and `block`, the launch's
+    block dims, let a memory fault name its operation, lane and address)."""
+    message = fault_where(stream)
+    if len(stream) >= 2 and stream[-2].kind == "EXEC":
+        return MemoryFault(f"{message}: bad memory access{_memory_cause(stream, program, block)}")
+    cause = _deadlock_cause(stream)
+    if cause:
+        return DeadlockError(f"{message}: {cause}")
+    return ExecutionError(message)
+
+
+def fault_where(stream: list[Token]) -> str:
+    """`the model signalled FAULT at generated token i (last pass: EXEC ...)`."""
+    where = next((str(t) for t in reversed(stream) if t.kind == "EXEC"), "before the first pass")
+    return f"the model signalled FAULT at generated token {len(stream) - 1} (last pass: {where})"
+
+
+def _cta(stream: list[Token]) -> int:
+    return next((t.args[0] for t in reversed(stream) if t.kind == "CTA"), 0)    # the prompt ends in CTA(0)
+
+
+def _memory_cause(stream: list[Token], program, block) -> str:
+    w, pc, s = stream[-2].args
+    cta = _cta(stream)
+    ins = None
+    if program is not None and pc < len(program.blocks) and s < len(program.blocks[pc].instrs):
+        ins = program.blocks[pc].instrs[s]
+    if ins is None or ins.op not in _WHAT:
+        what = f" by {ins}" if ins is not None else " (misaligned, out of range, or a store to CONST)"
+        return f"{what} (thread block {cta}, warp {w}, pc B{pc} slot {s})"
+    what = _WHAT[ins.op]
+    space = ins.mod[0] if ins.op is isa.Op.ATOM else ins.mod
+    here = f"pc B{pc} slot {s}: {ins}"
+    found = _bad_lane(stream, program, block, ins, space) if block is not None else None
+    if found is None:
+        return (f": a {what} in {space.value} memory (thread block {cta}, warp {w}, {here}); which lane is not "
+                f"known: by the register values in the model's VAL tokens no active lane's address is bad")
+    lane, address, problem = found
+    return (f": {what} at {space.value} byte address {address:#x} {problem} (thread block {cta}, warp {w}, "
+            f"lane {lane}, pc B{pc}); {here}; lane and address from the model's VAL and CT1 tokens")
+
+
+def _bad_lane(stream, program, block, ins, space):
+    """(lane, byte address, problem) of the first active lane whose access is bad, by the
+    register values and masks in the stream's VAL and CT1 tokens; None if none is."""
+    nthreads = block[0] * block[1] * block[2] if isinstance(block, tuple) else int(block)
+    initial = [sum(1 << l for l in range(isa.LANES) if w * isa.LANES + l < nthreads) for w in range(isa.MAX_WARPS)]
+    regs = [[[0] * isa.NUM_REGS for _ in range(isa.LANES)] for _ in range(isa.MAX_WARPS)]
+    mask = list(initial)
+    w = dst = None
+    for t in stream[:-2]:
+        if t.kind == "CTA":
+            mask = list(initial)                 # registers keep their values across thread blocks
+        elif t.kind == "EXEC":
+            w, pc, s = t.args
+            instrs = program.blocks[pc].instrs if pc < len(program.blocks) else []
+            dst = instrs[s].dst.n if s < len(instrs) else None
+        elif t.kind == "VAL" and w is not None and dst:
+            l, k, d = t.args
+            old = regs[w][l][dst] if k else 0
+            regs[w][l][dst] = (old & ((1 << 8 * k) - 1)) | d << 8 * k
+        elif t.kind == "CT1" and w is not None:
+            mask[w] = t.args[1]
+    w = stream[-2].args[0]
+
+    def read(op, lane):
+        return op.value if isinstance(op, isa.Imm) else regs[w][lane][op.n] if op.n else 0
+
+    what, words = _WHAT[ins.op], _WORDS[space]
+    for lane in range(isa.LANES):
+        if not mask[w] >> lane & 1:
+            continue
+        a, b = (read(op, lane) for op in ins.srcs[:2])
+        address = a if ins.op is isa.Op.ATOM else isa.u32(a + b)
+        if address % 4:
+            return lane, address, "is not 4-byte aligned"
+        if address >= 4 * words:
+            return lane, address, f"is past the end ({4 * words} bytes)"
+        if what != "load" and space is isa.Space.CONST:
+            return lane, address, "is read-only"
+    return None
+
+
+def _deadlock_cause(stream: list[Token]) -> str:
+    """What EXEC CT1 CT2 before FAULT say ("" when they are not there)."""
+    if len(stream) < 4 or [t.kind for t in stream[-4:-1]] != ["EXEC", "CT1", "CT2"]:
+        return ""
+    warp, pc, _ = stream[-4].args
+    _, mask = stream[-3].args
+    _, alive, _, wait = stream[-2].args
+    cta = _cta(stream)
+    if wait and alive & ~mask:
+        return (f"deadlock in thread block {cta} at a divergent barrier: warp {warp} reached the barrier ending "
+                f"B{pc} with lanes {mask:#06b} while its live lanes {alive & ~mask:#06b} wait on its SIMT stack "
+                f"and can never arrive")
+    return f"deadlock in thread block {cta}: no warp can run while some wait at a barrier"

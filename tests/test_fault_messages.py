@@ -1,0 +1,172 @@
+"""A model-side FAULT names its kind, thread block, warp, pc, lane, address and operation, read
+from the model's own tokens (qwengpu.machine.faults) and the program's ROM, without replay.
+
+Each case is checked against what the interpreter says for the same launch: for a memory fault
+the model's message must contain the interpreter's whole MemoryFault message ("{what} at
+{space} byte address {a} {problem} (thread block c, warp w, lane l, pc Bn)"); for a deadlock
+its thread block, warp, barrier block and lane masks. First with the interpreter's reference
+token stream standing in for the model (no model: the token reading alone), then on the model
+engine (the stand-in merged model, fast path, no replay).
+"""
+import re
+
+import numpy as np
+import pytest
+
+from qwengpu import Device, isa
+from qwengpu.api import Function, Module
+from qwengpu.errors import DeadlockError, MemoryFault
+from qwengpu.isa import Imm, Instr, MachineBlock, Op, Program, Reg, Space, Term, Terminator
+from qwengpu.launch import Launch
+from qwengpu.machine.faults import fault_error
+from qwengpu.machine.protocol import expected_stream
+from qwengpu.machine.tokens import Token
+
+# lane 1 of warp 0 stores to p + 1: misaligned (lane 0's p + 0 is fine)
+MISALIGNED = r'''extern "C" __global__ void k(int *p) {
+    int *q = (int *)((char *)p + threadIdx.x);
+    *q = 7; }'''
+# warp 1 (threads 4..7): lanes 0, 1 load in range, lane 2 (thread 6) reads 2000 words on: past the end
+OUT_OF_RANGE = r'''extern "C" __global__ void k(int *p, int *o) {
+    int t = threadIdx.x;
+    o[t] = p[t >= 6 ? 2000 + t : t]; }'''
+# a shared-memory atomic at a misaligned address, from thread block 1, lane 3
+ATOMIC = r'''extern "C" __global__ void k(int *o) {
+    __shared__ int s[8];
+    int t = threadIdx.x;
+    s[t] = 0;
+    __syncthreads();
+    int *a = (int *)((char *)s + (blockIdx.x == 1 && t == 3 ? 2 : 4 * t));
+    o[blockIdx.x * 4 + t] = atomicAdd(a, 1); }'''
+# warp 1 reaches the barrier with lanes 0, 1; its lanes 2, 3 are parked on its stack
+DEADLOCK = r'''extern "C" __global__ void k(int *o) { if (threadIdx.x < 6) { __syncthreads(); } o[threadIdx.x] = 1; }'''
+
+
+def const_store_program() -> Program:
+    """Hand-written: thread t stores to CONST byte address 4 * (t + 1) (read-only)."""
+    blocks = [MachineBlock([Instr(Op.S2R, Reg(1), (Imm(isa.SReg.TID_X),)),
+                            Instr(Op.SHL, Reg(1), (Reg(1), Imm(2))),
+                            Instr(Op.ST, Reg(0), (Reg(1), Imm(4), Reg(1)), Space.CONST)],
+                           Terminator(Term.EXIT))]
+    return Program("const_store", blocks, [], regs_used=2)
+
+
+# name: (source or program, grid, block, argument factory)
+MEMORY = {
+    "misaligned_store": (MISALIGNED, 1, 4, lambda: [np.zeros(4, np.int32)]),
+    "out_of_range_load": (OUT_OF_RANGE, 1, 8, lambda: [np.arange(8, dtype=np.int32), np.zeros(8, np.int32)]),
+    "const_store": (const_store_program, 1, 2, lambda: []),
+    "atomic_misaligned": (ATOMIC, 2, 4, lambda: [np.zeros(8, np.int32)]),
+}
+# what the interpreter says (checked, so the cases are what their names say)
+INTERP_SAYS = {
+    "misaligned_store": r"^store at global byte address 0x[0-9a-f]*[13579bdf] is not 4-byte aligned \(thread block 0, warp 0, lane 1, pc B\d+\)$",
+    "out_of_range_load": r"^load at global byte address 0x[0-9a-f]+ is past the end \(4096 bytes\) \(thread block 0, warp 1, lane 2, pc B\d+\)$",
+    "const_store": r"^store at const byte address 0x4 is read-only \(thread block 0, warp 0, lane 0, pc B0\)$",
+    "atomic_misaligned": r"^atomic at shared byte address 0x[0-9a-f]*[26ae] is not 4-byte aligned \(thread block 1, warp 0, lane 3, pc B\d+\)$",
+}
+
+
+def function(device: Device, name: str) -> Function:
+    src = MEMORY[name][0] if name in MEMORY else DEADLOCK
+    if callable(src):
+        return Function(Module(device, "", "", "<hand-built>"), "const_store", src())
+    return device.compile(src, filename=f"{name}.cu").get_function("k")
+
+
+def interp_error(name: str):
+    _, grid, block, args = MEMORY[name]
+    with pytest.raises(MemoryFault) as e:
+        function(Device("interp"), name)(grid=grid, block=block, args=args())
+    assert re.match(INTERP_SAYS[name], str(e.value)), str(e.value)
+    return str(e.value)
+
+
+def assert_names_the_fault(message: str, interp: str, program: Program):
+    """The model's message has the interpreter's, and the instruction from the ROM."""
+    assert message.startswith("the model signalled FAULT at generated token "), message
+    assert f"bad memory access: {interp}" in message, (message, interp)
+    pc = int(re.search(r"pc B(\d+)\)$", interp)[1])
+    slot = int(re.search(rf"EXEC w\d B{pc}\.(\d+)\)", message)[1])
+    ins = program.blocks[pc].instrs[slot]
+    assert ins.op in (Op.LD, Op.ST, Op.ATOM) and f"pc B{pc} slot {slot}: {ins}" in message, message
+
+
+@pytest.mark.parametrize("name", MEMORY)
+def test_memory_fault_from_the_reference_stream(name):
+    """The interpreter's token stream (what the model must generate) read without replay."""
+    interp = interp_error(name)
+    _, grid, block, args = MEMORY[name]
+    fn = function(Device("interp"), name)
+    lau = Launch.build(fn.program, grid, block, args())
+    stream = expected_stream(fn.program, lau.grid, lau.block, lau.params, lau.memory)
+    assert stream.tokens[-1].kind == "FAULT" and stream.tokens[-2].kind == "EXEC"
+    error = fault_error(stream.tokens, fn.program, lau.block)
+    assert isinstance(error, MemoryFault)
+    assert_names_the_fault(str(error), interp, fn.program)
+
+
+def test_lane_not_known_when_the_tokens_show_no_bad_address():
+    """A FAULT the VAL tokens cannot explain (here: with the VAL tokens left out, every register
+    reads 0, an aligned address) says so instead of naming a lane."""
+    fn = function(Device("interp"), "misaligned_store")
+    lau = Launch.build(fn.program, 1, 4, [np.zeros(4, np.int32)])
+    stream = expected_stream(fn.program, lau.grid, lau.block, lau.params, lau.memory)
+    error = fault_error([t for t in stream.tokens if t.kind != "VAL"], fn.program, lau.block)
+    assert isinstance(error, MemoryFault)
+    assert "a store in global memory" in str(error) and "which lane is not known" in str(error)
+    assert "lane 1" not in str(error) and "(thread block 0, warp 0, pc B1 slot 1: ST.global" in str(error)
+
+
+def test_without_the_program_the_fault_still_says_where():
+    error = fault_error([Token("EXEC", (1, 3, 2)), Token("FAULT")])
+    assert isinstance(error, MemoryFault)
+    assert str(error).endswith("bad memory access (misaligned, out of range, or a store to CONST) "
+                               "(thread block 0, warp 1, pc B3 slot 2)")
+
+
+# --- on the model engine, no replay -----------------------------------------------------------
+@pytest.fixture(scope="module")
+def model():
+    return Device("model")
+
+
+@pytest.mark.parametrize("name", ["misaligned_store", "out_of_range_load", "const_store", "atomic_misaligned"])
+def test_memory_fault_on_the_model(model, name):
+    interp = interp_error(name)
+    _, grid, block, args = MEMORY[name]
+    fn = function(model, name)
+    with pytest.raises(MemoryFault) as e:
+        fn(grid=grid, block=block, args=args())
+    assert_names_the_fault(str(e.value), interp, fn.program)
+    assert "the interpreter" not in str(e.value)          # no replay: the model's tokens alone
+
+
+def test_deadlock_on_the_model(model):
+    with pytest.raises(DeadlockError) as e:
+        function(Device("interp"), "deadlock")(grid=1, block=8, args=[np.zeros(8, np.int32)])
+    interp = str(e.value)
+    m = re.search(r"deadlock in thread block (\d+): divergent barrier: warp (\d+) reached the barrier ending "
+                  r"B(\d+) with lanes (0b\d+) \(threads \[4, 5\]\) while its live lanes (0b\d+)", interp)
+    assert m and (m[1], m[2], m[4], m[5]) == ("0", "1", "0b0011", "0b1100"), interp
+    with pytest.raises(DeadlockError) as e:
+        function(model, "deadlock")(grid=1, block=8, args=[np.zeros(8, np.int32)])
+    got = str(e.value)
+    assert (f"deadlock in thread block {m[1]} at a divergent barrier: warp {m[2]} reached the barrier ending "
+            f"B{m[3]} with lanes {m[4]} while its live lanes {m[5]} wait on its SIMT stack") in got, got
+
+
+def test_memory_fault_in_a_batch_on_the_model(model):
+    """launch_many (the suite's batched path) names the lane too, each launch its own."""
+    from qwengpu.machine.runtime import LaunchJob, launch_many
+    fast, machine = model.model_and_machine()
+    jobs = []
+    for name in ("const_store", "misaligned_store"):
+        _, grid, block, args = MEMORY[name]
+        fn = function(Device("interp"), name)
+        lau = Launch.build(fn.program, grid, block, args())
+        jobs.append(LaunchJob(fn.program, lau.grid, lau.block, lau.params, lau.memory))
+    results = launch_many(fast, machine, jobs, max_tokens=10_000, max_batch=2)
+    for name, job, result in zip(("const_store", "misaligned_store"), jobs, results):
+        assert isinstance(result, MemoryFault), result
+        assert_names_the_fault(str(result), interp_error(name), job.program)
