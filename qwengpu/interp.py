@@ -34,6 +34,16 @@ class Step:
     mem_writes: list[tuple[isa.Space, int, int]] = field(default_factory=list)  # (space, word, value)
 
 
+DEFAULT_MAX_PASSES = 200_000
+"""The interpreter's default limit on machine blocks executed (passes) per launch: the largest
+suite kernel needs about 3,300 (int64_div: 3,248); a runaway loop reaches it in about 0.5-1 s (2026-12-01,
+block 16, a 10-instruction loop body)."""
+
+
+class PassLimitError(ExecutionError):
+    """The launch ran past max_passes machine blocks (an infinite loop?)."""
+
+
 @dataclass
 class Execution:
     """`instructions` counts warp-instructions (one per instruction per pass,
@@ -321,8 +331,8 @@ class _Machine:
 
     def _pass(self, warp: _Warp, ctx: _Context) -> None:
         if self.passes >= self.max_passes:
-            raise ExecutionError(f"the launch did not finish within max_passes={self.max_passes} passes "
-                                 f"(an infinite loop?); raise max_passes if it needs more")
+            raise PassLimitError(f"the launch did not finish within max_passes={self.max_passes} machine blocks "
+                                 f"(an infinite loop?); raise the limit with --max-passes N (API: max_passes=N)")
         self.passes += 1
         top = warp.stack[-1]
         pc, mask = top[0], top[2]
@@ -412,7 +422,7 @@ class _Machine:
 
 def run(program: isa.Program, grid: tuple[int, int, int], block: tuple[int, int, int],
         params: list[int], memory: np.ndarray, *, trace: bool = False,
-        max_passes: int = 1_000_000) -> Execution:
+        max_passes: int = DEFAULT_MAX_PASSES) -> Execution:
     """Run `program` on a grid of thread blocks, one block after another.
 
     params: the CONST words for program.params (index = Param.word); memory:
