@@ -37,16 +37,29 @@ from qwengpu.toolchain.ptx import parse_ptx
 
 ENGINES = ("interp", "cuda", "model")
 MODEL_DTYPES = ("float32", "bfloat16")
-DEFAULT_MAX_TOKENS = 200_000
+DEFAULT_MAX_PASSES = interp.DEFAULT_MAX_PASSES
+
+
+def default_max_tokens(expected_tokens: int) -> int:
+    """The model engine's default generation limit (max_tokens=None): the tokens the
+    interpreter's stream of the same launch has, plus 10% and 1,000. The model halts exactly
+    there when it computes what the interpreter does; the limit stops a model that diverges into
+    a loop, and a kernel that loops forever stops earlier, in the interpreter's dry run
+    (max_passes, seconds) before the model loads."""
+    return expected_tokens + expected_tokens // 10 + 1000
 
 
 @dataclass
 class LaunchResult:
-    """What a launch cost. `instructions` (warp-instructions) and `passes`
-    (machine blocks executed; on the model engine, forward passes: EXEC tokens, one
-    per instruction or terminator) are None on the cuda engine; `tokens` is set
-    by the model engine only; `trace` holds the interpreter's steps (model engine:
-    the generated tokens) when asked."""
+    """What a launch cost. `instructions` (warp-instructions) and `blocks` (machine blocks
+    executed, one per warp scheduling turn) are counted the same on both engines; `passes` is
+    the engine's own count: the interpreter's machine blocks (= blocks), the model engine's EXEC
+    tokens (one per instruction or terminator: instructions + blocks). All three are None on the
+    cuda engine. `tokens` (generated tokens, one forward pass of the model each) is set by the
+    model engine only, as are its times: `load_seconds` (loading the model during this launch,
+    0 when it was loaded), `prefill_seconds` and `decode_seconds` (`seconds` is their sum
+    without the load). `trace` holds the interpreter's steps (model engine: the generated
+    tokens) when asked."""
     engine: str
     seconds: float
     instructions: int | None = None
@@ -54,24 +67,33 @@ class LaunchResult:
     tokens: int | None = None
     trace: list | None = None
     output: list[str] = field(default_factory=list)   # device printf output, one string per call
+    blocks: int | None = None
+    load_seconds: float | None = None
+    prefill_seconds: float | None = None
+    decode_seconds: float | None = None
 
 
 class Device:
     """The model engine's options: `model` a merged checkpoint directory (None: the
     stand-in merged model, built on first use), `dtype` float32 or bfloat16, `check`
     None or "replay" (every generated token against the interpreter's stream),
-    `max_tokens` the generation limit, `on_token` a callback for each generated token,
+    `max_tokens` the generation limit (None: default_max_tokens of the interpreter's dry run of
+    the same launch), `on_token` a callback for each generated token, `on_phase` a callback
+    with "dry-run" (the interpreter's run for the token budget), "load" (the model starts
+    loading), "prefill" and "decode" (the first generated token),
     `fast` run the circuit layers on the exact fast path (qwengpu.machine.fast; False: the
     stock transformers forward of the whole model), `device` the torch device of the stock
     path: cpu, cuda (cuda:N) or mps; None: the best available (resolve_device). The fast path
     is CPU code and always runs on the CPU. The model loads on the first launch.
     `print_output`: write a launch's device printf output to stdout when it ends (it is in
-    `LaunchResult.output` either way)."""
+    `LaunchResult.output` either way). `max_passes`: the interpreter's limit on machine blocks
+    (the interp engine's launch; on the model engine its dry run)."""
 
     def __init__(self, engine: str = "interp", frontend: str = "clang", opt: int = 2, *,
                  model: str | Path | None = None, dtype: str = "float32", check: str | None = None,
-                 max_tokens: int = DEFAULT_MAX_TOKENS, on_token: Callable | None = None, fast: bool = True,
-                 device: str | None = None, print_output: bool = True):
+                 max_tokens: int | None = None, on_token: Callable | None = None, fast: bool = True,
+                 device: str | None = None, print_output: bool = True, max_passes: int = DEFAULT_MAX_PASSES,
+                 on_phase: Callable[[str], None] | None = None):
         if engine not in ENGINES:
             raise QwenGpuError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         if frontend not in FRONTENDS:
@@ -80,8 +102,11 @@ class Device:
             raise QwenGpuError(f"unknown dtype {dtype!r}; choose one of {', '.join(MODEL_DTYPES)}")
         if check not in CHECKS:
             raise QwenGpuError(f"unknown check {check!r}; choose replay or none")
-        if max_tokens < 1:
+        if max_tokens is not None and max_tokens < 1:
             raise QwenGpuError(f"max_tokens must be at least 1, got {max_tokens}")
+        if max_passes < 1:
+            raise QwenGpuError(f"max_passes must be at least 1, got {max_passes}")
+        self.max_passes, self.on_phase, self.load_seconds = max_passes, on_phase, 0.0
         self.engine, self.frontend, self.opt = engine, frontend, opt
         self.model_path, self.dtype, self.check, self.max_tokens = model, dtype, check, max_tokens
         self.on_token, self.fast, self.print_output = on_token, fast, print_output
@@ -91,9 +116,13 @@ class Device:
     def model_and_machine(self):
         """The loaded merged model and its machine (loaded on the first call)."""
         if self._loaded is None:
+            if self.on_phase:
+                self.on_phase("load")
+            start = time.perf_counter()
             build = machine_build("machine_for", *(("default_merged_model",) if self.model_path is None else ()))
             path = self.model_path if self.model_path is not None else build.default_merged_model()
             self._loaded = _load_model(path, self.dtype, self.fast, self.torch_device)
+            self.load_seconds = time.perf_counter() - start      # seconds the last load took
         return self._loaded
 
     def compile(self, src: str, filename: str = "<source>") -> "Module":
@@ -271,9 +300,10 @@ def source_param_names(src: str, kernel: str, count: int) -> list[str] | None:
 # Engines: each runs a checked Launch and writes the arrays back.
 # ---------------------------------------------------------------------------
 def _run_interp(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
-    ex = interp.run(fn.program, launch.grid, launch.block, launch.params, launch.memory, trace=trace)
+    ex = interp.run(fn.program, launch.grid, launch.block, launch.params, launch.memory, trace=trace,
+                    max_passes=fn.module.device.max_passes)
     launch.copy_back()
-    return LaunchResult("interp", ex.seconds, ex.instructions, ex.passes, None, ex.steps)
+    return LaunchResult("interp", ex.seconds, ex.instructions, ex.passes, None, ex.steps, blocks=ex.passes)
 
 
 def machine_build(*needs: str):
@@ -312,12 +342,46 @@ def _run_model(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
     from qwengpu.machine.runtime import launch_on_model
     dev = fn.module.device
     check_model_ops(fn.program, machine_build("MODEL_OPS").MODEL_OPS)    # before loading anything
+    if dev.on_phase and not dev.max_tokens:
+        dev.on_phase("dry-run")
+    max_tokens = dev.max_tokens or model_token_budget(fn.program, launch, dev.max_passes)  # before loading
+    loaded = dev._loaded is not None
     model, machine = dev.model_and_machine()
+    load_seconds = 0.0 if loaded else dev.load_seconds
+    if dev.on_phase:
+        dev.on_phase("prefill")
+    on_token = dev.on_token
+    if dev.on_phase:
+        first = [True]
+
+        def on_token(token, user=dev.on_token):
+            if first[0]:
+                first[0] = False
+                dev.on_phase("decode")
+            if user:
+                user(token)
     run = launch_on_model(model, machine, fn.program, launch.grid, launch.block, launch.params, launch.memory,
-                          max_tokens=dev.max_tokens, check=dev.check, on_token=dev.on_token)
+                          max_tokens=max_tokens, check=dev.check, on_token=on_token)
     launch.copy_back()
     return LaunchResult("model", run.seconds, run.instructions, run.passes, run.tokens,
-                        run.stream if trace else None)
+                        run.stream if trace else None, blocks=run.passes - run.instructions,
+                        load_seconds=load_seconds, prefill_seconds=run.prefill_seconds,
+                        decode_seconds=run.seconds - run.prefill_seconds)
+
+
+def model_token_budget(program: isa.Program, launch: Launch, max_passes: int = DEFAULT_MAX_PASSES) -> int:
+    """default_max_tokens of the launch: the interpreter runs it first on a copy of memory (a
+    PassLimitError after max_passes machine blocks: an infinite loop stops here, in seconds),
+    then the tokens of its expected stream are counted."""
+    from qwengpu.machine.protocol import expected_stream
+    try:
+        interp.run(program, launch.grid, launch.block, launch.params, launch.memory.copy(), max_passes=max_passes)
+    except interp.PassLimitError as e:
+        raise interp.PassLimitError(f"{e} (the model engine's dry run on the interpreter)") from None
+    except ExecutionError:
+        pass                      # a fault or deadlock: the model signals FAULT, its stream says where
+    return default_max_tokens(len(expected_stream(program, launch.grid, launch.block, launch.params,
+                                                  launch.memory).tokens))
 
 
 def _run_cuda(fn: Function, launch: Launch, trace: bool) -> LaunchResult:

@@ -4,7 +4,15 @@
     qgpu run FILE.cu --engine model [--check replay] [--show-tokens] [--max-tokens N] [--model DIR] [--dtype D] [--stock]
     qgpu suite [--engine interp|model] [--check replay] [--batch N] [--frontend clang|nvrtc] [-k PATTERN] [--json]
     qgpu bench [--json] [--kernels a,b] [--stock-tokens K] [--dtype float32|bfloat16] [--model DIR] [--fast-step c|torch]
-    qgpu demo
+    qgpu demo [--engine model|interp] [--max-tokens N] [--max-passes N]
+
+Counts: "blocks" are machine blocks executed (one per warp scheduling turn) and "instructions"
+warp-instructions, the same on every engine; on the model engine "tokens" are the generated
+tokens, one forward pass of the model each.
+
+Limits: --max-passes (default 200,000 machine blocks) stops the interpreter, and the model
+engine's dry run on it, in about a second on an infinite loop; --max-tokens (model engine;
+default: the interpreter's stream of the launch + 10% + 1,000) stops a model that diverges.
 
 Argument syntax (--arg, once per kernel parameter, in order):
     5, -3, 0x1f        a 32-bit scalar (signed or unsigned range)
@@ -15,21 +23,50 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import time
 from pathlib import Path
 from typing import List, Optional
 
 import numpy as np
 import typer
+from typer._click import exceptions as click_errors      # typer's own copy of click
+from typer.core import TyperGroup
 from rich.console import Console
 from rich.table import Table
 
-from qwengpu.api import DEFAULT_MAX_TOKENS, ENGINES, MODEL_DTYPES, Device
+from qwengpu.api import DEFAULT_MAX_PASSES, ENGINES, MODEL_DTYPES, Device
 from qwengpu.errors import QwenGpuError
 from qwengpu.machine import DEFAULT_BATCH
 from qwengpu.toolchain.frontend import FRONTENDS
 
-app = typer.Typer(help="qwengpu: run CUDA kernels on a 4-lane SIMT GPU.", no_args_is_help=True,
-                  pretty_exceptions_enable=False, add_completion=False)
+class OneLineErrors(TyperGroup):
+    """click's usage errors (a missing argument, an option without its value, a value of the
+    wrong type, an unknown option or command) as one red line and exit code 1, like every other
+    user mistake, instead of a usage panel and exit code 2."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+        except click_errors.NoArgsIsHelpError as e:
+            typer.echo(e.ctx.get_help() if e.ctx else str(e))
+            sys.exit(0)
+        except click_errors.UsageError as e:
+            where = f" (see {e.ctx.command_path} --help)" if e.ctx else ""
+            err_console.print(f"[bold red]error:[/] [red]{_escape(e.format_message())}{_escape(where)}[/]")
+            sys.exit(1)
+        except click_errors.ClickException as e:
+            err_console.print(f"[bold red]error:[/] [red]{_escape(e.format_message())}[/]")
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+app = typer.Typer(help="qwengpu: run CUDA kernels on a 4-lane SIMT GPU compiled into a Qwen3.5 model. Counts: "
+                       "blocks = machine blocks executed (one per warp scheduling turn) and instructions = "
+                       "warp-instructions, the same on every engine; tokens (model engine) = generated tokens, "
+                       "one forward pass each. Limits: --max-passes (blocks, interpreter and the model engine's "
+                       "dry run) and --max-tokens (model engine).",
+                  no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False, cls=OneLineErrors)
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -109,6 +146,93 @@ def _choice(name: str, value: str, choices) -> str:
     return value
 
 
+MAX_TOKENS_HELP = ("model engine: generation limit per launch (default: the interpreter's stream of the launch "
+                   "+ 10% + 1,000)")
+MAX_PASSES_HELP = ("interpreter (and the model engine's dry run on it): limit on machine blocks executed "
+                   f"(default {DEFAULT_MAX_PASSES:,})")
+OPT_LEVELS = (1, 2, 3)
+
+
+def _check_opt(opt: int) -> int:
+    """-O 1..3: at -O0 clang keeps every local variable in .local stack memory, which the machine
+    lacks, so no kernel of the suite compiles; -O0 is not offered."""
+    if opt == 0:
+        raise ArgSyntaxError("-O 0 is not supported: at -O0 clang puts every variable in .local stack memory, "
+                             "which the machine lacks; use -O 1, 2 or 3")
+    if opt not in OPT_LEVELS:
+        raise ArgSyntaxError(f"-O {opt}: choose 1, 2 or 3")
+    return opt
+
+
+def _check_engine_options(engine: str, **given) -> None:
+    """Refuse model-engine options on another engine (one line naming the first)."""
+    for name, value in given.items():
+        if value not in (None, False):
+            raise ArgSyntaxError(f"--{name.replace('_', '-')} applies to the model engine only "
+                                 f"(this is --engine {engine}); add --engine model or drop it")
+
+
+def _check_limits(max_tokens, max_passes) -> None:
+    if max_tokens is not None and max_tokens < 1:
+        raise ArgSyntaxError(f"--max-tokens must be at least 1, got {max_tokens}")
+    if max_passes < 1:
+        raise ArgSyntaxError(f"--max-passes must be at least 1, got {max_passes}")
+
+
+def _show_progress(as_json: bool = False) -> bool:
+    """Live progress: on stderr, only when it is a terminal and the output is not JSON."""
+    return not as_json and err_console.is_terminal
+
+
+class LaunchProgress:
+    """The model engine's phases on stderr (loading the model, prefill, generation: tokens,
+    blocks, tokens/s), as a Device's on_phase / on_token callbacks; a no-op when off."""
+
+    def __init__(self, enabled: bool, echo=None):
+        self.enabled, self.echo = enabled, echo          # echo(token): tokens to stdout; no live line then
+        self.bar = self.task = None
+        self.tokens = self.exec_tokens = 0
+        self.decode_start = 0.0
+        self.label = ""
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+            self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                                console=err_console, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("compiling", total=None)
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar:
+            self.bar.stop()
+
+    def describe(self, text: str) -> None:
+        if self.bar:
+            self.bar.update(self.task, description=f"{self.label}{text}")
+
+    def phase(self, name: str) -> None:
+        if name == "decode":
+            self.decode_start = time.perf_counter()
+            if self.echo and self.bar:               # the live line would garble the tokens on stdout
+                self.bar.stop()
+                self.bar = None
+                return
+        self.describe({"dry-run": "the interpreter's dry run (token limit)", "load": "loading the model", "prefill": "prefill (the launch prompt)",
+                       "decode": "generating"}[name])
+
+    def token(self, token) -> None:
+        if self.echo:
+            self.echo(token)
+        self.tokens += 1
+        self.exec_tokens += token.kind == "EXEC"
+        if self.bar and self.tokens % 50 == 1:
+            elapsed = time.perf_counter() - self.decode_start
+            rate = f", {self.tokens / elapsed:,.0f} tokens/s" if elapsed > 0.2 else ""
+            self.describe(f"generating: {self.tokens:,} tokens, {self.exec_tokens:,} EXEC{rate}")
+
+
 @app.command()
 def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         kernel: Optional[str] = typer.Option(None, "--kernel", "-k",
@@ -119,54 +243,101 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
                                                 help="kernel argument, once per parameter: 5, i32:[1,2], u32:zeros(8)"),
         engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES)}"),
         frontend: str = typer.Option("clang", help=f"front end: {', '.join(FRONTENDS)}"),
-        opt: int = typer.Option(2, "-O", help="clang optimisation level 0..3"),
+        opt: int = typer.Option(2, "-O", help="clang optimisation level 1..3 (-O0 is not supported: .local memory)"),
         show_ptx: bool = typer.Option(False, "--show-ptx", help="print the PTX"),
         show_isa: bool = typer.Option(False, "--show-isa", help="print the lowered machine program"),
-        trace: bool = typer.Option(False, "--trace", help="print every pass (interp engine)"),
+        trace: bool = typer.Option(False, "--trace", help="print every pass (interp: each machine block; "
+                                   "model: each generated token)"),
+        as_json: bool = typer.Option(False, "--json", help="print JSON: arrays, counts, times, printf output"),
         model: Optional[Path] = typer.Option(None, "--model", help="merged checkpoint (model engine; default: the stand-in)"),
-        dtype: str = typer.Option("float32", "--dtype", help=f"model engine: {', '.join(MODEL_DTYPES)}"),
-        check: str = typer.Option("none", "--check", help="model engine: none, or replay (every token against the interpreter)"),
+        dtype: Optional[str] = typer.Option(None, "--dtype", help=f"model engine: {', '.join(MODEL_DTYPES)} (default float32)"),
+        check: Optional[str] = typer.Option(None, "--check", help="model engine: none, or replay (every token against the interpreter)"),
         show_tokens: bool = typer.Option(False, "--show-tokens", help="model engine: print each token as it is generated"),
-        max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help="model engine: generation limit"),
+        max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
+        max_passes: int = typer.Option(DEFAULT_MAX_PASSES, "--max-passes", help=MAX_PASSES_HELP),
         stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward, not the fast path"),
         device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP)):
-    """Compile FILE, launch KERNEL once and print the final arrays.
+    """Compile FILE, launch KERNEL once and print the final arrays, then a closing line: counts
+    (blocks, instructions; model: tokens) and the wall time (model: load / prefill / decode).
 
     --arg, once per kernel parameter: a scalar (5, -3, 0x1f, u32:7) or an array
     (i32:[1,2,3], u32:[1,2], i32:zeros(8), u32:range(8), i32:full(8,-1)).
     """
+    wall = time.perf_counter()
     try:
+        _choice("engine", engine, ENGINES)
+        if engine != "model":
+            _check_engine_options(engine, check=check, show_tokens=show_tokens, device=device, stock=stock,
+                                  dtype=dtype, model=model, max_tokens=max_tokens)
+        if as_json and (show_ptx or show_isa or trace or show_tokens):
+            raise ArgSyntaxError("--json prints JSON alone: drop --show-ptx, --show-isa, --trace and --show-tokens")
+        _check_opt(opt)
+        _check_limits(max_tokens, max_passes)
         if not file.is_file():
-            raise QwenGpuError(f"{file}: no such file")
+            raise QwenGpuError(f"{file}: no such file" if not file.exists() else f"{file}: not a file")
+        source = _read_source(file)
         args = [parse_arg(a) for a in arg or []]
-        on_token = (lambda token: console.print(str(token), markup=False)) if show_tokens else None
-        dev = _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_token, device)
-        module = dev.compile(file.read_text(), filename=file.name)
-        if show_ptx:
-            console.print(module.ptx, markup=False)
-        fn = module.get_function(kernel or _only_kernel(module))
-        if show_isa:
-            console.print(fn.program.listing(), markup=False)
-        result = fn(grid=parse_dims("grid", grid), block=parse_dims("block", block), args=args, trace=trace)
+        dims = parse_dims("grid", grid), parse_dims("block", block)
+        echo = (lambda token: console.print(str(token), markup=False)) if show_tokens else None
+        with LaunchProgress(_show_progress(as_json) and engine == "model", echo) as progress:
+            dev = _device(engine, frontend, opt, model, dtype, check, max_tokens, stock,
+                          progress.token if engine == "model" else None, device, max_passes=max_passes,
+                          on_phase=progress.phase, print_output=not as_json)
+            module = dev.compile(source, filename=file.name)
+            if show_ptx:
+                console.print(module.ptx, markup=False)
+            fn = module.get_function(kernel or _only_kernel(module))
+            if show_isa:
+                console.print(fn.program.listing(), markup=False)
+            result = fn(grid=dims[0], block=dims[1], args=args, trace=trace)
     except QwenGpuError as e:
         fail(e)
+    wall = time.perf_counter() - wall
+    if as_json:
+        print(json.dumps(_run_json(fn, args, dims, result, wall), indent=2))
+        err_console.print(f"[dim]{_stats(result, wall)}[/]")
+        return
     for i, step in enumerate(result.trace or []):
         console.print(str(step) if result.engine == "model" else _step_line(i, step), markup=False)
     for name, value in zip(fn.arg_names, args):
         if isinstance(value, np.ndarray):
             console.print(f"{name} = {value.tolist()}", markup=False)
-    console.print(f"[dim]{_stats(result)}[/]")
+    console.print(f"[dim]{_escape(_stats(result, wall))}[/]")
 
 
-def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_token=None, device=None) -> Device:
+def _read_source(file: Path) -> str:
+    try:
+        return file.read_text()
+    except UnicodeDecodeError:
+        raise QwenGpuError(f"{file}: not a text file (not UTF-8)") from None
+    except OSError as e:
+        raise QwenGpuError(f"{file}: cannot read it ({e.strerror})") from None
+
+
+def _run_json(fn, args, dims, result, wall: float) -> dict:
+    return {"kernel": fn.name, "engine": result.engine, "grid": list(dims[0]), "block": list(dims[1]),
+            "arrays": {n: v.tolist() for n, v in zip(fn.arg_names, args) if isinstance(v, np.ndarray)},
+            "scalars": {n: v for n, v in zip(fn.arg_names, args) if not isinstance(v, np.ndarray)},
+            "blocks": result.blocks, "instructions": result.instructions, "tokens": result.tokens,
+            "exec_tokens": result.passes if result.engine == "model" else None,
+            "seconds": result.seconds, "load_seconds": result.load_seconds,
+            "prefill_seconds": result.prefill_seconds, "decode_seconds": result.decode_seconds,
+            "wall_seconds": wall, "output": list(result.output)}
+
+
+def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_token=None, device=None, *,
+            max_passes=DEFAULT_MAX_PASSES, on_phase=None, print_output=True) -> Device:
     if engine == "model":
         from transformers.utils import logging as hf_logging
         hf_logging.set_verbosity_error()        # no loading bars or fallback notes between the tokens
         hf_logging.disable_progress_bar()
+    dtype = dtype or "float32"
     return Device(_choice("engine", engine, ENGINES), _choice("frontend", frontend, FRONTENDS), opt,
                   model=model, dtype=_choice("dtype", dtype, MODEL_DTYPES),
-                  check=None if _choice("check", check, ("none", "replay")) == "none" else check,
-                  max_tokens=max_tokens, on_token=on_token, fast=not stock, device=device)
+                  check=None if _choice("check", check or "none", ("none", "replay")) == "none" else check,
+                  max_tokens=max_tokens, on_token=on_token, fast=not stock, device=device,
+                  max_passes=max_passes, on_phase=on_phase if engine == "model" else None,
+                  print_output=print_output)
 
 
 def _only_kernel(module) -> str:
@@ -184,13 +355,25 @@ def _step_line(i: int, step) -> str:
     return f"pass {i}: block {step.block_id} warp {step.warp} B{step.pc} mask {step.mask:#06b}  {regs} {mem}".rstrip()
 
 
-def _stats(result) -> str:
+def _stats(result, wall: float | None = None) -> str:
+    """The closing line: counts, then the wall time (model engine: split into load, prefill,
+    decode and the rest: compile, lowering, the interpreter's dry run, checks)."""
     parts = [f"engine {result.engine}"]
-    if result.passes is not None:
-        parts.append(f"{result.passes} passes, {result.instructions} instructions")
     if result.tokens is not None:
-        parts.append(f"{result.tokens} tokens")
-    parts.append(f"{result.seconds:.3f} s")
+        rate = (f" at {result.tokens / result.decode_seconds:,.0f} tokens/s"
+                if result.decode_seconds and result.decode_seconds > 0 else "")
+        parts.append(f"{result.tokens:,} tokens (forward passes){rate}")
+    if result.blocks is not None:
+        parts.append(f"{result.blocks:,} blocks, {result.instructions:,} instructions")
+    if wall is None:
+        parts.append(f"{result.seconds:.3f} s")
+    elif result.engine == "model":
+        load, prefill, decode = result.load_seconds or 0.0, result.prefill_seconds or 0.0, result.decode_seconds or 0.0
+        other = max(0.0, wall - load - prefill - decode)
+        parts.append(f"wall {wall:.2f} s = load {load:.2f} + prefill {prefill:.2f} + decode {decode:.2f} "
+                     f"+ other {other:.2f}")
+    else:
+        parts.append(f"wall {wall:.2f} s (launch {result.seconds:.3f} s)")
     return ", ".join(parts)
 
 
@@ -200,44 +383,136 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
           pattern: Optional[str] = typer.Option(None, "-k", help="only kernels whose name contains this (or matches this glob)"),
           as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
           directory: Optional[Path] = typer.Option(None, "--dir", help="kernel directory (default: ./kernels)"),
-          opt: int = typer.Option(2, "-O", help="clang optimisation level 0..3"),
+          opt: int = typer.Option(2, "-O", help="clang optimisation level 1..3 (-O0 is not supported: .local memory)"),
           model: Optional[Path] = typer.Option(None, "--model", help="merged checkpoint (model engine; default: the stand-in)"),
-          dtype: str = typer.Option("float32", "--dtype", help=f"model engine: {', '.join(MODEL_DTYPES)}"),
-          check: str = typer.Option("none", "--check", help="model engine: none, or replay (every token against the interpreter)"),
-          max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", help="model engine: generation limit per launch"),
+          dtype: Optional[str] = typer.Option(None, "--dtype", help=f"model engine: {', '.join(MODEL_DTYPES)} (default float32)"),
+          check: Optional[str] = typer.Option(None, "--check", help="model engine: none, or replay (every token against the interpreter)"),
+          max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
+          max_passes: int = typer.Option(DEFAULT_MAX_PASSES, "--max-passes", help=MAX_PASSES_HELP),
           stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward, not the fast path"),
-          batch: int = typer.Option(DEFAULT_BATCH, "--batch", help="model engine, fast path: launches decoded together (1: one at a time)"),
+          batch: Optional[int] = typer.Option(None, "--batch", help=f"model engine, fast path: launches decoded "
+                                              f"together (default {DEFAULT_BATCH}; 1: one at a time)"),
           device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP)):
-    """Run the kernel suite; exit code 1 if any kernel fails."""
-    from qwengpu.suite import DEFAULT_DIR, run_suite
+    """Run the kernel suite; exit code 1 if any kernel fails (or none matches -k). Columns:
+    blocks (machine blocks executed) and instructions, the same on every engine; tokens (model)."""
+    from qwengpu.suite import DEFAULT_DIR, discover, run_suite
     if directory is None:
         directory = Path("kernels") if Path("kernels").is_dir() else DEFAULT_DIR
+    wall = time.perf_counter()
     try:
+        _choice("engine", engine, ENGINES)
+        if engine != "model":
+            _check_engine_options(engine, check=check, device=device, stock=stock, dtype=dtype, model=model,
+                                  max_tokens=max_tokens, batch=batch)
+        _check_opt(opt)
+        _check_limits(max_tokens, max_passes)
+        batch = DEFAULT_BATCH if batch is None else batch
         if batch < 1:
             raise QwenGpuError(f"--batch must be at least 1, got {batch}")
-        dev = _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, device=device)
-        summary = run_suite(pattern=pattern, directory=directory, max_batch=None if stock or batch == 1 else batch,
-                            device=dev)
+        if not discover(directory, pattern):
+            raise QwenGpuError(f"no kernel matches {pattern!r} in {directory}" if pattern
+                               else f"no kernels (NAME.cu with NAME.py) in {directory}")
+        with SuiteProgress(_show_progress(as_json), engine) as progress:
+            dev = _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, device=device,
+                          max_passes=max_passes, on_phase=progress.phase)
+            summary = run_suite(pattern=pattern, directory=directory, max_batch=None if stock or batch == 1 else batch,
+                                device=dev, on_start=progress.start, on_report=progress.report,
+                                on_token=progress.token if engine == "model" else None)
     except QwenGpuError as e:
         fail(e)
+    wall = time.perf_counter() - wall
     if as_json:
         print(json.dumps(summary, indent=2))
     else:
         console.print(_suite_table(summary))
+        tokens = sum(k["tokens"] or 0 for k in summary["kernels"])
+        console.print(f"[dim]{len(summary['kernels'])} kernels in {wall:.1f} s"
+                      + (f", {tokens:,} tokens" if engine == "model" else "") + "[/]")
     if summary["failed"] or not summary["kernels"]:
         raise typer.Exit(1)
+
+
+class SuiteProgress:
+    """The suite on stderr: overall (kernels done of all, failures, tokens, tokens/s) and a line
+    per finished kernel; a no-op when off."""
+
+    def __init__(self, enabled: bool, engine: str):
+        self.enabled, self.engine = enabled, engine
+        self.bar = self.task = None
+        self.done = self.failed = self.tokens = 0
+        self.total, self.start_time, self.status = 0, time.perf_counter(), ""
+        self.running: dict[str, int] = {}
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            self.bar = Progress(TextColumn("suite"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                TextColumn("{task.description}"), console=err_console, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=None)
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar:
+            self.bar.stop()
+
+    def _refresh(self) -> None:
+        if not self.bar:
+            return
+        text = self.status
+        if self.tokens:
+            elapsed = time.perf_counter() - self.start_time
+            text = f"{self.tokens:,} tokens, {self.tokens / elapsed:,.0f} tokens/s"
+            if self.running:
+                text += "; running " + ", ".join(f"{n} ({t:,})" for n, t in list(self.running.items())[:3])
+        if self.failed:
+            text += f"; [red]{self.failed} failed[/]"
+        self.bar.update(self.task, completed=self.done, total=self.total or None, description=text)
+
+    def phase(self, name: str) -> None:
+        if name == "load":
+            self.status = "loading the model"
+        elif name == "dry-run" and not self.tokens:
+            self.status = "compiling, dry runs"
+        elif name == "decode" and self.status == "loading the model":
+            self.status = ""
+        self._refresh()
+
+    def start(self, cases) -> None:
+        self.total, self.start_time = len(cases), time.perf_counter()
+        self._refresh()
+
+    def token(self, name: str, token) -> None:
+        if self.status == "loading the model":
+            self.status, self.start_time = "", time.perf_counter()
+        self.tokens += 1
+        self.running[name] = self.running.get(name, 0) + 1
+        if self.tokens % 100 == 1:
+            self._refresh()
+
+    def report(self, report) -> None:
+        self.done += 1
+        self.failed += not report.passed
+        self.running.pop(report.name, None)
+        if self.bar:
+            tokens = f", {report.tokens:,} tokens" if report.tokens else ""
+            mark = "[green]passed[/]" if report.passed else "[red]failed[/]"
+            self.bar.console.print(f"  {_escape(report.name)} {mark}{tokens}, {report.seconds:.1f} s")
+        self._refresh()
 
 
 def _suite_table(summary: dict) -> Table:
     table = Table(title=f"kernel suite on {summary['engine']} ({summary['frontend']}): "
                         f"{summary['passed']} passed, {summary['failed']} failed")
-    for col, justify in (("kernel", "left"), ("status", "left"), ("passes", "right"),
-                         ("instructions", "right"), ("seconds", "right"), ("detail", "left")):
+    model = summary["engine"] == "model"
+    for col, justify in (("kernel", "left"), ("status", "left"), ("blocks", "right"),
+                         ("instructions", "right"), *((("tokens", "right"),) if model else ()),
+                         ("seconds", "right"), ("detail", "left")):
         table.add_column(col, justify=justify, overflow="fold")
     for k in summary["kernels"]:
         status = "[green]passed[/]" if k["passed"] else "[red]failed[/]"
-        table.add_row(k["name"], status, _num(k["passes"]), _num(k["instructions"]),
-                      f"{k['seconds']:.2f}", _escape(k["reason"]))
+        table.add_row(k["name"], status, _num(k["blocks"]), _num(k["instructions"]),
+                      *((_num(k["tokens"]),) if model else ()), f"{k['seconds']:.2f}", _escape(k["reason"]))
     return table
 
 
@@ -347,12 +622,25 @@ def build(base: str = typer.Option(..., "--base", help='a local Qwen3.5 checkpoi
           rescale: str = typer.Option("residual", "--rescale",
                                       help="residual (exact, default) or eps (the norm/eps recipe); see docs/build.md")):
     """Build a merged Qwen3_5ForCausalLM checkpoint: circuit layers in front of the base's layers."""
-    from qwengpu.model.merge import build as build_checkpoint
     try:
+        _choice("dtype", dtype, ("bfloat16", "float32"))
+        _choice("rescale", rescale, ("residual", "eps"))
+        _check_base(base)
+        if out.exists() and not out.is_dir():
+            raise QwenGpuError(f"--out {out}: exists and is not a directory")
+        if out.is_dir() and any(out.iterdir()) and not force:
+            raise QwenGpuError(f"--out {out} is not empty; pass --force to overwrite it")
+        from qwengpu.model.merge import build as build_checkpoint    # torch and transformers: after the checks
         path = build_checkpoint(base, out, dtype=dtype, force=force, rescale=rescale)
     except QwenGpuError as e:
         fail(e)
     console.print(f"merged checkpoint written to [bold]{_escape(str(path))}[/]")
+
+
+def _check_base(base: str) -> None:
+    """--base: "standin" or a checkpoint directory (cheap checks, before importing torch)."""
+    if base != "standin" and not (Path(base) / "config.json").is_file():
+        raise QwenGpuError(f"--base {base}: not a checkpoint directory (no config.json) and not \"standin\"")
 
 
 eval_app = typer.Typer(help="Measure the merged model.", no_args_is_help=True)
@@ -365,11 +653,14 @@ def eval_kl(base: str = typer.Option(..., "--base", help='the base checkpoint di
             as_json: bool = typer.Option(False, "--json", help="print JSON")):
     """KL(base || merged) on built-in multilingual text, fp32 and bf16, and the circuit's
     largest output on text positions."""
-    from transformers.utils import logging as hf_logging
-
-    from qwengpu.model.kl import eval_kl as measure
-    hf_logging.set_verbosity_error()
     try:
+        _check_base(base)
+        if merged is not None and not (merged / "config.json").is_file():
+            raise QwenGpuError(f"--merged {merged}: not a model checkpoint (no config.json)")
+        from transformers.utils import logging as hf_logging     # heavy: after the checks
+
+        from qwengpu.model.kl import eval_kl as measure
+        hf_logging.set_verbosity_error()
         report = measure(base, merged)
     except QwenGpuError as e:
         fail(e)
@@ -384,8 +675,11 @@ def eval_kl(base: str = typer.Option(..., "--base", help='the base checkpoint di
 def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}"),
          stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward "
                                     "instead of the exact fast path (slow on a CPU)"),
+         max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
+         max_passes: int = typer.Option(DEFAULT_MAX_PASSES, "--max-passes", help=MAX_PASSES_HELP),
          device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP)):
-    """dot([1,2,3], [4,5,6]) run by the model itself (the stand-in merged model, built on first use)."""
+    """dot([1,2,3], [4,5,6]) run by the model itself (the stand-in merged model, built on first use),
+    replay checked, with the tokens as the model writes them and a closing line."""
     a, b = np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32)
     out = np.zeros(1, np.int32)
     tokens = []
@@ -394,19 +688,45 @@ def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}
         tokens.append(str(token))
         console.print(str(token), end="  ", markup=False, soft_wrap=True)
 
+    wall = time.perf_counter()
     try:
+        _choice("engine", engine, ENGINES)
+        if engine != "model":
+            _check_engine_options(engine, stock=stock, device=device, max_tokens=max_tokens)
+        _check_limits(max_tokens, max_passes)
         from qwengpu.suite import DEFAULT_DIR
         source = DEFAULT_DIR / "dot.cu"
-        dev = _device(_choice("engine", engine, ENGINES), "clang", 2, None, "float32", "replay" if engine == "model"
-                      else "none", DEFAULT_MAX_TOKENS, stock, show if engine == "model" else None, device)
-        fn = dev.compile(source.read_text(), filename=str(source)).get_function("dot")
-        result = fn(grid=1, block=4, args=[a, b, out, 3])
+        # the tokens go to stdout as they come: only the load and the prefill show a live line
+        with LaunchProgress(_show_progress() and engine == "model", show) as progress:
+            dev = _device(engine, "clang", 2, None, "float32", "replay" if engine == "model" else "none",
+                          max_tokens, stock, progress.token if engine == "model" else None, device,
+                          max_passes=max_passes, on_phase=progress.phase)
+            fn = dev.compile(source.read_text(), filename=str(source)).get_function("dot")
+            result = fn(grid=1, block=4, args=[a, b, out, 3])
     except QwenGpuError as e:
         fail(e)
+    wall = time.perf_counter() - wall
     if tokens:
         console.print()
     console.print(f"dot([1,2,3], [4,5,6]) = [bold]{int(out[0])}[/]")
-    console.print(f"[dim]{_stats(result)}[/]")
+    console.print(f"[dim]{_escape(_stats(result, wall))}[/]")
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            v = version("qwengpu")
+        except PackageNotFoundError:
+            v = "unknown (not installed)"
+        console.print(f"qgpu (qwengpu) {v}", markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def main(show_version: bool = typer.Option(False, "--version", callback=_version_callback, is_eager=True,
+                                           help="print the version and exit")):
+    """qwengpu: run CUDA kernels on a 4-lane SIMT GPU compiled into a Qwen3.5 model."""
 
 
 if __name__ == "__main__":

@@ -35,9 +35,10 @@ class KernelReport:
     kernel: str = ""
     passed: bool = False
     reason: str = ""                  # why it failed: error message or first mismatches
-    passes: int | None = None
+    passes: int | None = None         # the engine's count (LaunchResult.passes)
     instructions: int | None = None
     tokens: int | None = None         # generated tokens (model engine)
+    blocks: int | None = None         # machine blocks executed, the same on every engine
     seconds: float = 0.0              # compile + lower + run
     features: list[str] = field(default_factory=list)
 
@@ -84,6 +85,7 @@ def run_case(case: KernelCase, device: Device) -> KernelReport:
         fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
         result = fn(grid=grid, block=block, args=args)
         report.passes, report.instructions, report.tokens = result.passes, result.instructions, result.tokens
+        report.blocks = result.blocks
         report.reason = "; ".join(mismatches(args, expected, fn.arg_names))
         report.passed = not report.reason
     except Exception as e:
@@ -117,16 +119,26 @@ def mismatches(args, expected, names, show: int = 3) -> list[str]:
 
 def run_suite(engine: str = "interp", frontend: str = "clang", pattern: str | None = None,
               directory: Path | str = DEFAULT_DIR, opt: int = 2, *, max_batch: int | None = None,
-              device: Device | None = None) -> dict:
+              device: Device | None = None, on_start=None, on_report=None, on_token=None) -> dict:
     """Run the suite: {"passed": P, "failed": F, "kernels": [report dicts]}. On the model engine
     `max_batch` runs the launches batched (`run_batched`); `device` replaces Device(engine,
-    frontend, opt) (e.g. a model Device with check="replay")."""
+    frontend, opt) (e.g. a model Device with check="replay"). Progress callbacks:
+    `on_start(cases)` with the kernels found, `on_report(report)` as each finishes,
+    `on_token(name, token)` for each token the model engine generates."""
     device = device or Device(engine, frontend, opt)
     cases = discover(directory, pattern)
+    if on_start:
+        on_start(cases)
     if max_batch and device.engine == "model":
-        reports = run_batched(cases, device, max_batch)
+        reports = run_batched(cases, device, max_batch, on_report=on_report, on_token=on_token)
     else:
-        reports = [run_case(case, device) for case in cases]
+        reports = []
+        for case in cases:
+            if on_token and device.engine == "model":
+                device.on_token = lambda token, name=case.name: on_token(name, token)
+            reports.append(run_case(case, device))
+            if on_report:
+                on_report(reports[-1])
     passed = sum(r.passed for r in reports)
     return {"engine": device.engine, "frontend": device.frontend, "passed": passed, "failed": len(reports) - passed,
             "kernels": [r.to_dict() for r in reports]}
@@ -139,15 +151,18 @@ class _Prepared:
     expected: list
     names: list[str]
     launch: Launch
+    max_tokens: int
 
 
 def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAULT_BATCH,
-                on_report=None) -> list[KernelReport]:
+                on_report=None, on_token=None) -> list[KernelReport]:
     """The kernels on a model Device, up to `max_batch` launches stepping together through
     qwengpu.machine.runtime.launch_many (its fast path; replay as the Device's check). A report's
     seconds: its compile and lowering, plus its time in the batch (shared with the launches beside
-    it). `on_report(report)` as each kernel finishes. Never raises for one kernel."""
-    from qwengpu.api import check_model_ops, machine_build
+    it). `on_report(report)` as each kernel finishes, `on_token(name, token)` for each generated
+    token. Each launch's token limit: the Device's max_tokens, else api.model_token_budget (the
+    interpreter's dry run). Never raises for one kernel."""
+    from qwengpu.api import check_model_ops, machine_build, model_token_budget
     from qwengpu.machine import runtime
     reports, ready = [], []
     for case in cases:
@@ -163,7 +178,8 @@ def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAUL
             fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
             check_model_ops(fn.program, machine_build("MODEL_OPS").MODEL_OPS)
             launch = Launch.build(fn.program, grid, block, args, names=fn.arg_names)
-            ready.append(_Prepared(report, args, expected, fn.arg_names, launch))
+            budget = device.max_tokens or model_token_budget(fn.program, launch, device.max_passes)
+            ready.append(_Prepared(report, args, expected, fn.arg_names, launch, budget))
         except Exception as e:
             report.reason = _reason(e)
             if on_report:
@@ -172,16 +188,17 @@ def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAUL
     if not ready:
         return reports
     model, machine = device.model_and_machine()
-    jobs = [runtime.LaunchJob(p.launch.program, p.launch.grid, p.launch.block, p.launch.params, p.launch.memory)
-            for p in ready]
+    jobs = [runtime.LaunchJob(p.launch.program, p.launch.grid, p.launch.block, p.launch.params, p.launch.memory,
+                              p.max_tokens) for p in ready]
 
     def finished(index: int, result) -> None:
         _finish(ready[index], result)
         if on_report:
             on_report(ready[index].report)
 
-    runtime.launch_many(model, machine, jobs, max_tokens=device.max_tokens, check=device.check,
-                        max_batch=max_batch, on_done=finished)
+    runtime.launch_many(model, machine, jobs, max_tokens=max(p.max_tokens for p in ready), check=device.check,
+                        max_batch=max_batch, on_done=finished,
+                        on_token=(lambda i, t: on_token(ready[i].report.name, t)) if on_token else None)
     return reports
 
 
@@ -193,6 +210,7 @@ def _finish(p: _Prepared, result) -> None:
             raise result
         report.seconds += result.seconds
         report.passes, report.instructions, report.tokens = result.passes, result.instructions, result.tokens
+        report.blocks = result.passes - result.instructions      # EXEC tokens less the instructions
         p.launch.copy_back()
         report.reason = "; ".join(mismatches(p.args, p.expected, p.names))
         report.passed = not report.reason

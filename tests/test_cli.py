@@ -1,5 +1,6 @@
 """The qgpu command through typer's CliRunner, and the suite runner behind it."""
 import json
+import re
 import sys
 from types import SimpleNamespace
 
@@ -93,7 +94,8 @@ def test_run_prints_final_arrays(tmp_path):
                     "--show-isa", "--show-ptx")
     assert result.exit_code == 0, result.output
     assert "out = [32]" in result.output and "a = [1, 2, 3]" in result.output
-    assert ".entry dot" in result.output and "B0:" in result.output and "passes" in result.output
+    assert ".entry dot" in result.output and "B0:" in result.output
+    assert "engine interp, 16 blocks, 23 instructions, wall" in result.output
 
 
 def test_run_launch_error_exit_code(tmp_path):
@@ -153,8 +155,10 @@ def test_suite_k_selects_and_table_prints(tmp_path):
 
 
 def test_suite_with_no_matching_kernel_fails(tmp_path):
-    result = invoke("suite", "--dir", make_suite(tmp_path), "-k", "nothing-matches", "--json")
-    assert result.exit_code == 1 and json.loads(result.output)["kernels"] == []
+    for extra in ((), ("--json",)):
+        result = invoke("suite", "--dir", make_suite(tmp_path), "-k", "nothing-matches", *extra)
+        assert result.exit_code == 1 and "no kernel matches 'nothing-matches'" in result.output
+        assert len(result.output.strip().splitlines()) == 1
 
 
 def test_real_suite_subset(kernels_dir):
@@ -220,7 +224,7 @@ class OracleModel:
         import torch
         self.vocab, self.script, self.calls, self.torch = vocab, [], 0, torch
         self.device = torch.device("cpu")
-        self.config = SimpleNamespace(qwengpu={"gpu_token_ids": [10, 10 + len(vocab)]})
+        self.config = SimpleNamespace(qwengpu={"gpu_token_ids": [10, 10 + len(vocab)]}, to_dict=lambda: {})
 
     def __call__(self, input_ids, cache, use_cache, logits_to_keep):
         logits = self.torch.zeros(1, 1, 10 + len(self.vocab))
@@ -242,8 +246,11 @@ def stub_model_engine(monkeypatch):
     state = SimpleNamespace(corrupt=lambda tokens: tokens, ops={op.name for op in isa.Op} | {t.name for t in isa.Term})
     monkeypatch.setitem(sys.modules, "qwengpu.machine.build", SimpleNamespace(
         MODEL_OPS=state.ops, machine_for=lambda cfg: machine, default_merged_model=lambda: "standin"))
-    monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", SimpleNamespace(FastModel=lambda model: model))
+    fast = SimpleNamespace(FastModel=lambda model: model)
+    fast.FastModel.from_checkpoint = lambda path, dtype: OracleModel(machine.vocab)    # fast path loading
+    monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", fast)
     monkeypatch.setattr(runtime, "load_model", lambda path, dtype, device: (OracleModel(machine.vocab), {}))
+    monkeypatch.setattr(runtime, "load_config", lambda path: {}, raising=False)
     monkeypatch.setattr(runtime, "host_config", lambda model: {})
     monkeypatch.setattr(runtime, "_new_cache", lambda model: None)
     real = runtime.launch_on_model
@@ -312,3 +319,167 @@ def test_bad_batch_and_device_are_errors(tmp_path):
     assert result.exit_code == 1 and "--batch must be at least 1, got 0" in result.output
     result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "--engine", "model", "--device", "tpu")
     assert result.exit_code == 1 and "unknown device 'tpu'" in result.output
+
+
+# --- issue 14: limits, honest options, one-line errors ---------------------------------
+SPIN_CU = """__global__ void spin(volatile int *p, int n) {
+    int a = threadIdx.x;
+    while (p[4] == 0) { a = a * 3 + n; p[threadIdx.x] = a; }
+}
+"""
+SPIN_ARGS = ("--arg", "i32:zeros(5)", "--arg", "1")
+
+
+def one_error_line(result, message):
+    """Exit code 1, one line naming the problem, no traceback."""
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 1, result.output
+    assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], result.output
+
+
+def test_version():
+    result = invoke("--version")
+    assert result.exit_code == 0 and result.output.startswith("qgpu (qwengpu) ")
+
+
+def test_an_infinite_loop_stops_at_the_pass_limit_in_seconds(tmp_path):
+    import time
+    (tmp_path / "spin.cu").write_text(SPIN_CU)
+    start = time.perf_counter()
+    result = invoke("run", tmp_path / "spin.cu", *SPIN_ARGS)
+    seconds = time.perf_counter() - start
+    one_error_line(result, "did not finish within max_passes=200000 machine blocks")
+    assert "--max-passes N" in result.output and seconds < 15, seconds
+    result = invoke("run", tmp_path / "spin.cu", *SPIN_ARGS, "--max-passes", 50)
+    one_error_line(result, "max_passes=50 machine blocks")
+
+
+def test_max_passes_applies_to_the_suite(kernels_dir):
+    result = invoke("suite", "--dir", kernels_dir, "-k", "dot", "--max-passes", 3, "--json")
+    summary = json.loads(result.stdout)
+    assert result.exit_code == 1 and all("max_passes=3" in k["reason"] for k in summary["kernels"]), summary
+
+
+def test_model_engine_default_token_limit_follows_the_interpreter(tmp_path, stub_model_engine):
+    from qwengpu.api import default_max_tokens
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    stub_model_engine.corrupt = lambda tokens: tokens[:-1]          # the model never writes HALT
+    result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "--engine", "model")
+    one_error_line(result, f"did not finish within {default_max_tokens(130)} tokens; raise the limit with "
+                           f"--max-tokens N")
+    assert default_max_tokens(130) == 1143 and default_max_tokens(103_794) == 115_173   # int64_div: 104k tokens
+
+
+def test_model_engine_dry_run_stops_an_infinite_loop_before_loading(tmp_path, stub_model_engine, monkeypatch):
+    from qwengpu.machine import runtime
+    loads = []
+    monkeypatch.setattr(runtime, "load_model", lambda *a: loads.append(a))
+    (tmp_path / "spin.cu").write_text(SPIN_CU)
+    result = invoke("run", tmp_path / "spin.cu", *SPIN_ARGS, "--engine", "model", "--stock", "--max-passes", 1000)
+    one_error_line(result, "max_passes=1000 machine blocks")
+    assert "the model engine's dry run" in result.output and loads == []
+
+
+def test_model_run_reports_blocks_like_the_interpreter_and_the_time_split(tmp_path, stub_model_engine):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "--engine", "model", "--stock")
+    assert result.exit_code == 0, result.output
+    last = result.output.splitlines()[-1]
+    assert "130 tokens (forward passes)" in last and "16 blocks, 23 instructions" in last, last
+    assert re.search(r"wall [\d.]+ s = load [\d.]+ \+ prefill [\d.]+ \+ decode [\d.]+ \+ other [\d.]+", last), last
+    interp = invoke("run", tmp_path / "dot.cu", *DOT_ARGS)
+    assert "16 blocks, 23 instructions" in interp.output.splitlines()[-1]
+
+
+def test_run_json(tmp_path):
+    (tmp_path / "p.cu").write_text('#include <cstdio>\n__global__ void k(int *p, int n) {\n'
+                                   '    p[threadIdx.x] = n + threadIdx.x;\n'
+                                   '    if (threadIdx.x == 0) printf("n=%d\\n", n);\n}\n')
+    result = invoke("run", tmp_path / "p.cu", "--arg", "i32:zeros(4)", "--arg", 7, "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)                   # printf output in the JSON, not on stdout
+    assert doc["arrays"] == {"p": [7, 8, 9, 10]} and doc["scalars"] == {"n": 7} and doc["output"] == ["n=7\n"]
+    assert doc["engine"] == "interp" and doc["kernel"] == "k" and doc["grid"] == [1] and doc["block"] == [4]
+    assert doc["blocks"] > 0 and doc["instructions"] > 0 and doc["tokens"] is None and doc["wall_seconds"] > 0
+    assert "blocks" in result.stderr                 # the closing line goes to stderr
+    one_error_line(invoke("run", tmp_path / "p.cu", "--arg", "i32:zeros(4)", "--arg", 7, "--json", "--trace"),
+                   "--json prints JSON alone")
+
+
+@pytest.mark.parametrize("option", [("--check", "replay"), ("--show-tokens",), ("--device", "cpu"), ("--stock",),
+                                    ("--dtype", "float32"), ("--model", "m"), ("--max-tokens", "9")])
+def test_model_options_are_refused_on_the_interpreter(tmp_path, option):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    one_error_line(invoke("run", tmp_path / "dot.cu", *DOT_ARGS, *option),
+                   f"{option[0]} applies to the model engine only (this is --engine interp)")
+
+
+@pytest.mark.parametrize("command", [("suite", "--batch", "2"), ("suite", "--check", "replay"),
+                                     ("demo", "--engine", "interp", "--stock")])
+def test_model_options_are_refused_elsewhere(command):
+    one_error_line(invoke(*command), "applies to the model engine only")
+
+
+@pytest.mark.parametrize("level, message", [(0, "-O 0 is not supported"), (4, "-O 4: choose 1, 2 or 3")])
+def test_opt_levels(tmp_path, level, message):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    one_error_line(invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "-O", level), message)
+    one_error_line(invoke("suite", "-O", level), message)
+
+
+def test_opt_1_and_3_run(tmp_path):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    for level in (1, 3):
+        result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "-O", level)
+        assert result.exit_code == 0 and "out = [32]" in result.output, result.output
+
+
+def test_suite_table_shows_blocks(tmp_path):
+    result = invoke("suite", "--dir", make_suite(tmp_path), "-k", "good")
+    assert "blocks" in result.output and "passes" not in result.output
+    summary = json.loads(invoke("suite", "--dir", tmp_path, "-k", "good", "--json").stdout)
+    assert summary["kernels"][0]["blocks"] == summary["kernels"][0]["passes"] == 16
+
+
+@pytest.mark.parametrize("args, message", [
+    (("run",), "Missing argument"),
+    (("run", "FILE", "--grid"), "Option '--grid' requires an argument"),
+    (("run", "FILE", "-O", "x"), "Invalid value for '-O'"),
+    (("run", "FILE", "--bogus"), "No such option: --bogus"),
+    (("frobnicate",), "No such command 'frobnicate'"),
+    (("run", "FILE", *DOT_ARGS, "--grid", "0"), "grid must be 1 to 3 positive integers"),
+    (("run", "FILE", *DOT_ARGS, "--grid", "2,a"), "--grid '2,a'"),
+    (("run", "FILE", *DOT_ARGS, "--block", "1,1,1,1"), "--block '1,1,1,1'"),
+    (("run", "FILE", *DOT_ARGS, "--kernel", "nope"), "no kernel named nope"),
+    (("run", "FILE", "--arg", "i32:[1,"), "is not a scalar"),
+    (("run", "FILE", "--arg", "1"), "takes 4 arguments"),
+    (("run", "FILE", *DOT_ARGS, "--frontend", "gcc"), "--frontend 'gcc'"),
+    (("run", "FILE", *DOT_ARGS, "--max-passes", "0"), "--max-passes must be at least 1"),
+    (("run", "FILE", *DOT_ARGS, "--engine", "model", "--max-tokens", "0"), "--max-tokens must be at least 1"),
+    (("run", "DIR", *DOT_ARGS), "not a file"),
+    (("run", "BINARY", *DOT_ARGS), "not a text file"),
+    (("run", "MISSING", *DOT_ARGS), "no such file"),
+    (("suite", "--dir", "MISSING"), "does not exist"),
+    (("suite", "-k", "no-kernel-has-this-name"), "no kernel matches 'no-kernel-has-this-name'"),
+    (("build", "--base", "MISSING", "--out", "OUT"), "not a checkpoint directory"),
+    (("build", "--base", "standin", "--out", "OUT", "--dtype", "f16"), "--dtype 'f16'"),
+    (("build", "--base", "standin", "--out", "OUT", "--rescale", "x"), "--rescale 'x'"),
+    (("eval", "kl", "--base", "MISSING"), "not a checkpoint directory"),
+    (("eval", "kl", "--base", "standin", "--merged", "MISSING"), "not a model checkpoint"),
+])
+def test_user_mistakes_are_one_line(tmp_path, args, message):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    (tmp_path / "binary.cu").write_bytes(b"\xff\xfe\x00")
+    names = {"FILE": tmp_path / "dot.cu", "DIR": tmp_path, "BINARY": tmp_path / "binary.cu",
+             "MISSING": tmp_path / "missing", "OUT": tmp_path / "out"}
+    one_error_line(invoke(*(names.get(a, a) for a in args)), message)
+
+
+@pytest.mark.parametrize("args", [("build", "--base", "standin", "--out", "/tmp/x", "--dtype", "f16"),
+                                  ("eval", "kl", "--base", "/nonexistent")])
+def test_build_and_eval_reject_bad_arguments_before_importing_torch(args):
+    import subprocess
+    code = ("import sys; from typer.testing import CliRunner; from qwengpu.cli import app; "
+            f"r = CliRunner().invoke(app, {list(args)!r}); print(r.exit_code, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["1", "False"], out

@@ -33,12 +33,14 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 @dataclass
 class ModelRun:
     """tokens: generated tokens (HALT included); passes: EXEC tokens; instructions: EXEC
-    tokens that are not terminators; stream: the generated tokens themselves."""
+    tokens that are not terminators; stream: the generated tokens themselves; seconds: prefill
+    and decode (and memory read-back); prefill_seconds: the prefill alone (launch_on_model)."""
     tokens: int
     passes: int
     instructions: int
     seconds: float
     stream: list[Token] = field(default_factory=list)
+    prefill_seconds: float = 0.0
 
 
 def load_model(path: str | Path, dtype: str = "float32", device: str = "cpu"):
@@ -147,6 +149,7 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
     decoder = (FastDecoder(model) if hasattr(model, "new_state")
                else StockDecoder(model, vocab.first_id, vocab.first_id + len(vocab)))
     token = vocab.token(decoder.prefill(ids))
+    prefill_seconds = time.perf_counter() - start
     stream: list[Token] = []
     while True:
         stream.append(token)
@@ -159,14 +162,16 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
         if token.kind == "FAULT":
             _fault(stream, expected, program, block)
         if len(stream) >= max_tokens:
-            raise ExecutionError(f"the launch did not finish within {max_tokens} tokens "
-                                 f"(raise max_tokens if it needs more)")
+            raise ExecutionError(f"the launch did not finish within {max_tokens} tokens; raise the limit "
+                                 f"with --max-tokens N (API: max_tokens=N)")
         token = vocab.token(decoder.step(vocab.id(token)))
     memory[:] = machine.read_global(decoder.cache, layer_offset=0)
     seconds = time.perf_counter() - start
     if expected is not None:
         _check_memory(expected.memory, memory)
-    return _model_run(program, stream, seconds)
+    run = _model_run(program, stream, seconds)
+    run.prefill_seconds = prefill_seconds
+    return run
 
 
 def _fault(stream: list[Token], expected: protocol.Stream | None, program: isa.Program | None = None,
@@ -203,6 +208,7 @@ class LaunchJob:
     block: object
     params: list[int]
     memory: np.ndarray
+    max_tokens: int | None = None     # this launch's generation limit (None: launch_many's max_tokens)
 
 
 @dataclass
@@ -225,12 +231,14 @@ class _Running:
 
 
 def launch_many(model, machine, jobs: list[LaunchJob], *, max_tokens: int, check: str | None = None,
-                max_batch: int = DEFAULT_BATCH, on_done: Callable[[int, object], None] | None = None) -> list:
+                max_batch: int = DEFAULT_BATCH, on_done: Callable[[int, object], None] | None = None,
+                on_token: Callable[[int, Token], None] | None = None) -> list:
     """Run many launches on `model`; a FastModel steps up to `max_batch` of them in lockstep, one
     token each per step (prompts and generation alike), longest expected stream first when
     replaying. The result per job, in order: a ModelRun (seconds: from joining the batch to HALT,
     shared with the launches beside it) or the QwenGpuError that ended that launch alone.
-    `on_done(index, result)` as each finishes. Another model runs them one by one."""
+    `on_done(index, result)` as each finishes, `on_token(index, token)` for each generated token. A
+    job's own `max_tokens` replaces `max_tokens`. Another model runs them one by one."""
     if check not in CHECKS:
         raise QwenGpuError(f"check {check!r}: choose one of {', '.join(str(c) for c in CHECKS)}")
     if max_batch < 1:
@@ -246,7 +254,8 @@ def launch_many(model, machine, jobs: list[LaunchJob], *, max_tokens: int, check
         for i, job in enumerate(jobs):
             try:
                 done(i, launch_on_model(model, machine, job.program, job.grid, job.block, job.params, job.memory,
-                                        max_tokens=max_tokens, check=check))
+                                        max_tokens=job.max_tokens or max_tokens, check=check,
+                                        on_token=(lambda t, i=i: on_token(i, t)) if on_token else None))
             except QwenGpuError as e:
                 done(i, e)
         return results
@@ -259,7 +268,7 @@ def launch_many(model, machine, jobs: list[LaunchJob], *, max_tokens: int, check
             done(i, e)
     if check == "replay":
         waiting.sort(key=lambda r: len(r.prompt) + len(r.expected.tokens), reverse=True)
-    _run_batch(model, machine, waiting[::-1], max_tokens, max_batch, done)
+    _run_batch(model, machine, waiting[::-1], max_tokens, max_batch, done, on_token)
     return results
 
 
@@ -273,7 +282,8 @@ def _prepare(fast, vocab, index: int, job: LaunchJob, check: str | None) -> _Run
     return _Running(index, job, prompt, expected)
 
 
-def _run_batch(fast, machine, waiting: list[_Running], max_tokens: int, max_batch: int, done) -> None:
+def _run_batch(fast, machine, waiting: list[_Running], max_tokens: int, max_batch: int, done,
+               on_token=None) -> None:
     """Step the launches in lockstep; a finished launch's row takes the next waiting launch (its
     states zeroed), else the batch shrinks. `waiting` is popped from its end."""
     vocab = machine.vocab
@@ -288,7 +298,8 @@ def _run_batch(fast, machine, waiting: list[_Running], max_tokens: int, max_batc
         outputs = fast.step_batch(state, inputs, decide)
         leaving = []
         for b, (r, out) in enumerate(zip(rows, outputs)):
-            result = None if out is None else _advance(fast, machine, state, b, r, out, max_tokens)
+            result = None if out is None else _advance(fast, machine, state, b, r, out,
+                                                       r.job.max_tokens or max_tokens, on_token)
             if result is None:
                 continue
             done(r.index, result)
@@ -305,21 +316,23 @@ def _run_batch(fast, machine, waiting: list[_Running], max_tokens: int, max_batc
                 fast.keep(state, keep)
 
 
-def _advance(fast, machine, state, row: int, r: _Running, out, max_tokens: int):
+def _advance(fast, machine, state, row: int, r: _Running, out, max_tokens: int, on_token=None):
     """Take launch r's next token: None while it runs on, else its ModelRun or error."""
     try:
         if isinstance(out, Exception):
             raise out
         token = machine.vocab.token(out)
         r.stream.append(token)
+        if on_token:
+            on_token(r.index, token)
         if r.expected is not None:
             _check(r.expected, len(r.stream) - 1, token)
         if token.kind == "FAULT":
             _fault(r.stream, r.expected, r.job.program, r.job.block)
         if token.kind != "HALT":
             if len(r.stream) >= max_tokens:
-                raise ExecutionError(f"the launch did not finish within {max_tokens} tokens "
-                                     f"(raise max_tokens if it needs more)")
+                raise ExecutionError(f"the launch did not finish within {max_tokens} tokens; raise the limit "
+                                     f"with --max-tokens N (API: max_tokens=N)")
             return None
         r.job.memory[:] = machine.read_global(fast.cache(state, row), layer_offset=0)
         if r.expected is not None:
