@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up of a fresh Debian machine (run as root from anywhere):
 # clang-19 (apt, only if missing), a Python venv in .venv, the CPU build of
-# torch, and qwengpu itself (editable) with its test extras.
+# torch, and qwengpu itself (editable) with its test extras. Packages come only from
+# Debian (apt-get) and PyPI (pip, as this machine configures it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,13 +49,25 @@ pip_install() {
     .venv/bin/python -m pip install --quiet "$@" 2> >(grep -v '^WARNING: Location .* is ignored' >&2)
 }
 
-# 3. torch: the CPU build (a plain `pip install torch` could pull a multi-GB CUDA build).
-if .venv/bin/python -c 'import torch, sys; sys.exit(torch.__version__ != "2.13.0+cpu")' 2>/dev/null; then
-    say "torch 2.13.0+cpu already installed"
+# 3. torch 2.13.0, the CPU build: `torch==2.13.0+cpu` is the wheel pip finds in the package
+#    sources this machine is set up with (PyPI and its local wheel folder, pip's find-links);
+#    PyPI itself has no "+cpu" builds, so where that wheel is missing the fallback is PyPI's
+#    `torch==2.13.0` (the same torch, with CUDA libraries: a much larger download). No other
+#    index is ever asked.
+TORCH_VERSION=${TORCH_VERSION:-2.13.0}
+if .venv/bin/python -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != sys.argv[1])' \
+        "$TORCH_VERSION" 2>/dev/null; then
+    say "torch $(.venv/bin/python -c 'import torch; print(torch.__version__)' 2>/dev/null) already installed"
+elif say "installing torch==$TORCH_VERSION+cpu" && pip_install "torch==$TORCH_VERSION+cpu" 2>/dev/null; then
+    say "installed torch==$TORCH_VERSION+cpu"
+elif say "no torch==$TORCH_VERSION+cpu wheel in pip's package sources; installing torch==$TORCH_VERSION from PyPI (the CUDA build: large)" \
+        && pip_install "torch==$TORCH_VERSION"; then
+    say "installed torch==$TORCH_VERSION"
 else
-    say "installing torch==2.13.0+cpu"
-    pip_install "torch==2.13.0+cpu" 2>/dev/null \
-        || pip_install "torch==2.13.0+cpu" --extra-index-url https://download.pytorch.org/whl/cpu
+    echo "setup: could not install torch $TORCH_VERSION: neither torch==$TORCH_VERSION+cpu (a local wheel in" \
+         "pip's find-links) nor torch==$TORCH_VERSION (PyPI) was found; install it into .venv yourself" \
+         "(.venv/bin/python -m pip install torch==$TORCH_VERSION) and run this script again" >&2
+    exit 1
 fi
 
 # 4. qwengpu (editable) with pytest and hypothesis.
