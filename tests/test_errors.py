@@ -235,3 +235,15 @@ def test_build_into_an_unwritable_place(tmp_path):
     with pytest.raises(CheckpointError, match=r"cannot create the output directory"):
         from qwengpu.model.merge import build
         build("standin", blocker / "out", circuit="demo", progress=False)
+
+
+def test_eval_kl_at_a_merged_checkpoint_of_another_base(tmp_path):
+    d = write(tmp_path / "m", merged_config(), tiny_tensors())       # built from a 24-token base
+    with pytest.raises(CheckpointError, match=r"built from a base with 24 text tokens; .* has \d+ \(not its base\)"):
+        eval_kl("standin", d)
+
+
+@pytest.mark.parametrize("case", ["empty", "llama config only"])
+def test_eval_kl_at_a_bad_base(tmp_path, case):
+    with pytest.raises(CheckpointError, match=dict(BASE_CASES)[case]):
+        eval_kl(_case(tmp_path, case), tmp_path / "unused")
