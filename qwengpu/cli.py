@@ -153,9 +153,13 @@ MAX_PASSES_HELP = ("interpreter (and the model engine's dry run on it): limit on
 OPT_LEVELS = (1, 2, 3)
 
 
-def _check_opt(opt: int) -> int:
-    """-O 1..3: at -O0 clang keeps every local variable in .local stack memory, which the machine
-    lacks, so no kernel of the suite compiles; -O0 is not offered."""
+def _check_opt(opt: int | None, frontend: str = "clang") -> int:
+    """-O 1..3 (None: 2): at -O0 clang keeps every local variable in .local stack memory, which the
+    machine lacks, so no kernel of the suite compiles; -O0 is not offered. NVRTC always optimises."""
+    if opt is None:
+        return 2
+    if frontend == "nvrtc":
+        raise ArgSyntaxError("-O applies to the clang front end only (NVRTC always optimises); drop it")
     if opt == 0:
         raise ArgSyntaxError("-O 0 is not supported: at -O0 clang puts every variable in .local stack memory, "
                              "which the machine lacks; use -O 1, 2 or 3")
@@ -172,10 +176,18 @@ def _check_engine_options(engine: str, **given) -> None:
                                  f"(this is --engine {engine}); add --engine model or drop it")
 
 
+def _check_not_on_cuda(engine: str, **given) -> None:
+    """Refuse interpreter-only options on the cuda engine (a real GPU runs the kernel)."""
+    for name, value in given.items():
+        if engine == "cuda" and value not in (None, False):
+            raise ArgSyntaxError(f"--{name.replace('_', '-')} does not apply to --engine cuda (a real GPU runs "
+                                 f"the kernel); drop it")
+
+
 def _check_limits(max_tokens, max_passes) -> None:
     if max_tokens is not None and max_tokens < 1:
         raise ArgSyntaxError(f"--max-tokens must be at least 1, got {max_tokens}")
-    if max_passes < 1:
+    if max_passes is not None and max_passes < 1:
         raise ArgSyntaxError(f"--max-passes must be at least 1, got {max_passes}")
 
 
@@ -243,7 +255,8 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
                                                 help="kernel argument, once per parameter: 5, i32:[1,2], u32:zeros(8)"),
         engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES)}"),
         frontend: str = typer.Option("clang", help=f"front end: {', '.join(FRONTENDS)}"),
-        opt: int = typer.Option(2, "-O", help="clang optimisation level 1..3 (-O0 is not supported: .local memory)"),
+        opt: Optional[int] = typer.Option(None, "-O", help="clang optimisation level 1..3, default 2 (-O0 is not "
+                                                   "supported: .local memory; NVRTC always optimises)"),
         show_ptx: bool = typer.Option(False, "--show-ptx", help="print the PTX"),
         show_isa: bool = typer.Option(False, "--show-isa", help="print the lowered machine program"),
         trace: bool = typer.Option(False, "--trace", help="print every pass (interp: each machine block; "
@@ -254,7 +267,7 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         check: Optional[str] = typer.Option(None, "--check", help="model engine: none, or replay (every token against the interpreter)"),
         show_tokens: bool = typer.Option(False, "--show-tokens", help="model engine: print each token as it is generated"),
         max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
-        max_passes: int = typer.Option(DEFAULT_MAX_PASSES, "--max-passes", help=MAX_PASSES_HELP),
+        max_passes: Optional[int] = typer.Option(None, "--max-passes", help=MAX_PASSES_HELP),
         stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward, not the fast path"),
         device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP)):
     """Compile FILE, launch KERNEL once and print the final arrays, then a closing line: counts
@@ -271,8 +284,10 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
                                   dtype=dtype, model=model, max_tokens=max_tokens)
         if as_json and (show_ptx or show_isa or trace or show_tokens):
             raise ArgSyntaxError("--json prints JSON alone: drop --show-ptx, --show-isa, --trace and --show-tokens")
-        _check_opt(opt)
+        _check_not_on_cuda(engine, trace=trace, max_passes=max_passes)
+        opt = _check_opt(opt, frontend)
         _check_limits(max_tokens, max_passes)
+        max_passes = max_passes or DEFAULT_MAX_PASSES
         if not file.is_file():
             raise QwenGpuError(f"{file}: no such file" if not file.exists() else f"{file}: not a file")
         source = _read_source(file)
@@ -383,12 +398,13 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
           pattern: Optional[str] = typer.Option(None, "-k", help="only kernels whose name contains this (or matches this glob)"),
           as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
           directory: Optional[Path] = typer.Option(None, "--dir", help="kernel directory (default: ./kernels)"),
-          opt: int = typer.Option(2, "-O", help="clang optimisation level 1..3 (-O0 is not supported: .local memory)"),
+          opt: Optional[int] = typer.Option(None, "-O", help="clang optimisation level 1..3, default 2 (-O0 is not "
+                                                   "supported: .local memory; NVRTC always optimises)"),
           model: Optional[Path] = typer.Option(None, "--model", help="merged checkpoint (model engine; default: the stand-in)"),
           dtype: Optional[str] = typer.Option(None, "--dtype", help=f"model engine: {', '.join(MODEL_DTYPES)} (default float32)"),
           check: Optional[str] = typer.Option(None, "--check", help="model engine: none, or replay (every token against the interpreter)"),
           max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
-          max_passes: int = typer.Option(DEFAULT_MAX_PASSES, "--max-passes", help=MAX_PASSES_HELP),
+          max_passes: Optional[int] = typer.Option(None, "--max-passes", help=MAX_PASSES_HELP),
           stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward, not the fast path"),
           batch: Optional[int] = typer.Option(None, "--batch", help=f"model engine, fast path: launches decoded "
                                               f"together (default {DEFAULT_BATCH}; 1: one at a time)"),
@@ -404,8 +420,10 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
         if engine != "model":
             _check_engine_options(engine, check=check, device=device, stock=stock, dtype=dtype, model=model,
                                   max_tokens=max_tokens, batch=batch)
-        _check_opt(opt)
+        _check_not_on_cuda(engine, max_passes=max_passes)
+        opt = _check_opt(opt, frontend)
         _check_limits(max_tokens, max_passes)
+        max_passes = max_passes or DEFAULT_MAX_PASSES
         batch = DEFAULT_BATCH if batch is None else batch
         if batch < 1:
             raise QwenGpuError(f"--batch must be at least 1, got {batch}")
@@ -676,7 +694,7 @@ def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}
          stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward "
                                     "instead of the exact fast path (slow on a CPU)"),
          max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
-         max_passes: int = typer.Option(DEFAULT_MAX_PASSES, "--max-passes", help=MAX_PASSES_HELP),
+         max_passes: Optional[int] = typer.Option(None, "--max-passes", help=MAX_PASSES_HELP),
          device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP)):
     """dot([1,2,3], [4,5,6]) run by the model itself (the stand-in merged model, built on first use),
     replay checked, with the tokens as the model writes them and a closing line."""
@@ -693,7 +711,9 @@ def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}
         _choice("engine", engine, ENGINES)
         if engine != "model":
             _check_engine_options(engine, stock=stock, device=device, max_tokens=max_tokens)
+        _check_not_on_cuda(engine, max_passes=max_passes)
         _check_limits(max_tokens, max_passes)
+        max_passes = max_passes or DEFAULT_MAX_PASSES
         from qwengpu.suite import DEFAULT_DIR
         source = DEFAULT_DIR / "dot.cu"
         # the tokens go to stdout as they come: only the load and the prefill show a live line

@@ -483,3 +483,61 @@ def test_build_and_eval_reject_bad_arguments_before_importing_torch(args):
             f"r = CliRunner().invoke(app, {list(args)!r}); print(r.exit_code, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["1", "False"], out
+
+
+@pytest.mark.parametrize("args, message", [
+    (("run", "FILE", *DOT_ARGS, "--frontend", "nvrtc", "-O", "1"), "-O applies to the clang front end only"),
+    (("run", "FILE", *DOT_ARGS, "--engine", "cuda", "--trace"), "--trace does not apply to --engine cuda"),
+    (("run", "FILE", *DOT_ARGS, "--engine", "cuda", "--max-passes", "9"), "--max-passes does not apply"),
+    (("suite", "--engine", "cuda", "--max-passes", "9"), "--max-passes does not apply to --engine cuda"),
+    (("suite", "--engine", "cuda", "--max-tokens", "9"), "--max-tokens applies to the model engine only"),
+])
+def test_options_that_do_not_apply_are_refused(tmp_path, args, message):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    one_error_line(invoke(*(tmp_path / "dot.cu" if a == "FILE" else a for a in args)), message)
+
+
+def test_device_phases_in_order(stub_model_engine):
+    from qwengpu.api import Device
+    phases = []
+    dev = Device("model", fast=False, on_phase=phases.append)
+    fn = dev.compile(DOT_CU, "dot.cu").get_function("dot")
+    out = np.zeros(1, np.int32)
+    result = fn(grid=1, block=4, args=[np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32), out, 3])
+    assert phases == ["dry-run", "load", "prefill", "decode"] and out[0] == 32
+    assert result.blocks == 16 and result.tokens == 130 and result.load_seconds >= 0
+    assert result.prefill_seconds + result.decode_seconds == pytest.approx(result.seconds)
+    fn(grid=1, block=4, args=[np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32), out, 3])
+    assert phases[4:] == ["dry-run", "prefill", "decode"]                # loaded once
+    assert Device("model", fast=False, max_tokens=500, on_phase=phases.append).max_tokens == 500
+
+
+def test_no_progress_when_stderr_is_not_a_terminal(tmp_path, stub_model_engine):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "--engine", "model", "--stock")
+    assert result.exit_code == 0 and result.stderr == "", result.stderr
+    result = invoke("suite", "--dir", make_suite(tmp_path), "-k", "good")
+    assert result.exit_code == 0 and result.stderr == "", result.stderr
+
+
+def test_progress_texts():
+    from qwengpu import cli
+    from qwengpu.machine.tokens import Token
+    texts = []
+    progress = cli.LaunchProgress(False)
+    progress.bar = SimpleNamespace(update=lambda task, description: texts.append(description))
+    progress.phase("load")
+    progress.phase("prefill")
+    progress.phase("decode")
+    for kind in ("EXEC", "VAL", "EXEC"):
+        progress.token(Token(kind, ()))
+    assert texts[:3] == ["loading the model", "prefill (the launch prompt)", "generating"]
+    assert texts[3].startswith("generating: 1 tokens, 1 EXEC") and progress.tokens == 3 and progress.exec_tokens == 2
+    suite = cli.SuiteProgress(False, "model")
+    suite.bar = SimpleNamespace(update=lambda task, **kw: texts.append(kw), console=SimpleNamespace(
+        print=lambda line: texts.append(line)))
+    suite.start([1, 2])
+    suite.token("dot", Token("EXEC", ()))
+    suite.report(SimpleNamespace(name="dot", passed=False, tokens=130, seconds=1.5))
+    assert texts[-2] == "  dot [red]failed[/], 130 tokens, 1.5 s"
+    assert texts[-1]["completed"] == 1 and texts[-1]["total"] == 2 and "1 failed" in texts[-1]["description"]
