@@ -170,3 +170,11 @@ def test_memory_fault_in_a_batch_on_the_model(model):
     for name, job, result in zip(("const_store", "misaligned_store"), jobs, results):
         assert isinstance(result, MemoryFault), result
         assert_names_the_fault(str(result), interp_error(name), job.program)
+
+
+def test_a_fault_the_tokens_do_not_explain():
+    error = fault_error([Token("EXEC", (0, 1, 2)), Token("ST", (0,)), Token("FAULT")])
+    assert type(error).__name__ == "ExecutionError"
+    assert str(error) == ("the model signalled FAULT at generated token 2 (last pass: EXEC w0 B1.2): the tokens "
+                          "before it show neither a memory access (FAULT right after an EXEC) nor a barrier "
+                          "(EXEC CT1 CT2)")

@@ -37,7 +37,8 @@ def fault_error(stream: list[Token], program: isa.Program | None = None, block=N
     cause = _deadlock_cause(stream)
     if cause:
         return DeadlockError(f"{message}: {cause}")
-    return ExecutionError(message)
+    return ExecutionError(f"{message}: the tokens before it show neither a memory access (FAULT right after "
+                          f"an EXEC) nor a barrier (EXEC CT1 CT2)")
 
 
 def fault_where(stream: list[Token]) -> str:
