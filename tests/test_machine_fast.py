@@ -501,7 +501,12 @@ def _saved_toy(tmp_root: str, sharded: bool) -> str:
     import json
     from pathlib import Path
     out = Path(tmp_root) / ("sharded" if sharded else "single")
-    toy_model("float32").save_pretrained(out, max_shard_size="200KB" if sharded else "10GB")
+    model = toy_model("float32")
+    if sharded:             # a final-norm gain that bf16 rounds (1.1): the load must cast as the stock one does
+        model = copy.deepcopy(model)
+        with torch.no_grad():
+            model.model.norm.weight.fill_(0.1)
+    model.save_pretrained(out, max_shard_size="200KB" if sharded else "10GB")
     cfg = json.loads((out / "config.json").read_text())      # the rest of a merged checkpoint's block
     cfg["qwengpu"].update(base_hidden_size=HOST.hidden, base_rms_norm_eps=HOST.eps, base_vocab_size=TEXT)
     (out / "config.json").write_text(json.dumps(cfg))
@@ -548,8 +553,9 @@ def test_from_checkpoint_matches_stock(saved_toy, monkeypatch, tmp_path, dtype, 
 
 def test_from_checkpoint_cache(saved_toy, monkeypatch, tmp_path):
     """The first load writes build/fast-cache's entry, the second reads it (no dense read at all)
-    and computes the same; a changed checkpoint gets a new entry; a torn entry is rebuilt; an
-    unwritable folder warns and loads without it; 'off' disables it."""
+    and computes the same; other code's entry replaces the stale one; a changed checkpoint gets a
+    new entry; a torn entry is rebuilt; an unwritable folder warns and loads without it; 'off'
+    disables it."""
     import shutil
     import warnings
     from qwengpu.machine import fast_cache, weights
@@ -572,6 +578,11 @@ def test_from_checkpoint_cache(saved_toy, monkeypatch, tmp_path):
         state = fm.new_state()
         outs.append([fm.prefill(state, [t]) for t in tokens])
     assert outs[0] == outs[1] and any(o is not None for o in outs[0])
+    format_now = fast_cache.FORMAT
+    monkeypatch.setattr(fast_cache, "FORMAT", format_now + 1)   # other code: its entry replaces the stale one
+    FastModel.from_checkpoint(src, "float32")
+    assert len(list(folder.glob("*.pt"))) == 1 and not entries[0].exists()
+    monkeypatch.setattr(fast_cache, "FORMAT", format_now)
     FastModel.from_checkpoint(src, "bfloat16")                  # another dtype: another entry
     assert len(list(folder.glob("*.pt"))) == 2
     cfg = src / "config.json"
@@ -635,3 +646,20 @@ def test_from_checkpoint_text_defaults():
     for key in ("layer_types", "hidden_act", "rms_norm_eps", "tie_word_embeddings", "linear_key_head_dim",
                 "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads"):
         assert getattr(ours, key) == getattr(stock, key), key
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m.model.layers[0].linear_attn.A_log.fill_(-5.0), "A_log"),
+    (lambda m: m.model.layers[1].linear_attn.dt_bias.fill_(1.0), "dt_bias"),
+    (lambda m: m.model.layers[0].linear_attn.conv1d.weight[:, 0, 0].fill_(0.5), "conv"),
+    (lambda m: m.model.layers[-1].self_attn.o_proj.weight.fill_(1.0), "after the circuit"),
+    (lambda m: m.model.layers[-1].mlp.down_proj.weight.fill_(1.0), "after the circuit"),
+    (lambda m: m.model.norm.weight.fill_(-2.0), "non-positive gain"),
+])
+def test_from_checkpoint_rejects_models_it_cannot_run_exactly(edit, message, tmp_path, monkeypatch):
+    """The load-time checks on the tensors read from the files (the later layers' writers: only the
+    rows the head reads)."""
+    monkeypatch.setenv("QWENGPU_FAST_CACHE", "off")
+    _broken(edit).save_pretrained(tmp_path / "broken")
+    with pytest.raises(FastPathError, match=message):
+        FastModel.from_checkpoint(tmp_path / "broken")

@@ -4,9 +4,12 @@ Extracting them (FastModel.from_checkpoint) reads every circuit layer's dense ma
 scans them for nonzeros: seconds of CPU. What it derives is a few MB, a function of the
 checkpoint's bytes, the dtype and the extraction code alone, so it is saved once, keyed by
 
-    sha256(weights.fingerprint(checkpoint), dtype, the source of fast.py and weights.py, FORMAT)
+    build/fast-cache/CHECKPOINT-CODE-DTYPE.pt
+    CHECKPOINT: weights.fingerprint (config.json's bytes, each weight file's name, size, mtime)
+    CODE: sha256 of FORMAT, the dtype and the source of fast.py, weights.py and this file
 
-and loaded on the next start-up. A cache hit skips the dense reads entirely, including the
+and loaded on the next start-up; writing an entry removes the same checkpoint's and dtype's
+entries of other code (stale). A cache hit skips the dense reads entirely, including the
 load-time checks (they passed when the entry was written, for the same bytes and code).
 
 Where: $QWENGPU_FAST_CACHE if set (a folder; "off" disables the cache), else build/fast-cache
@@ -39,10 +42,9 @@ def cache_dir() -> Path | None:
     return Path(where) if where else REPO / "build" / "fast-cache"
 
 
-def cache_key(path: str | Path, dtype: str) -> str:
-    from qwengpu.machine.weights import fingerprint
+def code_key(dtype: str) -> str:
+    """What else the entry depends on: the format, the dtype and the extraction code."""
     h = hashlib.sha256(f"format={FORMAT};dtype={dtype};".encode())
-    h.update(fingerprint(path).encode())
     here = Path(__file__).resolve().parent
     for name in _SOURCES:
         h.update((here / name).read_bytes())
@@ -50,8 +52,18 @@ def cache_key(path: str | Path, dtype: str) -> str:
 
 
 def entry(path: str | Path, dtype: str, folder: Path | None = None) -> Path | None:
+    """The entry's file: CHECKPOINT-CODE-DTYPE.pt (None: the cache is off)."""
+    from qwengpu.machine.weights import fingerprint
     folder = cache_dir() if folder is None else folder
-    return None if folder is None else folder / f"{cache_key(path, dtype)[:32]}-{dtype}.pt"
+    if folder is None:
+        return None
+    return folder / f"{fingerprint(path)[:24]}-{code_key(dtype)[:24]}-{dtype}.pt"
+
+
+def _stale(file: Path) -> list[Path]:
+    """Entries of the same checkpoint and dtype written by other code (superseded by `file`)."""
+    ckpt, _, dtype = file.stem.split("-", 2)
+    return [f for f in file.parent.glob(f"{ckpt}-*-{dtype}.pt") if f != file]
 
 
 def load(file: Path | None) -> dict | None:
@@ -75,7 +87,6 @@ def save(file: Path | None, data: dict) -> bool:
         file.parent.mkdir(parents=True, exist_ok=True)
         torch.save(data, tmp)
         os.replace(tmp, file)
-        return True
     except OSError as e:
         warnings.warn(f"the fast-path cache folder {file.parent} is not writable ({e.strerror or e}); "
                       f"going on without the cache (set {ENV} to a writable folder, or to 'off')",
@@ -85,3 +96,9 @@ def save(file: Path | None, data: dict) -> bool:
         except OSError:
             pass
         return False
+    for old in _stale(file):
+        try:
+            old.unlink()
+        except OSError:
+            pass
+    return True
