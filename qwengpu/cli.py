@@ -10,9 +10,9 @@ Counts: "blocks" are machine blocks executed (one per warp scheduling turn) and 
 warp-instructions, the same on every engine; on the model engine "tokens" are the generated
 tokens, one forward pass of the model each.
 
-Limits: --max-passes (default 200,000 machine blocks) stops the interpreter, and the model
-engine's dry run on it, in about a second on an infinite loop; --max-tokens (model engine;
-default: the interpreter's stream of the launch + 10% + 1,000) stops a model that diverges.
+Limits: --max-passes (default 200,000 machine blocks) stops the interpreter in about a second
+on an infinite loop; --max-tokens (model engine; default 20,000, suite 200,000) stops the model
+in about 20 s.
 
 Argument syntax (--arg, once per kernel parameter, in order):
     5, -3, 0x1f        a 32-bit scalar (signed or unsigned range)
@@ -35,9 +35,10 @@ from typer.core import TyperGroup
 from rich.console import Console
 from rich.table import Table
 
-from qwengpu.api import DEFAULT_MAX_PASSES, ENGINES, MODEL_DTYPES, Device
+from qwengpu.api import DEFAULT_MAX_PASSES, DEFAULT_MAX_TOKENS, ENGINES, MODEL_DTYPES, Device
 from qwengpu.errors import QwenGpuError
 from qwengpu.machine import DEFAULT_BATCH
+from qwengpu.suite import SUITE_MAX_TOKENS
 from qwengpu.toolchain.frontend import FRONTENDS
 
 class OneLineErrors(TyperGroup):
@@ -64,8 +65,8 @@ class OneLineErrors(TyperGroup):
 app = typer.Typer(help="qwengpu: run CUDA kernels on a 4-lane SIMT GPU compiled into a Qwen3.5 model. Counts: "
                        "blocks = machine blocks executed (one per warp scheduling turn) and instructions = "
                        "warp-instructions, the same on every engine; tokens (model engine) = generated tokens, "
-                       "one forward pass each. Limits: --max-passes (blocks, interpreter and the model engine's "
-                       "dry run) and --max-tokens (model engine).",
+                       "one forward pass each. Limits: --max-passes (blocks, interpreter) and --max-tokens (model "
+                       "engine).",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False, cls=OneLineErrors)
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -146,10 +147,9 @@ def _choice(name: str, value: str, choices) -> str:
     return value
 
 
-MAX_TOKENS_HELP = ("model engine: generation limit per launch (default: the interpreter's stream of the launch "
-                   "+ 10% + 1,000)")
-MAX_PASSES_HELP = ("interpreter (and the model engine's dry run on it): limit on machine blocks executed "
-                   f"(default {DEFAULT_MAX_PASSES:,})")
+MAX_TOKENS_HELP = (f"model engine: generation limit per launch (default {DEFAULT_MAX_TOKENS:,}, about 20 s; "
+                   f"suite: {SUITE_MAX_TOKENS:,})")
+MAX_PASSES_HELP = f"interpreter: limit on machine blocks executed (default {DEFAULT_MAX_PASSES:,})"
 OPT_LEVELS = (1, 2, 3)
 
 
@@ -231,7 +231,7 @@ class LaunchProgress:
                 self.bar.stop()
                 self.bar = None
                 return
-        self.describe({"dry-run": "the interpreter's dry run (token limit)", "load": "loading the model", "prefill": "prefill (the launch prompt)",
+        self.describe({"load": "loading the model", "prefill": "prefill (the launch prompt)",
                        "decode": "generating"}[name])
 
     def token(self, token) -> None:
@@ -372,7 +372,7 @@ def _step_line(i: int, step) -> str:
 
 def _stats(result, wall: float | None = None) -> str:
     """The closing line: counts, then the wall time (model engine: split into load, prefill,
-    decode and the rest: compile, lowering, the interpreter's dry run, checks)."""
+    decode and the rest: compile, lowering, checks)."""
     parts = [f"engine {result.engine}"]
     if result.tokens is not None:
         rate = (f" at {result.tokens / result.decode_seconds:,.0f} tokens/s"
@@ -431,7 +431,8 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
             raise QwenGpuError(f"no kernel matches {pattern!r} in {directory}" if pattern
                                else f"no kernels (NAME.cu with NAME.py) in {directory}")
         with SuiteProgress(_show_progress(as_json), engine) as progress:
-            dev = _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, device=device,
+            dev = _device(engine, frontend, opt, model, dtype, check,
+                          max_tokens or (SUITE_MAX_TOKENS if engine == "model" else None), stock, device=device,
                           max_passes=max_passes, on_phase=progress.phase)
             summary = run_suite(pattern=pattern, directory=directory, max_batch=None if stock or batch == 1 else batch,
                                 device=dev, on_start=progress.start, on_report=progress.report,
@@ -490,8 +491,6 @@ class SuiteProgress:
     def phase(self, name: str) -> None:
         if name == "load":
             self.status = "loading the model"
-        elif name == "dry-run" and not self.tokens:
-            self.status = "compiling, dry runs"
         elif name == "decode" and self.status == "loading the model":
             self.status = ""
         self._refresh()
