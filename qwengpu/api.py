@@ -162,7 +162,8 @@ def _load_model_uncached(path: Path, dtype: str, fast: bool, torch_device: str):
             _exact_cuda_matmuls()
         model, _ = runtime.load_model(path, dtype, torch_device)
         config = model
-    machine = machine_build("machine_for").machine_for(runtime.host_config(config))
+    host = runtime.host_config(config)     # a merged checkpoint records its circuit width: no probe build
+    machine = machine_build("machine_for").machine_for(host, host.get("qwengpu", {}).get("circuit_width"))
     return model, machine
 
 

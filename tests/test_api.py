@@ -244,7 +244,7 @@ def _stub_machine_build(monkeypatch, ops, script=(), final=None):
             loads.append((path, dtype, "cpu"))
             return _StubFast(_StubModel(machine.vocab, list(script)))
     monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", SimpleNamespace(FastModel=StubFast))
-    build = SimpleNamespace(MODEL_OPS=ops, machine_for=lambda cfg: machine,
+    build = SimpleNamespace(MODEL_OPS=ops, machine_for=lambda cfg, width=None: machine,
                             default_merged_model=lambda: "standin-path")
     monkeypatch.setitem(sys.modules, "qwengpu.machine.build", build)
     monkeypatch.setattr(runtime, "load_model", load_model)

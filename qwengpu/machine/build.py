@@ -503,14 +503,36 @@ class Machine:
         return mem
 
 
+def machine_for_host(host: HostSpec, width: int | None = None) -> Machine:
+    """The machine for `host`; `width` None sizes the circuit with a probe build first (a wide
+    one: seconds and gigabytes), a merged checkpoint's recorded circuit_width skips that."""
+    return _machine(host, _fitting_width(host) if width is None else width)
+
+
 @functools.lru_cache(maxsize=4)
-def machine_for_host(host: HostSpec) -> Machine:
+def _fitting_width(host: HostSpec) -> int:
     probe = Machine(host)                           # measure the residual it needs, then size C to fit
-    return Machine(host, circuit_width(host, probe.c.layout.high_water(), limit=8192))
+    return circuit_width(host, probe.c.layout.high_water(), limit=8192)
 
 
-def machine_for(text_config: dict) -> Machine:
-    return machine_for_host(HostSpec.from_config(text_config))
+@functools.lru_cache(maxsize=4)
+def _machine(host: HostSpec, width: int) -> Machine:
+    return Machine(host, width)
+
+
+def machine_for(text_config: dict, width: int | None = None) -> Machine:
+    return machine_for_host(HostSpec.from_config(text_config), width)
+
+
+def machine_source_digest() -> str:
+    """sha256 of every qwengpu source file: a machine built from the same sources is the same
+    machine (it is deterministic), so a merged checkpoint that records this digest needs no
+    fingerprint check (which builds the machine)."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")) + sorted(root.rglob("*.c")):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
 
 
 # ---- the circuit handed to the merge -------------------------------------------------------------------
@@ -557,14 +579,22 @@ def default_merged_model(out: Path = STANDIN_MERGED) -> Path:
     """The stand-in merged model (stand-in base + this machine), rebuilt when the machine changed."""
     from qwengpu.model.merge import build
     from qwengpu.model.standin import standin_config
-    m = machine_for(standin_config())
-    fingerprint = m.fingerprint()
-    config = out / "config.json"
+    config, source = out / "config.json", machine_source_digest()
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.parent / f"{out.name}.lock", "w") as lock:      # one builder at a time
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if config.exists() and json.loads(config.read_text()).get("qwengpu", {}).get("machine") == fingerprint:
+        block = json.loads(config.read_text()).get("qwengpu", {}) if config.exists() else {}
+        if block.get("machine_source") == source:                 # same sources: same machine
+            return out
+        m = machine_for(standin_config())
+        fingerprint = m.fingerprint()
+        if block.get("machine") == fingerprint:                   # other sources, same machine
+            cfg = json.loads(config.read_text())
+            cfg["qwengpu"]["machine_source"] = source
+            tmp = config.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(cfg, indent=2))
+            tmp.replace(config)
             return out
         circuit = circuit_weights(m)
-        circuit.info["machine"] = fingerprint
+        circuit.info |= {"machine": fingerprint, "machine_source": source}
         return build("standin", out, dtype="bfloat16", force=True, circuit=circuit)
