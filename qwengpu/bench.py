@@ -35,7 +35,7 @@ from qwengpu.api import Device
 from qwengpu.errors import QwenGpuError
 from qwengpu.launch import Launch
 from qwengpu.machine import protocol, runtime
-from qwengpu.suite import DEFAULT_DIR, KernelCase, load_spec
+from qwengpu.suite import DEFAULT_DIR, SUITE_MAX_TOKENS, KernelCase, load_spec
 
 # small kernels, each a different feature: shared memory + barrier (dot, pool3_shared),
 # nested divergence, global atomics, warp shuffles
@@ -128,20 +128,20 @@ def load(model_dir: str | Path | None, dtype: str, step: str = "c"):
     return model, fast, machine
 
 
-def time_interp(k: KernelLaunch) -> float:
+def time_interp(k: KernelLaunch, max_passes: int = interp.DEFAULT_MAX_PASSES) -> float:
     L = k.launch
     start = time.perf_counter()
-    interp.run(L.program, L.grid, L.block, L.params, k.memory)
+    interp.run(L.program, L.grid, L.block, L.params, k.memory, max_passes=max_passes)
     return time.perf_counter() - start
 
 
-def run_fast(fast, machine, k: KernelLaunch) -> tuple[runtime.ModelRun, float, float]:
+def run_fast(fast, machine, k: KernelLaunch, max_tokens: int = SUITE_MAX_TOKENS) -> tuple[runtime.ModelRun, float, float]:
     """The whole launch with the replay check: (run, wall seconds, prefill seconds). The prefill
     ends when the first generated token arrives (launch_on_model's on_token)."""
     L, first_token_at = k.launch, []
     on_token = lambda token: first_token_at.append(time.perf_counter()) if not first_token_at else None  # noqa: E731
     run = runtime.launch_on_model(fast, machine, L.program, L.grid, L.block, L.params, k.memory,
-                                  max_tokens=1_000_000, check="replay", on_token=on_token)
+                                  max_tokens=max_tokens, check="replay", on_token=on_token)
     launch_started = time.perf_counter() - run.seconds   # run.seconds ends just before it returns
     return run, run.seconds, first_token_at[0] - launch_started
 
@@ -166,15 +166,17 @@ def run_stock(model, machine, k: KernelLaunch, count: int,
 
 
 def bench_kernel(model, fast, machine, name: str, stock_tokens: int,
-                 progress: Callable[[int], None] | None = None) -> Row:
+                 progress: Callable[[int], None] | None = None, limits: tuple[int, int] | None = None) -> Row:
+    """`limits`: (max_tokens of the fast launch, max_passes of the interpreter's)."""
+    max_tokens, max_passes = limits or (SUITE_MAX_TOKENS, interp.DEFAULT_MAX_PASSES)
     k = kernel_launch(name)
     L = k.launch
     expected = protocol.expected_stream(L.program, L.grid, L.block, L.params, k.memory)
     prompt_tokens = len(protocol.prompt(L.program, L.grid, L.block, L.params, k.memory))
-    interp_s = time_interp(k)
+    interp_s = time_interp(k, max_passes)
     error, replay_exact = "", True
     try:
-        run, fast_s, fast_prefill_s = run_fast(fast, machine, k)
+        run, fast_s, fast_prefill_s = run_fast(fast, machine, k, max_tokens)
         fast_ids = [machine.vocab.id(t) for t in run.stream]
     except QwenGpuError as e:        # a replay mismatch, a fault, a fast-path assumption broken
         error, replay_exact = f"{type(e).__name__}: {e}", False
@@ -214,16 +216,18 @@ def summarize(rows: list[Row], model_dir: str, dtype: str, stock_tokens: int, st
 
 def run_bench(kernels: list[str] | None = None, stock_tokens: int = DEFAULT_STOCK_TOKENS, dtype: str = "float32",
               model_dir: str | Path | None = None, step: str = "c",
-              progress: Callable[[str, int, int], None] | None = None) -> dict:
+              progress: Callable[[str, int, int], None] | None = None,
+              max_tokens: int = SUITE_MAX_TOKENS, max_passes: int = interp.DEFAULT_MAX_PASSES) -> dict:
     """Benchmark `kernels` (default DEFAULT_KERNELS); `progress(kernel, stock tokens done, of)`
-    is called while the slow stock path runs. Returns the summary dict (module docstring)."""
+    is called while the slow stock path runs; `max_tokens` limits each fast launch, `max_passes`
+    each interpreter run. Returns the summary dict (module docstring)."""
     kernels = list(kernels or DEFAULT_KERNELS)
     check_options(kernels, stock_tokens)
     model, fast, machine = load(model_dir, dtype, step)
     rows = []
     for name in kernels:
         report = (lambda done, name=name: progress(name, done, stock_tokens)) if progress else None
-        rows.append(bench_kernel(model, fast, machine, name, stock_tokens, report))
+        rows.append(bench_kernel(model, fast, machine, name, stock_tokens, report, (max_tokens, max_passes)))
     path = str(model_dir) if model_dir is not None else str(_default_model_dir())
     return summarize(rows, path, dtype, stock_tokens, step)
 

@@ -3,7 +3,7 @@
     qgpu run FILE.cu --kernel NAME --grid 2 --block 4,2 --arg 'i32:[1,2,3]' --arg 'u32:zeros(8)' --arg 5
     qgpu run FILE.cu --engine model [--check replay] [--show-tokens] [--max-tokens N] [--model DIR] [--dtype D] [--stock]
     qgpu suite [--engine interp|model] [--check replay] [--batch N] [--frontend clang|nvrtc] [-k PATTERN] [--json]
-    qgpu bench [--json] [--kernels a,b] [--stock-tokens K] [--dtype float32|bfloat16] [--model DIR] [--fast-step c|torch]
+    qgpu bench [--json] [--kernels a,b] [--stock-tokens K] [--dtype float32|bfloat16] [--model DIR] [--fast-step c|torch] [--max-tokens N] [--max-passes N]
     qgpu demo [--engine model|interp] [--max-tokens N] [--max-passes N]
 
 Counts: "blocks" are machine blocks executed (one per warp scheduling turn) and "instructions"
@@ -544,7 +544,10 @@ def bench(as_json: bool = typer.Option(False, "--json", help="print JSON instead
           stock_tokens: int = typer.Option(8, "--stock-tokens", help="tokens the stock path decodes per launch (slow)"),
           dtype: str = typer.Option("float32", "--dtype", help=f"{', '.join(MODEL_DTYPES)}"),
           model: Optional[Path] = typer.Option(None, "--model", help="merged checkpoint (default: the stand-in)"),
-          step: str = typer.Option("c", "--fast-step", help="the fast path's step: c (native.c) or torch (its torch ops)")):
+          step: str = typer.Option("c", "--fast-step", help="the fast path's step: c (native.c) or torch (its torch ops)"),
+          max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=f"limit on each fast launch's tokens "
+                                                   f"(default {SUITE_MAX_TOKENS:,}: suite kernels)"),
+          max_passes: Optional[int] = typer.Option(None, "--max-passes", help=MAX_PASSES_HELP)):
     """The exact fast path against the stock transformers forward on a few suite kernels, side
     by side; exit code 1 unless every token matches (stock vs fast, fast vs the interpreter)."""
     from rich.progress import Progress
@@ -555,6 +558,7 @@ def bench(as_json: bool = typer.Option(False, "--json", help="print JSON instead
         _choice("dtype", dtype, MODEL_DTYPES)
         _choice("fast-step", step, STEPS)
         check_options(names, stock_tokens)
+        _check_limits(max_tokens, max_passes)
         _device("model", "clang", 2, None, dtype, "none", 1, False)     # quiets transformers' logging
         with Progress(console=err_console, transient=True) as bar:
             task = bar.add_task("loading the model", total=None)
@@ -562,7 +566,8 @@ def bench(as_json: bool = typer.Option(False, "--json", help="print JSON instead
             def show(kernel, done, total):
                 bar.update(task, description=f"{kernel}: stock path, token {done} of {total}",
                            completed=done, total=total)
-            summary = run_bench(names, stock_tokens, dtype, model, step, progress=show)
+            summary = run_bench(names, stock_tokens, dtype, model, step, progress=show,
+                                max_tokens=max_tokens or SUITE_MAX_TOKENS, max_passes=max_passes or DEFAULT_MAX_PASSES)
     except QwenGpuError as e:
         fail(e)
     if as_json:

@@ -74,6 +74,8 @@ def test_ratios_follow_from_the_rows(report):
     (["--kernels", "dot,no_such_kernel"], "no_such_kernel"),
     (["--dtype", "float16"], "float16"),
     (["--fast-step", "cuda"], "choose one of c, torch"),
+    (["--max-tokens", "0"], "--max-tokens must be at least 1"),
+    (["--max-passes", "0"], "--max-passes must be at least 1"),
 ])
 def test_bad_options_fail_before_loading(args, message):
     result = runner.invoke(app, ["bench", *args])
@@ -105,3 +107,10 @@ def test_table_shows_every_kernel_and_the_medians():
     out.print(_bench_table(summarize(rows, "m", "float32", 8)))
     text = out.export_text()
     assert "dot" in text and "median" in text and "84x" in text and "65.00" in text
+
+
+def test_the_limits_reach_the_launches():
+    """A fast launch past --max-tokens is that kernel's error, not a hang (dot needs 130 tokens)."""
+    result = runner.invoke(app, ["bench", "--json", "--kernels", "dot", "--stock-tokens", "2", "--max-tokens", "50"])
+    summary = json.loads(result.stdout)
+    assert result.exit_code == 1 and "50 tokens" in summary["kernels"][0]["error"]
