@@ -345,16 +345,7 @@ def _run_model(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
     load_seconds = 0.0 if loaded else dev.load_seconds
     if dev.on_phase:
         dev.on_phase("prefill")
-    on_token = dev.on_token
-    if dev.on_phase:
-        first = [True]
-
-        def on_token(token, user=dev.on_token):
-            if first[0]:
-                first[0] = False
-                dev.on_phase("decode")
-            if user:
-                user(token)
+    on_token = _before_first_token(lambda: dev.on_phase("decode"), dev.on_token) if dev.on_phase else dev.on_token
     run = launch_on_model(model, machine, fn.program, launch.grid, launch.block, launch.params, launch.memory,
                           max_tokens=max_tokens, check=dev.check, on_token=on_token)
     launch.copy_back()
@@ -362,6 +353,19 @@ def _run_model(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
                         run.stream if trace else None, blocks=run.passes - run.instructions,
                         load_seconds=load_seconds, prefill_seconds=run.prefill_seconds,
                         decode_seconds=run.seconds - run.prefill_seconds)
+
+
+def _before_first_token(hook: Callable[[], None], user: Callable | None) -> Callable:
+    """A token callback that calls hook() before the first token, then user(token) for each."""
+    first = [True]
+
+    def on_token(token):
+        if first[0]:
+            first[0] = False
+            hook()
+        if user:
+            user(token)
+    return on_token
 
 
 def _run_cuda(fn: Function, launch: Launch, trace: bool) -> LaunchResult:

@@ -10,7 +10,6 @@ import torch
 from safetensors.torch import save_file
 from typer.testing import CliRunner
 
-from qwengpu import isa
 from qwengpu.api import Device, Function, Module
 from qwengpu.cli import app
 from qwengpu.errors import QwenGpuError

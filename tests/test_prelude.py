@@ -4,7 +4,6 @@ NVRTC) and their results are checked against values worked out here from CUDA's
 documented definitions (hand-computed, or Python big-int models); never against
 qwengpu itself. Constructs the machine cannot run are compile errors that name them.
 """
-import re
 
 import numpy as np
 import pytest

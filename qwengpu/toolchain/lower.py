@@ -16,7 +16,6 @@ Pipeline (docs/lowering.md describes each stage):
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from qwengpu import isa
