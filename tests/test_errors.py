@@ -121,7 +121,7 @@ def _case(tmp_path, name):
 MERGED_CASES = [
     ("missing", r"missing: no such model directory"),
     ("a file", r"a file: not a directory"),
-    ("empty", r"empty: not a model checkpoint \(no config\.json"),
+    ("empty", r"empty: no config\.json \(not a model checkpoint"),
     ("llama config only", r"not a merged qwengpu checkpoint: model_type 'llama', architectures \['LlamaForCausalLM'\]"),
     ("qwen3 (not 3.5)", r"not a merged qwengpu checkpoint: model_type 'qwen3'"),
     ("bad json", r"config\.json: not valid JSON"),

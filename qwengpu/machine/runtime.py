@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from qwengpu import isa
-from qwengpu.errors import DeadlockError, ExecutionError, MemoryFault, QwenGpuError, ReplayMismatch  # noqa: F401 (re-exported)
+from qwengpu.errors import ExecutionError, QwenGpuError, ReplayMismatch  # noqa: F401 (re-exported)
 from qwengpu.launch import check_grid_block
 from qwengpu.machine import DEFAULT_BATCH, protocol
 from qwengpu.machine.tokens import Token

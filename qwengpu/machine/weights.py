@@ -12,50 +12,21 @@ holds more of the checkpoint than the tensor in hand.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
 
 from qwengpu.errors import QwenGpuError
+from qwengpu.model import CheckpointError
+from qwengpu.model.checkpoint import config_json, safetensors_header, shard_files
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-INDEX = "model.safetensors.index.json"
-SINGLE = "model.safetensors"
-
-
-class CheckpointFormatError(QwenGpuError):
-    """A checkpoint folder the loader cannot read (no config.json, no safetensors, a missing tensor)."""
-
-
-def read_config(path: str | Path) -> dict:
-    """config.json of the checkpoint folder `path`, as a dict."""
-    path = Path(path)
-    cfg = path / "config.json"
-    if not cfg.is_file():
-        raise CheckpointFormatError(f"{path} is not a model checkpoint (no config.json)")
-    try:
-        return json.loads(cfg.read_text())
-    except (OSError, ValueError) as e:
-        raise CheckpointFormatError(f"{cfg} is not readable JSON ({e})") from None
 
 
 def shard_map(path: Path) -> dict[str, Path]:
-    """tensor name -> the safetensors file that holds it."""
-    index = path / INDEX
-    if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text())["weight_map"]
-        except (OSError, ValueError, KeyError) as e:
-            raise CheckpointFormatError(f"{index} is not a safetensors index ({e})") from None
-        return {name: path / file for name, file in weight_map.items()}
-    single = path / SINGLE
-    if single.is_file():
-        from safetensors import safe_open
-        with safe_open(single, "pt") as f:
-            return {name: single for name in f.keys()}
-    raise CheckpointFormatError(f"{path} has no {SINGLE} or {INDEX} (the fast path reads safetensors "
-                                "checkpoints; pass fast=False / --stock for others)")
+    """tensor name -> the safetensors file that holds it (from the files' headers, which
+    checkpoint.safetensors_header checks against the files' sizes)."""
+    return {name: file for file in shard_files(path) for name in safetensors_header(file)}
 
 
 def fingerprint(path: str | Path) -> str:
@@ -77,7 +48,7 @@ class CheckpointTensors:
         if dtype not in DTYPES:
             raise QwenGpuError(f"dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
         self.path, self.dtype = Path(path), DTYPES[dtype]
-        self.config = read_config(self.path)
+        self.config = config_json(self.path, "not a model checkpoint")
         self.files = shard_map(self.path)
 
     def __contains__(self, name: str) -> bool:
@@ -86,12 +57,12 @@ class CheckpointTensors:
     def _open(self, name: str):
         from safetensors import safe_open
         if name not in self.files:
-            raise CheckpointFormatError(f"{self.path} has no tensor {name!r} (not a Qwen3.5 text checkpoint "
+            raise CheckpointError(f"{self.path} has no tensor {name!r} (not a Qwen3.5 text checkpoint "
                                         "with the stock names?)")
         try:
             return safe_open(self.files[name], "pt")
         except Exception as e:                    # safetensors raises its own error types
-            raise CheckpointFormatError(f"{self.files[name]}: {e}") from None
+            raise CheckpointError(f"{self.files[name]}: {e}") from None
 
     def _cast(self, t: torch.Tensor) -> torch.Tensor:
         # a copy in any case: nothing may keep pointing into the mapping once the shard is closed
@@ -148,7 +119,7 @@ class ModuleTensors:
     def get(self, name: str, optional: bool = False) -> torch.Tensor | None:
         t = self._find(name)
         if t is None and not optional:
-            raise CheckpointFormatError(f"the model has no parameter {name!r}")
+            raise CheckpointError(f"the model has no parameter {name!r}")
         return t
 
     def shape(self, name: str) -> tuple[int, ...]:

@@ -39,17 +39,27 @@ class BaseCheckpoint:
         return self.text_config["hidden_size"]
 
 
-def read_config(path: Path) -> tuple[dict, str]:
-    """(text config, layout); raises CheckpointError unless it is a Qwen3.5 config."""
+def config_json(path: Path, missing: str = "not a Hugging Face checkpoint directory") -> dict:
+    """config.json of the checkpoint folder `path` as a dict; CheckpointError when it is absent
+    (`missing` says what the folder should be), unreadable, not JSON or not a JSON object."""
     file = path / "config.json"
     if not file.is_file():
-        raise CheckpointError(f"{path}: no config.json (not a Hugging Face checkpoint directory)")
+        raise CheckpointError(f"{path}: no config.json ({missing})")
     try:
         cfg = json.loads(file.read_text())
+    except OSError as e:
+        raise CheckpointError(f"{file}: cannot read it ({e.strerror or e})") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{file}: not valid JSON ({e})") from None
     if not isinstance(cfg, dict):
         raise CheckpointError(f"{file}: not a model config (a JSON {type(cfg).__name__}, not an object)")
+    return cfg
+
+
+def read_config(path: Path) -> tuple[dict, str]:
+    """(text config, layout); raises CheckpointError unless it is a Qwen3.5 config."""
+    file = path / "config.json"
+    cfg = config_json(path)
     kind = cfg.get("model_type")
     if kind == "qwen3_5":
         if "text_config" not in cfg:
@@ -209,17 +219,7 @@ def check_merged_checkpoint(path: str | Path) -> dict:
         raise CheckpointError(f"{path}: not a directory (a merged checkpoint is a directory with "
                               "config.json and model*.safetensors)")
     file = path / "config.json"
-    if not file.is_file():
-        raise CheckpointError(f"{path}: not a model checkpoint (no config.json; a merged checkpoint is a "
-                              "directory made by qgpu build)")
-    try:
-        cfg = json.loads(file.read_text())
-    except OSError as e:
-        raise CheckpointError(f"{file}: cannot read it ({e.strerror or e})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{file}: not valid JSON ({e})") from None
-    if not isinstance(cfg, dict):
-        raise CheckpointError(f"{file}: not a model config (a JSON {type(cfg).__name__}, not an object)")
+    cfg = config_json(path, "not a model checkpoint: a merged checkpoint is a directory made by qgpu build")
     kind, archs = cfg.get("model_type"), cfg.get("architectures")
     if kind in ("qwen3_5", "qwen3_5_text") and not cfg.get("qwengpu"):
         raise CheckpointError(f"{path}: a Qwen3.5 checkpoint but not a merged qwengpu one (config.json "
