@@ -4,7 +4,7 @@
     qgpu run FILE.cu --engine model [--check replay] [--show-tokens] [--max-tokens N] [--model DIR] [--dtype D] [--stock]
     qgpu suite [--engine interp|model] [--check replay] [--batch N] [--frontend clang|nvrtc] [-k PATTERN] [--json]
     qgpu bench [--json] [--kernels a,b] [--stock-tokens K] [--dtype float32|bfloat16] [--model DIR] [--fast-step c|torch] [--max-tokens N] [--max-passes N]
-    qgpu demo [--engine model|interp] [--max-tokens N] [--max-passes N]
+    qgpu demo [--engine model|interp] [--max-tokens N] [--max-passes N (interp)]
 
 Counts: "blocks" are machine blocks executed (one per warp scheduling turn) and "instructions"
 warp-instructions, the same on every engine; on the model engine "tokens" are the generated
@@ -149,7 +149,7 @@ def _choice(name: str, value: str, choices) -> str:
 
 MAX_TOKENS_HELP = (f"model engine: generation limit per launch (default {DEFAULT_MAX_TOKENS:,}, about 20 s; "
                    f"suite: {SUITE_MAX_TOKENS:,})")
-MAX_PASSES_HELP = f"interpreter: limit on machine blocks executed (default {DEFAULT_MAX_PASSES:,})"
+MAX_PASSES_HELP = f"interpreter only: limit on machine blocks executed (default {DEFAULT_MAX_PASSES:,})"
 OPT_LEVELS = (1, 2, 3)
 
 
@@ -176,12 +176,14 @@ def _check_engine_options(engine: str, **given) -> None:
                                  f"(this is --engine {engine}); add --engine model or drop it")
 
 
-def _check_not_on_cuda(engine: str, **given) -> None:
-    """Refuse interpreter-only options on the cuda engine (a real GPU runs the kernel)."""
+def _check_applies(engine: str, engines: tuple[str, ...], **given) -> None:
+    """Refuse options that apply to `engines` only (one line naming the first); e.g. --max-passes
+    limits the interpreter, --max-tokens the model, and a real GPU (cuda) has neither."""
     for name, value in given.items():
-        if engine == "cuda" and value not in (None, False):
-            raise ArgSyntaxError(f"--{name.replace('_', '-')} does not apply to --engine cuda (a real GPU runs "
-                                 f"the kernel); drop it")
+        if engine not in engines and value not in (None, False):
+            only = ", ".join(f"--engine {e}" for e in engines)
+            raise ArgSyntaxError(f"--{name.replace('_', '-')} does not apply to --engine {engine} (only to "
+                                 f"{only}); drop it")
 
 
 def _check_limits(max_tokens, max_passes) -> None:
@@ -284,7 +286,8 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
                                   dtype=dtype, model=model, max_tokens=max_tokens)
         if as_json and (show_ptx or show_isa or trace or show_tokens):
             raise ArgSyntaxError("--json prints JSON alone: drop --show-ptx, --show-isa, --trace and --show-tokens")
-        _check_not_on_cuda(engine, trace=trace, max_passes=max_passes)
+        _check_applies(engine, ("interp", "model"), trace=trace)
+        _check_applies(engine, ("interp",), max_passes=max_passes)
         opt = _check_opt(opt, frontend)
         _check_limits(max_tokens, max_passes)
         max_passes = max_passes or DEFAULT_MAX_PASSES
@@ -420,7 +423,7 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
         if engine != "model":
             _check_engine_options(engine, check=check, device=device, stock=stock, dtype=dtype, model=model,
                                   max_tokens=max_tokens, batch=batch)
-        _check_not_on_cuda(engine, max_passes=max_passes)
+        _check_applies(engine, ("interp",), max_passes=max_passes)
         opt = _check_opt(opt, frontend)
         _check_limits(max_tokens, max_passes)
         max_passes = max_passes or DEFAULT_MAX_PASSES
@@ -715,7 +718,7 @@ def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}
         _choice("engine", engine, ENGINES)
         if engine != "model":
             _check_engine_options(engine, stock=stock, device=device, max_tokens=max_tokens)
-        _check_not_on_cuda(engine, max_passes=max_passes)
+        _check_applies(engine, ("interp",), max_passes=max_passes)
         _check_limits(max_tokens, max_passes)
         max_passes = max_passes or DEFAULT_MAX_PASSES
         from qwengpu.suite import DEFAULT_DIR

@@ -484,6 +484,10 @@ def test_build_and_eval_reject_bad_arguments_before_importing_torch(args):
     (("run", "FILE", *DOT_ARGS, "--engine", "cuda", "--max-passes", "9"), "--max-passes does not apply"),
     (("suite", "--engine", "cuda", "--max-passes", "9"), "--max-passes does not apply to --engine cuda"),
     (("suite", "--engine", "cuda", "--max-tokens", "9"), "--max-tokens applies to the model engine only"),
+    (("run", "FILE", *DOT_ARGS, "--engine", "model", "--max-passes", "9"),
+     "--max-passes does not apply to --engine model (only to --engine interp)"),
+    (("suite", "--engine", "model", "--max-passes", "9"), "--max-passes does not apply to --engine model"),
+    (("demo", "--max-passes", "9"), "--max-passes does not apply to --engine model"),
 ])
 def test_options_that_do_not_apply_are_refused(tmp_path, args, message):
     (tmp_path / "dot.cu").write_text(DOT_CU)
