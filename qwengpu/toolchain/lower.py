@@ -222,13 +222,14 @@ _ADDRESS_OPS = {"mov", "cvta", "cvt", "add", "sub", "mad", "mul", "selp", "and",
 # or __constant__, say), the kernel is lowered in windowed mode: cvta puts const and shared
 # addresses in windows above global memory, and such accesses test the window at run time.
 WINDOWS = {"global": 0, "const": 0x10000, "shared": 0x20000}
+STATE_SPACES = ("global", "shared", "const", "param", "local")    # an ld/st/atom naming one is not generic
 WINDOW_SHIFT = 16
 
 
 def _needs_windows(fn: ptx.Function, spaces: dict[str, str]) -> bool:
     for ins in fn.body:
         if isinstance(ins, ptx.Instruction) and ins.parts[0] in ("ld", "st", "atom", "red") \
-                and not any(s in ins.parts for s in ("global", "shared", "const", "param", "local")):
+                and not any(s in ins.parts for s in STATE_SPACES):
             addr = ins.operands[1] if ins.parts[0] in ("ld", "atom") else ins.operands[0]
             base = addr.base if isinstance(addr, ptx.Addr) else None
             if isinstance(base, ptx.Reg) and spaces.get(base.name) not in (*WINDOWS, _PARAM_PTR):
@@ -1095,7 +1096,7 @@ class _Translator:
     def space_of(self, ins, parts, addr) -> str | None:
         """The state space an access goes to; None: a generic address whose space only
         the run time knows (windowed mode: see `generic`)."""
-        for s in ("global", "shared", "const", "param", "local"):
+        for s in STATE_SPACES:
             if s in parts[1:]:
                 if s == "local":
                     self.unsupported("local memory (the stack) is not supported")
