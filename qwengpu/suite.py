@@ -154,7 +154,6 @@ class _Prepared:
     expected: list
     names: list[str]
     launch: Launch
-    max_tokens: int
 
 
 def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAULT_BATCH,
@@ -181,8 +180,7 @@ def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAUL
             fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
             check_model_ops(fn.program, machine_build("MODEL_OPS").MODEL_OPS)
             launch = Launch.build(fn.program, grid, block, args, names=fn.arg_names)
-            budget = device.max_tokens or SUITE_MAX_TOKENS
-            ready.append(_Prepared(report, args, expected, fn.arg_names, launch, budget))
+            ready.append(_Prepared(report, args, expected, fn.arg_names, launch))
         except Exception as e:
             report.reason = _reason(e)
             if on_report:
@@ -191,15 +189,15 @@ def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAUL
     if not ready:
         return reports
     model, machine = device.model_and_machine()
-    jobs = [runtime.LaunchJob(p.launch.program, p.launch.grid, p.launch.block, p.launch.params, p.launch.memory,
-                              p.max_tokens) for p in ready]
+    jobs = [runtime.LaunchJob(p.launch.program, p.launch.grid, p.launch.block, p.launch.params, p.launch.memory)
+            for p in ready]
 
     def finished(index: int, result) -> None:
         _finish(ready[index], result)
         if on_report:
             on_report(ready[index].report)
 
-    runtime.launch_many(model, machine, jobs, max_tokens=max(p.max_tokens for p in ready), check=device.check,
+    runtime.launch_many(model, machine, jobs, max_tokens=device.max_tokens or SUITE_MAX_TOKENS, check=device.check,
                         max_batch=max_batch, on_done=finished,
                         on_token=(lambda i, t: on_token(ready[i].report.name, t)) if on_token else None)
     return reports

@@ -162,8 +162,7 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
         if token.kind == "FAULT":
             _fault(stream, expected, program, block)
         if len(stream) >= max_tokens:
-            raise ExecutionError(f"the launch did not finish within {max_tokens} tokens; raise the limit "
-                                 f"with --max-tokens N (API: max_tokens=N)")
+            raise token_limit_error(max_tokens)
         token = vocab.token(decoder.step(vocab.id(token)))
     memory[:] = machine.read_global(decoder.cache, layer_offset=0)
     seconds = time.perf_counter() - start
@@ -184,6 +183,11 @@ def _fault(stream: list[Token], expected: protocol.Stream | None, program: isa.P
     if expected is not None and expected.fault is not None:
         raise type(expected.fault)(f"{fault_where(stream)}; the interpreter: {expected.fault}")
     raise fault_error(stream, program, block)
+
+
+def token_limit_error(max_tokens: int) -> ExecutionError:
+    return ExecutionError(f"the launch did not finish within {max_tokens} tokens; raise the limit "
+                          f"with --max-tokens N (API: max_tokens=N)")
 
 
 def _check(expected: protocol.Stream, index: int, token: Token) -> None:
@@ -208,7 +212,6 @@ class LaunchJob:
     block: object
     params: list[int]
     memory: np.ndarray
-    max_tokens: int | None = None     # this launch's generation limit (None: launch_many's max_tokens)
 
 
 @dataclass
@@ -237,8 +240,8 @@ def launch_many(model, machine, jobs: list[LaunchJob], *, max_tokens: int, check
     token each per step (prompts and generation alike), longest expected stream first when
     replaying. The result per job, in order: a ModelRun (seconds: from joining the batch to HALT,
     shared with the launches beside it) or the QwenGpuError that ended that launch alone.
-    `on_done(index, result)` as each finishes, `on_token(index, token)` for each generated token. A
-    job's own `max_tokens` replaces `max_tokens`. Another model runs them one by one."""
+    `on_done(index, result)` as each finishes, `on_token(index, token)` for each generated token.
+    Another model runs them one by one."""
     if check not in CHECKS:
         raise QwenGpuError(f"check {check!r}: choose one of {', '.join(str(c) for c in CHECKS)}")
     if max_batch < 1:
@@ -254,7 +257,7 @@ def launch_many(model, machine, jobs: list[LaunchJob], *, max_tokens: int, check
         for i, job in enumerate(jobs):
             try:
                 done(i, launch_on_model(model, machine, job.program, job.grid, job.block, job.params, job.memory,
-                                        max_tokens=job.max_tokens or max_tokens, check=check,
+                                        max_tokens=max_tokens, check=check,
                                         on_token=(lambda t, i=i: on_token(i, t)) if on_token else None))
             except QwenGpuError as e:
                 done(i, e)
@@ -298,8 +301,7 @@ def _run_batch(fast, machine, waiting: list[_Running], max_tokens: int, max_batc
         outputs = fast.step_batch(state, inputs, decide)
         leaving = []
         for b, (r, out) in enumerate(zip(rows, outputs)):
-            result = None if out is None else _advance(fast, machine, state, b, r, out,
-                                                       r.job.max_tokens or max_tokens, on_token)
+            result = None if out is None else _advance(fast, machine, state, b, r, out, max_tokens, on_token)
             if result is None:
                 continue
             done(r.index, result)
@@ -331,8 +333,7 @@ def _advance(fast, machine, state, row: int, r: _Running, out, max_tokens: int, 
             _fault(r.stream, r.expected, r.job.program, r.job.block)
         if token.kind != "HALT":
             if len(r.stream) >= max_tokens:
-                raise ExecutionError(f"the launch did not finish within {max_tokens} tokens; raise the limit "
-                                     f"with --max-tokens N (API: max_tokens=N)")
+                raise token_limit_error(max_tokens)
             return None
         r.job.memory[:] = machine.read_global(fast.cache(state, row), layer_offset=0)
         if r.expected is not None:
