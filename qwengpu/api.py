@@ -115,8 +115,9 @@ class Device:
             if self.on_phase:
                 self.on_phase("load")
             start = time.perf_counter()
-            build = machine_build("machine_for", *(("default_merged_model",) if self.model_path is None else ()))
-            path = self.model_path if self.model_path is not None else build.default_merged_model()
+            from qwengpu.model.merge import default_merged_model
+            machine_build("machine_for")            # a clear error while the machine is missing
+            path = self.model_path if self.model_path is not None else default_merged_model()
             self._loaded = _load_model(path, self.dtype, self.fast, self.torch_device)
             self.load_seconds = time.perf_counter() - start      # seconds the last load took
         return self._loaded

@@ -115,8 +115,9 @@ def load(model_dir: str | Path | None, dtype: str, step: str = "c"):
     warms up on dot's prompt so the first kernel's time has no one-off costs."""
     from transformers.utils import logging as hf_logging
 
-    from qwengpu.machine.build import default_merged_model, machine_for
+    from qwengpu.machine.build import machine_for
     from qwengpu.machine.fast import FastModel
+    from qwengpu.model.merge import default_merged_model
     hf_logging.disable_progress_bar()
     model, _ = runtime.load_model(model_dir if model_dir is not None else default_merged_model(), dtype)
     machine = machine_for(runtime.host_config(model))

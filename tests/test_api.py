@@ -244,9 +244,10 @@ def _stub_machine_build(monkeypatch, ops, script=(), final=None):
             loads.append((path, dtype, "cpu"))
             return _StubFast(_StubModel(machine.vocab, list(script)))
     monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", SimpleNamespace(FastModel=StubFast))
-    build = SimpleNamespace(MODEL_OPS=ops, machine_for=lambda cfg, width=None: machine,
-                            default_merged_model=lambda: "standin-path")
+    build = SimpleNamespace(MODEL_OPS=ops, machine_for=lambda cfg, width=None: machine)
     monkeypatch.setitem(sys.modules, "qwengpu.machine.build", build)
+    from qwengpu.model import merge
+    monkeypatch.setattr(merge, "default_merged_model", lambda: "standin-path")
     monkeypatch.setattr(runtime, "load_model", load_model)
     monkeypatch.setattr(runtime, "host_config", lambda model: {})
     monkeypatch.setattr(runtime, "load_config", lambda path: {})

@@ -245,7 +245,9 @@ def stub_model_engine(monkeypatch):
     machine.read_global = lambda cache, layer_offset=0: machine.final
     state = SimpleNamespace(corrupt=lambda tokens: tokens, ops={op.name for op in isa.Op} | {t.name for t in isa.Term})
     monkeypatch.setitem(sys.modules, "qwengpu.machine.build", SimpleNamespace(
-        MODEL_OPS=state.ops, machine_for=lambda cfg, width=None: machine, default_merged_model=lambda: "standin"))
+        MODEL_OPS=state.ops, machine_for=lambda cfg, width=None: machine))
+    from qwengpu.model import merge
+    monkeypatch.setattr(merge, "default_merged_model", lambda: "standin")
     fast = SimpleNamespace(FastModel=lambda model: model)
     fast.FastModel.from_checkpoint = lambda path, dtype: OracleModel(machine.vocab)    # fast path loading
     monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", fast)

@@ -9,7 +9,8 @@ import pytest
 from qwengpu.api import Device
 from qwengpu.launch import Launch
 from qwengpu.machine import protocol, runtime
-from qwengpu.machine.build import default_merged_model, machine_for
+from qwengpu.machine.build import machine_for
+from qwengpu.model.merge import default_merged_model
 from qwengpu.machine.fast import FastModel
 from qwengpu.machine.tokens import Token
 from qwengpu.suite import discover, load_spec, mismatches

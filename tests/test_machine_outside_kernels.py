@@ -11,7 +11,7 @@ from qwengpu import Device
 
 @pytest.fixture(scope="module")
 def model():
-    from qwengpu.machine.build import default_merged_model
+    from qwengpu.model.merge import default_merged_model
     default_merged_model()          # builds build/standin-merged on first use (minutes)
     return Device("model")
 

@@ -16,6 +16,7 @@ from qwengpu.machine import runtime
 from qwengpu.model import CheckpointError
 from qwengpu.model.circuits import machine_circuit, synthetic_circuit
 from qwengpu.model.hosts import host_config, layer_shapes
+from qwengpu.model import merge
 from qwengpu.model.merge import build
 from qwengpu.model.standin import fixture_config, write_random_base
 from qwengpu.suite import discover, load_spec, mismatches
@@ -154,7 +155,8 @@ def test_stock_path_loads_on_the_device_and_the_fast_path_on_the_cpu(monkeypatch
     monkeypatch.setattr(runtime, "host_config", lambda model: {})
     monkeypatch.setattr(runtime, "load_config", lambda path: {})
     monkeypatch.setitem(sys.modules, "qwengpu.machine.build",
-                        SimpleNamespace(machine_for=lambda cfg, width=None: "machine", default_merged_model=lambda: "path"))
+                        SimpleNamespace(machine_for=lambda cfg, width=None: "machine"))
+    monkeypatch.setattr(merge, "default_merged_model", lambda: "path")
     # the fast path reads the checkpoint's files on the CPU and never builds the stock model
     fast_model = SimpleNamespace(from_checkpoint=lambda path, dtype: loads.append("cpu") or ("fast", path))
     monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", SimpleNamespace(FastModel=fast_model))

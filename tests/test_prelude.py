@@ -565,7 +565,7 @@ extern "C" __global__ void k(int *p, unsigned *q) {
 # --- a few constructs on the model engine -------------------------------------------
 @pytest.fixture(scope="module")
 def model_device():
-    from qwengpu.machine.build import default_merged_model
+    from qwengpu.model.merge import default_merged_model
     default_merged_model()          # builds build/standin-merged on first use (minutes)
     return Device("model")
 

@@ -7,6 +7,7 @@ gadgets.py   MLP gadgets (gates, compare, add, shifts, multiply, select, ...)
 memory.py    Gated DeltaNet memory banks (addressable rows in a head's state)
 model.py     a stock Qwen3_5ForCausalLM around compiled layers, and field encode/decode
 check.py     check_circuit(): every gadget and bank through the stock layers, fp32 and bf16
+weights.py   CircuitWeights: a compiled circuit as the merge takes it
 """
 from qwengpu.errors import QwenGpuError
 

@@ -10,10 +10,8 @@ has several exclusive sources (a PUT or an ST writes memory) sum them (circuit.m
 """
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
-import json
 from pathlib import Path
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit import memory as B
 from qwengpu.circuit.memory import declare_bank
 from qwengpu.circuit.residual import Field
+from qwengpu.circuit.weights import CircuitWeights
 from qwengpu.machine.alu import ALU_OPS, build_alu
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
 from qwengpu.machine.encoding import OPCODES, SPACES, TERM_WORD, WORD0
@@ -563,38 +562,10 @@ class LazyLayer(Mapping):
         return len(self._weights())
 
 
-def circuit_weights(m: Machine):
-    from qwengpu.model.merge import CircuitWeights
+def circuit_weights(m: Machine) -> CircuitWeights:
     intermediate = max(lay.neuron_count for lay in m.c.layers)
     return CircuitWeights(
         width=m.c.layout.width, layers=[LazyLayer(lay, intermediate) for lay in m.c.layers],
         token_names=[m.vocab.name(t) for t in m.vocab.tokens], token_embeddings=m.embeddings(),
         info={"circuit": f"qwengpu machine v1 ({len(m.c.layers)} layers)"})
 
-
-STANDIN_MERGED = Path(__file__).resolve().parents[2] / "build" / "standin-merged"
-
-
-def default_merged_model(out: Path = STANDIN_MERGED) -> Path:
-    """The stand-in merged model (stand-in base + this machine), rebuilt when the machine changed."""
-    from qwengpu.model.merge import build
-    from qwengpu.model.standin import standin_config
-    config, source = out / "config.json", machine_source_digest()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.parent / f"{out.name}.lock", "w") as lock:      # one builder at a time
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        block = json.loads(config.read_text()).get("qwengpu", {}) if config.exists() else {}
-        if block.get("machine_source") == source:                 # same sources: same machine
-            return out
-        m = machine_for(standin_config())
-        fingerprint = m.fingerprint()
-        if block.get("machine") == fingerprint:                   # other sources, same machine
-            cfg = json.loads(config.read_text())
-            cfg["qwengpu"]["machine_source"] = source
-            tmp = config.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(cfg, indent=2))
-            tmp.replace(config)
-            return out
-        circuit = circuit_weights(m)
-        circuit.info |= {"machine": fingerprint, "machine_source": source}
-        return build("standin", out, dtype="bfloat16", force=True, circuit=circuit)

@@ -4,7 +4,7 @@ build (circuit layers in front of the base) and the text-drift eval.
 hosts.py      published host configs (packaged JSON) and the expected tensor shapes of a config
 standin.py    a deterministic random-weight Qwen3.5 text model with the 2B's layer shapes
 checkpoint.py validation and streaming reads of a base checkpoint (multimodal or text-only layout)
-merge.py      build(): the merged Qwen3_5ForCausalLM checkpoint; CircuitWeights
+merge.py      build(): the merged Qwen3_5ForCausalLM checkpoint; default_merged_model(): the stand-in's
 tokenizer.py  the real Qwen3.5 tokenizer as HF files, extended with GPU tokens
 kl.py         eval_kl(): KL(base || merged) on a built-in multilingual text set
 """

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from qwengpu.circuit.weights import CircuitWeights
 from qwengpu.model import CheckpointError
 from qwengpu.model.hosts import layer_shapes
-from qwengpu.model.merge import CircuitWeights
 
 DEMO_TOKENS = 256
 CIRCUITS = ("machine", "demo")

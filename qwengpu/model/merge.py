@@ -30,11 +30,11 @@ tensors are converted in row blocks, so no base tensor is held in float64 or fp3
 """
 from __future__ import annotations
 
-import hashlib
+import fcntl
 import json
 import re
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 import struct
 from typing import Callable, Iterator
@@ -42,6 +42,7 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
+from qwengpu.circuit.weights import CircuitWeights
 from qwengpu.model import CheckpointError
 from qwengpu.model.checkpoint import BaseCheckpoint, open_base, read_rows, read_tensor
 from qwengpu.model.hosts import FP32_SUFFIXES, layer_shapes
@@ -55,35 +56,6 @@ LAYER_NORMS = ("input_layernorm.weight", "post_attention_layernorm.weight")
 MAX_SHARD_BYTES = 1 << 30
 RESCALES = ("residual", "eps")
 ROW_BLOCK = 8192
-
-
-@dataclass
-class CircuitWeights:
-    """What the circuit compiler hands the build.
-
-    width            C, the circuit's residual dims (after the base's n)
-    layers           per circuit layer, the Qwen3_5DecoderLayer (linear_attention) parameters by
-                     name relative to the layer, shaped for hidden n + C; MLP matrices may have
-                     fewer neurons than the base (they are zero-padded to its intermediate size)
-    token_names      the GPU tokens, appended to the vocabulary in this order
-    token_embeddings [len(token_names), C]: each GPU token's circuit dims (its base dims are 0);
-                     with the tied head also its output code
-    final_norm       optional [C] gains (1 + w) of the final norm on circuit dims (default 1)
-    """
-    width: int
-    layers: list[dict[str, np.ndarray]]
-    token_names: list[str]
-    token_embeddings: np.ndarray
-    final_norm: np.ndarray | None = None
-    info: dict = field(default_factory=dict)
-
-    def digest(self) -> str:
-        h = hashlib.sha256(f"C={self.width};tokens={'|'.join(self.token_names)}".encode())
-        arrays = [self.token_embeddings] + ([self.final_norm] if self.final_norm is not None else [])
-        arrays += [layer[k] for layer in self.layers for k in sorted(layer)]
-        for a in arrays:
-            h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
-        return h.hexdigest()
 
 
 # --------------------------------------------------------------------------- plan
@@ -311,6 +283,34 @@ def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: boo
 
 
 ST_DTYPES = {torch.bfloat16: "BF16", torch.float32: "F32"}
+
+
+STANDIN_MERGED = Path(__file__).resolve().parents[2] / "build" / "standin-merged"
+
+
+def default_merged_model(out: Path = STANDIN_MERGED) -> Path:
+    """The stand-in merged model (stand-in base + the machine), rebuilt when the machine changed."""
+    from qwengpu.machine.build import circuit_weights, machine_for, machine_source_digest
+    from qwengpu.model.standin import standin_config
+    config, source = out / "config.json", machine_source_digest()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f"{out.name}.lock", "w") as lock:      # one builder at a time
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        block = json.loads(config.read_text()).get("qwengpu", {}) if config.exists() else {}
+        if block.get("machine_source") == source:                 # same sources: same machine
+            return out
+        m = machine_for(standin_config())
+        fingerprint = m.fingerprint()
+        if block.get("machine") == fingerprint:                   # other sources, same machine
+            cfg = json.loads(config.read_text())
+            cfg["qwengpu"]["machine_source"] = source
+            tmp = config.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(cfg, indent=2))
+            tmp.replace(config)
+            return out
+        circuit = circuit_weights(m)
+        circuit.info |= {"machine": fingerprint, "machine_source": source}
+        return build("standin", out, dtype="bfloat16", force=True, circuit=circuit)
 
 
 def _write_weights(folder: Path, groups: list[list[Item]], show: bool) -> None:
