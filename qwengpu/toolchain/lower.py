@@ -677,34 +677,52 @@ class _Translator:
                     signed_inputs=True)
 
     def divmod64(self, n, d, signed):
-        """64-bit division: a 64-step shift-and-subtract loop on magnitudes,
-        then the C signs (quotient negative when the signs differ, remainder
-        with the dividend's sign)."""
-        if signed:
-            sn, sd = self.emit(Op.SRA, n[1], Imm(31)), self.emit(Op.SRA, d[1], Imm(31))
-            n, d = self.negate_if(n, sn), self.negate_if(d, sd)
-        q = [self.emit(Op.MOV, n[0], dst=self.new_vreg()), self.emit(Op.MOV, n[1], dst=self.new_vreg())]
-        r = [self.emit(Op.MOV, Imm(0), dst=self.new_vreg()), self.emit(Op.MOV, Imm(0), dst=self.new_vreg())]
-        i = self.emit(Op.MOV, Imm(64), dst=self.new_vreg())
-        loop, after = self.new_block(), self.new_block()
+        """64-bit division on magnitudes, then the C signs (quotient negative
+        when the signs differ, remainder with the dividend's sign)."""
+        if not signed:
+            return self.udivmod64(n, d)
+        sn, sd = self.emit(Op.SRA, n[1], Imm(31)), self.emit(Op.SRA, d[1], Imm(31))
+        q, r = self.udivmod64(self.negate_if(n, sn), self.negate_if(d, sd))
+        return self.negate_if(q, self.emit(Op.XOR, sn, sd)), self.negate_if(r, sn)
+
+    def udivmod64(self, n, d):
+        """Restoring division with the divisor aligned under the dividend's top
+        bit: clz(d) - clz(n) + 1 steps instead of 64, each `if r >= ds: r -= ds`
+        with the quotient bit shifted into q, then ds >>= 1. q starts as a
+        sentinel bit that reaches bit 63 at the last step, so no counter
+        register is live in the loop. n < d (and d = 0) skip the loop: q = 0
+        (d = 0: all ones, as 64 steps would give), r = n."""
+        e = self.emit
+        d_zero = e(Op.SETEQ, e(Op.OR, d[0], d[1]), Imm(0))
+        q = [e(Op.SUB, Imm(0), d_zero, dst=self.new_vreg()), e(Op.SUB, Imm(0), d_zero, dst=self.new_vreg())]
+        r = [e(Op.MOV, n[0], dst=self.new_vreg()), e(Op.MOV, n[1], dst=self.new_vreg())]
+        run = e(Op.AND, e(Op.XOR, d_zero, Imm(1)), e(Op.XOR, self.cmp64("lo", n, d), Imm(1)))
+        if isinstance(run, Imm):        # a branch tests a register (a constant one folds away later)
+            run = e(Op.MOV, run, dst=self.new_vreg())
+        setup, loop, after = self.new_block(), self.new_block(), self.new_block()
+        self.terminate(VTerm(Term.BRC, setup, run, after))
+        self.cur = setup
+        s = e(Op.SUB, self.clz64(d), self.clz64(n))
+        ds = [e(Op.MOV, x, dst=self.new_vreg()) for x in self.shift64("shl", d, s)]
+        for x, v in zip(q, self.shift64("shl", [Imm(1), Imm(0)], e(Op.SUB, Imm(63), s))):
+            e(Op.MOV, v, dst=x)
         self.switch_to(loop)
-        # (r:q) <<= 1, in place (few live temporaries: registers are scarce)
-        self.emit(Op.OR, self.emit(Op.SHL, r[1], Imm(1)), self.emit(Op.SHR, r[0], Imm(31)), dst=r[1])
-        self.emit(Op.OR, self.emit(Op.SHL, r[0], Imm(1)), self.emit(Op.SHR, q[1], Imm(31)), dst=r[0])
-        self.emit(Op.OR, self.emit(Op.SHL, q[1], Imm(1)), self.emit(Op.SHR, q[0], Imm(31)), dst=q[1])
-        self.emit(Op.SHL, q[0], Imm(1), dst=q[0])
-        # if r >= d: r -= d, set the quotient bit
-        ge = self.emit(Op.XOR, self.cmp64("lo", r, d), Imm(1))
-        diff = self.sub64(r, d)
-        self.emit(Op.SEL, ge, diff[0], r[0], dst=r[0])
-        self.emit(Op.SEL, ge, diff[1], r[1], dst=r[1])
-        self.emit(Op.OR, q[0], ge, dst=q[0])
-        self.emit(Op.SUB, i, Imm(1), dst=i)
-        self.terminate(VTerm(Term.BRC, loop, i, after))      # loop while i != 0
+        last = e(Op.SHR, q[1], Imm(31))             # the sentinel is at bit 63
+        borrow = e(Op.SETLTU, r[0], ds[0])
+        lt = e(Op.OR, e(Op.SETLTU, r[1], ds[1]), e(Op.AND, e(Op.SETEQ, r[1], ds[1]), borrow))   # r < ds
+        e(Op.SEL, lt, r[0], e(Op.SUB, r[0], ds[0]), dst=r[0])
+        e(Op.SEL, lt, r[1], e(Op.SUB, e(Op.SUB, r[1], ds[1]), borrow), dst=r[1])
+        e(Op.OR, e(Op.SHL, q[1], Imm(1)), e(Op.SHR, q[0], Imm(31)), dst=q[1])
+        e(Op.OR, e(Op.ADD, q[0], q[0]), e(Op.XOR, lt, Imm(1)), dst=q[0])
+        e(Op.OR, e(Op.SHR, ds[0], Imm(1)), e(Op.SHL, ds[1], Imm(31)), dst=ds[0])
+        e(Op.SHR, ds[1], Imm(1), dst=ds[1])
+        self.terminate(VTerm(Term.BRC, after, last, loop))
         self.cur = after
-        if signed:
-            return self.negate_if(q, self.emit(Op.XOR, sn, sd)), self.negate_if(r, sn)
         return q, r
+
+    def clz64(self, a):
+        hz = self.emit(Op.SETEQ, a[1], Imm(0))
+        return self.emit(Op.SEL, hz, self.emit(Op.ADD, self.emit(Op.CLZ, a[0]), Imm(32)), self.emit(Op.CLZ, a[1]))
 
     def negate_if(self, x, sign):
         """x when sign == 0, -x when sign == -1 (two's complement, 64-bit)."""
@@ -931,8 +949,7 @@ class _Translator:
         d, a = ins.operands
         av = self.read(a, bits)
         if bits == 64:
-            hz = self.emit(Op.SETEQ, av[1], Imm(0))
-            v = self.emit(Op.SEL, hz, self.emit(Op.ADD, self.emit(Op.CLZ, av[0]), Imm(32)), self.emit(Op.CLZ, av[1]))
+            v = self.clz64(av)
         else:
             v = self.emit(Op.CLZ, av[0])
         self.put(d, [v], 32)
