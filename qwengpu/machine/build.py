@@ -31,16 +31,22 @@ from qwengpu.machine.alu import ALU_OPS, build_alu
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
 from qwengpu.machine.encoding import OPCODES, SPACES, TERM_WORD, WORD0
 from qwengpu.machine.tokens import FEATURES, KINDS, PUT_TARGETS, SLOTS, Vocab
+from qwengpu.machine.words import CONFIG, CT1, CT2, SREG, SREG_FIELDS, STATUS, WORD_BITS, Word
 
 L_IN, L_ROM, L_STATUS, L_REG, L_EXEC = 0, 1, 2, 3, 4
 ROW_BITS = 7                                   # 128 rows per GDN head
 GROUPS = isa.GLOBAL_WORDS >> ROW_BITS          # global memory: 8 groups of 128 words
 TERMS = tuple(t.name for t in isa.Term)
-STATUS = {"pc": 7, "mask": 4, "sp": 3, "alive": 4, "phase": 2, "wait": 1}
 
 
 def view(field: Field, lo: int, hi: int, name: str = "") -> Field:
     return Field(name or f"{field.name}[{lo}:{hi}]", field.dims[lo:hi], field.kind, field.born)
+
+
+def part(field: Field, word: Word, name: str, i: int = 0) -> Field:
+    """Copy i of field `name` of the packed word that `field` holds (words.py)."""
+    bits = word.bits(name, i)
+    return view(field, bits.start, bits.stop, f"{field.name}.{name}")
 
 
 def match(bits: Field, value: int) -> tuple[dict[int, int], int]:
@@ -75,11 +81,7 @@ class Status:
 
     @classmethod
     def of(cls, field: Field) -> "Status":
-        parts, lo = {}, 0
-        for name, width in STATUS.items():
-            parts[name] = view(field, lo, lo + width, f"{field.name}.{name}")
-            lo += width
-        return cls(**parts)
+        return cls(**{name: part(field, STATUS, name) for name in STATUS.fields})
 
 
 class Machine:
@@ -197,8 +199,8 @@ class Machine:
         # this warp's initial mask (the depth-0 stack entry), on EXEC passes
         self.init_mask = c.field("init_mask", 4, L)
         for w in range(isa.MAX_WARPS):
-            for i in range(4):
-                G.relu(c, L, {self.config[8 + 4 * w + i]: 1, self.f["W"][w]: 1}, -1, {self.init_mask[i]: 1})
+            for i, bit in enumerate(CONFIG.bits("mask", w)):
+                G.relu(c, L, {self.config[bit]: 1, self.f["W"][w]: 1}, -1, {self.init_mask[i]: 1})
 
     def _is_op_terms(self, name):
         return match(self.w0["op"], OPCODES.index(name))
@@ -210,16 +212,17 @@ class Machine:
     # ---- L2: warp status, pending writeback ------------------------------------------------------------
     def _status_and_pending(self):
         c, f, k, L = self.c, self.f, self.k, L_STATUS
-        width = sum(STATUS.values())
+        width = STATUS.width
         # L1 MLP: what a CTA pass writes into every warp's status (initial masks)
-        self.init_all = c.field("init_all", 16, L_ROM)
-        for i in range(16):
-            G.relu(c, L_ROM, {self.config[8 + i]: 1, k["CTA"]: 1}, -1, {self.init_all[i]: 1})
-        ct1_pc, ct1_mask = view(self.ct1, 0, 7), view(self.ct1, 7, 11)
+        masks = [bit for w in range(isa.MAX_WARPS) for bit in CONFIG.bits("mask", w)]
+        self.init_all = c.field("init_all", len(masks), L_ROM)
+        for i, bit in enumerate(masks):
+            G.relu(c, L_ROM, {self.config[bit]: 1, k["CTA"]: 1}, -1, {self.init_all[i]: 1})
+        ct1_pc, ct1_mask = part(self.ct1, CT1, "pc"), part(self.ct1, CT1, "mask")
         self.status = []
         for w in range(isa.MAX_WARPS):
             bank = B.register(c, L, f"status{w}", width)
-            init = view(self.init_all, 4 * w, 4 * w + 4)
+            init = view(self.init_all, isa.LANES * w, isa.LANES * (w + 1))
             data = (B.bits(ct1_pc) + B.bits(ct1_mask, init) + B.bits(f["SP"]) + B.bits(f["ALIVE"], init)
                     + B.bits(f["PHASE"]) + B.bits(f["WAIT"]))
             B.write_bits(c, bank, self.zero, data, [self.cur1h[w], k["CTA"]])
@@ -229,15 +232,16 @@ class Machine:
         # MLP: the running warp's status (EXEC passes)
         cs = c.field("cur_status", width, L)
         for w, st in enumerate(self.status):
-            for i, d in enumerate(sum((list(getattr(st, n).dims) for n in STATUS), [])):
+            for i, d in enumerate(sum((list(getattr(st, n).dims) for n in STATUS.fields), [])):
                 G.relu(c, L, {d: 1, f["W"][w]: 1}, -1, {cs[i]: 1})
         self.cs = Status.of(cs)
         # pending writeback: what VAL and ST passes need of the EXEC pass before them
         self.pdst = c.field("pdst", 4, L)
         self.patom = c.field("patom", 6, L)        # the pending instruction is an ATOM, its dst != r0, its op
-        pend = B.register(c, L, "pending", 2 + 4 + 7 + SLOTS + 6)
-        B.write_bits(c, pend, self.zero, B.bits(f["WB"]) + B.bits(self.w0["dst"]) + B.bits(f["PC"]) + B.bits(f["SLOT"])
-                + B.bits(self.op["ATOM"]) + B.bits(self.dst_nz) + B.bits(self.w0["mod"]), [k["EXEC"]])
+        data = (B.bits(f["WB"]) + B.bits(self.w0["dst"]) + B.bits(f["PC"]) + B.bits(f["SLOT"])
+                + B.bits(self.op["ATOM"]) + B.bits(self.dst_nz) + B.bits(self.w0["mod"]))
+        pend = B.register(c, L, "pending", len(data))
+        B.write_bits(c, pend, self.zero, data, [k["EXEC"]])
         B.read_into(c, pend, self.zero, f["WB"].dims + self.pdst.dims + f["PC"].dims + f["SLOT"].dims + self.patom.dims,
                enable=[k["VAL"], k["ST"], k["AT"], k["AW"], k["BYTE"]])
         self.has_wb = c.field("has_wb", 1, L)
@@ -247,11 +251,11 @@ class Machine:
     def _operands(self):
         c, f, k, L = self.c, self.f, self.k, L_REG
         srow = B.bits(f["WB"]) + B.bits(self.cta)
-        self.sregs = c.field("sregs", 32 * 3, L)
-        for j in range(3):
-            bank = declare_bank(c, L, f"sreg{j}", 64, 32)
+        self.sregs = c.field("sregs", WORD_BITS * len(SREG), L)
+        for j in range(len(SREG)):
+            bank = declare_bank(c, L, f"sreg{j}", 64, WORD_BITS)
             B.write_bits(c, bank, B.bits(view(self.latch, 0, 6)), B.bits(self.staged), [self.put[f"SREG{j}"]])
-            B.read_into(c, bank, srow, self.sregs.dims[32 * j: 32 * j + 32], enable=[self.op["S2R"][0]])
+            B.read_into(c, bank, srow, self.sregs.dims[WORD_BITS * j: WORD_BITS * (j + 1)], enable=[self.op["S2R"][0]])
         wkey = B.bits(f["WB"]) + B.bits(self.pdst)
         self.a, self.b, self.cc = ([c.field(f"{q}{l}", 32, L) for l in range(4)] for q in "abc")
         imms = self.words[1:]
@@ -272,16 +276,10 @@ class Machine:
         c, L, S = self.c, L_REG, isa.SReg
         sr = self.sregs
 
-        def field_bits(r, lane):
-            if r in (S.TID_X, S.TID_Y):
-                return [sr[16 * (r - S.TID_X) + 4 * lane + i] for i in range(4)]
-            if r == S.TID_Z:
-                return [sr[32 + 4 * lane + i] for i in range(4)]
-            if r in (S.CTAID_X, S.CTAID_Y, S.CTAID_Z):
-                return [sr[32 + 16 + 4 * (r - S.CTAID_X) + i] for i in range(4)]
-            if r in (S.NTID_X, S.NTID_Y, S.NTID_Z):
-                return [sr[64 + 5 * (r - S.NTID_X) + i] for i in range(5)]
-            return [sr[64 + 15 + 5 * (r - S.NCTAID_X) + i] for i in range(5)]
+        def field_bits(r, lane):         # tid fields have a copy per lane
+            j, name = SREG_FIELDS[r]
+            copy = lane if SREG[j][name].count > 1 else 0
+            return [sr[WORD_BITS * j + b] for b in SREG[j].bits(name, copy)]
 
         for l in range(4):
             for r in S:
@@ -301,7 +299,7 @@ class Machine:
     def _execute(self):
         from qwengpu.machine.control import build_scheduler, build_terminator
         c = self.c
-        nwarps = view(self.config, 0, 4, "nwarps")
+        nwarps = part(self.config, CONFIG, "nwarps")
         turn = c.field("turn", 4, L_STATUS)
         for w in range(4):      # round robin from the warp after the one that ended its block
             G.relu(c, L_STATUS, {self.cur1h[(w - 1) % 4]: 1}, 0, {turn[w]: 1})
@@ -432,12 +430,12 @@ class Machine:
         B.write_bits(c, mq, self.zero, B.bits(self.cs.mask), [k["EXEC"]])
         B.read_into(c, mq, self.zero, self.cs.mask.dims, enable=[k["VAL"], k["ST"], k["AW"]])
         ns = self.ns
-        ctl = c.field("ctl", 10, L)
-        cq = B.register(c, L, "ctl", 10)
+        ctl = c.field("ctl", CT2.width, L)
+        cq = B.register(c, L, "ctl", CT2.width)
         B.write_bits(c, cq, self.zero, B.bits(ns.sp) + B.bits(ns.alive) + B.bits(ns.phase) + B.bits(ns.wait),
                 [self.op[t][0] for t in TERMS])
         B.read_into(c, cq, self.zero, ctl.dims, enable=[k["CT1"]])
-        self.ctq = {"SP": view(ctl, 0, 3), "ALIVE": view(ctl, 3, 7), "PHASE": view(ctl, 7, 9), "WAIT": view(ctl, 9, 10)}
+        self.ctq = {name.upper(): part(ctl, CT2, name) for name in CT2.fields}     # FEATURES' names
 
     # ---- atomics: old (this lane's load) -> new, kept for the VAL/BYTE passes that follow --------------
     def _atomic(self):

@@ -38,16 +38,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from qwengpu import isa
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as Mem
 from qwengpu.circuit.layer import Z_GATE, Circuit
 from qwengpu.circuit.residual import Field
+from qwengpu.machine.words import PC_BITS, PHASES, SP_BITS, STACK_DEPTH
 
-STACK_DEPTH = 7   # depths 0..6: with 4 lanes nested divergence is at most 3 deep (+2 entries each)
-LANES = 4
-PC_BITS = 7
-WARPS = 4
+LANES = isa.LANES
+WARPS = isa.MAX_WARPS
 META_BITS = PC_BITS + 1 + LANES          # reconv (7), rvalid (1), mask (4)
 REQUANT = 128                            # offset of the requantizing neurons
 FAR = 2 * (1 << PC_BITS) + 2             # pushes a pc difference far below zero (|D| <= 127)
@@ -280,7 +280,7 @@ def _new_top(c, at, valid, pcs, metas, alive, init_mask, bar, arrived) -> tuple[
     mask != alive in it (build_scheduler)."""
     pc = c.field("ctl.pc", PC_BITS, at)
     mask = c.field("ctl.mask", LANES, at)
-    sp = c.field("ctl.sp", 3, at)
+    sp = c.field("ctl.sp", SP_BITS, at)
     for d in range(STACK_DEPTH):
         higher = {valid[e]: -1 for e in range(d + 1, STACK_DEPTH)}
         is_top = G.add_terms({valid[d]: 1}, higher)
@@ -292,7 +292,7 @@ def _new_top(c, at, valid, pcs, metas, alive, init_mask, bar, arrived) -> tuple[
             else:
                 G.relu(c, at, G.add_terms(is_top, {metas[d][PC_BITS + 1 + l]: 1, bar: -1}), -1, {mask[l]: 1})
         if d:
-            G.relu(c, at, is_top, 0, {sp[j]: 1 for j in range(3) if d >> j & 1})
+            G.relu(c, at, is_top, 0, {sp[j]: 1 for j in range(SP_BITS) if d >> j & 1})
     for l in range(LANES):          # after a BAR: the lanes that arrived
         G.relu(c, at, {bar: 1, arrived[l]: 1}, -1, {mask[l]: 1})
     return pc, mask, sp
@@ -380,8 +380,8 @@ def _liveness(c, at, statuses, nwarps):
         for j, sj in enumerate(statuses):
             if i == j:
                 continue
-            for q in range(4):
-                for r in ((q + 2) % 4, (q + 3) % 4):     # j is 2 or 3 ahead of i: j is behind
+            for q in range(PHASES):
+                for r in ((q + 2) % PHASES, (q + 3) % PHASES):     # j is 2 or 3 ahead of i: j is behind
                     ti, bi = _is(si.phase, q)
                     tj, bj = _is(sj.phase, r)
                     terms = G.add_terms({d: k * v for d, v in ti.items()}, {d: k * v for d, v in tj.items()},

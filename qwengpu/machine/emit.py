@@ -13,6 +13,7 @@ from __future__ import annotations
 from qwengpu import isa
 from qwengpu.circuit import gadgets as G
 from qwengpu.machine.tokens import FEATURES, KINDS, SLOTS
+from qwengpu.machine.words import CONFIG, CTA_BITS, PC_BITS, WARP_BITS
 
 
 def build_emit(m) -> int:
@@ -33,14 +34,15 @@ def build_emit(m) -> int:
     for l in lanes:
         after = {f["LANE"][i]: 1 for i in range(l)}
         G.relu(c, E1, {**after, k["EXEC"]: 1, m.cs.mask[l]: 1}, -1, {cand[l]: 1})
-    next_cta = c.field("next_cta", 4, E1)
+    next_cta = c.field("next_cta", CTA_BITS, E1)
     G.basis(c, E1, {d: 1 << i for i, d in enumerate(m.cta.dims)}, 0,
-            [(lambda v, i=i: (v + 1) >> i & 1, {next_cta[i]: 1}) for i in range(4)], values=list(range(16)))
+            [(lambda v, i=i: (v + 1) >> i & 1, {next_cta[i]: 1}) for i in range(CTA_BITS)], values=list(range(1 << CTA_BITS)))
     nzn = [c.field(f"nzn.{j}", 1, E1) for j in range(3)]       # the atomic's new value, bytes above j
     for j, fld in enumerate(nzn):
         G.step(c, E1, {d: 1 for d in m.new.dims[8 * (j + 1):]}, 1, {fld[0]: 1})
     last = c.field("last", 1, E1)          # this thread block is the last: cta == ncta - 1
-    diff = {**{d: 1 << i for i, d in enumerate(m.cta.dims)}, **{m.config[4 + i]: -(1 << i) for i in range(4)}}
+    diff = {**{d: 1 << i for i, d in enumerate(m.cta.dims)},
+            **{m.config[b]: -(1 << i) for i, b in enumerate(CONFIG.bits("last_cta"))}}
     G.step(c, E1, diff, 0, {last[0]: 1})
     G.step(c, E1, diff, 1, {last[0]: -1})
 
@@ -145,13 +147,13 @@ def build_emit(m) -> int:
     kind("EXEC", {fl["sched"]: 1})
     wb = f["WB"]
     for w in range(isa.MAX_WARPS):
-        terms = {fl["nexec"]: 1, **{wb[i]: (1 if w >> i & 1 else -1) for i in range(2)}}
-        emit("W", w, terms, -sum(w >> i & 1 for i in range(2)))
+        terms = {fl["nexec"]: 1, **{wb[i]: (1 if w >> i & 1 else -1) for i in range(WARP_BITS)}}
+        emit("W", w, terms, -sum(w >> i & 1 for i in range(WARP_BITS)))
         emit("W", w, {fl["sched"]: 1, m.sched["warp"][w]: 1}, -1)
-    for i in range(2):
+    for i in range(WARP_BITS):
         emit("WB", i, {fl["nexec"]: 1, wb[i]: 1}, -1)
-        emit("WB", i, {fl["sched"]: 1, **{m.sched["warp"][w]: 1 for w in range(4) if w >> i & 1}}, -1)
-    for i in range(7):
+        emit("WB", i, {fl["sched"]: 1, **{m.sched["warp"][w]: 1 for w in range(isa.MAX_WARPS) if w >> i & 1}}, -1)
+    for i in range(PC_BITS):
         emit("PC", i, {fl["nexec"]: 1, f["PC"][i]: 1}, -1)
         emit("PC", i, {fl["sched"]: 1, m.sched["pc"][i]: 1}, -1)
     for s in range(SLOTS - 1):
@@ -160,9 +162,9 @@ def build_emit(m) -> int:
     # CT1(new pc, new mask) after a terminator; CT2 after CT1
     is_term = {m.op[t][0]: 1 for t in ("JMP", "BRC", "BAR", "EXIT")}
     kind("CT1", is_term)
-    for i in range(7):
+    for i in range(PC_BITS):
         emit("PC", i, {**is_term, m.ns.pc[i]: 1}, -1)
-    for i in range(4):
+    for i in range(isa.LANES):
         emit("MASK", i, {**is_term, m.ns.mask[i]: 1}, -1)
     kind("CT2", {k["CT1"]: 1})
     for name, fld in m.ctq.items():
@@ -170,7 +172,7 @@ def build_emit(m) -> int:
             emit(name, i, {k["CT1"]: 1, d: 1}, -1)
     # CTA(c + 1), HALT, FAULT
     kind("CTA", {fl["cta"]: 1})
-    for i in range(4):
+    for i in range(CTA_BITS):
         emit("CTA", i, {fl["cta"]: 1, next_cta[i]: 1}, -1)
     kind("HALT", {fl["halt"]: 1})
     kind("FAULT", {fl["fault"]: 1})

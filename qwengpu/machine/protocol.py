@@ -16,12 +16,13 @@ from qwengpu.errors import DeadlockError, LaunchError, MachineLimitError, Memory
 from qwengpu.launch import check_grid_block
 from qwengpu.machine.encoding import block_words
 from qwengpu.machine.tokens import LATCH_BITS, PUT_TARGETS, Token
+from qwengpu.machine.words import CONFIG, SREG
 
 # each kind's arguments by name: the fields compare() reports and don't-cares name
 ARG_NAMES = {"LATCH": ("value",), "BYTE": ("byte", "data"), "PUT": ("target",), "CTA": ("cta",),
              "EXEC": ("warp", "pc", "slot"), "VAL": ("lane", "byte", "data"), "ST": ("lane",),
              "AT": ("lane",), "AW": ("lane",), "CT1": ("pc", "mask"), "CT2": ("sp", "alive", "phase", "wait"), "HALT": (), "FAULT": ()}
-SREG_ROWS_PER_CTA = isa.MAX_WARPS     # special-register table row = cta * 4 + warp
+SREG_ROWS_PER_CTA = isa.MAX_WARPS     # special-register table row = cta * MAX_WARPS + warp
 CHECKS = (None, "replay")             # how a run's generated stream may be checked
 
 
@@ -77,26 +78,22 @@ def thread_masks(block: tuple[int, int, int]) -> list[int]:
 
 
 def sreg_words(grid, block, cta: int, warp: int) -> tuple[int, int, int]:
-    """Row cta * 4 + warp of the special-register table (layout in docs/protocol.md)."""
+    """Row cta * MAX_WARPS + warp of the special-register table (words.SREG; lanes past the
+    block's thread count are 0)."""
     (gx, gy, gz), (bx, by, bz) = grid, block
-    words = [0, 0, 0]
-    for lane in range(isa.LANES):
-        t = warp * isa.LANES + lane
-        if t >= bx * by * bz:
-            continue
-        words[0] |= (t % bx) << (4 * lane) | (t // bx % by) << (16 + 4 * lane)
-        words[1] |= (t // (bx * by)) << (4 * lane)
-    words[1] |= (cta % gx) << 16 | (cta // gx % gy) << 20 | (cta // (gx * gy)) << 24
-    words[2] = bx | by << 5 | bz << 10 | gx << 15 | gy << 20 | gz << 25
-    return tuple(words)
+    threads = [t for t in range(warp * isa.LANES, (warp + 1) * isa.LANES) if t < bx * by * bz]
+    tid_x, tid_y, tid_z = ([t % bx for t in threads], [t // bx % by for t in threads],
+                           [t // (bx * by) for t in threads])
+    s0, s1, s2 = SREG
+    return (s0.pack(tid_x=tid_x, tid_y=tid_y),
+            s1.pack(tid_z=tid_z, ctaid_x=cta % gx, ctaid_y=cta // gx % gy, ctaid_z=cta // (gx * gy)),
+            s2.pack(ntid_x=bx, ntid_y=by, ntid_z=bz, nctaid_x=gx, nctaid_y=gy, nctaid_z=gz))
 
 
 def config_word(grid, block) -> int:
+    """The CONFIG word (words.CONFIG)."""
     masks = thread_masks(block)
-    word = 1 << (len(masks) - 1) | (grid[0] * grid[1] * grid[2] - 1) << 4
-    for w, mask in enumerate(masks):
-        word |= mask << (8 + 4 * w)
-    return word
+    return CONFIG.pack(nwarps=1 << len(masks) - 1, last_cta=grid[0] * grid[1] * grid[2] - 1, mask=masks)
 
 
 def prompt(program: isa.Program, grid, block, const_words: list[int], global_words: np.ndarray) -> list[Token]:

@@ -15,33 +15,36 @@ from dataclasses import dataclass
 import numpy as np
 
 from qwengpu import isa
+from qwengpu.machine.words import CT1, CT2, CTA_BITS, PHASES, SREG, WARP_BITS, WORD_BITS, WORD_BYTES, bits_for
 
 SLOTS = isa.BLOCK_SLOTS + 1          # instruction slots of a machine block, then its terminator
 ROM_WORDS = 4                        # 32-bit ROM words per slot (qwengpu/machine/encoding.py)
-SREG_WORDS = 3                       # 32-bit words of a special-register table row
+SREG_WORDS = len(SREG)               # 32-bit words of a special-register table row
 PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(SLOTS) for j in range(ROM_WORDS)]
                     + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)])
 KINDS = ("LATCH", "BYTE", "PUT", "CTA", "EXEC", "VAL", "ST", "AT", "AW", "CT1", "CT2", "HALT", "FAULT")
-LATCH_BITS = 10
+# the row latch addresses every PUT target's rows (the special-register table: a row per warp and block)
+LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, isa.CONST_WORDS,
+                          isa.MAX_GRID_BLOCKS * isa.MAX_WARPS) - 1)
 
 # feature fields in residual order: name -> width
 FEATURES = {
     "kind": len(KINDS),       # one-hot
     "V": LATCH_BITS,          # LATCH value (bits)
-    "SD": 32,                 # BYTE/VAL: byte k's data in SD[8k : 8k + 8]
-    "SE": 4,                  # BYTE/VAL: stage head j written iff j >= k (thermometer)
+    "SD": WORD_BITS,          # BYTE/VAL: byte k's data in SD[8k : 8k + 8]
+    "SE": WORD_BYTES,         # BYTE/VAL: stage head j written iff j >= k (thermometer)
     "LANE": isa.LANES,        # VAL/ST/AT/AW lane, one-hot
     "PT": len(PUT_TARGETS),   # PUT target, one-hot
     "W": isa.MAX_WARPS,       # EXEC warp, one-hot
-    "WB": 2,                  # EXEC warp, bits
-    "PC": 7,                  # EXEC/CT1 block index, bits
+    "WB": WARP_BITS,          # EXEC warp, bits
+    "PC": CT1["pc"].width,    # EXEC/CT1 block index, bits
     "SLOT": SLOTS,            # EXEC slot, one-hot
-    "MASK": isa.LANES,        # CT1 top-of-stack mask, bits
-    "SP": 3,                  # CT2 stack depth, bits
-    "ALIVE": isa.LANES,       # CT2 lanes not exited, bits
-    "PHASE": 2,               # CT2 barriers passed mod 4, bits
-    "WAIT": 1,                # CT2 waiting at a barrier
-    "CTA": 4,                 # CTA thread block index, bits
+    "MASK": CT1["mask"].width,      # CT1 top-of-stack mask, bits
+    "SP": CT2["sp"].width,          # CT2 stack depth, bits
+    "ALIVE": CT2["alive"].width,    # CT2 lanes not exited, bits
+    "PHASE": CT2["phase"].width,    # CT2 barriers passed mod PHASES, bits
+    "WAIT": CT2["wait"].width,      # CT2 waiting at a barrier
+    "CTA": CTA_BITS,          # CTA thread block index, bits
 }
 
 
@@ -81,32 +84,29 @@ def _onehot(value: int, width: int) -> list[int]:
     return [int(i == value) for i in range(width)]
 
 
+ONEHOT = ("kind", "LANE", "PT", "W", "SLOT")
+# each kind's arguments: the fields they set, one per argument (BYTE and VAL set SD and SE below)
+ARG_FIELDS = {"LATCH": ("V",), "PUT": ("PT",), "EXEC": (("W", "WB"), "PC", "SLOT"), "VAL": ("LANE",),
+              "ST": ("LANE",), "AT": ("LANE",), "AW": ("LANE",), "CT1": ("PC", "MASK"),
+              "CT2": ("SP", "ALIVE", "PHASE", "WAIT"), "CTA": ("CTA",)}
+
+
+def _field(name: str, value: int) -> list[int]:
+    return (_onehot if name in ONEHOT else _bits)(value, FEATURES[name])
+
+
 def features(token: Token) -> dict[str, list[int]]:
     """The token's feature values per field (fields not listed are 0)."""
     k, a = token.kind, token.args
-    f = {"kind": _onehot(KINDS.index(k), len(KINDS))}
-    if k == "LATCH":
-        f["V"] = _bits(a[0], LATCH_BITS)
-    elif k in ("BYTE", "VAL"):
+    f = {"kind": _field("kind", KINDS.index(k))}
+    for names, value in zip(ARG_FIELDS.get(k, ()), a):
+        for name in (names,) if isinstance(names, str) else names:
+            f[name] = _field(name, value)
+    if k in ("BYTE", "VAL"):
         byte, data = a[-2], a[-1]
-        sd = [0] * 32
+        sd = [0] * WORD_BITS
         sd[8 * byte: 8 * byte + 8] = _bits(data, 8)
-        f["SD"], f["SE"] = sd, [int(j >= byte) for j in range(4)]
-        if k == "VAL":
-            f["LANE"] = _onehot(a[0], isa.LANES)
-    elif k == "PUT":
-        f["PT"] = _onehot(a[0], len(PUT_TARGETS))
-    elif k == "EXEC":
-        w, pc, s = a
-        f["W"], f["WB"], f["PC"], f["SLOT"] = _onehot(w, 4), _bits(w, 2), _bits(pc, 7), _onehot(s, SLOTS)
-    elif k in ("ST", "AT", "AW"):
-        f["LANE"] = _onehot(a[0], isa.LANES)
-    elif k == "CT1":
-        f["PC"], f["MASK"] = _bits(a[0], 7), _bits(a[1], 4)
-    elif k == "CT2":
-        f["SP"], f["ALIVE"], f["PHASE"], f["WAIT"] = _bits(a[0], 3), _bits(a[1], 4), _bits(a[2], 2), _bits(a[3], 1)
-    elif k == "CTA":
-        f["CTA"] = _bits(a[0], 4)
+        f["SD"], f["SE"] = sd, [int(j >= byte) for j in range(WORD_BYTES)]
     return f
 
 
@@ -114,14 +114,15 @@ def all_tokens() -> list[Token]:
     """Every GPU token, in vocabulary order."""
     r = range
     toks = [Token("LATCH", (v,)) for v in r(1 << LATCH_BITS)]
-    toks += [Token("BYTE", (k, d)) for k in r(4) for d in r(256)]
+    toks += [Token("BYTE", (k, d)) for k in r(WORD_BYTES) for d in r(256)]
     toks += [Token("PUT", (t,)) for t in r(len(PUT_TARGETS))]
     toks += [Token("CTA", (c,)) for c in r(isa.MAX_GRID_BLOCKS)]
     toks += [Token("EXEC", (w, pc, s)) for w in r(isa.MAX_WARPS) for pc in r(isa.ROM_BLOCKS) for s in r(SLOTS)]
-    toks += [Token("VAL", (l, k, d)) for l in r(isa.LANES) for k in r(4) for d in r(256)]
+    toks += [Token("VAL", (l, k, d)) for l in r(isa.LANES) for k in r(WORD_BYTES) for d in r(256)]
     toks += [Token(kind, (l,)) for kind in ("ST", "AT", "AW") for l in r(isa.LANES)]
-    toks += [Token("CT1", (pc, m)) for pc in r(isa.ROM_BLOCKS) for m in r(16)]
-    toks += [Token("CT2", (sp, al, ph, wt)) for sp in r(8) for al in r(16) for ph in r(4) for wt in r(2)]
+    toks += [Token("CT1", (pc, m)) for pc in r(isa.ROM_BLOCKS) for m in r(1 << isa.LANES)]
+    toks += [Token("CT2", (sp, al, ph, wt)) for sp in r(1 << FEATURES["SP"]) for al in r(1 << isa.LANES)
+             for ph in r(PHASES) for wt in r(2)]
     toks += [Token("HALT"), Token("FAULT")]
     return toks
 

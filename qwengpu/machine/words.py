@@ -1,0 +1,118 @@
+"""The machine's packed words, each declared once, with field widths that follow from isa.
+
+The prompt packs them (protocol.py) and the circuit reads their bits by offset (build.py,
+emit.py); docs/protocol.md has the same tables in prose. A word's fields lie end to end from
+bit 0 in the order declared; a field with copies (one per lane, one per warp) repeats
+`width` bits `count` times.
+
+    SREG0..2  a special-register table row (one per thread block and warp)
+    CONFIG    the launch configuration
+    CT1, CT2  the payloads of the CT1 and CT2 tokens
+    STATUS    a warp's status register: CT1's payload, then CT2's
+
+The widths are computed from isa when this module is imported; build.check_limits() says
+which isa values the circuit can follow.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from qwengpu import isa
+from qwengpu.errors import MachineLimitError
+
+WORD_BITS = 32          # a word staged by BYTE tokens and written by PUT
+WORD_BYTES = WORD_BITS // 8
+
+
+def bits_for(n: int) -> int:
+    """Bits of an unsigned field that holds 0..n."""
+    return max(1, n.bit_length())
+
+
+TID_BITS = bits_for(isa.MAX_BLOCK_THREADS - 1)      # tid.x/y/z: one dim may hold the whole block
+NTID_BITS = bits_for(isa.MAX_BLOCK_THREADS)
+CTA_BITS = bits_for(isa.MAX_GRID_BLOCKS - 1)        # a thread block's index (CTA tokens, ctaid)
+NCTA_BITS = bits_for(isa.MAX_GRID_BLOCKS)
+WARP_BITS = bits_for(isa.MAX_WARPS - 1)
+PC_BITS = bits_for(isa.ROM_BLOCKS - 1)
+STACK_DEPTH = 1 + 2 * (isa.LANES - 1)   # SIMT stack depths: a divergent BRC pushes 2, at most LANES - 1 nest
+SP_BITS = bits_for(STACK_DEPTH - 1)
+PHASES = 4              # barrier phase mod 4 tells p - 1, p and p + 1 apart (control.build_scheduler)
+
+
+@dataclass(frozen=True)
+class Bits:
+    """One field: `count` copies of `width` bits, copy i at offset + i * width."""
+    offset: int
+    width: int
+    count: int = 1
+
+    def at(self, i: int = 0) -> range:
+        """The bit positions of copy i."""
+        if not 0 <= i < self.count:
+            raise IndexError(f"copy {i} of a field with {self.count}")
+        lo = self.offset + i * self.width
+        return range(lo, lo + self.width)
+
+
+class Word:
+    """A packed word: named fields laid end to end from bit 0, in the order given as
+    name=width or name=(width, count)."""
+
+    def __init__(self, name: str, **fields: int | tuple[int, int]):
+        self.name, self.fields, lo = name, {}, 0
+        for field, spec in fields.items():
+            width, count = spec if isinstance(spec, tuple) else (spec, 1)
+            self.fields[field] = Bits(lo, width, count)
+            lo += width * count
+        self.width = lo
+        if self.width > WORD_BITS:
+            raise MachineLimitError(f"the {name} word needs {self.width} bits; a word has {WORD_BITS}")
+
+    def __getitem__(self, field: str) -> Bits:
+        return self.fields[field]
+
+    def bits(self, field: str, i: int = 0) -> range:
+        """Bit positions of copy i of `field`."""
+        return self.fields[field].at(i)
+
+    def pack(self, **values: int | Sequence[int]) -> int:
+        """The word with these fields (a sequence gives a repeated field's copies 0, 1, ...);
+        MachineLimitError names a field whose value does not fit."""
+        word = 0
+        for field, value in values.items():
+            if field not in self.fields:
+                raise ValueError(f"the {self.name} word has no field {field!r}")
+            f = self.fields[field]
+            copies = list(value) if isinstance(value, Sequence) else [value]
+            if len(copies) > f.count:
+                raise ValueError(f"{self.name}.{field} has {f.count} copies; got {len(copies)} values")
+            for i, v in enumerate(copies):
+                if not 0 <= v < 1 << f.width:
+                    where = f"{self.name}.{field}" + (f"[{i}]" if f.count > 1 else "")
+                    raise MachineLimitError(f"{where} = {v} does not fit its {f.width} bits")
+                word |= v << f.at(i).start
+        return word
+
+
+SREG = (
+    Word("SREG0", tid_x=(TID_BITS, isa.LANES), tid_y=(TID_BITS, isa.LANES)),
+    Word("SREG1", tid_z=(TID_BITS, isa.LANES), ctaid_x=CTA_BITS, ctaid_y=CTA_BITS, ctaid_z=CTA_BITS),
+    Word("SREG2", ntid_x=NTID_BITS, ntid_y=NTID_BITS, ntid_z=NTID_BITS,
+         nctaid_x=NCTA_BITS, nctaid_y=NCTA_BITS, nctaid_z=NCTA_BITS),
+)
+# where S2R finds each special register: (table word, field); tid fields have a copy per lane
+SREG_FIELDS = {
+    isa.SReg.TID_X: (0, "tid_x"), isa.SReg.TID_Y: (0, "tid_y"), isa.SReg.TID_Z: (1, "tid_z"),
+    isa.SReg.CTAID_X: (1, "ctaid_x"), isa.SReg.CTAID_Y: (1, "ctaid_y"), isa.SReg.CTAID_Z: (1, "ctaid_z"),
+    isa.SReg.NTID_X: (2, "ntid_x"), isa.SReg.NTID_Y: (2, "ntid_y"), isa.SReg.NTID_Z: (2, "ntid_z"),
+    isa.SReg.NCTAID_X: (2, "nctaid_x"), isa.SReg.NCTAID_Y: (2, "nctaid_y"), isa.SReg.NCTAID_Z: (2, "nctaid_z"),
+}
+# nwarps one-hot (bit nwarps - 1), the last thread block's index, each warp's initial lane mask
+CONFIG = Word("CONFIG", nwarps=isa.MAX_WARPS, last_cta=CTA_BITS, mask=(isa.LANES, isa.MAX_WARPS))
+# a warp's status is CT1's payload (top-of-stack pc and mask) then CT2's (stack depth, lanes not
+# exited, barriers passed mod PHASES, waiting at a barrier)
+_CT1 = {"pc": PC_BITS, "mask": isa.LANES}
+_CT2 = {"sp": SP_BITS, "alive": isa.LANES, "phase": bits_for(PHASES - 1), "wait": 1}
+CT1, CT2, STATUS = Word("CT1", **_CT1), Word("CT2", **_CT2), Word("STATUS", **_CT1, **_CT2)
