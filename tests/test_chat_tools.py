@@ -1,0 +1,177 @@
+"""The GPU tools in Qwen3.5's tool-call format (qwengpu/chat/tools.py): parsing well-formed,
+malformed and several calls, and running them on the interpreter (one advanced-mode kernel and
+one expression on the model engine); expected values are computed by hand."""
+import pytest
+
+from qwengpu import Device
+from qwengpu.chat.tools import MODES, ToolCall, parse_args, parse_tool_calls, run_tool_call
+
+DOT = r'''extern "C" __global__ void dot(const int *a, const int *b, int *out, int n) {
+    __shared__ int prod[4];
+    int t = threadIdx.x;
+    prod[t] = t < n ? a[t] * b[t] : 0;
+    __syncthreads();
+    if (t == 0) *out = prod[0] + prod[1] + prod[2] + prod[3];
+}'''
+
+
+def call_text(name: str, **params: str) -> str:
+    """A call as Qwen3.5's chat template writes one."""
+    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
+    return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
+
+
+def dot_call(**overrides) -> str:
+    params = {"source": DOT, "kernel": "dot", "grid": "1", "block": "4",
+              "args": "i32:[1,2,3] i32:[4,5,6] i32:zeros(1) 3"} | overrides
+    return call_text("gpu_cuda", **params)
+
+
+@pytest.fixture(scope="module")
+def interp():
+    return Device("interp", print_output=False)
+
+
+# ---------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------
+def test_a_well_formed_call_is_parsed():
+    text = "Let me compute it.\n" + call_text("gpu_eval", expression="6 * 7")
+    assert parse_tool_calls(text) == [ToolCall("gpu_eval", {"expression": "6 * 7"})]
+
+
+def test_a_value_keeps_its_own_lines_and_indentation():
+    source = "int f() {\n    return 1;\n}\n"
+    [call] = parse_tool_calls(call_text("gpu_cuda", source=source, grid="1"))
+    assert call.arguments == {"source": source, "grid": "1"}
+
+
+def test_several_calls_in_one_turn_in_order():
+    text = (call_text("gpu_eval", expression="1 + 1") + "\nand\n" + call_text("gpu_eval", expression="2 * 3")
+            + "\n" + dot_call())
+    calls = parse_tool_calls(text)
+    assert [(c.name, c.error) for c in calls] == [("gpu_eval", None), ("gpu_eval", None), ("gpu_cuda", None)]
+    assert calls[1].arguments == {"expression": "2 * 3"}
+
+
+def test_no_call_is_no_call():
+    assert parse_tool_calls("The answer is 42.") == []
+
+
+def test_a_forgotten_closing_parameter_tag_is_tolerated():
+    text = "<tool_call>\n<function=gpu_eval>\n<parameter=expression>\n1 + 2\n</function>\n</tool_call>"
+    assert parse_tool_calls(text) == [ToolCall("gpu_eval", {"expression": "1 + 2"})]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("<tool_call>\n<function=gpu_eval>\n<parameter=expression>\n1\n</parameter>\n</function>\n",
+     "no closing </tool_call>"),
+    ("<tool_call>\n{\"name\": \"gpu_eval\", \"arguments\": {}}\n</tool_call>", "one <function=NAME> ... </function> block"),
+    ("<tool_call>\n<function=gpu_eval>\n<parameter=expression>\n1\n</parameter>\n</tool_call>",
+     "one <function=NAME> ... </function> block"),
+    ("<tool_call>\n<function=gpu_eval>\nhello\n<parameter=expression>\n1\n</parameter>\n</function>\n</tool_call>",
+     "text outside a <parameter=...> block in the call of gpu_eval: 'hello'"),
+    (call_text("gpu_eval", expression="1").replace("</function>", "<parameter=expression>\n2\n</parameter>\n</function>"),
+     "parameter 'expression' is given twice in the call of gpu_eval"),
+])
+def test_a_malformed_call_becomes_an_error_for_the_model(interp, text, message):
+    [call] = parse_tool_calls(text)
+    assert message in call.error
+    assert run_tool_call(interp, call).startswith("error: ") and message in run_tool_call(interp, call)
+
+
+def test_a_malformed_call_does_not_hide_the_good_ones():
+    calls = parse_tool_calls(call_text("gpu_eval", expression="1") + "<tool_call>\noops\n</tool_call>"
+                             + call_text("gpu_eval", expression="2"))
+    assert [c.error is None for c in calls] == [True, False, True]
+
+
+# ---------------------------------------------------------------------------
+# Running: normal mode
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("expression, response", [
+    ("dot([1, 2, 3], [4, 5, 6]) * 2", "64"),
+    ("-7 / 2", "-3"),
+    ("10 / (5 - 5)", "error: division by zero at column 4"),
+    ("(1 + 2", "error: expected ')' at column 7, found the end of the expression"),
+])
+def test_gpu_eval_responses(interp, expression, response):
+    [call] = parse_tool_calls(call_text("gpu_eval", expression=expression))
+    assert run_tool_call(interp, call) == response
+
+
+@pytest.mark.parametrize("call, message", [
+    (ToolCall("gpu_magic", {}), "error: unknown tool 'gpu_magic'; the tools are gpu_eval, gpu_cuda"),
+    (ToolCall("gpu_eval", {}), "error: gpu_eval takes the parameters expression; missing: expression"),
+    (ToolCall("gpu_eval", {"expression": "1", "x": "2"}), "error: gpu_eval takes the parameters expression; unknown: x"),
+])
+def test_bad_tool_names_and_parameters(interp, call, message):
+    assert run_tool_call(interp, call) == message
+
+
+def test_the_modes_offer_their_tools():
+    assert [[t["function"]["name"] for t in tools] for tools in MODES.values()] == [["gpu_eval"], ["gpu_cuda"]]
+
+
+# ---------------------------------------------------------------------------
+# Running: advanced mode
+# ---------------------------------------------------------------------------
+def test_a_model_written_kernel_end_to_end_on_the_interpreter(interp):
+    [call] = parse_tool_calls(dot_call())
+    assert run_tool_call(interp, call) == "a = [1, 2, 3]\nb = [4, 5, 6]\nout = [32]"      # 1*4 + 2*5 + 3*6
+
+
+def test_json_arguments_and_grid_and_an_omitted_kernel_name(interp):
+    src = r'''__global__ void fill(int *o) { int i = blockIdx.x * blockDim.x + threadIdx.x; o[i] = i * i; }'''
+    [call] = parse_tool_calls(call_text("gpu_cuda", source=src, grid="[2]", block="2", args="[[0, 0, 0, 0]]"))
+    assert run_tool_call(interp, call) == "o = [0, 1, 4, 9]"
+
+
+def test_printf_output_is_part_of_the_response(interp):
+    src = r'''__global__ void hi(int *o, int n) { printf("n=%d\n", n); o[0] = n + 1; }'''
+    [call] = parse_tool_calls(call_text("gpu_cuda", source=src, grid="1", block="1", args="i32:zeros(1) 41"))
+    assert run_tool_call(interp, call) == "o = [42]\nprintf output:\nn=41"
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"source": DOT.replace("int t =", "int t")}, "error: kernel.cu:3:9: error: no viable conversion"),
+    ({"block": "32"}, "error: a thread block of (32, 1, 1) has 32 threads; the limit is 16 threads per block"),
+    ({"args": "i32:zeros(2000) i32:[4,5,6] i32:zeros(1) 3"}, "needs 2004 words of global memory"),
+    ({"args": "i32:[1,2,3] 3"}, "error: kernel dot takes 4 arguments"),
+    ({"args": "i32:[1,2,x]"}, "error: --arg 'i32:[1,2,x]' is not a scalar"),
+    ({"args": "{\"a\": 1}"}, "error: args '{\"a\": 1}': give a list of the arguments"),
+    ({"kernel": "dott"}, "error: no kernel named dott in the PTX; available kernels: dot"),
+    ({"args": "[[1,2,3], [4,5,6], [0], true]"}, "error: argument true: an argument is an integer"),
+    ({"grid": "two"}, "error: --grid 'two': give 1 to 3 positive integers"),
+])
+def test_errors_go_back_to_the_model(interp, overrides, message):
+    [call] = parse_tool_calls(dot_call(**overrides))
+    response = run_tool_call(interp, call)
+    assert response.startswith("error: ") and message in response, response
+
+
+def test_several_kernels_need_a_name(interp):
+    src = DOT + "\n__global__ void other(int *o) { o[0] = 1; }"
+    [call] = parse_tool_calls(call_text("gpu_cuda", source=src, grid="1", block="1", args="i32:zeros(1)"))
+    assert run_tool_call(interp, call) == ("error: the source has 2 kernels (dot, other); "
+                                           "name one with the kernel parameter")
+
+
+def test_parse_args_forms():
+    a, b, n = parse_args('[[1, -2], "u32:range(3)", 7]')
+    assert (a.dtype.name, a.tolist(), b.dtype.name, b.tolist(), n) == ("int32", [1, -2], "uint32", [0, 1, 2], 7)
+    assert [x.tolist() if hasattr(x, "tolist") else x for x in parse_args("i32:[1, 2],i32:full(2, -1);\n5")] \
+        == [[1, 2], [-1, -1], 5]
+
+
+# ---------------------------------------------------------------------------
+# The model engine (the stand-in merged model): exact results back from its weights
+# ---------------------------------------------------------------------------
+def test_both_tools_on_the_model():
+    from qwengpu.model.merge import default_merged_model
+    default_merged_model()          # builds build/standin-merged on first use (minutes)
+    model = Device("model", print_output=False)
+    [cuda, expr] = parse_tool_calls(dot_call(args="[[2, 3, 5], [7, 11, 13], [0], 3]")
+                                    + call_text("gpu_eval", expression="max([3, -9, 4]) * 5 % 7"))
+    assert run_tool_call(model, cuda) == "a = [2, 3, 5]\nb = [7, 11, 13]\nout = [112]"    # 14 + 33 + 65
+    assert run_tool_call(model, expr) == "6"                                               # 20 % 7
