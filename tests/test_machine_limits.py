@@ -1,10 +1,14 @@
 """The machine's packed words (qwengpu/machine/words.py) hold every value isa's limits allow and
-refuse the rest by name."""
+refuse the rest by name; a build under isa limits the circuit cannot follow is refused naming the
+limit (build.check_limits), and smaller ROM and grid limits give a machine that follows them."""
+import numpy as np
 import pytest
 
 from qwengpu import isa
+from qwengpu.circuit.host import QWEN35_2B
 from qwengpu.errors import MachineLimitError
-from qwengpu.machine import words
+from qwengpu.isa import MachineBlock, Program, Term, Terminator
+from qwengpu.machine import build, protocol, words
 from qwengpu.machine.words import CONFIG, CT1, CT2, SREG, STATUS, Word
 
 ALL_WORDS = (*SREG, CONFIG, CT1, CT2, STATUS)
@@ -50,3 +54,57 @@ def test_pack_refuses_a_value_that_does_not_fit_naming_the_field():
 def test_a_word_wider_than_32_bits_is_refused():
     with pytest.raises(MachineLimitError, match="the W word needs 33 bits"):
         Word("W", a=(11, 3))
+
+
+# --- isa limits the circuit can or cannot follow (build.check_limits) -------------------------
+UNSUPPORTED = [("LANES", 8), ("LANES", 2), ("MAX_WARPS", 8), ("MAX_WARPS", 2), ("MAX_BLOCK_THREADS", 32),
+               ("NUM_REGS", 32), ("MAX_GRID_BLOCKS", 17), ("MAX_GRID_BLOCKS", 0), ("ROM_BLOCKS", 129),
+               ("BLOCK_SLOTS", 5), ("BLOCK_SLOTS", 3), ("GLOBAL_WORDS", 2048), ("GLOBAL_WORDS", 512),
+               ("SHARED_WORDS", 512), ("SHARED_WORDS", 128), ("CONST_WORDS", 256), ("CONST_WORDS", 64)]
+
+
+def test_the_default_limits_are_supported():
+    build.check_limits()
+
+
+@pytest.mark.parametrize("name, value", UNSUPPORTED)
+def test_an_unsupported_limit_is_refused_naming_it(monkeypatch, name, value):
+    monkeypatch.setattr(isa, name, value)
+    with pytest.raises(MachineLimitError, match=rf"^isa\.{name} = {value}, but the machine supports "
+                                                rf"(exactly \d+|\d+\.\.\d+): \w"):
+        build.check_limits()
+
+
+def test_the_build_refuses_before_compiling_anything(monkeypatch):
+    monkeypatch.setattr(isa, "MAX_WARPS", 8)
+    monkeypatch.setattr(build, "Circuit", lambda *a, **k: pytest.fail("the circuit was compiled"))
+    with pytest.raises(MachineLimitError, match=r"isa\.MAX_WARPS = 8"):
+        build.Machine(QWEN35_2B)
+
+
+def test_a_cached_machine_is_not_handed_out_for_changed_limits(monkeypatch):
+    build.machine_for_host(QWEN35_2B)               # cached from here on
+    monkeypatch.setattr(isa, "GLOBAL_WORDS", 2048)
+    with pytest.raises(MachineLimitError, match=r"isa\.GLOBAL_WORDS = 2048"):
+        build.machine_for_host(QWEN35_2B)
+
+
+def test_smaller_rom_and_grid_limits_build_a_machine_that_follows_them(monkeypatch):
+    rom, grid = isa.ROM_BLOCKS // 2, isa.MAX_GRID_BLOCKS // 2
+    monkeypatch.setattr(isa, "ROM_BLOCKS", rom)
+    monkeypatch.setattr(isa, "MAX_GRID_BLOCKS", grid)
+    m = build.Machine(QWEN35_2B)                    # not machine_for_host: its cache outlives the patch
+
+    def args(kind, i):
+        return {t.args[i] for t in m.vocab.tokens if t.kind == kind}
+    assert args("CTA", 0) == set(range(grid))
+    assert args("EXEC", 1) == args("CT1", 0) == set(range(rom))
+    assert m.embeddings().shape[0] == len(m.vocab)
+    # a launch of `grid` thread blocks loads with the machine's tokens; one more is refused
+    program = Program("k", [MachineBlock([], Terminator(Term.EXIT))], [])
+    tokens = protocol.prompt(program, grid, 1, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
+    assert all(m.vocab.id(t) >= 0 for t in tokens)
+    with pytest.raises(MachineLimitError, match=f"the limit is {grid}"):
+        protocol.prompt(program, grid + 1, 1, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
+    with pytest.raises(MachineLimitError):
+        isa.check_program(Program("k", [MachineBlock([], Terminator(Term.EXIT))] * (rom + 1), []))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from qwengpu import isa
+from qwengpu.errors import MachineLimitError
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.host import HostSpec, circuit_width
@@ -31,12 +32,61 @@ from qwengpu.machine.alu import ALU_OPS, build_alu
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
 from qwengpu.machine.encoding import OPCODES, SPACES, TERM_WORD, WORD0
 from qwengpu.machine.tokens import FEATURES, KINDS, PUT_TARGETS, SLOTS, Vocab
-from qwengpu.machine.words import CONFIG, CT1, CT2, SREG, SREG_FIELDS, STATUS, WORD_BITS, Word
+from qwengpu.machine.words import (CONFIG, CT1, CT2, CTA_BITS, PC_BITS, SREG, SREG_FIELDS, STATUS, TID_BITS,
+                                   WARP_BITS, WORD_BITS, Word)
 
 L_IN, L_ROM, L_STATUS, L_REG, L_EXEC = 0, 1, 2, 3, 4
 ROW_BITS = 7                                   # 128 rows per GDN head
-GROUPS = isa.GLOBAL_WORDS >> ROW_BITS          # global memory: 8 groups of 128 words
+# each space's word address bits, as its banks hold it: global memory is 8 heads of 128 rows
+# (GROUPS), shared memory 2 (SHARED_GROUPS), CONST 1
+ADDRESS_BITS = dict(zip(SPACES, (10, 8, 7)))
+GA, SA = ADDRESS_BITS[isa.Space.GLOBAL], ADDRESS_BITS[isa.Space.SHARED]      # word address bits
+GROUPS, SHARED_GROUPS = 1 << GA - ROW_BITS, 1 << SA - ROW_BITS
 TERMS = tuple(t.name for t in isa.Term)
+
+SREG_ROWS = 64          # the special-register table: a row per warp (WB, 2 bits) and thread block (4 bits)
+REG_ROWS = 64           # a lane's register file: a row per warp (WB) and register (4 bits)
+
+
+def check_limits() -> None:
+    """MachineLimitError naming the first isa limit the circuit cannot follow, its value and what
+    the machine supports. isa is read at call time; what words.py, tokens.py and this module
+    derived from it (field widths, SLOTS, LATCH_BITS, GROUPS) was fixed when they were imported,
+    so a limit changed later is judged against those. The vocabulary (tokens.all_tokens) follows
+    MAX_GRID_BLOCKS and ROM_BLOCKS at build time: a smaller limit leaves tokens out."""
+    for name, allowed, why in _supported_limits():
+        value = getattr(isa, name)
+        if value not in allowed:
+            can = f"exactly {allowed.start}" if len(allowed) == 1 else f"{allowed.start}..{allowed.stop - 1}"
+            raise MachineLimitError(f"isa.{name} = {value}, but the machine supports {can}: {why}")
+
+
+def _supported_limits() -> list[tuple[str, range, str]]:
+    """(isa constant, the values the circuit can follow, why)."""
+    def upto(*bounds):
+        return range(1, min(bounds) + 1)
+
+    reg_bits = WORD0["dst"][1]
+    limits = [
+        ("LANES", range(4, 5), "every per-lane unit, bank replica and lane mask is built for 4 lanes"),
+        ("MAX_WARPS", range(4, 5), "the scheduler, its round-robin turn and the 2-bit warp fields are built "
+                                   "for 4 warps"),
+        ("MAX_BLOCK_THREADS", upto(4 * 4, 1 << TID_BITS), "a thread block is at most 4 warps of 4 lanes, and its "
+                                                          f"thread indices are {TID_BITS}-bit fields of SREG0..1"),
+        ("NUM_REGS", upto(REG_ROWS >> WARP_BITS, 1 << reg_bits), f"the register file has rows for {REG_ROWS >> WARP_BITS} "
+                                                                 f"registers per warp, ROM words name them in {reg_bits} bits"),
+        ("MAX_GRID_BLOCKS", upto(1 << CTA_BITS, SREG_ROWS >> WARP_BITS),
+         f"thread block indices are {CTA_BITS}-bit fields and the special-register table has rows for "
+         f"{SREG_ROWS >> WARP_BITS} thread blocks"),
+        ("ROM_BLOCKS", upto(1 << PC_BITS, 1 << ROW_BITS, 1 << TERM_WORD["target"][1]),
+         f"pcs are {PC_BITS}-bit fields (the ROM has a row for each), ROM word 3 holds "
+         f"{TERM_WORD['target'][1]}-bit branch targets and a bank has at most {1 << ROW_BITS} rows"),
+        ("BLOCK_SLOTS", range(SLOTS - 1, SLOTS), "the ROM's slots and the EXEC slot field were sized when "
+                                                 "qwengpu.machine.tokens was imported"),
+    ]
+    return limits + [(f"{space.name}_WORDS", range(1 << bits, (1 << bits) + 1),
+                      f"{space.value} memory's banks hold {1 << bits} words and its fault check bounds "
+                      f"{bits}-bit word addresses") for space, bits in ADDRESS_BITS.items()]
 
 
 def view(field: Field, lo: int, hi: int, name: str = "") -> Field:
@@ -88,6 +138,7 @@ class Machine:
     """The compiled machine for one host shape: circuit, vocabulary, and where state lives."""
 
     def __init__(self, host: HostSpec, width: int | None = None):
+        check_limits()
         self.host = host
         self.vocab = Vocab()
         self.c = c = Circuit(host, width or circuit_width(host, 6000, limit=8192))
@@ -147,12 +198,12 @@ class Machine:
         B.write_bits(c, config, self.zero, B.bits(self.staged), [self.put["CONFIG"]])
         B.read_into(c, config, self.zero, self.config.dims)
         self.words = []
-        row = B.bits(view(self.latch, 0, ROW_BITS))
+        row = B.bits(view(self.latch, 0, PC_BITS))          # the ROM has a row per pc value
         for j in range(4):
             layer = L_ROM if j < 2 else L_STATUS
             word = c.field(f"w{j}", 32, layer)
             for s in range(SLOTS):
-                bank = declare_bank(c, layer, f"rom{s}.{j}", isa.ROM_BLOCKS, 32)
+                bank = declare_bank(c, layer, f"rom{s}.{j}", 1 << PC_BITS, 32)
                 B.write_bits(c, bank, row, B.bits(self.staged), [self.put[f"ROM{s}.{j}"]])
                 B.read_into(c, bank, B.bits(f["PC"]), word.dims, enable=[f["SLOT"][s]])
             self.words.append(word)
@@ -253,7 +304,7 @@ class Machine:
         srow = B.bits(f["WB"]) + B.bits(self.cta)
         self.sregs = c.field("sregs", WORD_BITS * len(SREG), L)
         for j in range(len(SREG)):
-            bank = declare_bank(c, L, f"sreg{j}", 64, WORD_BITS)
+            bank = declare_bank(c, L, f"sreg{j}", SREG_ROWS, WORD_BITS)
             B.write_bits(c, bank, B.bits(view(self.latch, 0, 6)), B.bits(self.staged), [self.put[f"SREG{j}"]])
             B.read_into(c, bank, srow, self.sregs.dims[WORD_BITS * j: WORD_BITS * (j + 1)], enable=[self.op["S2R"][0]])
         wkey = B.bits(f["WB"]) + B.bits(self.pdst)
@@ -262,7 +313,7 @@ class Machine:
         for q, (regs, operands) in enumerate(zip("abc", (self.a, self.b, self.cc))):
             key = B.bits(f["WB"]) + B.bits(self.w0[regs])
             for l in range(4):
-                bank = declare_bank(c, L, f"reg.{regs}{l}", 64, 32)
+                bank = declare_bank(c, L, f"reg.{regs}{l}", REG_ROWS, 32)
                 B.write_bits(c, bank, wkey, B.bits(self.staged), [self.val_lane[l]])
                 B.read_into(c, bank, key, operands[l].dims, enable=[k["EXEC"]])
                 for i in range(32):            # immediate (0 for a register operand)
@@ -327,12 +378,12 @@ class Machine:
         Lq = self.exec_end
         self.L_q = Lq
         # store queue: word address + space, and data, per lane
-        self.ma, self.md, self.mb = c.field("ma", 13, Lq), c.field("md", 32, Lq), c.field("mb", 32, Lq)
+        self.ma, self.md, self.mb = c.field("ma", GA + len(SPACES), Lq), c.field("md", 32, Lq), c.field("mb", 32, Lq)
         for l in range(4):
-            addr = B.register(c, Lq, f"st.addr{l}", 13)
+            addr = B.register(c, Lq, f"st.addr{l}", GA + len(SPACES))
             data = B.register(c, Lq, f"st.data{l}", 32)
             value = B.register(c, Lq, f"st.b{l}", 32)
-            B.write_bits(c, addr, self.zero, B.bits(view(self.r[l], 2, 12)) + B.bits(self.st_space),
+            B.write_bits(c, addr, self.zero, B.bits(view(self.r[l], 2, 2 + GA)) + B.bits(self.st_space),
                     [self.op["ST"][0], self.op["ATOM"][0]])
             B.write_bits(c, data, self.zero, B.bits(self.cc[l]), [self.op["ST"][0], self.op["ATOM"][0]])
             B.write_bits(c, value, self.zero, B.bits(self.b[l]), [self.op["ATOM"][0]])
@@ -340,33 +391,33 @@ class Machine:
             B.read_into(c, data, self.zero, self.md.dims, enable=[self.q_data[l]])
             B.read_into(c, value, self.zero, self.mb.dims, enable=[self.q_b[l]])
         # Lq MLP: write enables (ST passes and prompt PUTs) and load enables per lane
-        waddr = B.bits(view(self.ma, 0, 10), self.latch)
+        waddr = B.bits(view(self.ma, 0, GA), self.latch)
         wdata = B.bits(self.md, self.staged)
-        mspace = view(self.ma, 10, 13)        # one-hot: global, shared, const
+        mspace = view(self.ma, GA, GA + len(SPACES))        # one-hot: global, shared, const
         gw = c.field("gw", GROUPS, Lq)
         for g in range(GROUPS):
-            t, k0 = match(view(self.ma, ROW_BITS, 10), g)
-            flag_if(c, Lq, [({k["ST"]: 1, k["AW"]: 1, mspace[0]: 1}, 0, 2), (t, k0, 3)], {gw[g]: 1})
-            t, k0 = match(view(self.latch, ROW_BITS, 10), g)
-            flag_if(c, Lq, [({self.put["GLOBAL"]: 1}, 0, 1), (t, k0, 3)], {gw[g]: 1})
-        sw = c.field("sw", 2, Lq)
-        for g in range(2):
-            t, k0 = match(view(self.ma, ROW_BITS, 8), g)
-            flag_if(c, Lq, [({k["ST"]: 1, k["AW"]: 1, mspace[1]: 1}, 0, 2), (t, k0, 1)], {sw[g]: 1})
-            t, k0 = match(view(self.latch, ROW_BITS, 8), g)
-            flag_if(c, Lq, [({self.put["SHARED"]: 1}, 0, 1), (t, k0, 1)], {sw[g]: 1})
-        lg = [c.field(f"lg{l}", GROUPS + 2, Lq) for l in range(4)]
+            t, k0 = match(view(self.ma, ROW_BITS, GA), g)
+            flag_if(c, Lq, [({k["ST"]: 1, k["AW"]: 1, mspace[0]: 1}, 0, 2), (t, k0, GA - ROW_BITS)], {gw[g]: 1})
+            t, k0 = match(view(self.latch, ROW_BITS, GA), g)
+            flag_if(c, Lq, [({self.put["GLOBAL"]: 1}, 0, 1), (t, k0, GA - ROW_BITS)], {gw[g]: 1})
+        sw = c.field("sw", SHARED_GROUPS, Lq)
+        for g in range(SHARED_GROUPS):
+            t, k0 = match(view(self.ma, ROW_BITS, SA), g)
+            flag_if(c, Lq, [({k["ST"]: 1, k["AW"]: 1, mspace[1]: 1}, 0, 2), (t, k0, SA - ROW_BITS)], {sw[g]: 1})
+            t, k0 = match(view(self.latch, ROW_BITS, SA), g)
+            flag_if(c, Lq, [({self.put["SHARED"]: 1}, 0, 1), (t, k0, SA - ROW_BITS)], {sw[g]: 1})
+        lg = [c.field(f"lg{l}", GROUPS + SHARED_GROUPS, Lq) for l in range(4)]
         for l in range(4):
             for g in range(GROUPS):
-                t, k0 = match(view(self.r[l], 2 + ROW_BITS, 12), g)
-                flag_if(c, Lq, [({self.ld_space[0]: 1}, 0, 1), (t, k0, 3)], {lg[l][g]: 1})
-                t, k0 = match(view(self.ma, ROW_BITS, 10), g)
-                flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[0]: 1}, 0, 3), (t, k0, 3)], {lg[l][g]: 1})
-            for g in range(2):
-                t, k0 = match(view(self.r[l], 2 + ROW_BITS, 10), g)
-                flag_if(c, Lq, [({self.ld_space[1]: 1}, 0, 1), (t, k0, 1)], {lg[l][GROUPS + g]: 1})
-                t, k0 = match(view(self.ma, ROW_BITS, 8), g)
-                flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[1]: 1}, 0, 3), (t, k0, 1)],
+                t, k0 = match(view(self.r[l], 2 + ROW_BITS, 2 + GA), g)
+                flag_if(c, Lq, [({self.ld_space[0]: 1}, 0, 1), (t, k0, GA - ROW_BITS)], {lg[l][g]: 1})
+                t, k0 = match(view(self.ma, ROW_BITS, GA), g)
+                flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[0]: 1}, 0, 3), (t, k0, GA - ROW_BITS)], {lg[l][g]: 1})
+            for g in range(SHARED_GROUPS):
+                t, k0 = match(view(self.r[l], 2 + ROW_BITS, 2 + SA), g)
+                flag_if(c, Lq, [({self.ld_space[1]: 1}, 0, 1), (t, k0, SA - ROW_BITS)], {lg[l][GROUPS + g]: 1})
+                t, k0 = match(view(self.ma, ROW_BITS, SA), g)
+                flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[1]: 1}, 0, 3), (t, k0, SA - ROW_BITS)],
                         {lg[l][GROUPS + g]: 1})
         self._faults(Lq)
         self.loaded = [c.field(f"loaded{l}", 32, Lq + 1) for l in range(4)]
@@ -379,7 +430,7 @@ class Machine:
             for l in range(4):
                 B.read_into(c, bank, self._lane_row(l), self.loaded[l].dims, l, [lg[l][g]])
         Lm = Lq + 3
-        for g in range(2):
+        for g in range(SHARED_GROUPS):
             bank = declare_bank(c, Lm, f"shared{g}", 1 << ROW_BITS, 32, replicas=4)
             B.write_bits(c, bank, wrow, wdata, [sw[g]])
             for l in range(4):
@@ -403,7 +454,7 @@ class Machine:
         """A load, store or atomic of an active lane at a misaligned or out-of-range address (or a
         store to CONST) makes the pass emit FAULT instead of its next token."""
         c = self.c
-        limits = {0: 2 + 10, 1: 2 + 8, 2: 2 + 7}        # address bits of GLOBAL, SHARED, CONST
+        limits = {g: 2 + ADDRESS_BITS[space] for g, space in enumerate(SPACES)}     # byte address bits
         bad = c.field("bad", 16, Lq)
         for l in range(4):
             for g, top in limits.items():
@@ -503,6 +554,7 @@ class Machine:
 def machine_for_host(host: HostSpec, width: int | None = None) -> Machine:
     """The machine for `host`; `width` None sizes the circuit with a probe build first (a wide
     one: seconds and gigabytes), a merged checkpoint's recorded circuit_width skips that."""
+    check_limits()                                  # before the caches: isa may have changed since
     return _machine(host, _fitting_width(host) if width is None else width)
 
 
