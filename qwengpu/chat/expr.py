@@ -310,35 +310,41 @@ __device__ int qe_pow(int a, int b, int *err, int site) {
     for (; b; b >>= 1) { if (b & 1) r *= x; x *= x; }
     return (int)r;
 }
+/* The list reductions run on the warp's 4 lanes: each lane folds every 4th element, then a
+   butterfly of shuffles gives every lane the whole result (every lane evaluates the whole
+   expression on the same data, so they stay converged). */
+#define QE_FOLD(combine) \
+    for (int k = 1; k < warpSize; k <<= 1) acc = combine(acc, __shfl_xor_sync(0xffffffffu, acc, k))
+#define QE_EACH(i, n) _Pragma("unroll 1") for (int i = threadIdx.x; i < (n); i += warpSize)
 __device__ int qe_sum(const int *p, int n) {
-    unsigned s = 0u;
-    #pragma unroll 1
-    for (int i = 0; i < n; i++) s += QE_U(p[i]);
-    return (int)s;
+    int acc = 0;
+    QE_EACH(i, n) acc = qe_add(acc, p[i]);
+    QE_FOLD(qe_add);
+    return acc;
 }
 __device__ int qe_product(const int *p, int n) {
-    unsigned s = 1u;
-    #pragma unroll 1
-    for (int i = 0; i < n; i++) s *= QE_U(p[i]);
-    return (int)s;
+    int acc = 1;
+    QE_EACH(i, n) acc = qe_mul(acc, p[i]);
+    QE_FOLD(qe_mul);
+    return acc;
 }
 __device__ int qe_dot(const int *p, const int *q, int n) {
-    unsigned s = 0u;
-    #pragma unroll 1
-    for (int i = 0; i < n; i++) s += QE_U(p[i]) * QE_U(q[i]);
-    return (int)s;
+    int acc = 0;
+    QE_EACH(i, n) acc = qe_add(acc, qe_mul(p[i], q[i]));
+    QE_FOLD(qe_add);
+    return acc;
 }
 __device__ int qe_minl(const int *p, int n) {
-    int m = p[0];
-    #pragma unroll 1
-    for (int i = 1; i < n; i++) m = qe_min(m, p[i]);
-    return m;
+    int acc = INT_MAX;
+    QE_EACH(i, n) acc = qe_min(acc, p[i]);
+    QE_FOLD(qe_min);
+    return acc;
 }
 __device__ int qe_maxl(const int *p, int n) {
-    int m = p[0];
-    #pragma unroll 1
-    for (int i = 1; i < n; i++) m = qe_max(m, p[i]);
-    return m;
+    int acc = INT_MIN;
+    QE_EACH(i, n) acc = qe_max(acc, p[i]);
+    QE_FOLD(qe_max);
+    return acc;
 }
 """
 
@@ -411,7 +417,7 @@ class Compiled:
     sites: dict[int, tuple[str, int]]
     kernel: str = KERNEL
     grid: int = 1
-    block: int = 1
+    block: int = isa.LANES      # one warp: the list reductions share the work among its lanes
 
     def new_args(self) -> list[np.ndarray]:
         return [self.lit.copy(), np.zeros(2 * len(self.texts), np.int32)]
