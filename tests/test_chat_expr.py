@@ -275,6 +275,12 @@ def test_parse_errors_name_the_column(interp, text, message):
     assert message in str(e.value)
 
 
+def test_deep_nesting_is_an_error_not_a_crash(interp):
+    assert evaluate_on(interp, "(" * 40 + "1" + ")" * 40).value == 1
+    with pytest.raises(ExprError, match="nests too deeply"):
+        evaluate_on(interp, "(" * 500 + "1" + ")" * 500)
+
+
 def test_a_parse_error_names_its_expression_in_a_group(interp):
     with pytest.raises(ExprError, match=r"expression 2: expected '\)' at column 3"):
         evaluate_many(interp, ["1", "(1", "2"])

@@ -261,7 +261,10 @@ def _check_call(call: Call) -> Call:
 
 def parse(text: str):
     """The syntax tree of `text` (ExprError with the column when it is not an expression)."""
-    return _Parser(text).parse()
+    try:
+        return _Parser(text).parse()
+    except RecursionError:          # each level of parentheses is a dozen Python frames
+        raise ExprError("the expression nests too deeply (at most about 60 levels of parentheses)") from None
 
 
 # ---------------------------------------------------------------------------
