@@ -39,7 +39,7 @@ L_IN, L_ROM, L_STATUS, L_REG, L_EXEC = 0, 1, 2, 3, 4
 ROW_BITS = 7                                   # 128 rows per GDN head
 # each space's word address bits, as its banks hold it: global memory is 8 heads of 128 rows
 # (GROUPS), shared memory 2 (SHARED_GROUPS), CONST 1
-ADDRESS_BITS = dict(zip(SPACES, (10, 8, 7)))
+ADDRESS_BITS = {isa.Space.GLOBAL: 10, isa.Space.SHARED: 8, isa.Space.CONST: 7}
 GA, SA = ADDRESS_BITS[isa.Space.GLOBAL], ADDRESS_BITS[isa.Space.SHARED]      # word address bits
 GROUPS, SHARED_GROUPS = 1 << GA - ROW_BITS, 1 << SA - ROW_BITS
 TERMS = tuple(t.name for t in isa.Term)
@@ -63,30 +63,31 @@ def check_limits() -> None:
 
 def _supported_limits() -> list[tuple[str, range, str]]:
     """(isa constant, the values the circuit can follow, why)."""
+    def exactly(n):
+        return range(n, n + 1)
+
     def upto(*bounds):
         return range(1, min(bounds) + 1)
 
-    reg_bits = WORD0["dst"][1]
-    limits = [
-        ("LANES", range(4, 5), "every per-lane unit, bank replica and lane mask is built for 4 lanes"),
-        ("MAX_WARPS", range(4, 5), "the scheduler, its round-robin turn and the 2-bit warp fields are built "
-                                   "for 4 warps"),
-        ("MAX_BLOCK_THREADS", upto(4 * 4, 1 << TID_BITS), "a thread block is at most 4 warps of 4 lanes, and its "
-                                                          f"thread indices are {TID_BITS}-bit fields of SREG0..1"),
-        ("NUM_REGS", upto(REG_ROWS >> WARP_BITS, 1 << reg_bits), f"the register file has rows for {REG_ROWS >> WARP_BITS} "
-                                                                 f"registers per warp, ROM words name them in {reg_bits} bits"),
-        ("MAX_GRID_BLOCKS", upto(1 << CTA_BITS, SREG_ROWS >> WARP_BITS),
-         f"thread block indices are {CTA_BITS}-bit fields and the special-register table has rows for "
-         f"{SREG_ROWS >> WARP_BITS} thread blocks"),
-        ("ROM_BLOCKS", upto(1 << PC_BITS, 1 << ROW_BITS, 1 << TERM_WORD["target"][1]),
-         f"pcs are {PC_BITS}-bit fields (the ROM has a row for each), ROM word 3 holds "
-         f"{TERM_WORD['target'][1]}-bit branch targets and a bank has at most {1 << ROW_BITS} rows"),
-        ("BLOCK_SLOTS", range(SLOTS - 1, SLOTS), "the ROM's slots and the EXEC slot field were sized when "
-                                                 "qwengpu.machine.tokens was imported"),
-    ]
-    return limits + [(f"{space.name}_WORDS", range(1 << bits, (1 << bits) + 1),
-                      f"{space.value} memory's banks hold {1 << bits} words and its fault check bounds "
-                      f"{bits}-bit word addresses") for space, bits in ADDRESS_BITS.items()]
+    regs, blocks = REG_ROWS >> WARP_BITS, SREG_ROWS >> WARP_BITS        # per warp
+    reg_bits, target_bits = WORD0["dst"][1], TERM_WORD["target"][1]
+    return [
+        ("LANES", exactly(4), "every per-lane unit, bank replica and lane mask is built for 4 lanes"),
+        ("MAX_WARPS", exactly(4), "the scheduler, its round-robin turn and the warp fields are built for 4 warps"),
+        ("MAX_BLOCK_THREADS", upto(4 * 4, 1 << TID_BITS),
+         f"a thread block is at most 4 warps of 4 lanes, its thread indices {TID_BITS}-bit fields of SREG0..1"),
+        ("NUM_REGS", upto(regs, 1 << reg_bits),
+         f"the register file has rows for {regs} registers per warp, ROM words name them in {reg_bits} bits"),
+        ("MAX_GRID_BLOCKS", upto(1 << CTA_BITS, blocks),
+         f"thread block indices are {CTA_BITS}-bit fields, the special-register table has rows for {blocks}"),
+        ("ROM_BLOCKS", upto(1 << PC_BITS, 1 << ROW_BITS, 1 << target_bits),
+         f"pcs are {PC_BITS}-bit fields (the ROM has a row for each), branch targets {target_bits}-bit fields "
+         f"of ROM word 3, and a bank has at most {1 << ROW_BITS} rows"),
+        ("BLOCK_SLOTS", exactly(SLOTS - 1),
+         "the ROM's slots and the EXEC slot field were sized when qwengpu.machine.tokens was imported"),
+    ] + [(f"{space.name}_WORDS", exactly(1 << bits),
+          f"{space.value} memory's banks hold {1 << bits} words, its fault check bounds {bits}-bit word addresses")
+         for space, bits in ADDRESS_BITS.items()]
 
 
 def view(field: Field, lo: int, hi: int, name: str = "") -> Field:
@@ -412,7 +413,8 @@ class Machine:
                 t, k0 = match(view(self.r[l], 2 + ROW_BITS, 2 + GA), g)
                 flag_if(c, Lq, [({self.ld_space[0]: 1}, 0, 1), (t, k0, GA - ROW_BITS)], {lg[l][g]: 1})
                 t, k0 = match(view(self.ma, ROW_BITS, GA), g)
-                flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[0]: 1}, 0, 3), (t, k0, GA - ROW_BITS)], {lg[l][g]: 1})
+                flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[0]: 1}, 0, 3), (t, k0, GA - ROW_BITS)],
+                        {lg[l][g]: 1})
             for g in range(SHARED_GROUPS):
                 t, k0 = match(view(self.r[l], 2 + ROW_BITS, 2 + SA), g)
                 flag_if(c, Lq, [({self.ld_space[1]: 1}, 0, 1), (t, k0, SA - ROW_BITS)], {lg[l][GROUPS + g]: 1})
