@@ -241,5 +241,5 @@ def _step_choice(step: str) -> bool:
 
 
 def _default_model_dir() -> Path:
-    from qwengpu.machine.build import STANDIN_MERGED
+    from qwengpu.model.merge import STANDIN_MERGED
     return STANDIN_MERGED

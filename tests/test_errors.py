@@ -57,7 +57,7 @@ def test_a_complete_tiny_merged_checkpoint_passes(tmp_path):
 
 
 def test_the_standin_merged_checkpoint_passes():
-    from qwengpu.machine.build import STANDIN_MERGED
+    from qwengpu.model.merge import STANDIN_MERGED
     if not (STANDIN_MERGED / "config.json").is_file():
         pytest.skip("the stand-in merged model is not built")
     assert check_merged_checkpoint(STANDIN_MERGED)["qwengpu"]["gpu_token_ids"]
