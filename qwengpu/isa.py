@@ -160,6 +160,10 @@ ALU_SEMANTICS = {
     "DIVU": lambda a, b: MASK32 if b == 0 else a // b,
     "REM": _rem,
     "REMU": lambda a, b: a if b == 0 else a % b,
+    # the two steps of restoring division (the model engine's micro-code for DIV/REM):
+    # the remainder loses the divisor when it can, the quotient gains that bit
+    "DIVR": lambda a, b: a - b if a >= b else a,
+    "DIVQ": lambda a, b, q: u32(2 * q + (a >= b)),
     "POPC": lambda a: bin(a).count("1"),
     "CLZ": _clz,
     "BREV": _brev,
@@ -213,6 +217,8 @@ class Op(enum.Enum):
     DIVU = "DIVU"
     REM = "REM"
     REMU = "REMU"
+    DIVR = "DIVR"
+    DIVQ = "DIVQ"
     POPC = "POPC"
     CLZ = "CLZ"
     BREV = "BREV"
@@ -275,6 +281,8 @@ OP_SPEC: dict[Op, tuple[Kind, int]] = {
     Op.DIVU: (Kind.ALU, 2),
     Op.REM: (Kind.ALU, 2),
     Op.REMU: (Kind.ALU, 2),
+    Op.DIVR: (Kind.ALU, 2),
+    Op.DIVQ: (Kind.ALU, 3),
     Op.POPC: (Kind.ALU, 1),
     Op.CLZ: (Kind.ALU, 1),
     Op.BREV: (Kind.ALU, 1),

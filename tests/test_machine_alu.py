@@ -58,6 +58,9 @@ def operands(op: str, rng, n: int) -> np.ndarray:
         x[2] = amounts()
     if op == "SEL":
         x[0, rng.random((LANES, n)) < 0.4] = 0
+    if op in ("DIVR", "DIVQ"):                    # ties a == b pass the test
+        tie = rng.random((LANES, n)) < 0.3
+        x[1, tie] = x[0, tie]
     return x
 
 

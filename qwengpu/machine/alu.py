@@ -28,10 +28,14 @@ Units (layer offsets from `at`; all lanes side by side):
                       (L4), the sign written above len (L5).
   bitwise             AND/OR/XOR in one layer (L3): OR = AND + XOR.
   bit counting        POPC, CLZ, BREV in one layer (L3).
+  division steps      DIVR (a - b if a >= b, else a) and DIVQ (2 cc + [a >= b]): the test
+                      t = [a >= b] at L1 from the compare unit's byte order, then adder digits
+                      at L3 (DIVR: SUB's when t, a's when not).
 
 Not here: MULHI/MULHIU need the full 64-bit product (twice the bit products and column
 splits: about 4700 neurons in each of the first two layers, and 8 layers in all) and
 DIV/DIVU/REM/REMU a long chain of compare-subtract steps; neither fits this stage's budget.
+The lowering builds division from DIVR and DIVQ, one quotient bit per pair.
 """
 from __future__ import annotations
 
@@ -50,7 +54,8 @@ SETS = ("SETEQ", "SETNE", "SETLT", "SETLE", "SETGT", "SETGE", "SETLTU", "SETLEU"
 BITWISE = ("AND", "OR", "XOR")
 COUNTS = ("POPC", "CLZ", "BREV")
 BIT_FIELDS = ("BFE", "BFEU")
-ALU_OPS: tuple[str, ...] = ADD_SUB_MUL + SHIFTS + PICKS + SETS + BITWISE + COUNTS + BIT_FIELDS
+DIV_STEPS = ("DIVR", "DIVQ")
+ALU_OPS: tuple[str, ...] = ADD_SUB_MUL + SHIFTS + PICKS + SETS + BITWISE + COUNTS + BIT_FIELDS + DIV_STEPS
 ALU_LAYERS = 6
 
 # layer offsets of each unit's steps
@@ -81,6 +86,18 @@ def _gated(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int,
         raise CircuitError(f"neuron argument reaches {hi}; exact range is <= {MAX_POSITIVE}")
     if hi > 0:
         _raw(c, at, add_terms(terms, {g[0]: hi for g in gate}), bias - hi, out)
+
+
+def _gated_both(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float],
+                flag: Field, cond: dict[int, int], cond_bias: int) -> None:
+    """out += relu(y) if `flag` is 1 and the 0/1 value sum(cond) + cond_bias is 1, else 0:
+    relu(y + K (flag + cond) - 2K), K = the largest y."""
+    hi = span(c, terms, bias)[1]
+    if hi > MAX_POSITIVE:
+        raise CircuitError(f"neuron argument reaches {hi}; exact range is <= {MAX_POSITIVE}")
+    if hi > 0:
+        gate = add_terms({flag[0]: hi}, {d: k * hi for d, k in cond.items()})
+        _raw(c, at, add_terms(terms, gate), bias + hi * cond_bias - 2 * hi, out)
 
 
 def _gated_step(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, float],
@@ -163,9 +180,10 @@ def _mul_columns(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Fiel
     return col, vmax
 
 
-def _digits(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, col: Field, vmax: list[int],
-            tag: str) -> Field:
-    """Layer at: nibble digits D_n <= 31 of MUL (its columns folded), ADD or SUB."""
+def _digits(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, cc: Field, col: Field,
+            vmax: list[int], t: Field, tag: str) -> Field:
+    """Layer at: nibble digits D_n <= 31 of MUL (its columns folded), ADD, SUB, and the
+    division steps with t = [a >= b]: DIVR is SUB's digits when t, a's when not; DIVQ 2 cc + t."""
     bounds = _digit_bounds(vmax)
     if max(bounds) > 31:
         raise CircuitError(f"{tag}: multiply digits reach {max(bounds)}; the carry resolution needs <= 31")
@@ -176,7 +194,22 @@ def _digits(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, co
         _gated(c, at, add_terms(G.nibble(a, n), G.nibble(b, n)), 0, {digits[n]: 1}, [flags["ADD"]])
         _gated(c, at, add_terms(G.nibble(a, n), _neg(G.nibble(b, n))), 15 + (n == 0),
                {digits[n]: 1}, [flags["SUB"]])
+    for n in range(WORD // 4):
+        _gated_both(c, at, add_terms(G.nibble(a, n), _neg(G.nibble(b, n))), 15 + (n == 0),
+                    {digits[n]: 1}, flags["DIVR"], {t[0]: 1}, 0)
+        _gated_both(c, at, G.nibble(a, n), 0, {digits[n]: 1}, flags["DIVR"], {t[0]: -1}, 1)
+        _gated(c, at, add_terms({d: 2 * k for d, k in G.nibble(cc, n).items()}, {t[0]: 1} if n == 0 else {}), 0,
+               {digits[n]: 1}, [flags["DIVQ"]])
+    c.clear(t, at)
     return digits
+
+
+def _division_test(c: Circuit, at: int, flags: dict[str, Field], lam_ab: dict[int, int], tag: str) -> Field:
+    """Layer at: t = [a >= b] (unsigned) when DIVR or DIVQ runs, else 0; lam_ab is the byte-order
+    Lambda of (a, b) from _compare_pick, sign(Lambda) = sign(b - a)."""
+    t = c.field(f"{tag}.divtest", 1, at)
+    _gated_step(c, at, _neg(lam_ab), 0, {t[0]: 1}, [flags["DIVR"], flags["DIVQ"]])
+    return t
 
 
 def _resolve(c: Circuit, at: int, digits: Field, out: Field, tag: str) -> None:
@@ -297,8 +330,9 @@ def _byte_order(c: Circuit, at: int, a: Field, b: Field, tag: str):
 
 
 def _compare_pick(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, cc: Field,
-                  r: Field, tag: str) -> None:
-    """SETxx into r[0] at layer at + 1; MOV/SEL/MIN/MAX(U) pick a, b or cc per bit at at + 2."""
+                  r: Field, tag: str) -> dict[int, int]:
+    """SETxx into r[0] at layer at + 1; MOV/SEL/MIN/MAX(U) pick a, b or cc per bit at at + 2.
+    Returns the unsigned byte-order Lambda of (a, b), readable at layer at + 1 only."""
     order, lam_u, lam_s = _byte_order(c, at, a, b, tag)
     at1 = at + 1
     for op in SETS:
@@ -326,6 +360,7 @@ def _compare_pick(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Fie
         for k, src in enumerate((a, b, cc)):
             G.relu(c, at + 2, {src[i]: 1, pick[k]: 1}, -1, {r[i]: 1})
     c.clear(pick, at + 2)
+    return lam_u
 
 
 # ---------------------------------------------------------------------------
@@ -381,12 +416,15 @@ def build_alu(c: Circuit, at: int, op: dict[str, Field], a: list[Field], b: list
     # unit by unit over the lanes, roughly in the order fields are born, so that fields born
     # later find the gaps of those already cleared
     columns = [_mul_columns(c, at, flags, x, y, tag) for tag, x, y, _ in lanes]
+    tests = []
     for (tag, x, y, z), out in zip(lanes, r):
-        _compare_pick(c, at, flags, x, y, z, out, tag)
+        lam = _compare_pick(c, at, flags, x, y, z, out, tag)
+        tests.append(_division_test(c, at + 1, flags, lam, tag))
         _shifts(c, at, flags, x, y, out, tag)
         _bitwise(c, at + LATE, flags, x, y, out)
         _counts(c, at + LATE, flags, x, out)
-    digits = [_digits(c, at + DIGITS, flags, x, y, *col, tag) for (tag, x, y, _), col in zip(lanes, columns)]
+    digits = [_digits(c, at + DIGITS, flags, x, y, z, *col, t, tag)
+              for (tag, x, y, z), col, t in zip(lanes, columns, tests)]
     for (tag, x, y, z), out, d in zip(lanes, r, digits):
         _bit_field(c, at + BIT_FIELD, flags, z, out, tag)
         _resolve(c, at + RESOLVE, d, out, tag)

@@ -712,8 +712,8 @@ class _Translator:
         lt = e(Op.OR, e(Op.SETLTU, r[1], ds[1]), e(Op.AND, e(Op.SETEQ, r[1], ds[1]), borrow))   # r < ds
         e(Op.SEL, lt, r[0], e(Op.SUB, r[0], ds[0]), dst=r[0])
         e(Op.SEL, lt, r[1], e(Op.SUB, e(Op.SUB, r[1], ds[1]), borrow), dst=r[1])
-        e(Op.OR, e(Op.SHL, q[1], Imm(1)), e(Op.SHR, q[0], Imm(31)), dst=q[1])
-        e(Op.OR, e(Op.ADD, q[0], q[0]), e(Op.XOR, lt, Imm(1)), dst=q[0])
+        e(Op.DIVQ, q[0], Imm(1 << 31), q[1], dst=q[1])    # q <<= 1 shifting in ~lt: 2 q1 + [q0 >= 2^31]
+        e(Op.DIVQ, Imm(0), lt, q[0], dst=q[0])            # 2 q0 + [0 >= lt]
         e(Op.OR, e(Op.SHR, ds[0], Imm(1)), e(Op.SHL, ds[1], Imm(31)), dst=ds[0])
         e(Op.SHR, ds[1], Imm(1), dst=ds[1])
         self.terminate(VTerm(Term.BRC, after, last, loop))
@@ -1648,8 +1648,8 @@ class _MicroCode:
     def divmod_unsigned(self, n, d):
         """Restoring division with the divisor aligned under the dividend's top
         bit: clz(d) - clz(n) + 1 steps, each `if r >= ds: r -= ds, q bit = 1;
-        ds >>= 1`, while ds >= d. n < d (and d = 0) skip the loop: q = 0 (d = 0:
-        -1), r = n."""
+        ds >>= 1` (the machine's DIVQ and DIVR: one machine block per step),
+        while ds >= d. n < d (and d = 0) skip the loop: q = 0 (d = 0: -1), r = n."""
         e = self.emit
         if isinstance(d, Imm) and d.value & (d.value - 1) == 0 and d.value:     # a power of two
             return e(Op.SHR, n, Imm(d.value.bit_length() - 1)), e(Op.AND, n, Imm(d.value - 1))
@@ -1664,9 +1664,8 @@ class _MicroCode:
         ds = e(Op.SHL, d, e(Op.SUB, e(Op.CLZ, d), e(Op.CLZ, n)), dst=self.fresh())
         self.blocks[self.cur].term = VTerm(Term.JMP, loop)
         self.cur = loop
-        ge = e(Op.SETGEU, r, ds)
-        e(Op.MINU, r, e(Op.SUB, r, ds), dst=r)        # r - ds wraps above r exactly when r < ds
-        e(Op.OR, e(Op.ADD, q, q), ge, dst=q)
+        e(Op.DIVQ, r, ds, q, dst=q)                 # q = 2q + [r >= ds]
+        e(Op.DIVR, r, ds, dst=r)                    # r -= ds when r >= ds
         e(Op.SHR, ds, Imm(1), dst=ds)
         self.blocks[self.cur].term = VTerm(Term.BRC, loop, e(Op.SETGEU, ds, d), after)
         self.cur = after
