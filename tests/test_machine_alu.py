@@ -168,3 +168,27 @@ def test_required_ops_present_and_bad_input_named():
     op["MUL"] = c.input("wide", 2)
     with pytest.raises(CircuitError, match=r"flag MUL is bits\[2\]"):
         alu.build_alu(c, 0, op, *ops)
+
+
+def test_every_op_exact_with_read_noise():
+    """In the machine the operands come out of GDN reads: a word reads as (1 - delta) times
+    its bits, delta = O(1e-7) (docs/circuit.md). Every op must still round to its exact
+    result there (the next token's argmax requantizes it): a unit that amplifies the noise
+    (DIVR's gate once did, by 31) fails here. Per operand word delta up to 1e-7."""
+    c, op, ops, r, end, _ = compiled()
+    x, expected, which = batch(PER_OP["float32"], seed=7)
+    values = {op[o]: (which == o).astype(np.uint64) for o in alu.ALU_OPS}
+    for k in range(3):
+        for lane in range(LANES):
+            values[ops[k][lane]] = x[k, lane]
+    emb = encode(c, values, len(which))
+    rng = np.random.default_rng(3)
+    for f in (f for k in range(3) for f in ops[k]):
+        emb[:, list(f.dims)] *= 1 - rng.uniform(0, 1e-7, (len(which), 1))
+    hs, _ = run_with_text(model("float32"), c, emb, fraction=0.0)
+    for lane in range(LANES):
+        raw = hs[-1][:, list(r[lane].dims)].astype(np.float64)
+        got = ((np.rint(raw) == 1).astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=1)
+        bad = np.flatnonzero((got != expected[lane]) | (np.abs(raw - np.rint(raw)).max(axis=1) >= 0.5))
+        assert not len(bad), [(which[i], hex(int(x[0, lane, i])), hex(int(x[1, lane, i])), hex(int(got[i])),
+                               hex(int(expected[lane, i]))) for i in bad[:5]]
