@@ -27,6 +27,11 @@ def vals(lane, value, nbytes):
     return [T("VAL", lane, k, value >> 8 * k & 0xFF) for k in range(nbytes)]
 
 
+def valu(value, nbytes):
+    """A value every active lane gets: written once, for all of them."""
+    return [T("VALU", k, value >> 8 * k & 0xFF) for k in range(nbytes)]
+
+
 def jmp(target):
     return Terminator(Term.JMP, target)
 
@@ -139,7 +144,7 @@ def test_straight_line_with_store():
             exec_(0, 0, 2), *vals(0, 0, 1), *vals(1, 4, 1), *vals(2, 8, 1),
             exec_(0, 0, 3), T("ST", 0), T("ST", 1), T("ST", 2),
             exec_(0, 0, 4), T("CT1", 1, 0b0111), T("CT2", 0, 0b0111, 0, 0),
-            exec_(0, 1, 0), *vals(0, 1 << 24, 4), *vals(1, 1 << 24, 4), *vals(2, 1 << 24, 4),
+            exec_(0, 1, 0), *valu(1 << 24, 4),
             exec_(0, 1, 1), T("CT1", 0, 0), T("CT2", 0, 0, 0, 0), T("HALT")]
     assert got.tokens == want
     dc = {i: set(d) for i, d in enumerate(got.dont_care) if d}
@@ -154,11 +159,11 @@ def test_divergent_branch_partial_exit_and_reconvergence():
     want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1), *vals(3, 3, 1),
             exec_(0, 0, 1), *vals(0, 1, 1), *vals(1, 1, 1), *vals(2, 0, 1), *vals(3, 0, 1),
             exec_(0, 0, 2), T("CT1", 1, 0b0011), T("CT2", 0, 0b1111, 0, 0),     # taken side first
-            exec_(0, 1, 0), *vals(0, 5, 1), *vals(1, 5, 1),
+            exec_(0, 1, 0), *valu(5, 1),
             exec_(0, 1, 1), T("CT1", 2, 0b1100), T("CT2", 0, 0b1100, 0, 0),     # lanes 0, 1 exit
-            exec_(0, 2, 0), *vals(2, 0x300, 2), *vals(3, 0x300, 2),
+            exec_(0, 2, 0), *valu(0x300, 2),
             exec_(0, 2, 1), T("CT1", 3, 0b1100), T("CT2", 0, 0b1100, 0, 0),     # reconverged
-            exec_(0, 3, 0), *vals(2, 0xABCDEF, 3), *vals(3, 0xABCDEF, 3),
+            exec_(0, 3, 0), *valu(0xABCDEF, 3),
             exec_(0, 3, 1), T("CT1", 0, 0), T("CT2", 0, 0, 0, 0), T("HALT")]
     assert got == want
     # a load from byte address -4 faults: FAULT right after the load's EXEC
@@ -179,7 +184,7 @@ def test_barrier_with_two_warps():
 def test_two_thread_blocks():
     blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.CTAID_X),))], EXIT)]
     got = expected_stream(Program("k", blocks, []), 2, 1, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
-    per_block = lambda c: [exec_(0, 0, 0), *vals(0, c, 1), exec_(0, 0, 1), T("CT1", 0, 0), T("CT2", 0, 0, 0, 0)]
+    per_block = lambda c: [exec_(0, 0, 0), *valu(c, 1), exec_(0, 0, 1), T("CT1", 0, 0), T("CT2", 0, 0, 0, 0)]
     assert got == per_block(0) + [T("CTA", 1)] + per_block(1) + [T("HALT")]
 
 

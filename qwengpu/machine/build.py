@@ -164,7 +164,8 @@ class Machine:
         for j in range(4):
             bank = B.register(c, L_IN, f"stage{j}", 8)
             B.write_bits(c, bank, self.zero, B.bits(view(f["SD"], 8 * j, 8 * j + 8)), [f["SE"][j]])
-            B.read_into(c, bank, self.zero, self.staged.dims[8 * j: 8 * j + 8], enable=[k["PUT"], k["VAL"], k["AW"]])
+            B.read_into(c, bank, self.zero, self.staged.dims[8 * j: 8 * j + 8],
+                        enable=[k["PUT"], k["VAL"], k["VALU"], k["AW"]])
         self.latch = self._register("latch", f["V"], k["LATCH"], [k["PUT"]])
         self.cur = self._register("cur", f["WB"], k["EXEC"], [k["CT2"]])
         self.cta = self._register("cta", f["CTA"], k["CTA"], None)
@@ -295,9 +296,17 @@ class Machine:
         pend = B.register(c, L, "pending", len(data))
         B.write_bits(c, pend, self.zero, data, [k["EXEC"]])
         B.read_into(c, pend, self.zero, f["WB"].dims + self.pdst.dims + f["PC"].dims + f["SLOT"].dims + self.patom.dims,
-               enable=[k["VAL"], k["ST"], k["AT"], k["AW"], k["BYTE"]])
+               enable=[k["VAL"], k["VALU"], k["ST"], k["AT"], k["AW"], k["BYTE"]])
         self.has_wb = c.field("has_wb", 1, L)
         G.relu(c, L, {self.has_result[0]: 1, self.dst_nz[0]: 1}, -1, {self.has_wb[0]: 1})
+        # a VALU pass writes every active lane of the pending warp: its status mask is the
+        # EXEC pass's mask (a status changes only at block ends)
+        self.valu_lane = c.field("valu_lane", isa.LANES, L)
+        for w, st in enumerate(self.status):
+            t, k0 = match(f["WB"], w)
+            for l in range(isa.LANES):
+                flag_if(c, L, [(t, k0, WARP_BITS), ({k["VALU"]: 1}, 0, 1), ({st.mask[l]: 1}, 0, 1)],
+                        {self.valu_lane[l]: 1})
 
     # ---- L3: special registers, register file, operands ------------------------------------------------
     def _operands(self):
@@ -315,12 +324,12 @@ class Machine:
             key = B.bits(f["WB"]) + B.bits(self.w0[regs])
             for l in range(4):
                 bank = declare_bank(c, L, f"reg.{regs}{l}", REG_ROWS, 32)
-                B.write_bits(c, bank, wkey, B.bits(self.staged), [self.val_lane[l]])
+                B.write_bits(c, bank, wkey, B.bits(self.staged), [self.val_lane[l], self.valu_lane[l]])
                 B.read_into(c, bank, key, operands[l].dims, enable=[k["EXEC"]])
                 for i in range(32):            # immediate (0 for a register operand)
                     G.relu(c, L, {imms[q][i]: 1}, 0, {operands[l][i]: 1})
         self._s2r()
-        for done in (self.sregs, self.words[0], self.words[1], self.words[2]):     # read by this layer only
+        for done in (self.sregs, self.words[0], self.words[1], self.words[2], self.valu_lane):   # read by this layer only
             c.clear(done, L + 1)
 
     def _s2r(self):
@@ -478,10 +487,10 @@ class Machine:
         for l in range(4):
             bank = B.register(c, L, f"result{l}", 32)
             B.write_bits(c, bank, self.zero, B.bits(self.r[l]), [k["EXEC"], k["AT"]])
-            B.read_into(c, bank, self.zero, self.r[l].dims, enable=[k["VAL"], k["ST"]])
+            B.read_into(c, bank, self.zero, self.r[l].dims, enable=[k["VAL"], k["VALU"], k["ST"]])
         mq = B.register(c, L, "mask", 4)
         B.write_bits(c, mq, self.zero, B.bits(self.cs.mask), [k["EXEC"]])
-        B.read_into(c, mq, self.zero, self.cs.mask.dims, enable=[k["VAL"], k["ST"], k["AW"]])
+        B.read_into(c, mq, self.zero, self.cs.mask.dims, enable=[k["VAL"], k["VALU"], k["ST"], k["AW"]])
         ns = self.ns
         ctl = c.field("ctl", CT2.width, L)
         cq = B.register(c, L, "ctl", CT2.width)

@@ -1,8 +1,9 @@
 """The next token (docs/machine.md, "Sequences"), decided in the last four circuit layers.
 
     E1  nonzero bytes above k of each lane's value; lanes after the current one that are
-        active; the next thread block's index; whether this block was the last
-    E2  the first such lane; the VAL(l, k) -> VAL(l, k + 1) case per (l, k)
+        active; the lowest active lane; whether the active lanes' values differ; the next
+        thread block's index; whether this block was the last
+    E2  the first such lane; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1) cases
     E3  one flag per case: next VAL lane, ST lane, EXEC(w, pc, s + 1), the scheduler's
         EXEC, CTA(c + 1), HALT, FAULT (CT1 and CT2 need no flag: they follow one kind)
     E4  the output code: every feature dim gets 2 * next - 1, the input's features and the
@@ -40,6 +41,17 @@ def build_emit(m) -> int:
     nzn = [c.field(f"nzn.{j}", 1, E1) for j in range(3)]       # the atomic's new value, bytes above j
     for j, fld in enumerate(nzn):
         G.step(c, E1, {d: 1 for d in m.new.dims[8 * (j + 1):]}, 1, {fld[0]: 1})
+    low = c.field("low", isa.LANES, E1)    # the lowest active lane (EXEC and VALU passes)
+    for l in lanes:
+        G.relu(c, E1, {m.cs.mask[l]: 1, **{m.cs.mask[i]: -1 for i in range(l)}}, 0, {low[l]: 1})
+    # EXEC passes: bits on which two active lanes' values differ (0: one VALU token per byte)
+    mixed = c.field("mixed", 1, E1, kind="int", vmax=32 * len(lanes) * (len(lanes) - 1) // 2)
+    for l in lanes:
+        for l2 in range(l + 1, len(lanes)):
+            both = {m.cs.mask[l]: 1, m.cs.mask[l2]: 1, k["EXEC"]: 1}
+            for i in range(32):
+                for x, y in ((m.r[l][i], m.r[l2][i]), (m.r[l2][i], m.r[l][i])):
+                    G.relu(c, E1, {**both, x: 1, y: -1}, -3, {mixed[0]: 1})
     last = c.field("last", 1, E1)          # this thread block is the last: cta == ncta - 1
     diff = {**{d: 1 << i for i, d in enumerate(m.cta.dims)},
             **{m.config[b]: -(1 << i) for i, b in enumerate(CONFIG.bits("last_cta"))}}
@@ -54,6 +66,14 @@ def build_emit(m) -> int:
     for (l, j), fld in vn.items():
         G.relu(c, E2, {k["VAL"]: 1, f["LANE"][l]: 1, **byte_is(j), nz[l, j][0]: 1}, -3, {fld[0]: 1})
     vnany = {fld[0]: 1 for fld in vn.values()}
+    un = [c.field(f"un.{j}", 1, E2) for j in range(3)]          # VALU(j) -> VALU(j + 1)
+    for j, fld in enumerate(un):
+        for l in lanes:
+            G.relu(c, E2, {k["VALU"]: 1, low[l]: 1, **byte_is(j), nz[l, j][0]: 1}, -3, {fld[0]: 1})
+    unany = {fld[0]: 1 for fld in un}
+    split = c.field("split", 1, E2)        # the active lanes' values are not all equal
+    G.step(c, E2, {mixed[0]: 1}, 1, {split[0]: 1})
+    c.clear(mixed, E2)
     bn = [c.field(f"bn.{j}", 1, E2) for j in range(3)]         # BYTE(j) -> BYTE(j + 1) of the new value
     for j, fld in enumerate(bn):
         G.relu(c, E2, {k["BYTE"]: 1, **byte_is(j), nzn[j][0]: 1}, -2, {fld[0]: 1})
@@ -62,11 +82,14 @@ def build_emit(m) -> int:
     anyc = {first[l]: 1 for l in lanes}
 
     # ---- E3: case flags
-    names = ("vlane", "st", "at", "atval", "abyte", "aw", "nexec", "sched", "cta", "halt", "fault")
+    names = ("vlane", "ulane", "st", "at", "atval", "abyte", "aw", "nexec", "sched", "cta", "halt", "fault")
     flag = {name: c.field(f"next.{name}", 1, E3) for name in names}
     no_vn, no_c = {d: -1 for d in vnany}, {d: -1 for d in anyc}
     fault = m.fault[0]                      # EXEC passes only: FAULT replaces every other next token
-    G.relu(c, E3, {k["VAL"]: 1, m.has_wb[0]: 1, **no_vn, **anyc, patom: -1, fault: -1}, -1, {flag["vlane"][0]: 1})
+    # after an EXEC with a result: VAL(first lane, 0) when the lanes' values differ, else VALU(0)
+    G.relu(c, E3, {m.has_wb[0]: 1, **anyc, split[0]: 1, fault: -1}, -2, {flag["vlane"][0]: 1})
+    G.relu(c, E3, {m.has_wb[0]: 1, **anyc, split[0]: -1, fault: -1}, -1, {flag["ulane"][0]: 1})
+    G.relu(c, E3, {k["VAL"]: 1, **no_vn, **anyc, patom: -1}, -1, {flag["vlane"][0]: 1})
     G.relu(c, E3, {k["ST"]: 1, m.op["ST"][0]: 1, **anyc, fault: -1}, -1, {flag["st"][0]: 1})
     G.relu(c, E3, {k["AW"]: 1, m.op["ATOM"][0]: 1, **anyc, fault: -1}, -1, {flag["at"][0]: 1})
     G.relu(c, E3, {k["AT"]: 1, pdst: 1}, -1, {flag["atval"][0]: 1})
@@ -74,6 +97,7 @@ def build_emit(m) -> int:
     G.relu(c, E3, {k["VAL"]: 1, patom: 1, **no_vn}, -1, {flag["abyte"][0]: 1})
     G.relu(c, E3, {k["BYTE"]: 1, **{d: -1 for d in bnany}}, 0, {flag["aw"][0]: 1})
     G.relu(c, E3, {k["VAL"]: 1, **no_vn, **no_c, patom: -1}, 0, {flag["nexec"][0]: 1})
+    G.relu(c, E3, {k["VALU"]: 1, **{d: -1 for d in unany}}, 0, {flag["nexec"][0]: 1})
     G.relu(c, E3, {k["ST"]: 1, **no_c}, 0, {flag["nexec"][0]: 1})
     G.relu(c, E3, {k["AW"]: 1, **no_c}, 0, {flag["nexec"][0]: 1})
     term_flags = {m.op[t][0]: -1 for t in ("JMP", "BRC", "BAR", "EXIT")}
@@ -115,6 +139,20 @@ def build_emit(m) -> int:
         emit("LANE", l, {fl["vlane"]: 1, first[l]: 1}, -1)
         for i in range(8):
             emit("SD", i, {fl["vlane"]: 1, first[l]: 1, m.r[l][i]: 1}, -2)
+    # VALU(0, byte 0) and VALU(k + 1, byte k + 1) of the lowest active lane's value
+    kind("VALU", {fl["ulane"]: 1})
+    for j in range(4):
+        emit("SE", j, {fl["ulane"]: 1}, 0)
+    for l in lanes:
+        for i in range(8):
+            emit("SD", i, {fl["ulane"]: 1, low[l]: 1, m.r[l][i]: 1}, -2)
+    for j, fld in enumerate(un):
+        kind("VALU", {fld[0]: 1})
+        for jj in range(j + 1, 4):
+            emit("SE", jj, {fld[0]: 1}, 0)
+        for l in lanes:
+            for i in range(8):
+                emit("SD", 8 * (j + 1) + i, {fld[0]: 1, low[l]: 1, m.r[l][8 * (j + 1) + i]: 1}, -2)
     # ST(l') and AT(l')
     for name in ("st", "at"):
         kind(name.upper(), {fl[name]: 1})

@@ -74,7 +74,7 @@ def _memory_cause(stream: list[Token], program, block) -> str:
 
 def _bad_lane(stream, program, block, ins, space):
     """(lane, byte address, problem) of the first active lane whose access is bad, by the
-    register values and masks in the stream's VAL and CT1 tokens; None if none is."""
+    register values and masks in the stream's VAL, VALU and CT1 tokens; None if none is."""
     nthreads = block[0] * block[1] * block[2] if isinstance(block, tuple) else int(block)
     initial = [sum(1 << l for l in range(isa.LANES) if w * isa.LANES + l < nthreads) for w in range(isa.MAX_WARPS)]
     regs = [[[0] * isa.NUM_REGS for _ in range(isa.LANES)] for _ in range(isa.MAX_WARPS)]
@@ -87,10 +87,11 @@ def _bad_lane(stream, program, block, ins, space):
             w, pc, s = t.args
             instrs = program.blocks[pc].instrs if pc < len(program.blocks) else []
             dst = instrs[s].dst.n if s < len(instrs) else None
-        elif t.kind == "VAL" and w is not None and dst:
-            l, k, d = t.args
-            old = regs[w][l][dst] if k else 0
-            regs[w][l][dst] = (old & ((1 << 8 * k) - 1)) | d << 8 * k
+        elif t.kind in ("VAL", "VALU") and w is not None and dst:
+            *lane, k, d = t.args           # VALU: every active lane
+            for l in lane or [l for l in range(isa.LANES) if mask[w] >> l & 1]:
+                old = regs[w][l][dst] if k else 0
+                regs[w][l][dst] = (old & ((1 << 8 * k) - 1)) | d << 8 * k
         elif t.kind == "CT1" and w is not None:
             mask[w] = t.args[1]
     w = stream[-2].args[0]

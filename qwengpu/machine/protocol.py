@@ -20,7 +20,7 @@ from qwengpu.machine.words import CONFIG, SREG
 
 # each kind's arguments by name: the fields compare() reports and don't-cares name
 ARG_NAMES = {"LATCH": ("value",), "BYTE": ("byte", "data"), "PUT": ("target",), "CTA": ("cta",),
-             "EXEC": ("warp", "pc", "slot"), "VAL": ("lane", "byte", "data"), "ST": ("lane",),
+             "EXEC": ("warp", "pc", "slot"), "VAL": ("lane", "byte", "data"), "VALU": ("byte", "data"), "ST": ("lane",),
              "AT": ("lane",), "AW": ("lane",), "CT1": ("pc", "mask"), "CT2": ("sp", "alive", "phase", "wait"), "HALT": (), "FAULT": ()}
 SREG_ROWS_PER_CTA = isa.MAX_WARPS     # special-register table row = cta * MAX_WARPS + warp
 CHECKS = (None, "replay")             # how a run's generated stream may be checked
@@ -158,7 +158,16 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
     def val(l, reg):
         lane, r, value = next(writes)
         assert (lane, r) == (l, reg), "interp trace out of step with the program"
-        stream.extend(tok("VAL", l, k, value >> 8 * k & 0xFF) for k in range(byte_count(value)))
+        return value
+
+    def writeback(reg):
+        """One VALU per byte when every active lane gets the same value, else VALs lane by lane."""
+        values = [val(l, reg) for l in lanes]
+        if len(set(values)) == 1:
+            stream.extend(tok("VALU", k, values[0] >> 8 * k & 0xFF) for k in range(byte_count(values[0])))
+            return
+        for l, value in zip(lanes, values):
+            stream.extend(tok("VAL", l, k, value >> 8 * k & 0xFF) for k in range(byte_count(value)))
 
     for s, ins in enumerate(instrs):
         stream.add(tok("EXEC", step.warp, step.pc, s))
@@ -170,13 +179,13 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
             for l in lanes:
                 stream.add(tok("AT", l))
                 if ins.dst.n:
-                    val(l, ins.dst.n)
+                    old = val(l, ins.dst.n)
+                    stream.extend(tok("VAL", l, k, old >> 8 * k & 0xFF) for k in range(byte_count(old)))
                 new = next(stores)[2]
                 stream.extend(tok("BYTE", k, new >> 8 * k & 0xFF) for k in range(byte_count(new)))
                 stream.add(tok("AW", l))
         elif ins.dst.n:
-            for l in lanes:
-                val(l, ins.dst.n)
+            writeback(ins.dst.n)
 
 
 def _traced_run(program, grid, block, params, memory) -> tuple[list[interp.Step], Exception | None]:

@@ -22,7 +22,7 @@ ROM_WORDS = 4                        # 32-bit ROM words per slot (qwengpu/machin
 SREG_WORDS = len(SREG)               # 32-bit words of a special-register table row
 PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(SLOTS) for j in range(ROM_WORDS)]
                     + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)])
-KINDS = ("LATCH", "BYTE", "PUT", "CTA", "EXEC", "VAL", "ST", "AT", "AW", "CT1", "CT2", "HALT", "FAULT")
+KINDS = ("LATCH", "BYTE", "PUT", "CTA", "EXEC", "VAL", "VALU", "ST", "AT", "AW", "CT1", "CT2", "HALT", "FAULT")
 # the row latch addresses every PUT target's rows (the special-register table: a row per warp and block)
 LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, isa.CONST_WORDS,
                           isa.MAX_GRID_BLOCKS * isa.MAX_WARPS) - 1)
@@ -31,8 +31,8 @@ LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, is
 FEATURES = {
     "kind": len(KINDS),       # one-hot
     "V": LATCH_BITS,          # LATCH value (bits)
-    "SD": WORD_BITS,          # BYTE/VAL: byte k's data in SD[8k : 8k + 8]
-    "SE": WORD_BYTES,         # BYTE/VAL: stage head j written iff j >= k (thermometer)
+    "SD": WORD_BITS,          # BYTE/VAL/VALU: byte k's data in SD[8k : 8k + 8]
+    "SE": WORD_BYTES,         # BYTE/VAL/VALU: stage head j written iff j >= k (thermometer)
     "LANE": isa.LANES,        # VAL/ST/AT/AW lane, one-hot
     "PT": len(PUT_TARGETS),   # PUT target, one-hot
     "W": isa.MAX_WARPS,       # EXEC warp, one-hot
@@ -59,8 +59,8 @@ class Token:
             return f"EXEC w{a[0]} B{a[1]}.{a[2]}"
         if self.kind == "VAL":
             return f"VAL l{a[0]} b{a[1]} {a[2]:#04x}"
-        if self.kind == "BYTE":
-            return f"BYTE b{a[0]} {a[1]:#04x}"
+        if self.kind in ("BYTE", "VALU"):
+            return f"{self.kind} b{a[0]} {a[1]:#04x}"
         if self.kind == "PUT":
             return f"PUT {PUT_TARGETS[a[0]]}"
         if self.kind == "CT1":
@@ -85,7 +85,7 @@ def _onehot(value: int, width: int) -> list[int]:
 
 
 ONEHOT = ("kind", "LANE", "PT", "W", "SLOT")
-# each kind's arguments: the fields they set, one per argument (BYTE and VAL set SD and SE below)
+# each kind's arguments: the fields they set, one per argument (BYTE, VAL and VALU set SD and SE below)
 ARG_FIELDS = {"LATCH": ("V",), "PUT": ("PT",), "EXEC": (("W", "WB"), "PC", "SLOT"), "VAL": ("LANE",),
               "ST": ("LANE",), "AT": ("LANE",), "AW": ("LANE",), "CT1": ("PC", "MASK"),
               "CT2": ("SP", "ALIVE", "PHASE", "WAIT"), "CTA": ("CTA",)}
@@ -102,7 +102,7 @@ def features(token: Token) -> dict[str, list[int]]:
     for names, value in zip(ARG_FIELDS.get(k, ()), a):
         for name in (names,) if isinstance(names, str) else names:
             f[name] = _field(name, value)
-    if k in ("BYTE", "VAL"):
+    if k in ("BYTE", "VAL", "VALU"):
         byte, data = a[-2], a[-1]
         sd = [0] * WORD_BITS
         sd[8 * byte: 8 * byte + 8] = _bits(data, 8)
@@ -119,6 +119,7 @@ def all_tokens() -> list[Token]:
     toks += [Token("CTA", (c,)) for c in r(isa.MAX_GRID_BLOCKS)]
     toks += [Token("EXEC", (w, pc, s)) for w in r(isa.MAX_WARPS) for pc in r(isa.ROM_BLOCKS) for s in r(SLOTS)]
     toks += [Token("VAL", (l, k, d)) for l in r(isa.LANES) for k in r(WORD_BYTES) for d in r(256)]
+    toks += [Token("VALU", (k, d)) for k in r(WORD_BYTES) for d in r(256)]
     toks += [Token(kind, (l,)) for kind in ("ST", "AT", "AW") for l in r(isa.LANES)]
     toks += [Token("CT1", (pc, m)) for pc in r(isa.ROM_BLOCKS) for m in r(1 << isa.LANES)]
     toks += [Token("CT2", (sp, al, ph, wt)) for sp in r(1 << FEATURES["SP"]) for al in r(1 << isa.LANES)
