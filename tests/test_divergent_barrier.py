@@ -117,7 +117,7 @@ def test_model_tokens_match_the_interpreter_up_to_the_fault(devices):
     finally:
         dev.check, dev.on_token = None, None
     assert [t.kind for t in seen[-4:]] == ["EXEC", "CT1", "CT2", "FAULT"]
-    (w, _, _), (_, mask), (_, alive, phase, wait) = seen[-4].args, seen[-3].args, seen[-2].args
+    (w, _, _), (_, mask, _), (alive, phase, wait) = seen[-4].args, seen[-3].args, seen[-2].args
     assert (w, mask, alive, phase, wait) == (1, 0b0011, 0b1111, 1, 1)
 
 
@@ -127,8 +127,8 @@ def test_reference_stream_ends_with_the_barrier_pass():
     got = expected_stream(fn.program, lau.grid, lau.block, lau.params, lau.memory)
     assert isinstance(got.fault, DeadlockError)
     ct1, ct2 = got.tokens[-3], got.tokens[-2]
-    assert (ct1.kind, ct1.args[1], got.dont_care[-3]) == ("CT1", 0b0011, {"pc"})
-    assert (ct2.kind, ct2.args[1:], got.tokens[-1].kind) == ("CT2", (0b1111, 1, 1), "FAULT")
+    assert (ct1.kind, ct1.args[1], got.dont_care[-3]) == ("CT1", 0b0011, {"pc", "sp"})
+    assert (ct2.kind, ct2.args, got.tokens[-1].kind) == ("CT2", (0b1111, 1, 1), "FAULT")
 
 
 def T(kind, *args):
@@ -137,10 +137,10 @@ def T(kind, *args):
 
 @pytest.mark.parametrize("stream, error, text", [
     ([T("EXEC", 0, 3, 1), T("FAULT")], MemoryFault, "bad memory access"),
-    ([T("EXEC", 2, 9, 0), T("CT1", 4, 0b0101), T("CT2", 0, 0b0111, 1, 1), T("FAULT")], DeadlockError,
+    ([T("EXEC", 2, 9, 0), T("CT1", 4, 0b0101, 0), T("CT2", 0b0111, 1, 1), T("FAULT")], DeadlockError,
      "deadlock in thread block 0 at a divergent barrier: warp 2 reached the barrier ending B9 with lanes 0b0101 "
      "while its live lanes 0b0010"),
-    ([T("CTA", 3), T("EXEC", 1, 2, 0), T("CT1", 4, 0b0011), T("CT2", 0, 0b0011, 2, 1), T("FAULT")], DeadlockError,
+    ([T("CTA", 3), T("EXEC", 1, 2, 0), T("CT1", 4, 0b0011, 0), T("CT2", 0b0011, 2, 1), T("FAULT")], DeadlockError,
      "deadlock in thread block 3: no warp can run"),
 ])
 def test_fault_cause_from_the_tokens(stream, error, text):

@@ -26,7 +26,7 @@ LARGEST = [(SREG[0], "tid_x", isa.MAX_BLOCK_THREADS - 1), (SREG[0], "tid_y", isa
            (SREG[2], "ntid_x", isa.MAX_BLOCK_THREADS), (SREG[2], "nctaid_z", isa.MAX_GRID_BLOCKS),
            (CONFIG, "nwarps", 1 << isa.MAX_WARPS - 1), (CONFIG, "last_cta", isa.MAX_GRID_BLOCKS - 1),
            (CONFIG, "mask", (1 << isa.LANES) - 1), (CT1, "pc", isa.ROM_BLOCKS - 1),
-           (CT2, "sp", words.STACK_DEPTH - 1), (CT2, "alive", (1 << isa.LANES) - 1),
+           (CT1, "sp", words.STACK_DEPTH - 1), (CT2, "alive", (1 << isa.LANES) - 1),
            (CT2, "phase", words.PHASES - 1)]
 
 

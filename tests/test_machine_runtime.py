@@ -152,8 +152,8 @@ def test_replay_mismatch_names_index_tokens_and_field():
 
 def test_replay_ignores_dont_care_fields():
     program, memory, stream, machine, model = setup()
-    model.script = [T("CT1", 5, 3) if t.kind == "CT1" else T("CT2", 6, *t.args[1:]) if t.kind == "CT2" else t
-                    for t in stream.tokens]            # exited warps: CT1 and CT2's sp are don't-cares
+    model.script = [T("CT1", 5, 3, 6) if t.kind == "CT1" else t
+                    for t in stream.tokens]            # exited warps: CT1's pc, mask and sp are don't-cares
     launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=1000, check="replay")
 
 

@@ -167,22 +167,22 @@ class Machine:
             B.read_into(c, bank, self.zero, self.staged.dims[8 * j: 8 * j + 8],
                         enable=[k["PUT"], k["VAL"], k["VALU"], k["AW"]])
         self.latch = self._register("latch", f["V"], k["LATCH"], [k["PUT"]])
-        self.cur = self._register("cur", f["WB"], k["EXEC"], [k["CT2"]])
+        self.cur = self._register("cur", f["WB"], k["EXEC"], [k["CT1"], k["CT2"]])
         self.cta = self._register("cta", f["CTA"], k["CTA"], None)
-        self.ct1 = self._register("ct1", Field("ct1", f["PC"].dims + f["MASK"].dims, "bits", -1),
-                                  k["CT1"], [k["CT2"]])
         # L0 MLP: per-lane enables
         self.val_lane = c.field("val_lane", 4, L_IN)
         self.q_addr = c.field("q_addr", 4, L_IN)     # store queue lane reads: ST, AT, AW passes
         self.q_data = c.field("q_data", 4, L_IN)     # ST, AT
         self.q_b = c.field("q_b", 4, L_IN)           # AT
-        self.cur1h = c.field("cur1h", 4, L_IN)     # the warp that ended a block (CT2 passes)
+        # the warp that ended a block, one-hot: ct1h on its CT1 pass, cur1h on its CT2 pass
+        self.ct1h, self.cur1h = c.field("ct1h", 4, L_IN), c.field("cur1h", 4, L_IN)
         for l in range(4):
             G.relu(c, L_IN, {f["LANE"][l]: 1, k["VAL"]: 1}, -1, {self.val_lane[l]: 1})
             G.relu(c, L_IN, {f["LANE"][l]: 1, k["ST"]: 1, k["AT"]: 1, k["AW"]: 1}, -1, {self.q_addr[l]: 1})
             G.relu(c, L_IN, {f["LANE"][l]: 1, k["ST"]: 1, k["AT"]: 1}, -1, {self.q_data[l]: 1})
             G.relu(c, L_IN, {f["LANE"][l]: 1, k["AT"]: 1}, -1, {self.q_b[l]: 1})
             t, k0 = match(self.cur, l)
+            flag_if(c, L_IN, [(t, k0, 2), ({k["CT1"]: 1}, 0, 1)], {self.ct1h[l]: 1})
             flag_if(c, L_IN, [(t, k0, 2), ({k["CT2"]: 1}, 0, 1)], {self.cur1h[l]: 1})
 
     def _register(self, name, data: Field, write_en: int, read_en) -> Field:
@@ -202,7 +202,7 @@ class Machine:
         self.words = []
         row = B.bits(view(self.latch, 0, PC_BITS))          # the ROM has a row per pc value
         for j in range(4):
-            layer = L_ROM if j < 2 else L_STATUS
+            layer = L_ROM if j < 3 else L_STATUS      # GDN heads: L1 holds the config and 3 words per slot
             word = c.field(f"w{j}", 32, layer)
             for s in range(SLOTS):
                 bank = declare_bank(c, layer, f"rom{s}.{j}", 1 << PC_BITS, 32)
@@ -271,16 +271,18 @@ class Machine:
         self.init_all = c.field("init_all", len(masks), L_ROM)
         for i, bit in enumerate(masks):
             G.relu(c, L_ROM, {self.config[bit]: 1, k["CTA"]: 1}, -1, {self.init_all[i]: 1})
-        ct1_pc, ct1_mask = part(self.ct1, CT1, "pc"), part(self.ct1, CT1, "mask")
         self.status = []
-        for w in range(isa.MAX_WARPS):
-            bank = B.register(c, L, f"status{w}", width)
+        for w in range(isa.MAX_WARPS):      # two registers: CT1's half and CT2's, each written by its token
             init = view(self.init_all, isa.LANES * w, isa.LANES * (w + 1))
-            data = (B.bits(ct1_pc) + B.bits(ct1_mask, init) + B.bits(f["SP"]) + B.bits(f["ALIVE"], init)
-                    + B.bits(f["PHASE"]) + B.bits(f["WAIT"]))
-            B.write_bits(c, bank, self.zero, data, [self.cur1h[w], k["CTA"]])
             out = c.field(f"status{w}", width, L)
-            B.read_into(c, bank, self.zero, out.dims)
+            halves = ((CT1, B.bits(f["PC"]) + B.bits(f["MASK"], init) + B.bits(f["SP"]), self.ct1h[w]),
+                      (CT2, B.bits(f["ALIVE"], init) + B.bits(f["PHASE"]) + B.bits(f["WAIT"]), self.cur1h[w]))
+            lo = 0
+            for word, data, written in halves:
+                bank = B.register(c, L, f"status{w}.{word.name}", word.width)
+                B.write_bits(c, bank, self.zero, data, [written, k["CTA"]])
+                B.read_into(c, bank, self.zero, out.dims[lo: lo + word.width])
+                lo += word.width
             self.status.append(Status.of(out))
         # MLP: the running warp's status (EXEC passes)
         cs = c.field("cur_status", width, L)
@@ -363,7 +365,7 @@ class Machine:
         nwarps = part(self.config, CONFIG, "nwarps")
         turn = c.field("turn", 4, L_STATUS)
         for w in range(4):      # round robin from the warp after the one that ended its block
-            G.relu(c, L_STATUS, {self.cur1h[(w - 1) % 4]: 1}, 0, {turn[w]: 1})
+            G.relu(c, L_STATUS, {self.ct1h[(w - 1) % 4]: 1, self.cur1h[(w - 1) % 4]: 1}, 0, {turn[w]: 1})
         G.relu(c, L_STATUS, {self.k["CTA"]: 1}, 0, {turn[0]: 1})
         self.sched, sched_end = build_scheduler(c, L_STATUS + 1, self.status, nwarps, turn)
         wo = self.warp_op
@@ -381,6 +383,20 @@ class Machine:
             fallthrough=self.tw["fallthrough"], reconv=self.tw["reconv"], rvalid=self.tw["rvalid"],
             cond=self.a, old=self.cs, init_mask=self.init_mask)
         self.exec_end = max(alu_end, ctl_end, sched_end)
+        self._ct2_change(self.exec_end)
+
+    def _ct2_change(self, at):
+        """Whether a terminator changes CT2's half of the warp's status (alive, phase, wait): only
+        then does CT2 follow CT1. Layer at: the bits that differ; at + 1: whether any does."""
+        c = self.c
+        diff = c.field("ct2.diff", 1, at, kind="int", vmax=CT2.width)
+        for name in CT2.fields:
+            for new, old in zip(getattr(self.ns, name).dims, getattr(self.cs, name).dims):
+                G.relu(c, at, {new: 1, old: -1}, 0, {diff[0]: 1})
+                G.relu(c, at, {old: 1, new: -1}, 0, {diff[0]: 1})
+        self.ct2_changed = c.field("ct2_changed", 1, at + 1)
+        G.step(c, at + 1, {diff[0]: 1}, 1, {self.ct2_changed[0]: 1})
+        c.clear(diff, at + 1)
 
     # ---- memory ------------------------------------------------------------------------------------------
     def _memory(self):
@@ -492,12 +508,13 @@ class Machine:
         B.write_bits(c, mq, self.zero, B.bits(self.cs.mask), [k["EXEC"]])
         B.read_into(c, mq, self.zero, self.cs.mask.dims, enable=[k["VAL"], k["VALU"], k["ST"], k["AW"]])
         ns = self.ns
-        ctl = c.field("ctl", CT2.width, L)
-        cq = B.register(c, L, "ctl", CT2.width)
-        B.write_bits(c, cq, self.zero, B.bits(ns.sp) + B.bits(ns.alive) + B.bits(ns.phase) + B.bits(ns.wait),
-                [self.op[t][0] for t in TERMS])
+        ctl = c.field("ctl", CT2.width + 1, L)          # CT2's payload, and whether it changed
+        cq = B.register(c, L, "ctl", CT2.width + 1)
+        B.write_bits(c, cq, self.zero, sum((B.bits(getattr(ns, name)) for name in CT2.fields), [])
+                     + B.bits(self.ct2_changed), [self.op[t][0] for t in TERMS])
         B.read_into(c, cq, self.zero, ctl.dims, enable=[k["CT1"]])
         self.ctq = {name.upper(): part(ctl, CT2, name) for name in CT2.fields}     # FEATURES' names
+        self.ct2_follows = view(ctl, CT2.width, CT2.width + 1, "ct2_follows")
 
     # ---- atomics: old (this lane's load) -> new, kept for the VAL/BYTE passes that follow --------------
     def _atomic(self):

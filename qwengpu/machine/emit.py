@@ -5,7 +5,8 @@
         thread block's index; whether this block was the last
     E2  the first such lane; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1) cases
     E3  one flag per case: next VAL lane, ST lane, EXEC(w, pc, s + 1), the scheduler's
-        EXEC, CTA(c + 1), HALT, FAULT (CT1 and CT2 need no flag: they follow one kind)
+        EXEC, CTA(c + 1), HALT, FAULT (CT1 follows a terminator, CT2 a CT1 whose warp's alive
+        lanes, phase or wait change: no flag)
     E4  the output code: every feature dim gets 2 * next - 1, the input's features and the
         anchor are cleared, so the tied head's argmax is exactly the next token
 """
@@ -103,7 +104,9 @@ def build_emit(m) -> int:
     term_flags = {m.op[t][0]: -1 for t in ("JMP", "BRC", "BAR", "EXIT")}
     G.relu(c, E3, {k["EXEC"]: 1, m.has_wb[0]: -1, m.op["ST"][0]: -1, m.op["ATOM"][0]: -1, **term_flags,
                    fault: -1}, 0, {flag["nexec"][0]: 1})
-    sched_pass = {k["CT2"]: 1, k["CTA"]: 1}
+    # the scheduler's token follows CTA, CT2, and CT1 when no CT2 follows it
+    follows = m.ct2_follows[0]
+    sched_pass = {k["CT2"]: 1, k["CTA"]: 1, k["CT1"]: 1, follows: -1}
     # a divergent barrier's deadlock may leave a warp runnable: FAULT replaces its EXEC
     G.relu(c, E3, {**sched_pass, m.sched["found"][0]: 1, m.sched["deadlock"][0]: -1}, -1, {flag["sched"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: -1}, -1, {flag["cta"][0]: 1})
@@ -197,17 +200,19 @@ def build_emit(m) -> int:
     for s in range(SLOTS - 1):
         emit("SLOT", s + 1, {fl["nexec"]: 1, f["SLOT"][s]: 1}, -1)
     emit("SLOT", 0, {fl["sched"]: 1}, 0)
-    # CT1(new pc, new mask) after a terminator; CT2 after CT1
+    # CT1(new pc, mask, stack depth) after a terminator; CT2 after CT1 if its half changed
     is_term = {m.op[t][0]: 1 for t in ("JMP", "BRC", "BAR", "EXIT")}
     kind("CT1", is_term)
     for i in range(PC_BITS):
         emit("PC", i, {**is_term, m.ns.pc[i]: 1}, -1)
     for i in range(isa.LANES):
         emit("MASK", i, {**is_term, m.ns.mask[i]: 1}, -1)
-    kind("CT2", {k["CT1"]: 1})
+    for i, d in enumerate(m.ns.sp.dims):
+        emit("SP", i, {**is_term, d: 1}, -1)
+    kind("CT2", {k["CT1"]: 1, follows: 1}, -1)
     for name, fld in m.ctq.items():
         for i, d in enumerate(fld.dims):
-            emit(name, i, {k["CT1"]: 1, d: 1}, -1)
+            emit(name, i, {k["CT1"]: 1, follows: 1, d: 1}, -2)
     # CTA(c + 1), HALT, FAULT
     kind("CTA", {fl["cta"]: 1})
     for i in range(CTA_BITS):

@@ -69,7 +69,7 @@ def _memory_cause(stream: list[Token], program, block) -> str:
                 f"known: by the register values in the model's VAL tokens no active lane's address is bad")
     lane, address, problem = found
     return (f": {what} at {space.value} byte address {address:#x} {problem} (thread block {cta}, warp {w}, "
-            f"lane {lane}, pc B{pc}); {here}; lane and address from the model's VAL and CT1 tokens")
+            f"lane {lane}, pc B{pc}); {here}; lane and address from the model's VAL, VALU and CT1 tokens")
 
 
 def _bad_lane(stream, program, block, ins, space):
@@ -119,8 +119,8 @@ def _deadlock_cause(stream: list[Token]) -> str:
     if len(stream) < 4 or [t.kind for t in stream[-4:-1]] != ["EXEC", "CT1", "CT2"]:
         return ""
     warp, pc, _ = stream[-4].args
-    _, mask = stream[-3].args
-    _, alive, _, wait = stream[-2].args
+    _, mask, _ = stream[-3].args
+    alive, _, wait = stream[-2].args
     cta = _cta(stream)
     if wait and alive & ~mask:
         return (f"deadlock in thread block {cta} at a divergent barrier: warp {warp} reached the barrier ending "

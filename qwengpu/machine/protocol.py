@@ -16,12 +16,12 @@ from qwengpu.errors import DeadlockError, LaunchError, MachineLimitError, Memory
 from qwengpu.launch import check_grid_block
 from qwengpu.machine.encoding import block_words
 from qwengpu.machine.tokens import LATCH_BITS, PUT_TARGETS, Token
-from qwengpu.machine.words import CONFIG, SREG
+from qwengpu.machine.words import CONFIG, PHASES, SREG
 
 # each kind's arguments by name: the fields compare() reports and don't-cares name
 ARG_NAMES = {"LATCH": ("value",), "BYTE": ("byte", "data"), "PUT": ("target",), "CTA": ("cta",),
              "EXEC": ("warp", "pc", "slot"), "VAL": ("lane", "byte", "data"), "VALU": ("byte", "data"), "ST": ("lane",),
-             "AT": ("lane",), "AW": ("lane",), "CT1": ("pc", "mask"), "CT2": ("sp", "alive", "phase", "wait"), "HALT": (), "FAULT": ()}
+             "AT": ("lane",), "AW": ("lane",), "CT1": ("pc", "mask", "sp"), "CT2": ("alive", "phase", "wait"), "HALT": (), "FAULT": ()}
 SREG_ROWS_PER_CTA = isa.MAX_WARPS     # special-register table row = cta * MAX_WARPS + warp
 CHECKS = (None, "replay")             # how a run's generated stream may be checked
 
@@ -210,26 +210,27 @@ def _traced_run(program, grid, block, params, memory) -> tuple[list[interp.Step]
 def expected_stream(program: isa.Program, grid, block, params: list[int], memory: np.ndarray) -> Stream:
     """The tokens after the prompt, from the interpreter's trace (docs/protocol.md).
 
-    CT1 is the warp's new top of stack, which is where its next pass starts; CT2's sp is
+    CT1 is the warp's new top of stack, which is where its next pass starts; its sp is
     always don't-care (the lazy stack's depth may differ from interp's), and so is CT1 of
     a warp whose lanes have all exited (or, before a deadlock's FAULT, that never runs
-    again). After a BAR, CT1's mask is the lanes that arrived, also when the warp never
-    runs again (it is its next pass's mask when every live lane arrived): a divergent
-    barrier (some live lanes of the warp did not arrive, interp's DeadlockError) ends the
-    stream with that BAR's CT1 (pc don't-care), CT2 and FAULT. A memory fault ends the
-    stream with FAULT right after the faulting instruction's EXEC; other interpreter errors
-    propagate. `memory` is not modified."""
+    again). CT2 follows CT1 only when the warp's alive lanes, barrier phase or wait bit
+    change (EXIT, BAR, and the first block after a barrier's release). After a BAR, CT1's
+    mask is the lanes that arrived, also when the warp never runs again (it is its next
+    pass's mask when every live lane arrived): a divergent barrier (some live lanes of the
+    warp did not arrive, interp's DeadlockError) ends the stream with that BAR's CT1 (pc
+    don't-care), CT2 and FAULT. A memory fault ends the stream with FAULT right after the
+    faulting instruction's EXEC; other interpreter errors propagate. `memory` is not modified."""
     grid, block = check_grid_block(grid, block)
     final = np.array(memory, dtype=np.uint32, copy=True)
     steps, fault = _traced_run(program, grid, block, params, final)
     masks = thread_masks(block)
     stream = Stream(memory=final, fault=fault)
-    alive, phase = list(masks), [0] * len(masks)
     following = _next_pass_of_same_warp(steps)
     for i, step in enumerate(steps):
-        if i and step.block_id != steps[i - 1].block_id:
-            stream.add(tok("CTA", step.block_id))
-            alive, phase = list(masks), [0] * len(masks)
+        if not i or step.block_id != steps[i - 1].block_id:
+            if i:
+                stream.add(tok("CTA", step.block_id))
+            status = [(mask, 0, 0) for mask in masks]          # alive, phase mod PHASES, wait
         instrs, term = program.blocks[step.pc].instrs, program.blocks[step.pc].term
         if isinstance(fault, MemoryFault) and i == len(steps) - 1:
             _instruction_tokens(stream, step, instrs[:-1])      # the memory op is the block's last
@@ -237,19 +238,22 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
             break
         _instruction_tokens(stream, step, instrs)
         stream.add(tok("EXEC", step.warp, step.pc, len(instrs)))
-        w = step.warp
+        w, bar = step.warp, term.kind is isa.Term.BAR
+        alive, phase, _ = status[w]
         if term.kind is isa.Term.EXIT:
-            alive[w] &= ~step.mask
-        phase[w] += term.kind is isa.Term.BAR
+            alive &= ~step.mask
+        new = (alive, (phase + bar) % PHASES, int(bar))
         nxt = following[i]
-        if alive[w] and nxt is not None:
-            stream.add(tok("CT1", nxt.pc, nxt.mask))
-        elif alive[w] and term.kind is isa.Term.BAR:     # never runs again: a deadlock follows
-            stream.add(tok("CT1", 0, step.mask), frozenset({"pc"}))
+        if alive and nxt is not None:
+            stream.add(tok("CT1", nxt.pc, nxt.mask, 0), frozenset({"sp"}))
+        elif alive and bar:                                 # never runs again: a deadlock follows
+            stream.add(tok("CT1", 0, step.mask, 0), frozenset({"pc", "sp"}))
         else:
-            assert not alive[w] or fault, "a live warp without a next pass: interp should have raised"
-            stream.add(tok("CT1", 0, 0), frozenset({"pc", "mask"}))
-        stream.add(tok("CT2", 0, alive[w], phase[w] % 4, int(term.kind is isa.Term.BAR)), frozenset({"sp"}))
+            assert not alive or fault, "a live warp without a next pass: interp should have raised"
+            stream.add(tok("CT1", 0, 0, 0), frozenset({"pc", "mask", "sp"}))
+        if new != status[w]:
+            stream.add(tok("CT2", *new))
+        status[w] = new
     stream.add(tok("FAULT" if fault else "HALT"))
     return stream
 

@@ -178,7 +178,7 @@ def _fault(stream: list[Token], expected: protocol.Stream | None, program: isa.P
     """FAULT: a bad memory access or a deadlock. With replay the interpreter's error says which;
     without, qwengpu.machine.faults reads the cause from the generated tokens alone (and, for a
     memory fault, the operation from `program`'s ROM and the lane and address from the model's
-    VAL and CT1 tokens): a MemoryFault or DeadlockError accordingly (docs/protocol.md)."""
+    VAL, VALU and CT1 tokens): a MemoryFault or DeadlockError accordingly (docs/protocol.md)."""
     from qwengpu.machine.faults import fault_error, fault_where
     if expected is not None and expected.fault is not None:
         raise type(expected.fault)(f"{fault_where(stream)}; the interpreter: {expected.fault}")

@@ -40,7 +40,7 @@ FEATURES = {
     "PC": CT1["pc"].width,    # EXEC/CT1 block index, bits
     "SLOT": SLOTS,            # EXEC slot, one-hot
     "MASK": CT1["mask"].width,      # CT1 top-of-stack mask, bits
-    "SP": CT2["sp"].width,          # CT2 stack depth, bits
+    "SP": CT1["sp"].width,          # CT1 stack depth, bits
     "ALIVE": CT2["alive"].width,    # CT2 lanes not exited, bits
     "PHASE": CT2["phase"].width,    # CT2 barriers passed mod PHASES, bits
     "WAIT": CT2["wait"].width,      # CT2 waiting at a barrier
@@ -64,9 +64,9 @@ class Token:
         if self.kind == "PUT":
             return f"PUT {PUT_TARGETS[a[0]]}"
         if self.kind == "CT1":
-            return f"CT1 B{a[0]} m{a[1]:04b}"
+            return f"CT1 B{a[0]} m{a[1]:04b} sp{a[2]}"
         if self.kind == "CT2":
-            return f"CT2 sp{a[0]} alive{a[1]:04b} ph{a[2]} w{a[3]}"
+            return f"CT2 alive{a[0]:04b} ph{a[1]} w{a[2]}"
         if self.kind in ("ST", "AT", "AW"):
             return f"{self.kind} l{a[0]}"
         return self.kind + (" " + " ".join(map(str, a)) if a else "")
@@ -87,8 +87,8 @@ def _onehot(value: int, width: int) -> list[int]:
 ONEHOT = ("kind", "LANE", "PT", "W", "SLOT")
 # each kind's arguments: the fields they set, one per argument (BYTE, VAL and VALU set SD and SE below)
 ARG_FIELDS = {"LATCH": ("V",), "PUT": ("PT",), "EXEC": (("W", "WB"), "PC", "SLOT"), "VAL": ("LANE",),
-              "ST": ("LANE",), "AT": ("LANE",), "AW": ("LANE",), "CT1": ("PC", "MASK"),
-              "CT2": ("SP", "ALIVE", "PHASE", "WAIT"), "CTA": ("CTA",)}
+              "ST": ("LANE",), "AT": ("LANE",), "AW": ("LANE",), "CT1": ("PC", "MASK", "SP"),
+              "CT2": ("ALIVE", "PHASE", "WAIT"), "CTA": ("CTA",)}
 
 
 def _field(name: str, value: int) -> list[int]:
@@ -121,9 +121,9 @@ def all_tokens() -> list[Token]:
     toks += [Token("VAL", (l, k, d)) for l in r(isa.LANES) for k in r(WORD_BYTES) for d in r(256)]
     toks += [Token("VALU", (k, d)) for k in r(WORD_BYTES) for d in r(256)]
     toks += [Token(kind, (l,)) for kind in ("ST", "AT", "AW") for l in r(isa.LANES)]
-    toks += [Token("CT1", (pc, m)) for pc in r(isa.ROM_BLOCKS) for m in r(1 << isa.LANES)]
-    toks += [Token("CT2", (sp, al, ph, wt)) for sp in r(1 << FEATURES["SP"]) for al in r(1 << isa.LANES)
-             for ph in r(PHASES) for wt in r(2)]
+    toks += [Token("CT1", (pc, m, sp)) for pc in r(isa.ROM_BLOCKS) for m in r(1 << isa.LANES)
+             for sp in r(1 << FEATURES["SP"])]
+    toks += [Token("CT2", (al, ph, wt)) for al in r(1 << isa.LANES) for ph in r(PHASES) for wt in r(2)]
     toks += [Token("HALT"), Token("FAULT")]
     return toks
 

@@ -111,8 +111,9 @@ SREG_FIELDS = {
 }
 # nwarps one-hot (bit nwarps - 1), the last thread block's index, each warp's initial lane mask
 CONFIG = Word("CONFIG", nwarps=isa.MAX_WARPS, last_cta=CTA_BITS, mask=(isa.LANES, isa.MAX_WARPS))
-# a warp's status is CT1's payload (top-of-stack pc and mask) then CT2's (stack depth, lanes not
-# exited, barriers passed mod PHASES, waiting at a barrier)
-_CT1 = {"pc": PC_BITS, "mask": isa.LANES}
-_CT2 = {"sp": SP_BITS, "alive": isa.LANES, "phase": bits_for(PHASES - 1), "wait": 1}
+# a warp's status is CT1's payload (top-of-stack pc, mask and stack depth: they change at most
+# block ends) then CT2's (lanes not exited, barriers passed mod PHASES, waiting at a barrier:
+# they change at EXIT and BAR, and only then does CT2 follow CT1)
+_CT1 = {"pc": PC_BITS, "mask": isa.LANES, "sp": SP_BITS}
+_CT2 = {"alive": isa.LANES, "phase": bits_for(PHASES - 1), "wait": 1}
 CT1, CT2, STATUS = Word("CT1", **_CT1), Word("CT2", **_CT2), Word("STATUS", **_CT1, **_CT2)
