@@ -79,12 +79,12 @@ class Tampered:
         return self.fast.cache(state)
 
 
-def test_a_corrupted_val_token_changes_the_result(loaded):
+def test_a_corrupted_result_token_changes_the_result(loaded):
     _, fast, machine = loaded
     clean, _ = launch("dot", fast, machine, check=None)
-    # the last VAL before the store carries the sum (32 = 0x20): feed back 0x21 instead
-    last_val = max(i for i, t in enumerate(clean.stream) if t.kind == "VAL" and t.args[2] == 0x20)
-    change = lambda t: Token("VAL", (t.args[0], t.args[1], t.args[2] ^ 1))
+    # the last VALU before the store carries the sum (32 = 0x20, lane 0 alone): feed back 0x21 instead
+    last_val = max(i for i, t in enumerate(clean.stream) if t.kind == "VALU" and t.args[1] == 0x20)
+    change = lambda t: Token("VALU", (t.args[0], t.args[1] ^ 1))
     tampered = Tampered(fast, machine.vocab, last_val, change)
     run, bad = launch("dot", tampered, machine, check=None)
     assert bad and "33" in bad[0], bad              # the model stored what it was fed: 33
