@@ -696,6 +696,154 @@ def eval_kl(base: str = typer.Option(..., "--base", help='the base checkpoint di
             console.print(f"{key:<28} {value}")
 
 
+CHAT_MODES = ("normal", "advanced")
+
+
+@app.command()
+def chat(model: Path = typer.Option(..., "--model", help="a merged checkpoint directory (qgpu build)"),
+         mode: str = typer.Option("normal", "--mode", help="normal (the model states integer expressions: "
+                                  "gpu_eval) or advanced (the model writes CUDA kernels: gpu_cuda)"),
+         once: Optional[str] = typer.Option(None, "--once", help="ask this one question, print the answer, exit"),
+         as_json: bool = typer.Option(False, "--json", help="one JSON document per turn (questions from --once "
+                                      "or stdin, one a line)"),
+         max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="assistant tokens per turn (default 1,024)"),
+         launch_max_tokens: Optional[int] = typer.Option(None, "--launch-max-tokens",
+                                                         help=f"GPU tokens per launch (default {DEFAULT_MAX_TOKENS:,})"),
+         dtype: str = typer.Option("float32", "--dtype", help=f"{', '.join(MODEL_DTYPES)}"),
+         device: Optional[str] = typer.Option(None, "--device", help="the text model's torch device: cpu, cuda, "
+                                              "cuda:N or mps (default: the best available; launches run on the CPU)")):
+    """Chat with the model; it computes on the GPU inside its own weights. The answer streams as
+    it is written; each GPU call shows its expression or kernel, a live line (tokens, passes,
+    time) and its result."""
+    try:
+        _choice("mode", mode, CHAT_MODES)
+        _choice("dtype", dtype, MODEL_DTYPES)
+        _check_limits(max_tokens, None)
+        if launch_max_tokens is not None and launch_max_tokens < 1:
+            raise ArgSyntaxError(f"--launch-max-tokens must be at least 1, got {launch_max_tokens}")
+        from qwengpu.api import resolve_device
+        from qwengpu.chat.session import DEFAULT_TURN_TOKENS, ChatSession
+        view = ChatView(_show_progress(as_json), quiet=as_json)
+        session = ChatSession(model, mode, dtype=dtype, device=resolve_device(device), events=view,
+                              max_tokens=max_tokens or DEFAULT_TURN_TOKENS,
+                              launch_max_tokens=launch_max_tokens or DEFAULT_MAX_TOKENS)
+        if not as_json and once is None:
+            console.print(f"[dim]chat with {_escape(str(model))} ({mode} mode); an empty line or Ctrl-D ends it[/]")
+        for question in _questions(once, prompt=not as_json):
+            turn = session.ask(question)
+            if as_json:
+                print(json.dumps({"model": str(model), "mode": mode, **turn.to_dict()}))
+            else:
+                view.finish(turn)
+    except QwenGpuError as e:
+        fail(e)
+
+
+def _questions(once: str | None, prompt: bool):
+    """--once, or the user's lines until an empty one or the end of input."""
+    if once is not None:
+        yield once
+        return
+    while True:
+        try:
+            line = console.input("[bold]you>[/] ") if prompt else input()
+        except EOFError:
+            return
+        if not line.strip():
+            return
+        yield line.strip()
+
+
+_CALL_TEXT = re.compile(r"<tool_call>.*?(?:</tool_call>|$)", re.S)
+
+
+class ChatView:
+    """A turn on the terminal (a session's ChatEvents): the text as it streams, without the
+    tool-call markup; each GPU call as it runs, with a live line on stderr; the result."""
+
+    def __init__(self, live: bool, quiet: bool = False):
+        self.live, self.quiet = live, quiet
+        self.text_so_far = self.shown = ""
+        self.status = None
+
+    def text(self, piece: str) -> None:
+        self.text_so_far += piece
+        visible = _CALL_TEXT.sub("", self.text_so_far)
+        if not self.quiet and len(visible) > len(self.shown):
+            console.print(visible[len(self.shown):], end="", markup=False)
+        self.shown = visible
+
+    def call_start(self, call) -> None:
+        self.text_so_far = self.shown = ""
+        if self.quiet:
+            return
+        console.print()
+        args = call.arguments
+        if call.name == "gpu_cuda" and "source" in args:
+            from rich.syntax import Syntax
+            console.print(f"[bold cyan]GPU call[/] gpu_cuda grid={_escape(args.get('grid', '?').strip())} "
+                          f"block={_escape(args.get('block', '?').strip())} args={_escape(args.get('args', '').strip())}")
+            console.print(Syntax(args["source"].strip("\n"), "cpp", theme="ansi_dark"))
+        else:
+            what = args.get("expression", "").strip() or call.error or str(args)
+            console.print(f"[bold cyan]GPU call[/] {_escape(call.name or 'tool call')}: {_escape(what)}")
+        if self.live:
+            self.status = err_console.status("GPU: compiling")
+            self.status.start()
+
+    def launch_token(self, tokens: int, passes: int, seconds: float) -> None:
+        if self.status and tokens % 25 == 1:
+            self.status.update(f"GPU: {tokens:,} tokens, {passes:,} passes, {seconds:.1f} s")
+
+    def call_end(self, gpu) -> None:
+        if self.status:
+            self.status.stop()
+            self.status = None
+        if self.quiet:
+            return
+        colour = "green" if gpu.ok else "red"
+        console.print(f"[{colour}]=>[/] {_escape(gpu.response)}")
+        console.print(f"[dim]{gpu.tokens:,} GPU tokens, {gpu.passes:,} passes, {gpu.seconds:.1f} s[/]")
+
+    def finish(self, turn) -> None:
+        self.text_so_far = self.shown = ""
+        limit = ", stopped at the token limit (--max-tokens)" if turn.stopped == "max_tokens" else ""
+        console.print()
+        console.print(f"[dim]{turn.tokens:,} tokens, {len(turn.calls)} GPU call{'s' * (len(turn.calls) != 1)}, "
+                      f"{turn.seconds:.1f} s{limit}[/]")
+
+
+@eval_app.command("chat")
+def eval_chat(model: Path = typer.Option(..., "--model", help="a merged checkpoint directory (qgpu build)"),
+              as_json: bool = typer.Option(False, "--json", help="print JSON: the summary, then every item"),
+              max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="assistant tokens per item "
+                                                       "(default 1,024 normal, 3,072 advanced; 4 on the stand-in)"),
+              launch_max_tokens: Optional[int] = typer.Option(None, "--launch-max-tokens",
+                                                              help=f"GPU tokens per launch (default {DEFAULT_MAX_TOKENS:,})")):
+    """The chat eval: 26 everyday numeric questions (normal mode: did the model call the GPU, is its
+    answer right) and 6 kernel-writing tasks (advanced mode: right on the first try, within 3)."""
+    try:
+        _check_limits(max_tokens, None)
+        from qwengpu.chat.evalset import ADVANCED, NORMAL, run_eval
+        sizes = {"normal": len(NORMAL), "advanced": len(ADVANCED)}
+
+        def progress(mode: str, i: int, r: dict) -> None:
+            used, right = (r["used_gpu"], r["correct"]) if mode == "normal" else (r["tries"] > 0, r["within_3_tries"])
+            err_console.print(f"[dim]{mode} {i + 1}/{sizes[mode]}: {'GPU used' if used else 'no GPU'}, "
+                              f"{'right' if right else 'wrong'}, {r['tokens']:,} tokens, {r['seconds']:.1f} s[/]")
+        report = run_eval(model, max_tokens=max_tokens, launch_max_tokens=launch_max_tokens, on_item=progress)
+    except QwenGpuError as e:
+        fail(e)
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    n, a = report["normal"], report["advanced"]
+    console.print(f"normal:   {n['used_gpu']}/{n['n']} used the GPU, {n['correct']}/{n['n']} right")
+    console.print(f"advanced: {a['first_try']}/{a['n']} right on the first try, {a['within_3_tries']}/{a['n']} within 3 tries")
+    if report.get("note"):
+        console.print(f"[bold yellow]{_escape(report['note'])}[/]")
+
+
 @app.command()
 def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}"),
          stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward "
