@@ -187,6 +187,22 @@ def test_generation_is_greedy_over_the_text_vocabulary(chat):
     assert best == generated[1]
 
 
+def test_a_template_that_rewrites_earlier_turns_cannot_change_what_the_model_saw(chat):
+    # like Qwen's, which drops the reasoning of turns before the last user message
+    template = chat.tokenizer.chat_template
+    chat.tokenizer.chat_template = template.replace(
+        "(m.content or '')", "(m.content if loop.last else 'OLD')")
+    try:
+        chat.ask("A", script=["x"])
+        chat.ask("B", script=["y"])
+    finally:
+        chat.tokenizer.chat_template = template
+    assert "OLD" not in conversation(chat)
+    assert conversation(chat).endswith(
+        "<|im_start|>user\nA<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nx<|im_end|>\n"
+        "<|im_start|>user\nB<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\ny<|im_end|>")
+
+
 # ---------------------------------------------------------------------------
 # Exactness: a launch leaves the text context as it was
 # ---------------------------------------------------------------------------

@@ -144,7 +144,7 @@ def _run_item(session: ChatSession, mode: str, index: int, item, on_item) -> dic
     turn = session.ask(item.question if mode == "normal" else item.prompt)
     score = score_normal(item, turn) if mode == "normal" else score_advanced(item, turn)
     record = {**asdict(item), **score, "tokens": turn.tokens, "launch_tokens": sum(c.tokens for c in turn.calls),
-              "seconds": round(turn.seconds, 3), "answer": turn.answer, "stopped": turn.stopped}
+              "seconds": round(turn.seconds, 3), "reply": turn.answer, "stopped": turn.stopped}
     if on_item:
         on_item(mode, index, record)
     return record

@@ -14,12 +14,14 @@ so the text after a tool call is what the model computes from that text alone.
 from __future__ import annotations
 
 import copy
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import torch
+from jinja2 import TemplateError
 from transformers.cache_utils import DynamicCache
 
 from qwengpu.api import DEFAULT_MAX_TOKENS, Device
@@ -27,6 +29,7 @@ from qwengpu.chat.tools import MODES, ToolCall, parse_tool_calls, run_tool_call
 from qwengpu.errors import QwenGpuError
 from qwengpu.machine import runtime
 
+TURN = "<|im_start|>"              # what opens a turn in Qwen3.5's chat format (ChatML)
 DEFAULT_TURN_TOKENS = 1024         # assistant tokens a turn may generate (text and calls together)
 SYSTEM = {
     "normal": ("You are a helpful assistant with an exact integer calculator on the GPU inside you. "
@@ -159,19 +162,28 @@ class ChatSession:
     def reset(self) -> None:
         """Start the conversation again from the system turn (whose forward sessions share)."""
         self.messages = [{"role": "system", "content": self.system}]
-        self._closing = ""                # what the template writes after the last turn's end token
+        self._closing = None              # after an assistant stretch: the end token it still needs
         self.cache = DynamicCache(config=self.model.config)
         self.ids: list[int] = []          # every text token the model has seen, in order
         self.chunks: list[list[int]] = []   # ... as fed, one forward each (the exactness test replays them)
         self.logits: torch.Tensor | None = None     # fp32 logits of the next token
-        system = self._render(self.messages)
-        if not system or not self._render(self.messages + [{"role": "user", "content": "?"}], True).startswith(system):
+        system = self._system_turn()
+        if not system:
             return                        # a template that needs the user turn: fed with it
         ids = tuple(self._encode(system))
         if ids not in _SYSTEM_TURNS:
             self._forward(list(ids))
             _SYSTEM_TURNS[ids] = self._snapshot()
         self.cache, self.ids, self.chunks, self.logits = self._snapshot(_SYSTEM_TURNS[ids])
+
+    def _system_turn(self) -> str:
+        """The template's text of the system turn alone, when a conversation's text starts with it."""
+        try:
+            system = self._render(self.messages)
+            first = self._render(self.messages + [{"role": "user", "content": "?"}], True)
+        except TemplateError:             # e.g. a template that wants a user message
+            return ""
+        return system if first.startswith(system) else ""
 
     def _snapshot(self, state=None) -> tuple:
         """A copy of the text context (of `state`, else the current one)."""
@@ -187,7 +199,7 @@ class ChatSession:
         script = list(script) if script is not None else None
         self._append([{"role": "user", "content": question}])
         while True:
-            forced = (script.pop(0) if script else "") if script is not None else None
+            forced = None if script is None else (script.pop(0) if script else "")
             text, ended = self._write(self.max_tokens - turn.tokens, forced, turn)
             turn.text += text
             self._close({"role": "assistant", "content": text}, ended)
@@ -261,19 +273,27 @@ class ChatSession:
         the end token; what the template writes after that token comes with the next message (a
         stretch cut at the limit gets the end token too)."""
         self.messages.append(message)
-        eos = self.tokenizer.eos_token
-        self._closing = ("" if ended else eos) + _after_last(self._render(self.messages), eos)
+        self._closing = "" if ended else self.tokenizer.eos_token
 
     def _append(self, new: list[dict]) -> None:
-        """Feed the template's text for the `new` messages and the assistant's prompt: the
-        rendering of the longer conversation past that of the one the model has seen."""
-        before = self._render(self.messages) if self.ids else ""
+        """Feed the `new` messages (one turn: a user message or a group of tool responses) and the
+        assistant's prompt, as the template writes them: its rendering of the longer conversation
+        from the new turn's TURN marker on. Only the new turn is taken from that rendering, so a
+        template that writes earlier turns differently once more follow (Qwen's drops old
+        reasoning) cannot change what the model has already seen."""
         after = self._render(self.messages + new, generation_prompt=True)
-        if not after.startswith(before):
-            raise ChatError("the chat template renders the conversation differently once more messages "
-                            "follow it; a chat needs a template whose text only grows")
         self.messages += new
-        self._forward(self._encode(self._closing + after[len(before):]))
+        if not self.ids:
+            return self._forward(self._encode(after))
+        starts = [m.start() for m in re.finditer(re.escape(TURN), after)]
+        if len(starts) < 2:
+            raise ChatError(f"the chat template does not write {TURN} turns (Qwen3.5's chat format)")
+        cut, text = starts[-2], after[starts[-2]:]
+        if self._closing is not None:     # after a stretch: what the template writes past its end token
+            eos = self.tokenizer.eos_token
+            text = self._closing + after[after.rindex(eos, 0, cut) + len(eos): cut] + text
+        self._closing = None
+        self._forward(self._encode(text))
 
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
