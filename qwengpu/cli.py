@@ -5,6 +5,8 @@
     qgpu suite [--engine interp|model] [--check replay] [--batch N] [--frontend clang|nvrtc] [-k PATTERN] [--json]
     qgpu bench [--json] [--kernels a,b] [--stock-tokens K] [--dtype float32|bfloat16] [--model DIR] [--fast-step c|torch] [--max-tokens N] [--max-passes N]
     qgpu demo [--engine model|interp] [--max-tokens N] [--max-passes N (interp)]
+    qgpu chat --model DIR [--mode normal|advanced] [--once QUESTION] [--json] [--max-tokens N] [--launch-max-tokens N]
+    qgpu eval chat --model DIR [--json] [--max-tokens N] [--launch-max-tokens N]
 
 Counts: "blocks" are machine blocks executed (one per warp scheduling turn) and "instructions"
 warp-instructions, the same on every engine; on the model engine "tokens" are the generated
