@@ -55,8 +55,7 @@ def test_the_view_shows_each_gpu_call_and_its_result(path, capsys):
     (["--launch-max-tokens", "0"], "--launch-max-tokens must be at least 1"),
 ])
 def test_chat_errors_are_one_line(path, args, message):
-    full = ["chat", "--model", path, "--once", "hi"] + args if args[0] != "--model" else ["chat", *args, "--once", "hi"]
-    r = invoke(*full)
+    r = invoke("chat", "--model", path, "--once", "hi", *args)      # a second --model wins
     assert r.exit_code == 1 and message in r.output
 
 

@@ -2,7 +2,6 @@
 text, scripted turns (forced assistant text) whose tool calls run in the merged model, errors
 and limits, and the exactness of the text context. Expected values are written by hand."""
 import json
-import shutil
 
 import pytest
 import torch

@@ -18,7 +18,6 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import torch
 from jinja2 import TemplateError
