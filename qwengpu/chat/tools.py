@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qwengpu.chat.expr import evaluate_on
-from qwengpu.cli import parse_arg, parse_dims
+from qwengpu.args import parse_arg, parse_dims
 from qwengpu.errors import QwenGpuError
 
 GPU_EVAL = {"type": "function", "function": {
