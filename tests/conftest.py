@@ -19,3 +19,18 @@ def fresh_model_cache():
     api._LOADED.clear()
     yield
     api._LOADED.clear()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def free_chat_models():
+    """A chat session's text model (the whole merged model, 8 GB in fp32 for the stand-in) is kept
+    for later sessions; after each test module it goes, so it never sits beside the larger models
+    of later modules (CI has 24 GB)."""
+    yield
+    import gc
+    import sys
+    session = sys.modules.get("qwengpu.chat.session")
+    if session is not None:
+        session._TEXT_MODELS.clear()
+        session._SYSTEM_TURNS.clear()
+        gc.collect()

@@ -419,7 +419,7 @@ def test_machine_kernel_replay_on_fast_path():
     want = memory.copy()
     run = runtime.launch_on_model(fast, machine, program, grid, block, params, memory,
                                   max_tokens=5000, check="replay")
-    assert run.stream[-1].kind == "HALT" and run.tokens > 1000
+    assert run.stream[-1].kind == "HALT" and run.tokens > 500          # a real run: hundreds of passes
     assert not np.array_equal(memory, want)                 # the kernel wrote its outputs
 
 
