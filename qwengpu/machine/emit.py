@@ -4,7 +4,7 @@
         active; the lowest active lane; whether the active lanes' values differ; the next
         thread block's index; whether this block was the last
     E2  the first such lane; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1) cases
-    E3  one flag per case: next VAL lane, ST lane, EXEC(w, pc, s + 1), the scheduler's
+    E3  one flag per case: next VAL lane, VALU(0), ST lane, EXEC(w, pc, s + 1), the scheduler's
         EXEC, CTA(c + 1), HALT, FAULT (CT1 follows a terminator, CT2 a CT1 whose warp's alive
         lanes, phase or wait change: no flag)
     E4  the output code: every feature dim gets 2 * next - 1, the input's features and the
