@@ -88,8 +88,9 @@ def _bad_lane(stream, program, block, ins, space):
             instrs = program.blocks[pc].instrs if pc < len(program.blocks) else []
             dst = instrs[s].dst.n if s < len(instrs) else None
         elif t.kind in ("VAL", "VALU") and w is not None and dst:
-            *lane, k, d = t.args           # VALU: every active lane
-            for l in lane or [l for l in range(isa.LANES) if mask[w] >> l & 1]:
+            k, d = t.args[-2:]
+            lanes = [t.args[0]] if t.kind == "VAL" else [l for l in range(isa.LANES) if mask[w] >> l & 1]
+            for l in lanes:
                 old = regs[w][l][dst] if k else 0
                 regs[w][l][dst] = (old & ((1 << 8 * k) - 1)) | d << 8 * k
         elif t.kind == "CT1" and w is not None:

@@ -38,10 +38,14 @@ def byte_count(value: int) -> int:
 # ---------------------------------------------------------------------------
 # The prompt
 # ---------------------------------------------------------------------------
+def byte_tokens(kind: str, value: int, *head: int) -> list[Token]:
+    """kind(*head, k, byte k) for k = 0..k_max: how BYTE, VAL and VALU carry a word."""
+    return [tok(kind, *head, k, value >> 8 * k & 0xFF) for k in range(byte_count(value))]
+
+
 def word_tokens(target: str, value: int) -> list[Token]:
     """BYTE(0, d0) .. BYTE(k_max, d) PUT(target): stage the word, then write it at the latched row."""
-    staged = [tok("BYTE", k, value >> 8 * k & 0xFF) for k in range(byte_count(value))]
-    return staged + [tok("PUT", PUT_TARGETS.index(target))]
+    return byte_tokens("BYTE", value) + [tok("PUT", PUT_TARGETS.index(target))]
 
 
 def rows_tokens(rows: dict[int, list[tuple[str, int]]]) -> list[Token]:
@@ -164,10 +168,10 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
         """One VALU per byte when every active lane gets the same value, else VALs lane by lane."""
         values = [val(l, reg) for l in lanes]
         if len(set(values)) == 1:
-            stream.extend(tok("VALU", k, values[0] >> 8 * k & 0xFF) for k in range(byte_count(values[0])))
+            stream.extend(byte_tokens("VALU", values[0]))
             return
         for l, value in zip(lanes, values):
-            stream.extend(tok("VAL", l, k, value >> 8 * k & 0xFF) for k in range(byte_count(value)))
+            stream.extend(byte_tokens("VAL", value, l))
 
     for s, ins in enumerate(instrs):
         stream.add(tok("EXEC", step.warp, step.pc, s))
@@ -179,10 +183,8 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
             for l in lanes:
                 stream.add(tok("AT", l))
                 if ins.dst.n:
-                    old = val(l, ins.dst.n)
-                    stream.extend(tok("VAL", l, k, old >> 8 * k & 0xFF) for k in range(byte_count(old)))
-                new = next(stores)[2]
-                stream.extend(tok("BYTE", k, new >> 8 * k & 0xFF) for k in range(byte_count(new)))
+                    stream.extend(byte_tokens("VAL", val(l, ins.dst.n), l))
+                stream.extend(byte_tokens("BYTE", next(stores)[2]))
                 stream.add(tok("AW", l))
         elif ins.dst.n:
             writeback(ins.dst.n)
