@@ -348,7 +348,7 @@ def _run_model(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
         dev.on_phase("prefill")
     on_token = _before_first_token(lambda: dev.on_phase("decode"), dev.on_token) if dev.on_phase else dev.on_token
     run = launch_on_model(model, machine, fn.program, launch.grid, launch.block, launch.params, launch.memory,
-                          max_tokens=max_tokens, check=dev.check, on_token=on_token)
+                          max_tokens=max_tokens, check=dev.check, copy_out=launch.output_words(), on_token=on_token)
     launch.copy_back()
     return LaunchResult("model", run.seconds, run.instructions, run.passes, run.tokens,
                         run.stream if trace else None, blocks=run.passes - run.instructions,

@@ -142,7 +142,7 @@ def run_fast(fast, machine, k: KernelLaunch, max_tokens: int = SUITE_MAX_TOKENS)
     L, first_token_at = k.launch, []
     on_token = lambda token: first_token_at.append(time.perf_counter()) if not first_token_at else None  # noqa: E731
     run = runtime.launch_on_model(fast, machine, L.program, L.grid, L.block, L.params, k.memory,
-                                  max_tokens=max_tokens, check="replay", on_token=on_token)
+                                  max_tokens=max_tokens, check="replay", copy_out=L.output_words(), on_token=on_token)
     launch_started = time.perf_counter() - run.seconds   # run.seconds ends just before it returns
     return run, run.seconds, first_token_at[0] - launch_started
 
@@ -151,7 +151,7 @@ def run_stock(model, machine, k: KernelLaunch, count: int,
               progress: Callable[[int], None] | None = None) -> tuple[list[int], float, float]:
     """The first `count` generated token ids of the stock forward: (ids, prefill s, decode s)."""
     L, vocab = k.launch, machine.vocab
-    ids = [vocab.id(t) for t in protocol.prompt(L.program, L.grid, L.block, L.params, k.memory)]
+    ids = [vocab.id(t) for t in protocol.prompt(L.program, L.grid, L.block, L.params, k.memory, L.output_words())]
     decoder = runtime.StockDecoder(model, vocab.first_id, vocab.first_id + len(vocab))
     start = time.perf_counter()
     stream = [decoder.prefill(ids)]
@@ -172,8 +172,8 @@ def bench_kernel(model, fast, machine, name: str, stock_tokens: int,
     max_tokens, max_passes = limits or (SUITE_MAX_TOKENS, interp.DEFAULT_MAX_PASSES)
     k = kernel_launch(name)
     L = k.launch
-    expected = protocol.expected_stream(L.program, L.grid, L.block, L.params, k.memory)
-    prompt_tokens = len(protocol.prompt(L.program, L.grid, L.block, L.params, k.memory))
+    expected = protocol.expected_stream(L.program, L.grid, L.block, L.params, k.memory, L.output_words())
+    prompt_tokens = len(protocol.prompt(L.program, L.grid, L.block, L.params, k.memory, L.output_words()))
     interp_s = time_interp(k, max_passes)
     error, replay_exact = "", True
     try:

@@ -5,7 +5,8 @@ memory layout"): global memory starts with the kernel's __device__ variables
 (program.global_init), then each array argument in argument order; a pointer
 parameter's CONST word holds its array's byte address, a scalar's its 32-bit
 value. After the engine ran, `copy_back` writes each array's words back into
-the caller's array in place.
+the caller's array in place. `output_words` are the words the kernel may write: what the model
+engine copies out into its tokens at the end (qwengpu/machine/copyout.py).
 """
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ class Launch:
     params: list[int]
     memory: np.ndarray
     arrays: list[ArraySlot] = field(default_factory=list)
+    slot_of: dict[int, ArraySlot] = field(default_factory=dict)     # array argument -> its slot
 
     @classmethod
     def build(cls, program: isa.Program, grid, block, args: Sequence,
@@ -59,6 +61,7 @@ class Launch:
             memory[word] = isa.u32(value)
         params = [0] * (max([p.word + 1 for p in program.params] + [0]))
         arrays: list[ArraySlot] = []
+        slot_of: dict[int, ArraySlot] = {}
         next_word = program.static_global_words
         for i, (param, arg) in enumerate(zip(program.params, args)):
             what = f"argument {i} ({names[i]})"
@@ -71,6 +74,7 @@ class Launch:
                     slot = ArraySlot(i, arg, next_word)
                     arrays.append(slot)
                     next_word += arg.size
+                slot_of[i] = slot
                 params[param.word] = slot.word * 4  # byte address
             else:
                 params[param.word] = scalar_word(what, arg, param.bits)
@@ -81,7 +85,18 @@ class Launch:
                                     f"the limit is {isa.GLOBAL_WORDS} words")
         for slot in arrays:
             memory[slot.words] = slot.array.view(np.uint32)
-        return cls(program, grid3, block3, params, memory, arrays)
+        return cls(program, grid3, block3, params, memory, arrays, slot_of)
+
+    def output_words(self) -> list[int]:
+        """The global words the kernel may write, in address order: the arrays of the parameters
+        the lowering's may-write analysis names (program.writes) and, when it says so, the
+        __device__ region; every array and that region when the program has no analysis."""
+        writes = getattr(self.program, "writes", None)
+        words = set(range(self.program.static_global_words)) if writes is None or writes.static else set()
+        for i, slot in self.slot_of.items():
+            if writes is None or i in writes.params:
+                words.update(range(slot.word, slot.word + slot.array.size))
+        return sorted(words)
 
     def copy_back(self) -> None:
         """Write each array's final words into the caller's array (same dtype)."""

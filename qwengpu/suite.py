@@ -189,8 +189,8 @@ def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAUL
     if not ready:
         return reports
     model, machine = device.model_and_machine()
-    jobs = [runtime.LaunchJob(p.launch.program, p.launch.grid, p.launch.block, p.launch.params, p.launch.memory)
-            for p in ready]
+    jobs = [runtime.LaunchJob(p.launch.program, p.launch.grid, p.launch.block, p.launch.params, p.launch.memory,
+                              p.launch.output_words()) for p in ready]
 
     def finished(index: int, result) -> None:
         _finish(ready[index], result)

@@ -32,8 +32,8 @@ from qwengpu.machine.alu import ALU_OPS, build_alu
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
 from qwengpu.machine.encoding import OPCODES, SPACES, TERM_WORD, WORD0
 from qwengpu.machine.tokens import FEATURES, KINDS, PUT_TARGETS, SLOTS, Vocab
-from qwengpu.machine.words import (CONFIG, CT1, CT2, CTA_BITS, PC_BITS, SREG, SREG_FIELDS, STATUS, TID_BITS,
-                                   WARP_BITS, WORD_BITS, Word)
+from qwengpu.machine.words import (CONFIG, COPY0, COPYROW, CT1, CT2, CTA_BITS, GROUP_BITS, PC_BITS, SREG,
+                                   SREG_FIELDS, STATUS, TID_BITS, WARP_BITS, WORD_BITS, Word)
 
 L_IN, L_ROM, L_STATUS, L_REG, L_EXEC = 0, 1, 2, 3, 4
 ROW_BITS = 7                                   # 128 rows per GDN head
@@ -152,6 +152,7 @@ class Machine:
         self._status_and_pending()
         self._operands()
         self._execute()
+        self._copy_out()
         self._memory()
         self._queues()
         self._atomic()
@@ -232,6 +233,7 @@ class Machine:
                 t, k0 = self._is_op_terms(name)
                 t2, k2 = match(self.w0["space"], g)
                 flag_if(c, L, [(t, k0, 6), (t2, k2, 2)], {out[g]: 1})
+        G.relu(c, L, {self.k["COPY"]: 1}, 0, {self.ld_space[0]: 1})     # a COPY pass loads from global
         self.sreg = c.field("sreg", len(isa.SReg), L)
         for r in isa.SReg:
             t, k0 = self._is_op_terms("S2R")
@@ -398,6 +400,59 @@ class Machine:
         G.step(c, at + 1, {diff[0]: 1}, 1, {self.ct2_changed[0]: 1})
         c.clear(diff, at + 1)
 
+    # ---- copy-out: COPY(g) loads group g's words, every lane it copies (qwengpu/machine/copyout.py) ----
+    def _copy_out(self):
+        c, k, g, L = self.c, self.k, self.f["CG"], L_EXEC
+        banks = 1 << GROUP_BITS - ROW_BITS
+        high = GROUP_BITS - ROW_BITS
+        rd, wr = c.field("copy.rd", banks, L_IN), c.field("copy.wr", banks, L_IN)
+        for b in range(banks):          # the table's bank of this COPY's group, and of a PUT's row
+            t, k0 = match(view(g, ROW_BITS, GROUP_BITS), b)
+            flag_if(c, L_IN, [({k["COPY"]: 1}, 0, 1), (t, k0, high)], {rd[b]: 1})
+            t, k0 = match(view(self.latch, ROW_BITS, GROUP_BITS), b)
+            flag_if(c, L_IN, [({self.put["COPYTAB"]: 1}, 0, 1), (t, k0, high)], {wr[b]: 1})
+        carry = c.field("copy.carry", GROUP_BITS, L_IN)      # carry[i]: bits 0..i-1 of g are all 1
+        for i in range(1, GROUP_BITS):
+            G.step(c, L_IN, {g[j]: 1 for j in range(i)}, i, {carry[i]: 1})
+        inc = c.field("copy.inc", GROUP_BITS, L_ROM)          # g + 1 (COPY passes)
+        G.relu(c, L_ROM, {k["COPY"]: 1, g[0]: -1}, 0, {inc[0]: 1})
+        for i in range(1, GROUP_BITS):                        # bit i: g_i xor carry_i
+            G.relu(c, L_ROM, {g[i]: 1, carry[i]: 1}, 0, {inc[i]: 1})
+            G.relu(c, L_ROM, {g[i]: 1, carry[i]: 1}, -1, {inc[i]: -2})
+        c.clear(carry, L_ROM + 1)
+        row = c.field("copy.row", COPYROW.width, L)
+        for b in range(banks):
+            bank = declare_bank(c, L, f"copytab{b}", 1 << ROW_BITS, COPYROW.width)
+            B.write_bits(c, bank, B.bits(view(self.latch, 0, ROW_BITS)), B.bits(view(self.staged, 0, COPYROW.width)),
+                         [wr[b]])
+            B.read_into(c, bank, B.bits(view(g, 0, ROW_BITS)), row.dims, enable=[rd[b]])
+        start = B.register(c, L, "copy0", COPY0.width)
+        self.copy0 = c.field("copy0", COPY0.width, L)
+        B.write_bits(c, start, self.zero, B.bits(view(self.staged, 0, COPY0.width)), [self.put["COPY0"]])
+        B.read_into(c, start, self.zero, self.copy0.dims)
+        explicit = c.field("copy.explicit", 1, L)             # a row left 0: every lane, then g + 1
+        G.step(c, L, {d: 1 for d in row.dims}, 1, {explicit[0]: 1})
+        # L + 1: the lanes to copy join the status mask (0 on a COPY pass), the next group
+        self.copy_next = c.field("copy.next", GROUP_BITS, L + 1)
+        mask, after = part(row, COPYROW, "mask"), part(row, COPYROW, "next")
+        for l in range(isa.LANES):
+            G.relu(c, L + 1, {mask[l]: 1}, 0, {self.cs.mask[l]: 1})
+            G.relu(c, L + 1, {k["COPY"]: 1, explicit[0]: -1}, 0, {self.cs.mask[l]: 1})
+        for i in range(GROUP_BITS):
+            G.relu(c, L + 1, {after[i]: 1}, 0, {self.copy_next[i]: 1})
+            G.relu(c, L + 1, {inc[i]: 1, explicit[0]: -1}, 0, {self.copy_next[i]: 1})
+        self.copy_row = row
+        c.clear(explicit, L + 2)
+        c.clear(inc, L + 2)
+        # each lane's address: word LANES * g + l, as a byte address where the ALU's result goes
+        at = self.exec_end - 1
+        for l in range(isa.LANES):
+            for i in range(2):
+                if l >> i & 1:
+                    G.relu(c, at, {k["COPY"]: 1}, 0, {self.r[l][2 + i]: 1})
+            for i in range(GROUP_BITS):
+                G.relu(c, at, {k["COPY"]: 1, g[i]: 1}, -1, {self.r[l][4 + i]: 1})
+
     # ---- memory ------------------------------------------------------------------------------------------
     def _memory(self):
         c, f, k = self.c, self.f, self.k
@@ -502,10 +557,10 @@ class Machine:
         c, k, L = self.c, self.k, self.L_r
         for l in range(4):
             bank = B.register(c, L, f"result{l}", 32)
-            B.write_bits(c, bank, self.zero, B.bits(self.r[l]), [k["EXEC"], k["AT"]])
+            B.write_bits(c, bank, self.zero, B.bits(self.r[l]), [k["EXEC"], k["AT"], k["COPY"]])
             B.read_into(c, bank, self.zero, self.r[l].dims, enable=[k["VAL"], k["VALU"], k["ST"]])
         mq = B.register(c, L, "mask", 4)
-        B.write_bits(c, mq, self.zero, B.bits(self.cs.mask), [k["EXEC"]])
+        B.write_bits(c, mq, self.zero, B.bits(self.cs.mask), [k["EXEC"], k["COPY"]])
         B.read_into(c, mq, self.zero, self.cs.mask.dims, enable=[k["VAL"], k["VALU"], k["ST"], k["AW"]])
         ns = self.ns
         ctl = c.field("ctl", CT2.width + 1, L)          # CT2's payload, and whether it changed
@@ -515,6 +570,16 @@ class Machine:
         B.read_into(c, cq, self.zero, ctl.dims, enable=[k["CT1"]])
         self.ctq = {name.upper(): part(ctl, CT2, name) for name in CT2.fields}     # FEATURES' names
         self.ct2_follows = view(ctl, CT2.width, CT2.width + 1, "ct2_follows")
+        # after a COPY pass its words' tokens: then the next group, or HALT after the last
+        copyq = c.field("copyq", GROUP_BITS + 2, L)
+        q = B.register(c, L, "copyq", GROUP_BITS + 2)
+        B.write_bits(c, q, self.zero, B.bits(self.copy_next) + B.bits(part(self.copy_row, COPYROW, "last")) + [[k["COPY"]]],
+                     [k["COPY"]])
+        B.read_into(c, q, self.zero, copyq.dims, enable=[k["VAL"], k["VALU"]])
+        c.clear(self.copy_next, L + 1)
+        c.clear(self.copy_row, L + 1)
+        self.copyq = {"next": view(copyq, 0, GROUP_BITS, "copy.next"), "last": copyq.dims[GROUP_BITS],
+                      "copying": copyq.dims[GROUP_BITS + 1]}
 
     # ---- atomics: old (this lane's load) -> new, kept for the VAL/BYTE passes that follow --------------
     def _atomic(self):

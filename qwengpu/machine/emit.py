@@ -5,8 +5,8 @@
         thread block's index; whether this block was the last
     E2  the first such lane; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1) cases
     E3  one flag per case: next VAL lane, VALU(0), ST lane, EXEC(w, pc, s + 1), the scheduler's
-        EXEC, CTA(c + 1), HALT, FAULT (CT1 follows a terminator, CT2 a CT1 whose warp's alive
-        lanes, phase or wait change: no flag)
+        EXEC, CTA(c + 1), the copy-out's first or next COPY, HALT, FAULT (CT1 follows a
+        terminator, CT2 a CT1 whose warp's alive lanes, phase or wait change: no flag)
     E4  the output code: every feature dim gets 2 * next - 1, the input's features and the
         anchor are cleared, so the tied head's argmax is exactly the next token
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 from qwengpu import isa
 from qwengpu.circuit import gadgets as G
 from qwengpu.machine.tokens import FEATURES, KINDS, SLOTS
-from qwengpu.machine.words import CONFIG, CTA_BITS, PC_BITS, WARP_BITS
+from qwengpu.machine.words import CONFIG, COPY0, CTA_BITS, GROUP_BITS, PC_BITS, WARP_BITS
 
 
 def build_emit(m) -> int:
@@ -32,10 +32,10 @@ def build_emit(m) -> int:
     nz = {(l, j): c.field(f"nz{l}.{j}", 1, E1) for l in lanes for j in range(3)}
     for (l, j), fld in nz.items():
         G.step(c, E1, {d: 1 for d in m.r[l].dims[8 * (j + 1):]}, 1, {fld[0]: 1})
-    cand = c.field("cand", 4, E1)          # active lanes after the current one (all of them on EXEC)
+    cand = c.field("cand", 4, E1)          # active lanes after the current one (all of them on EXEC, COPY)
     for l in lanes:
         after = {f["LANE"][i]: 1 for i in range(l)}
-        G.relu(c, E1, {**after, k["EXEC"]: 1, m.cs.mask[l]: 1}, -1, {cand[l]: 1})
+        G.relu(c, E1, {**after, k["EXEC"]: 1, k["COPY"]: 1, m.cs.mask[l]: 1}, -1, {cand[l]: 1})
     next_cta = c.field("next_cta", CTA_BITS, E1)
     G.basis(c, E1, {d: 1 << i for i, d in enumerate(m.cta.dims)}, 0,
             [(lambda v, i=i: (v + 1) >> i & 1, {next_cta[i]: 1}) for i in range(CTA_BITS)], values=list(range(1 << CTA_BITS)))
@@ -45,11 +45,11 @@ def build_emit(m) -> int:
     low = c.field("low", isa.LANES, E1)    # the lowest active lane (EXEC and VALU passes)
     for l in lanes:
         G.relu(c, E1, {m.cs.mask[l]: 1, **{m.cs.mask[i]: -1 for i in range(l)}}, 0, {low[l]: 1})
-    # EXEC passes: bits on which two active lanes' values differ (0: one VALU token per byte)
+    # EXEC and COPY passes: bits on which two active lanes' values differ (0: one VALU token per byte)
     mixed = c.field("mixed", 1, E1, kind="int", vmax=32 * len(lanes) * (len(lanes) - 1) // 2)
     for l in lanes:
         for l2 in range(l + 1, len(lanes)):
-            both = {m.cs.mask[l]: 1, m.cs.mask[l2]: 1, k["EXEC"]: 1}
+            both = {m.cs.mask[l]: 1, m.cs.mask[l2]: 1, k["EXEC"]: 1, k["COPY"]: 1}
             for i in range(32):
                 for x, y in ((m.r[l][i], m.r[l2][i]), (m.r[l2][i], m.r[l][i])):
                     G.relu(c, E1, {**both, x: 1, y: -1}, -3, {mixed[0]: 1})
@@ -83,13 +83,16 @@ def build_emit(m) -> int:
     anyc = {first[l]: 1 for l in lanes}
 
     # ---- E3: case flags
-    names = ("vlane", "ulane", "st", "at", "atval", "abyte", "aw", "nexec", "sched", "cta", "halt", "fault")
+    names = ("vlane", "ulane", "st", "at", "atval", "abyte", "aw", "nexec", "sched", "cta", "copy0", "copy",
+             "halt", "fault")
     flag = {name: c.field(f"next.{name}", 1, E3) for name in names}
     no_vn, no_c = {d: -1 for d in vnany}, {d: -1 for d in anyc}
     fault = m.fault[0]                      # EXEC passes only: FAULT replaces every other next token
     # after an EXEC with a result: VAL(first lane, 0) when the lanes' values differ, else VALU(0)
     G.relu(c, E3, {m.has_wb[0]: 1, **anyc, split[0]: 1, fault: -1}, -2, {flag["vlane"][0]: 1})
     G.relu(c, E3, {m.has_wb[0]: 1, **anyc, split[0]: -1, fault: -1}, -1, {flag["ulane"][0]: 1})
+    G.relu(c, E3, {k["COPY"]: 1, **anyc, split[0]: 1, fault: -1}, -2, {flag["vlane"][0]: 1})      # copy-out
+    G.relu(c, E3, {k["COPY"]: 1, **anyc, split[0]: -1, fault: -1}, -1, {flag["ulane"][0]: 1})
     G.relu(c, E3, {k["VAL"]: 1, **no_vn, **anyc, patom: -1}, -1, {flag["vlane"][0]: 1})
     G.relu(c, E3, {k["ST"]: 1, m.op["ST"][0]: 1, **anyc, fault: -1}, -1, {flag["st"][0]: 1})
     G.relu(c, E3, {k["AW"]: 1, m.op["ATOM"][0]: 1, **anyc, fault: -1}, -1, {flag["at"][0]: 1})
@@ -97,8 +100,15 @@ def build_emit(m) -> int:
     G.relu(c, E3, {k["AT"]: 1, pdst: -1}, 0, {flag["abyte"][0]: 1})
     G.relu(c, E3, {k["VAL"]: 1, patom: 1, **no_vn}, -1, {flag["abyte"][0]: 1})
     G.relu(c, E3, {k["BYTE"]: 1, **{d: -1 for d in bnany}}, 0, {flag["aw"][0]: 1})
-    G.relu(c, E3, {k["VAL"]: 1, **no_vn, **no_c, patom: -1}, 0, {flag["nexec"][0]: 1})
-    G.relu(c, E3, {k["VALU"]: 1, **{d: -1 for d in unany}}, 0, {flag["nexec"][0]: 1})
+    # a VAL or VALU that ends a result: the warp's next instruction, or in the copy-out the next
+    # group (COPY) or HALT after the last
+    copying, copy_last = m.copyq["copying"], m.copyq["last"]
+    ends = ({k["VAL"]: 1, **no_vn, **no_c}, {k["VALU"]: 1, **{d: -1 for d in unany}})
+    for end in ends:
+        G.relu(c, E3, {**end, copying: 1, copy_last: -1}, -1, {flag["copy"][0]: 1})
+        G.relu(c, E3, {**end, copying: 1, copy_last: 1}, -2, {flag["halt"][0]: 1})
+    G.relu(c, E3, {**ends[0], patom: -1, copying: -1}, 0, {flag["nexec"][0]: 1})
+    G.relu(c, E3, {**ends[1], copying: -1}, 0, {flag["nexec"][0]: 1})
     G.relu(c, E3, {k["ST"]: 1, **no_c}, 0, {flag["nexec"][0]: 1})
     G.relu(c, E3, {k["AW"]: 1, **no_c}, 0, {flag["nexec"][0]: 1})
     term_flags = {m.op[t][0]: -1 for t in ("JMP", "BRC", "BAR", "EXIT")}
@@ -110,7 +120,10 @@ def build_emit(m) -> int:
     # a divergent barrier's deadlock may leave a warp runnable: FAULT replaces its EXEC
     G.relu(c, E3, {**sched_pass, m.sched["found"][0]: 1, m.sched["deadlock"][0]: -1}, -1, {flag["sched"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: -1}, -1, {flag["cta"][0]: 1})
-    G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: 1}, -2, {flag["halt"][0]: 1})
+    # after the last thread block: the copy-out's first group, or HALT when there is none
+    any_copy = m.copy0[COPY0.bits("any").start]
+    G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: 1, any_copy: 1}, -3, {flag["copy0"][0]: 1})
+    G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: 1, any_copy: -1}, -2, {flag["halt"][0]: 1})
     G.relu(c, E3, {k[n]: 1 for n in ("LATCH", "BYTE", "PUT", "HALT", "FAULT")}, 0, {flag["halt"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["deadlock"][0]: 1}, -1, {flag["fault"][0]: 1})
     G.relu(c, E3, {fault: 1}, 0, {flag["fault"][0]: 1})
@@ -213,6 +226,13 @@ def build_emit(m) -> int:
     for name, fld in m.ctq.items():
         for i, d in enumerate(fld.dims):
             emit(name, i, {k["CT1"]: 1, follows: 1, d: 1}, -2)
+    # COPY(the first group) or COPY(the next group)
+    kind("COPY", {fl["copy0"]: 1})
+    kind("COPY", {fl["copy"]: 1})
+    first_group = [m.copy0[b] for b in COPY0.bits("group")]
+    for i in range(GROUP_BITS):
+        emit("CG", i, {fl["copy0"]: 1, first_group[i]: 1}, -1)
+        emit("CG", i, {fl["copy"]: 1, m.copyq["next"][i]: 1}, -1)
     # CTA(c + 1), HALT, FAULT
     kind("CTA", {fl["cta"]: 1})
     for i in range(CTA_BITS):

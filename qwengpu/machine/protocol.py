@@ -7,6 +7,7 @@ tokens the model must write from the reference interpreter's trace, for `--check
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,35 +15,23 @@ import numpy as np
 from qwengpu import interp, isa
 from qwengpu.errors import DeadlockError, LaunchError, MachineLimitError, MemoryFault
 from qwengpu.launch import check_grid_block
+from qwengpu.machine import copyout
 from qwengpu.machine.encoding import block_words
-from qwengpu.machine.tokens import LATCH_BITS, PUT_TARGETS, Token
+from qwengpu.machine.tokens import LATCH_BITS, PUT_TARGETS, Token, byte_tokens, tok, writeback_tokens
 from qwengpu.machine.words import CONFIG, PHASES, SREG
 
 # each kind's arguments by name: the fields compare() reports and don't-cares name
 ARG_NAMES = {"LATCH": ("value",), "BYTE": ("byte", "data"), "PUT": ("target",), "CTA": ("cta",),
              "EXEC": ("warp", "pc", "slot"), "VAL": ("lane", "byte", "data"), "VALU": ("byte", "data"), "ST": ("lane",),
-             "AT": ("lane",), "AW": ("lane",), "CT1": ("pc", "mask", "sp"), "CT2": ("alive", "phase", "wait"), "HALT": (), "FAULT": ()}
+             "AT": ("lane",), "AW": ("lane",), "CT1": ("pc", "mask", "sp"), "CT2": ("alive", "phase", "wait"),
+             "COPY": ("group",), "HALT": (), "FAULT": ()}
 SREG_ROWS_PER_CTA = isa.MAX_WARPS     # special-register table row = cta * MAX_WARPS + warp
 CHECKS = (None, "replay")             # how a run's generated stream may be checked
-
-
-def tok(kind: str, *args: int) -> Token:
-    return Token(kind, tuple(args))
-
-
-def byte_count(value: int) -> int:
-    """Bytes 0..k_max of a word, k_max its highest nonzero byte (1 for zero)."""
-    return max(1, (value.bit_length() + 7) // 8)
 
 
 # ---------------------------------------------------------------------------
 # The prompt
 # ---------------------------------------------------------------------------
-def byte_tokens(kind: str, value: int, *head: int) -> list[Token]:
-    """kind(*head, k, byte k) for k = 0..k_max: how BYTE, VAL and VALU carry a word."""
-    return [tok(kind, *head, k, value >> 8 * k & 0xFF) for k in range(byte_count(value))]
-
-
 def word_tokens(target: str, value: int) -> list[Token]:
     """BYTE(0, d0) .. BYTE(k_max, d) PUT(target): stage the word, then write it at the latched row."""
     return byte_tokens("BYTE", value) + [tok("PUT", PUT_TARGETS.index(target))]
@@ -100,11 +89,14 @@ def config_word(grid, block) -> int:
     return CONFIG.pack(nwarps=1 << len(masks) - 1, last_cta=grid[0] * grid[1] * grid[2] - 1, mask=masks)
 
 
-def prompt(program: isa.Program, grid, block, const_words: list[int], global_words: np.ndarray) -> list[Token]:
-    """The prefill: ROM, GLOBAL, CONST, the special-register table, CONFIG, then CTA(0).
+def prompt(program: isa.Program, grid, block, const_words: list[int], global_words: np.ndarray,
+           copy_out: Iterable[int] = ()) -> list[Token]:
+    """The prefill: ROM, GLOBAL, CONST, the special-register table, CONFIG and the copy-out
+    list, then CTA(0).
 
     const_words: the parameter words (program.const_init is laid over them);
-    global_words: the initial global memory, GLOBAL_WORDS words."""
+    global_words: the initial global memory, GLOBAL_WORDS words;
+    copy_out: the global words the model writes as tokens at the end (copyout.py)."""
     isa.check_program(program)
     grid, block = check_grid_block(grid, block)
     glob = np.asarray(global_words)
@@ -117,8 +109,10 @@ def prompt(program: isa.Program, grid, block, const_words: list[int], global_wor
     ctas, warps = grid[0] * grid[1] * grid[2], len(thread_masks(block))
     sregs = {c * SREG_ROWS_PER_CTA + w: [(f"SREG{j}", v) for j, v in enumerate(sreg_words(grid, block, c, w))]
              for c in range(ctas) for w in range(warps)}
-    config = {0: [("CONFIG", config_word(grid, block))]}
-    sections = (rom, memory, const, sregs, config)
+    first, rows = copyout.prompt_words(copy_out)
+    config = {0: [("CONFIG", config_word(grid, block)), ("COPY0", first)]}
+    table = {g: [("COPYTAB", row)] for g, row in rows.items()}
+    sections = (rom, memory, const, sregs, config, table)
     return [t for rows in sections for t in rows_tokens(rows)] + [tok("CTA", 0)]
 
 
@@ -164,15 +158,6 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
         assert (lane, r) == (l, reg), "interp trace out of step with the program"
         return value
 
-    def writeback(reg):
-        """One VALU per byte when every active lane gets the same value, else VALs lane by lane."""
-        values = [val(l, reg) for l in lanes]
-        if len(set(values)) == 1:
-            stream.extend(byte_tokens("VALU", values[0]))
-            return
-        for l, value in zip(lanes, values):
-            stream.extend(byte_tokens("VAL", value, l))
-
     for s, ins in enumerate(instrs):
         stream.add(tok("EXEC", step.warp, step.pc, s))
         if ins.op is isa.Op.ST:
@@ -187,7 +172,7 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
                 stream.extend(byte_tokens("BYTE", next(stores)[2]))
                 stream.add(tok("AW", l))
         elif ins.dst.n:
-            writeback(ins.dst.n)
+            stream.extend(writeback_tokens(lanes, [val(l, ins.dst.n) for l in lanes]))
 
 
 def _traced_run(program, grid, block, params, memory) -> tuple[list[interp.Step], Exception | None]:
@@ -209,8 +194,10 @@ def _traced_run(program, grid, block, params, memory) -> tuple[list[interp.Step]
     return machine.steps, fault
 
 
-def expected_stream(program: isa.Program, grid, block, params: list[int], memory: np.ndarray) -> Stream:
-    """The tokens after the prompt, from the interpreter's trace (docs/protocol.md).
+def expected_stream(program: isa.Program, grid, block, params: list[int], memory: np.ndarray,
+                    copy_out: Iterable[int] = ()) -> Stream:
+    """The tokens after the prompt, from the interpreter's trace (docs/protocol.md), ending
+    with the copy-out of the words `copy_out` (when there is no fault) and HALT.
 
     CT1 is the warp's new top of stack, which is where its next pass starts; its sp is
     always don't-care (the lazy stack's depth may differ from interp's), and so is CT1 of
@@ -256,6 +243,8 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
         if new != status[w]:
             stream.add(tok("CT2", *new))
         status[w] = new
+    if not fault:
+        stream.extend(copyout.expected_tokens(copy_out, final))
     stream.add(tok("FAULT" if fault else "HALT"))
     return stream
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -23,7 +23,7 @@ import torch
 from qwengpu import isa
 from qwengpu.errors import ExecutionError, QwenGpuError, ReplayMismatch  # noqa: F401 (re-exported)
 from qwengpu.launch import check_grid_block
-from qwengpu.machine import DEFAULT_BATCH, protocol
+from qwengpu.machine import DEFAULT_BATCH, copyout, protocol
 from qwengpu.machine.tokens import Token
 
 CHECKS = protocol.CHECKS
@@ -34,13 +34,15 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 class ModelRun:
     """tokens: generated tokens (HALT included); passes: EXEC tokens; instructions: EXEC
     tokens that are not terminators; stream: the generated tokens themselves; seconds: prefill
-    and decode (and memory read-back); prefill_seconds: the prefill alone (launch_on_model)."""
+    and decode (and memory read-back); prefill_seconds: the prefill alone (launch_on_model);
+    copied: the words of the copy-out, decoded from the stream (word -> value)."""
     tokens: int
     passes: int
     instructions: int
     seconds: float
     stream: list[Token] = field(default_factory=list)
     prefill_seconds: float = 0.0
+    copied: dict[int, int] = field(default_factory=dict)
 
 
 def load_model(path: str | Path, dtype: str = "float32", device: str = "cpu"):
@@ -134,17 +136,20 @@ def _new_cache(model):
 
 
 def launch_on_model(model, machine, program: isa.Program, grid, block, params: list[int], memory: np.ndarray,
-                    *, max_tokens: int, check: str | None = None,
+                    *, max_tokens: int, check: str | None = None, copy_out: Sequence[int] | None = None,
                     on_token: Callable[[Token], None] | None = None) -> ModelRun:
     """Run one launch on `model`, a stock merged model or a FastModel of one (global memory
-    `memory` is updated in place)."""
+    `memory` is updated in place from the model's state). With `copy_out` (a list of global
+    words, maybe empty) the model also writes those words as tokens at the end, and they must
+    agree with its state (check_copy_out); None: no copy-out."""
     if check not in CHECKS:
         raise QwenGpuError(f"check {check!r}: choose one of {', '.join(str(c) for c in CHECKS)}")
     grid, block = check_grid_block(grid, block)
     vocab = machine.vocab
     bind_vocab(model, vocab)
-    expected = protocol.expected_stream(program, grid, block, params, memory) if check == "replay" else None
-    ids = [vocab.id(t) for t in protocol.prompt(program, grid, block, params, memory)]
+    args = (program, grid, block, params, memory, copy_out or ())
+    expected = protocol.expected_stream(*args) if check == "replay" else None
+    ids = [vocab.id(t) for t in protocol.prompt(*args)]
     start = time.perf_counter()
     decoder = (FastDecoder(model) if hasattr(model, "new_state")
                else StockDecoder(model, vocab.first_id, vocab.first_id + len(vocab)))
@@ -164,11 +169,13 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
         if len(stream) >= max_tokens:
             raise token_limit_error(max_tokens)
         token = vocab.token(decoder.step(vocab.id(token)))
+    before = memory.copy()
     memory[:] = machine.read_global(decoder.cache, layer_offset=0)
     seconds = time.perf_counter() - start
     if expected is not None:
         _check_memory(expected.memory, memory)
-    run = _model_run(program, stream, seconds)
+    copied = None if copy_out is None else check_copy_out(stream, copy_out, before, memory)
+    run = _model_run(program, stream, seconds, copied)
     run.prefill_seconds = prefill_seconds
     return run
 
@@ -212,6 +219,7 @@ class LaunchJob:
     block: object
     params: list[int]
     memory: np.ndarray
+    copy_out: Sequence[int] | None = None
 
 
 @dataclass
@@ -257,7 +265,7 @@ def launch_many(model, machine, jobs: list[LaunchJob], *, max_tokens: int, check
         for i, job in enumerate(jobs):
             try:
                 done(i, launch_on_model(model, machine, job.program, job.grid, job.block, job.params, job.memory,
-                                        max_tokens=max_tokens, check=check,
+                                        max_tokens=max_tokens, check=check, copy_out=job.copy_out,
                                         on_token=(lambda t, i=i: on_token(i, t)) if on_token else None))
             except QwenGpuError as e:
                 done(i, e)
@@ -275,9 +283,58 @@ def launch_many(model, machine, jobs: list[LaunchJob], *, max_tokens: int, check
     return results
 
 
+def launch_on_engine(engine, vocab, jobs: list[LaunchJob], *, max_tokens: int, check: str | None = None) -> list:
+    """Run launches on an engine that returns only tokens (qwengpu.engines: vLLM, llama.cpp, an
+    OpenAI-compatible server) whose GPU token ids start at vocab.first_id. Every prompt goes to
+    the engine in one generate() call, so it batches them; each launch's results come from its
+    copy-out alone (job.copy_out, written into job.memory; its other words stay as they were).
+    The result per job, in order: a ModelRun (seconds: the whole batch's) or the QwenGpuError
+    that ended that launch."""
+    if check not in CHECKS:
+        raise QwenGpuError(f"check {check!r}: choose one of {', '.join(str(c) for c in CHECKS)}")
+    results: list = [None] * len(jobs)
+    ready = []
+    for i, job in enumerate(jobs):
+        try:
+            job.grid, job.block = check_grid_block(job.grid, job.block)
+            args = (job.program, job.grid, job.block, job.params, job.memory, job.copy_out or ())
+            expected = protocol.expected_stream(*args) if check == "replay" else None
+            ready.append((i, job, [vocab.id(t) for t in protocol.prompt(*args)], expected))
+        except QwenGpuError as e:
+            results[i] = e
+    stops = [vocab.id(Token(kind)) for kind in ("HALT", "FAULT")]
+    start = time.perf_counter()
+    outs = engine.generate([prompt for _, _, prompt, _ in ready], allowed=(vocab.first_id, vocab.first_id + len(vocab)),
+                           stop_ids=stops, max_tokens=max_tokens) if ready else []
+    seconds = time.perf_counter() - start
+    for (i, job, _, expected), ids in zip(ready, outs):
+        try:
+            results[i] = _engine_result(vocab, job, ids, expected, max_tokens, seconds)
+        except QwenGpuError as e:
+            results[i] = e
+    return results
+
+
+def _engine_result(vocab, job: LaunchJob, ids: list[int], expected, max_tokens: int, seconds: float) -> ModelRun:
+    stream = [vocab.token(i) for i in ids]
+    for index, token in enumerate(stream):
+        if expected is not None:
+            _check(expected, index, token)
+    if stream and stream[-1].kind == "FAULT":
+        _fault(stream, expected, job.program, job.block)
+    if not stream or stream[-1].kind != "HALT":
+        raise token_limit_error(max_tokens)
+    copied = copyout.decode(stream, job.copy_out or ())
+    for word, value in copied.items():
+        job.memory[word] = value
+    if expected is not None:
+        _check_memory(expected.memory, job.memory)
+    return _model_run(job.program, stream, seconds, copied)
+
+
 def _prepare(fast, vocab, index: int, job: LaunchJob, check: str | None) -> _Running:
     job.grid, job.block = check_grid_block(job.grid, job.block)
-    args = (job.program, job.grid, job.block, job.params, job.memory)
+    args = (job.program, job.grid, job.block, job.params, job.memory, job.copy_out or ())
     expected = protocol.expected_stream(*args) if check == "replay" else None
     prompt = [vocab.id(t) for t in protocol.prompt(*args)]
     if any(not fast.first <= t < fast.end for t in prompt):
@@ -335,15 +392,37 @@ def _advance(fast, machine, state, row: int, r: _Running, out, max_tokens: int, 
             if len(r.stream) >= max_tokens:
                 raise token_limit_error(max_tokens)
             return None
+        before = r.job.memory.copy()
         r.job.memory[:] = machine.read_global(fast.cache(state, row), layer_offset=0)
         if r.expected is not None:
             _check_memory(r.expected.memory, r.job.memory)
-        return _model_run(r.job.program, r.stream, time.perf_counter() - r.start)
+        copied = None if r.job.copy_out is None else check_copy_out(r.stream, r.job.copy_out, before, r.job.memory)
+        return _model_run(r.job.program, r.stream, time.perf_counter() - r.start, copied)
     except QwenGpuError as e:
         return e
 
 
-def _model_run(program: isa.Program, stream: list[Token], seconds: float) -> ModelRun:
+def _model_run(program: isa.Program, stream: list[Token], seconds: float,
+               copied: dict[int, int] | None = None) -> ModelRun:
     passes = [t for t in stream if t.kind == "EXEC"]
     instructions = sum(not protocol.is_terminator(program, t) for t in passes)
-    return ModelRun(len(stream), len(passes), instructions, seconds, stream)
+    return ModelRun(len(stream), len(passes), instructions, seconds, stream, copied=copied or {})
+
+
+def check_copy_out(stream: list[Token], copy_out: Sequence[int], before: np.ndarray,
+                   after: np.ndarray) -> dict[int, int]:
+    """The copy-out decoded from the tokens, checked against global memory as the model's state
+    holds it before (`before`) and after (`after`) the launch: every copied word must agree, and
+    every word that changed must be copied (else an engine that returns only tokens would lose
+    it). An ExecutionError names the first word that breaks either."""
+    copied = copyout.decode(stream, copy_out)
+    for word, value in copied.items():
+        if int(after[word]) != value:
+            raise ExecutionError(f"the model's copy-out says global word {word} is {value:#x}, but its state "
+                                 f"holds {int(after[word]):#x}")
+    lost = [int(w) for w in np.flatnonzero(before != after) if int(w) not in copied]
+    if lost:
+        raise ExecutionError(f"the launch changed global word {lost[0]} ({len(lost)} words in all), which the "
+                             f"copy-out does not carry: the may-write analysis (qwengpu/toolchain/writes.py) "
+                             f"missed a write")
+    return copied

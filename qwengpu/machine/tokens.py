@@ -15,14 +15,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from qwengpu import isa
-from qwengpu.machine.words import CT1, CT2, CTA_BITS, PHASES, SREG, WARP_BITS, WORD_BITS, WORD_BYTES, bits_for
+from qwengpu.machine.words import CT1, CT2, CTA_BITS, GROUP_BITS, PHASES, SREG, WARP_BITS, WORD_BITS, WORD_BYTES, bits_for
 
 SLOTS = isa.BLOCK_SLOTS + 1          # instruction slots of a machine block, then its terminator
 ROM_WORDS = 4                        # 32-bit ROM words per slot (qwengpu/machine/encoding.py)
 SREG_WORDS = len(SREG)               # 32-bit words of a special-register table row
 PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(SLOTS) for j in range(ROM_WORDS)]
-                    + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)])
-KINDS = ("LATCH", "BYTE", "PUT", "CTA", "EXEC", "VAL", "VALU", "ST", "AT", "AW", "CT1", "CT2", "HALT", "FAULT")
+                    + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)]
+                   + ["COPY0", "COPYTAB"])
+KINDS = ("LATCH", "BYTE", "PUT", "CTA", "EXEC", "VAL", "VALU", "ST", "AT", "AW", "CT1", "CT2", "COPY", "HALT", "FAULT")
 # the row latch addresses every PUT target's rows (the special-register table: a row per warp and block)
 LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, isa.CONST_WORDS,
                           isa.MAX_GRID_BLOCKS * isa.MAX_WARPS) - 1)
@@ -45,6 +46,7 @@ FEATURES = {
     "PHASE": CT2["phase"].width,    # CT2 barriers passed mod PHASES, bits
     "WAIT": CT2["wait"].width,      # CT2 waiting at a barrier
     "CTA": CTA_BITS,          # CTA thread block index, bits
+    "CG": GROUP_BITS,         # COPY: the group of LANES global words it copies out, bits
 }
 
 
@@ -67,9 +69,33 @@ class Token:
             return f"CT1 B{a[0]} m{a[1]:04b} sp{a[2]}"
         if self.kind == "CT2":
             return f"CT2 alive{a[0]:04b} ph{a[1]} w{a[2]}"
+        if self.kind == "COPY":
+            return f"COPY g{a[0]}"
         if self.kind in ("ST", "AT", "AW"):
             return f"{self.kind} l{a[0]}"
         return self.kind + (" " + " ".join(map(str, a)) if a else "")
+
+
+def tok(kind: str, *args: int) -> Token:
+    return Token(kind, tuple(args))
+
+
+def byte_count(value: int) -> int:
+    """Bytes 0..k_max of a word, k_max its highest nonzero byte (1 for zero)."""
+    return max(1, (value.bit_length() + 7) // 8)
+
+
+def byte_tokens(kind: str, value: int, *head: int) -> list[Token]:
+    """kind(*head, k, byte k) for k = 0..k_max: how BYTE, VAL and VALU carry a word."""
+    return [tok(kind, *head, k, value >> 8 * k & 0xFF) for k in range(byte_count(value))]
+
+
+def writeback_tokens(lanes: list[int], values: list[int]) -> list[Token]:
+    """The words of `lanes` (in lane order) as the model writes them: one VALU per byte when
+    they are all equal, else each lane's VALs in turn."""
+    if len(set(values)) == 1:
+        return byte_tokens("VALU", values[0])
+    return [t for l, value in zip(lanes, values) for t in byte_tokens("VAL", value, l)]
 
 
 def _bits(value: int, width: int) -> list[int]:
@@ -88,7 +114,7 @@ ONEHOT = ("kind", "LANE", "PT", "W", "SLOT")
 # each kind's arguments: the fields they set, one per argument (BYTE, VAL and VALU set SD and SE below)
 ARG_FIELDS = {"LATCH": ("V",), "PUT": ("PT",), "EXEC": (("W", "WB"), "PC", "SLOT"), "VAL": ("LANE",),
               "ST": ("LANE",), "AT": ("LANE",), "AW": ("LANE",), "CT1": ("PC", "MASK", "SP"),
-              "CT2": ("ALIVE", "PHASE", "WAIT"), "CTA": ("CTA",)}
+              "CT2": ("ALIVE", "PHASE", "WAIT"), "CTA": ("CTA",), "COPY": ("CG",)}
 
 
 def _field(name: str, value: int) -> list[int]:
@@ -124,6 +150,7 @@ def all_tokens() -> list[Token]:
     toks += [Token("CT1", (pc, m, sp)) for pc in r(isa.ROM_BLOCKS) for m in r(1 << isa.LANES)
              for sp in r(1 << FEATURES["SP"])]
     toks += [Token("CT2", (al, ph, wt)) for al in r(1 << isa.LANES) for ph in r(PHASES) for wt in r(2)]
+    toks += [Token("COPY", (g,)) for g in r(1 << GROUP_BITS)]
     toks += [Token("HALT"), Token("FAULT")]
     return toks
 

@@ -9,6 +9,7 @@ bit 0 in the order declared; a field with copies (one per lane, one per warp) re
     CONFIG    the launch configuration
     CT1, CT2  the payloads of the CT1 and CT2 tokens
     STATUS    a warp's status register: CT1's payload, then CT2's
+    COPY0, COPYROW  the copy-out's first group and its table rows (qwengpu/machine/copyout.py)
 
 The widths are computed from isa when this module is imported; build.check_limits() says
 which isa values the circuit can follow.
@@ -38,6 +39,7 @@ WARP_BITS = bits_for(isa.MAX_WARPS - 1)
 PC_BITS = bits_for(isa.ROM_BLOCKS - 1)
 STACK_DEPTH = 1 + 2 * (isa.LANES - 1)   # SIMT stack depths: a divergent BRC pushes 2, at most LANES - 1 nest
 SP_BITS = bits_for(STACK_DEPTH - 1)
+GROUP_BITS = bits_for(isa.GLOBAL_WORDS // isa.LANES - 1)   # copy-out: a group of LANES global words
 PHASES = 4              # barrier phase mod 4 tells p - 1, p and p + 1 apart (control.build_scheduler)
 
 
@@ -117,3 +119,7 @@ CONFIG = Word("CONFIG", nwarps=isa.MAX_WARPS, last_cta=CTA_BITS, mask=(isa.LANES
 _CT1 = {"pc": PC_BITS, "mask": isa.LANES, "sp": SP_BITS}
 _CT2 = {"alive": isa.LANES, "phase": bits_for(PHASES - 1), "wait": 1}
 CT1, CT2, STATUS = Word("CT1", **_CT1), Word("CT2", **_CT2), Word("STATUS", **_CT1, **_CT2)
+# copy-out (qwengpu/machine/copyout.py): the first group to copy, and whether there is any; a
+# table row per group that is not "all lanes, then the next group" (rows left 0 mean that)
+COPY0 = Word("COPY0", group=GROUP_BITS, any=1)
+COPYROW = Word("COPYROW", mask=isa.LANES, next=GROUP_BITS, last=1)

@@ -1,0 +1,131 @@
+"""Copy-out (qwengpu/machine/copyout.py): the launch's output words as the model writes them
+before HALT. Host side against hand-worked cases; in the stand-in merged model, results decoded
+from the generated tokens alone against the kernels' NumPy references."""
+import copy
+
+import numpy as np
+import pytest
+
+from qwengpu.api import Device
+from qwengpu.errors import ExecutionError, LaunchError
+from qwengpu.launch import Launch
+from qwengpu.machine import copyout, runtime
+from qwengpu.machine.tokens import Token
+from qwengpu.machine.words import COPY0, COPYROW
+from qwengpu.suite import discover, load_spec, mismatches
+
+
+def t(kind, *args):
+    return Token(kind, tuple(args))
+
+
+def test_groups_and_prompt_rows_by_hand():
+    # words 1..8: group 0 lanes 1-3, group 1 whole, group 2 lane 0 (the last)
+    assert copyout.groups([8, 1, 2, 3, 4, 5, 6, 7]) == [(0, 0b1110), (1, 0b1111), (2, 0b0001)]
+    first, rows = copyout.prompt_words(range(1, 9))
+    assert first == 0 | 1 << 8                       # group 0, any
+    assert rows == {0: 0b1110 | 1 << 4,               # mask 1110, next group 1
+                    2: 0b0001 | 1 << 12}              # mask 0001, last; group 1 needs no row
+    assert COPYROW.width == 13 and COPY0.width == 9
+    # a gap: the group before it names the next one
+    first, rows = copyout.prompt_words([0, 1, 2, 3, 40])
+    assert first == 1 << 8 and rows == {0: 0b1111 | 10 << 4, 10: 0b0001 | 1 << 12}
+    assert copyout.prompt_words([]) == (0, {})
+    with pytest.raises(LaunchError, match="outside global memory"):
+        copyout.groups([1024])
+
+
+def test_expected_tokens_by_hand():
+    mem = np.zeros(1024, dtype=np.uint32)
+    mem[4:8] = [7, 7, 7, 0x1234]
+    mem[9] = 0
+    assert copyout.expected_tokens([4, 5, 6], mem) == [t("COPY", 1), t("VALU", 0, 7)]
+    assert copyout.expected_tokens([6, 7, 9], mem) == [
+        t("COPY", 1), t("VAL", 2, 0, 7), t("VAL", 3, 0, 0x34), t("VAL", 3, 1, 0x12),
+        t("COPY", 2), t("VALU", 0, 0)]
+
+
+def test_decode_round_trip_and_malformed_streams():
+    mem = np.arange(1024, dtype=np.uint32) * 0x01010101
+    words = [3, 4, 5, 6, 7, 8, 600]
+    tail = copyout.expected_tokens(words, mem) + [t("HALT")]
+    stream = [t("EXEC", 0, 0, 0), t("CT1", 0, 0, 0)] + tail
+    assert copyout.decode(stream, words) == {w: int(mem[w]) for w in words}
+    assert copyout.decode([t("HALT")], []) == {}
+    broken = {
+        "expected COPY g1": stream[:7] + [t("COPY", 2)] + stream[8:],           # another group
+        "wrote lanes": stream[:3] + stream[7:],                                # a group's words lost
+        "not \\[0, 1, 2, 3\\]": [s for s in stream if s.kind != "VAL" or s.args[0] != 2],   # a lane lost
+        "bytes in order": [s for s in stream if s != t("VAL", 2, 1, 0x6)],     # a byte lost
+        "expected HALT": stream[:-1],
+        "after COPY": stream[:3] + [t("VALU", 0, 1)] + stream[3:],            # VALU among VALs
+    }
+    for why, bad in broken.items():
+        with pytest.raises(ExecutionError, match=why):
+            copyout.decode(bad, words)
+
+
+def test_output_words_follow_the_arrays():
+    src = "__global__ void k(int *a, int *b, int n) { a[threadIdx.x] = b[threadIdx.x] + n; }"
+    fn = Device().compile(src).get_function("k")
+    a, b = np.zeros(5, dtype=np.int32), np.ones(3, dtype=np.int32)
+    words = Launch.build(fn.program, 1, 3, [a, b, 2]).output_words()
+    writes = getattr(fn.program, "writes", None)
+    start = fn.program.static_global_words
+    a_words = list(range(start, start + 5))
+    if writes is None:                  # no analysis: every array
+        assert words == a_words + list(range(start + 5, start + 8))
+    else:
+        assert words == a_words
+    # the same array twice is one slot, copied once
+    both = Launch.build(fn.program, 1, 3, [a, a, 2]).output_words()
+    assert both == a_words
+
+
+@pytest.fixture(scope="module")
+def fast_model():
+    from qwengpu.machine.build import machine_for
+    from qwengpu.machine.fast import FastModel
+    from qwengpu.model.merge import default_merged_model
+    model, _ = runtime.load_model(default_merged_model(), "float32")
+    return FastModel(model), machine_for(runtime.host_config(model))
+
+
+@pytest.mark.parametrize("name", ["dot", "atomic_add_global", "partial_warp_reverse", "int64_ops"])
+def test_results_decode_from_the_tokens_alone(fast_model, name):
+    """The launch's results from its generated tokens only (no state read): into fresh copies of
+    the arguments, then against the NumPy reference."""
+    fast, machine = fast_model
+    case = next(c for c in discover() if c.name == name)
+    spec = load_spec(case)
+    grid, block, args = spec.launch()
+    args = list(args)
+    expected = spec.reference(*copy.deepcopy(args))
+    fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
+    launch = Launch.build(fn.program, grid, block, args)
+    memory = launch.memory.copy()
+    run = runtime.launch_on_model(fast, machine, fn.program, launch.grid, launch.block, launch.params, memory,
+                                  max_tokens=20_000, check="replay", copy_out=launch.output_words())
+    stream = [tok for tok in run.stream]
+    decoded = copyout.decode(stream, launch.output_words())
+    for w, v in decoded.items():
+        launch.memory[w] = v
+    launch.copy_back()
+    assert not mismatches(args, expected, fn.arg_names)
+    assert decoded and stream[-1] == t("HALT")
+
+
+def test_the_runtime_refuses_a_copy_out_that_disagrees_with_the_state():
+    before = np.zeros(1024, dtype=np.uint32)
+    after = before.copy()
+    after[[5, 6]] = [9, 300]
+    stream = copyout.expected_tokens([5, 6], after) + [t("HALT")]
+    assert runtime.check_copy_out(stream, [5, 6], before, after) == {5: 9, 6: 300}
+    wrong = after.copy()
+    wrong[6] = 301
+    with pytest.raises(ExecutionError, match="says global word 6 is 0x12c, but its state holds 0x12d"):
+        runtime.check_copy_out(stream, [5, 6], before, wrong)
+    # a changed word the copy-out does not carry: a tokens-only engine would lose it
+    short = copyout.expected_tokens([5], after) + [t("HALT")]
+    with pytest.raises(ExecutionError, match="changed global word 6 .* does not carry"):
+        runtime.check_copy_out(short, [5], before, after)
