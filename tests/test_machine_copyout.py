@@ -87,8 +87,8 @@ def fast_model():
     from qwengpu.machine.build import machine_for
     from qwengpu.machine.fast import FastModel
     from qwengpu.model.merge import default_merged_model
-    model, _ = runtime.load_model(default_merged_model(), "float32")
-    return FastModel(model), machine_for(runtime.host_config(model))
+    path = default_merged_model()
+    return FastModel.from_checkpoint(path, "float32"), machine_for(runtime.host_config(runtime.load_config(path)))
 
 
 @pytest.mark.parametrize("name", ["dot", "atomic_add_global", "partial_warp_reverse", "int64_ops"])

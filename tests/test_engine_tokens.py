@@ -1,0 +1,80 @@
+"""Launches on an engine that returns only tokens (runtime.launch_on_engine), with the exact fast
+path of the stand-in merged model behind the engine interface: the results come from the
+copy-out alone, against the kernels' NumPy references; faults and replay as on the model engine."""
+import copy
+
+import numpy as np
+import pytest
+
+from qwengpu.api import Device
+from qwengpu.errors import MemoryFault, ReplayMismatch
+from qwengpu.launch import Launch
+from qwengpu.machine import runtime
+from qwengpu.machine.tokens import Vocab
+from qwengpu.suite import discover, load_spec, mismatches
+
+
+class TokensOnly:
+    """The fast path as an engine: prompts in, generated ids out, nothing else."""
+
+    def __init__(self, fast, corrupt_at: int | None = None):
+        self.fast, self.corrupt_at = fast, corrupt_at
+
+    def generate(self, prompts, *, allowed, stop_ids, max_tokens):
+        assert allowed == (self.fast.first, self.fast.end)
+        outs = []
+        for prompt in prompts:
+            state = self.fast.new_state()
+            out = [self.fast.prefill(state, prompt)]
+            while out[-1] not in stop_ids and len(out) < max_tokens:
+                fed = out[-1] if len(out) != self.corrupt_at else out[-1] ^ 1
+                out.append(self.fast.step(state, fed))
+            outs.append(out)
+        return outs
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from qwengpu.machine.fast import FastModel
+    from qwengpu.model.merge import default_merged_model
+    fast = FastModel.from_checkpoint(default_merged_model(), "float32")
+    return fast, Vocab(fast.first)
+
+
+def job_of(name):
+    case = next(c for c in discover() if c.name == name)
+    spec = load_spec(case)
+    grid, block, args = spec.launch()
+    args = list(args)
+    fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
+    launch = Launch.build(fn.program, grid, block, args)
+    job = runtime.LaunchJob(fn.program, launch.grid, launch.block, launch.params, launch.memory,
+                            launch.output_words())
+    return job, launch, args, spec.reference(*copy.deepcopy(args)), fn.arg_names
+
+
+def test_results_come_from_the_tokens(engine):
+    fast, vocab = engine
+    names = ["dot", "histogram_shared", "matvec_warp"]
+    jobs = [job_of(n) for n in names]
+    results = runtime.launch_on_engine(TokensOnly(fast), vocab, [j[0] for j in jobs], max_tokens=20_000,
+                                       check="replay")
+    for (job, launch, args, expected, arg_names), run in zip(jobs, results):
+        assert isinstance(run, runtime.ModelRun), run
+        assert run.copied and run.stream[-1].kind == "HALT"
+        launch.copy_back()
+        assert not mismatches(args, expected, arg_names)
+
+
+def test_a_fault_and_a_corrupted_stream(engine):
+    fast, vocab = engine
+    src = "__global__ void k(int *a) { a[threadIdx.x + 5000] = 1; }"
+    fn = Device("model").compile(src).get_function("k")
+    launch = Launch.build(fn.program, 1, 4, [np.zeros(4, dtype=np.int32)])
+    bad = runtime.LaunchJob(fn.program, launch.grid, launch.block, launch.params, launch.memory,
+                            launch.output_words())
+    [faulted] = runtime.launch_on_engine(TokensOnly(fast), vocab, [bad], max_tokens=20_000)
+    assert isinstance(faulted, MemoryFault) and "past the end" in str(faulted)
+    [corrupted] = runtime.launch_on_engine(TokensOnly(fast, corrupt_at=20), vocab, [job_of("dot")[0]],
+                                           max_tokens=20_000, check="replay")
+    assert isinstance(corrupted, ReplayMismatch)
