@@ -461,6 +461,21 @@ class Param:
     pointer: bool | None = None   # True: used as an address; False: used only as an integer; None: unused or unclear
 
 
+@dataclass(frozen=True)
+class Writes:
+    """The global memory a kernel may write (toolchain/writes.py, a conservative
+    may-analysis): `params`, indices into Program.params of the pointer parameters whose
+    arrays it may write (through ST or ATOM to GLOBAL, or a generic store that may reach
+    global); `static`, whether it may write the __device__-variable region
+    [0, static_global_words) (a __device__ variable, the printf buffer). An array passed
+    to two parameters is one array: it is written if either parameter is in `params`.
+    `params` may name a parameter with Param.pointer None that a launch passes an integer
+    (an offset in address arithmetic): it has no array to write. docs/lowering.md says
+    what the analysis assumes."""
+    params: frozenset[int] = frozenset()
+    static: bool = False
+
+
 @dataclass
 class Program:
     """A lowered kernel: ROM blocks (block 0 is the entry), parameter slots,
@@ -474,6 +489,7 @@ class Program:
     shared_words: int = 0
     regs_used: int = 0
     printf_buffer: int | None = None   # GLOBAL word of the device printf buffer (qwengpu/printf.py)
+    writes: Writes | None = None       # what it may write; None: unknown (every array and the static region)
 
     def listing(self) -> str:
         lines = [f"// kernel {self.name}: {len(self.blocks)} blocks, {self.regs_used} registers, "

@@ -27,6 +27,7 @@ from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, eliminate_dead_code, i
                                    simplify_cfg)
 from qwengpu.toolchain.ptx import plain_name
 from qwengpu.toolchain.regalloc import allocate_registers
+from qwengpu.toolchain.writes import kernel_writes
 
 Op, Imm, Term = isa.Op, isa.Imm, isa.Term
 M32 = isa.MASK32
@@ -1708,6 +1709,8 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
     printf_buffer = next((addr // 4 for name, (space, addr) in lay.symbols.items()
                           if space == "global" and "__qg_printf_buffer" in name), None)
     prog = isa.Program(plain_name(fn.name), machine, lay.params, lay.const_init, lay.global_init,
-                       lay.static_global_words, shared_words, alloc.regs_used, printf_buffer)
+                       lay.static_global_words, shared_words, alloc.regs_used, printf_buffer,
+                       kernel_writes(fn, lay.params, lay.symbols, lay.static_global_words,
+                                     lambda ins, addr: tr.space_of(ins, ins.parts, addr)))
     isa.check_program(prog)
     return prog
