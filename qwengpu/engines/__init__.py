@@ -1,0 +1,11 @@
+"""Other inference engines that run a launch prompt through the same merged checkpoint.
+
+Each engine has one call, `generate(prompts, *, allowed, stop_ids, max_tokens)`: every prompt
+(a list of token ids, the launch prompt of qwengpu.machine.protocol.prompt) greedily decoded with
+the argmax restricted to the GPU token ids [allowed[0], allowed[1]), until a stop id (kept) or
+max_tokens; the result is each prompt's generated ids. `qwengpu.engines.reference.launch_ids`
+gives a launch's prompt ids and the fast path's stream to compare with (docs/engines.md).
+
+    vllm.VllmEngine          vLLM in its own venv (.venv-vllm, scripts/install_vllm.sh), a subprocess
+    openai_client.OpenAIEngine   a running vLLM OpenAI-compatible server (`vllm serve ...`)
+"""
