@@ -12,6 +12,14 @@ launch token by token; docs/protocol.md):
 
     dev = Device("model", model="build/standin-merged", dtype="bfloat16", check="replay")
     res.tokens, res.passes, res.instructions
+
+and the same merged model on engines that return only tokens, the results decoded from the
+copy-out the model writes at the end (docs/engines.md): "vllm" (a vLLM of its own venv, or an
+OpenAI-compatible vLLM server by url) and "llama.cpp" (a GGUF export):
+
+    Device("vllm", model="build/standin-merged")
+    Device("vllm", url="http://127.0.0.1:8000")
+    Device("llama.cpp", model="build/engines/standin-bf16.gguf")
 """
 from __future__ import annotations
 
@@ -35,7 +43,8 @@ from qwengpu.toolchain.frontend import FRONTENDS, INCLUDE_DIR, compile_cuda, wit
 from qwengpu.toolchain.lower import MODEL_EXPANSIONS, lower, plain_name
 from qwengpu.toolchain.ptx import parse_ptx
 
-ENGINES = ("interp", "cuda", "model")
+ENGINES = ("interp", "cuda", "model", "vllm", "llama.cpp")
+TOKEN_ENGINES = ("vllm", "llama.cpp")      # they return only tokens: results come from the copy-out
 MODEL_DTYPES = ("float32", "bfloat16")
 DEFAULT_MAX_PASSES = interp.DEFAULT_MAX_PASSES
 
@@ -83,13 +92,16 @@ class Device:
     path: cpu, cuda (cuda:N) or mps; None: the best available (resolve_device). The fast path
     is CPU code and always runs on the CPU. The model loads on the first launch.
     `print_output`: write a launch's device printf output to stdout when it ends (it is in
-    `LaunchResult.output` either way). `max_passes`: the interpreter's limit on machine blocks."""
+    `LaunchResult.output` either way). `max_passes`: the interpreter's limit on machine blocks.
+    Engines vllm and llama.cpp take `model` (vllm: a merged checkpoint directory, None: the
+    stand-in; llama.cpp: a GGUF file from `qgpu export gguf`), `check` and `max_tokens`; `url`
+    (vllm only): an OpenAI-compatible vLLM server to send the launches to instead."""
 
     def __init__(self, engine: str = "interp", frontend: str = "clang", opt: int = 2, *,
                  model: str | Path | None = None, dtype: str = "float32", check: str | None = None,
                  max_tokens: int | None = None, on_token: Callable | None = None, fast: bool = True,
                  device: str | None = None, print_output: bool = True, max_passes: int = DEFAULT_MAX_PASSES,
-                 on_phase: Callable[[str], None] | None = None):
+                 on_phase: Callable[[str], None] | None = None, url: str | None = None):
         if engine not in ENGINES:
             raise QwenGpuError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         if frontend not in FRONTENDS:
@@ -102,11 +114,18 @@ class Device:
             raise QwenGpuError(f"max_tokens must be at least 1, got {max_tokens}")
         if max_passes < 1:
             raise QwenGpuError(f"max_passes must be at least 1, got {max_passes}")
+        if url is not None and engine != "vllm":
+            raise QwenGpuError(f"url names a vLLM server: it applies to engine='vllm', not {engine!r}")
+        if engine == "llama.cpp" and model is None:
+            raise QwenGpuError("engine='llama.cpp' needs model=FILE.gguf (make one with: qgpu export gguf "
+                               "--model DIR --out FILE.gguf)")
+        self.url = url
         self.max_passes, self.on_phase, self.load_seconds = max_passes, on_phase, 0.0
         self.engine, self.frontend, self.opt = engine, frontend, opt
         self.model_path, self.dtype, self.check, self.max_tokens = model, dtype, check, max_tokens
         self.on_token, self.fast, self.print_output = on_token, fast, print_output
         self.torch_device = resolve_device(device) if engine == "model" else check_device_name(device)
+        self._engine = None     # (token engine, its GPU vocabulary) once a vllm/llama.cpp launch started it
         self._loaded = None     # (model, machine) once the model engine has loaded them
 
     def model_and_machine(self):
@@ -122,14 +141,27 @@ class Device:
             self.load_seconds = time.perf_counter() - start      # seconds the last load took
         return self._loaded
 
+    def token_engine(self):
+        """(the vllm or llama.cpp engine, the GPU vocabulary at its token ids), started on the
+        first call: qwengpu.engines.connect.open_engine."""
+        if self._engine is None:
+            from qwengpu.engines.connect import open_engine
+            if self.on_phase:
+                self.on_phase("load")
+            start = time.perf_counter()
+            self._engine = open_engine(self.engine, self.model_path, self.url)
+            self.load_seconds = time.perf_counter() - start
+        return self._engine
+
     def compile(self, src: str, filename: str = "<source>") -> "Module":
         ptx = compile_cuda(src, frontend=self.frontend, opt=self.opt, filename=filename)
         return Module(self, src, ptx, filename)
 
     def __repr__(self):
         model = (f", model={self.model_path!r}, dtype={self.dtype!r}, check={self.check!r}, fast={self.fast}, "
-                 f"device={self.torch_device!r}"
-                 if self.engine == "model" else "")
+                 f"device={self.torch_device!r}" if self.engine == "model"
+                 else f", model={self.model_path!r}, url={self.url!r}, check={self.check!r}"
+                 if self.engine in TOKEN_ENGINES else "")
         return f"Device(engine={self.engine!r}, frontend={self.frontend!r}, opt={self.opt}{model})"
 
 
@@ -356,6 +388,29 @@ def _run_model(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
                         decode_seconds=run.seconds - run.prefill_seconds)
 
 
+def _run_engine(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
+    """A launch on vllm or llama.cpp: the prompt's ids in, the generated ids out, the results from
+    the copy-out (qwengpu.machine.runtime.launch_on_engine)."""
+    from qwengpu.machine.runtime import LaunchJob, launch_on_engine
+    dev = fn.module.device
+    check_model_ops(fn.program, machine_build("MODEL_OPS").MODEL_OPS)
+    loaded = dev._engine is not None
+    engine, vocab = dev.token_engine()
+    if dev.on_phase:
+        dev.on_phase("prefill")
+    job = LaunchJob(fn.program, launch.grid, launch.block, launch.params, launch.memory, launch.output_words())
+    [run] = launch_on_engine(engine, vocab, [job], max_tokens=dev.max_tokens or DEFAULT_MAX_TOKENS, check=dev.check)
+    if isinstance(run, Exception):
+        raise run
+    if dev.on_token:
+        for token in run.stream:
+            dev.on_token(token)
+    launch.copy_back()
+    return LaunchResult(dev.engine, run.seconds, run.instructions, run.passes, run.tokens,
+                        run.stream if trace else None, blocks=run.passes - run.instructions,
+                        load_seconds=0.0 if loaded else dev.load_seconds)
+
+
 def _before_first_token(hook: Callable[[], None], user: Callable | None) -> Callable:
     """A token callback that calls hook() before the first token, then user(token) for each."""
     first = [True]
@@ -417,7 +472,7 @@ def _cuda_kernel(src: str, filename: str, name: str):
 
 
 ENGINE_RUNNERS: dict[str, Callable[[Function, Launch, bool], LaunchResult]] = {
-    "interp": _run_interp, "cuda": _run_cuda, "model": _run_model}
+    "interp": _run_interp, "cuda": _run_cuda, "model": _run_model, "vllm": _run_engine, "llama.cpp": _run_engine}
 
 
 def compile_file(path, *, engine: str = "interp", frontend: str = "clang", opt: int = 2, **model_options) -> Module:
