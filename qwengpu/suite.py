@@ -14,7 +14,7 @@ from types import ModuleType
 
 import numpy as np
 
-from qwengpu.api import Device
+from qwengpu.api import TOKEN_ENGINES, Device
 from qwengpu.errors import QwenGpuError
 from qwengpu.launch import Launch
 from qwengpu.machine import DEFAULT_BATCH
@@ -128,11 +128,12 @@ def run_suite(engine: str = "interp", frontend: str = "clang", pattern: str | No
     frontend, opt) (e.g. a model Device with check="replay"). Progress callbacks:
     `on_start(cases)` with the kernels found, `on_report(report)` as each finishes,
     `on_token(name, token)` for each token the model engine generates."""
-    device = device or Device(engine, frontend, opt, **({"max_tokens": SUITE_MAX_TOKENS} if engine == "model" else {}))
+    generates = ("model",) + TOKEN_ENGINES
+    device = device or Device(engine, frontend, opt, **({"max_tokens": SUITE_MAX_TOKENS} if engine in generates else {}))
     cases = discover(directory, pattern)
     if on_start:
         on_start(cases)
-    if max_batch and device.engine == "model":
+    if max_batch and device.engine in generates:
         reports = run_batched(cases, device, max_batch, on_report=on_report, on_token=on_token)
     else:
         reports = []
@@ -163,7 +164,9 @@ def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAUL
     seconds: its compile and lowering, plus its time in the batch (shared with the launches beside
     it). `on_report(report)` as each kernel finishes, `on_token(name, token)` for each generated
     token. Each launch's token limit: the Device's max_tokens, else SUITE_MAX_TOKENS. Never
-    raises for one kernel."""
+    raises for one kernel. On a vllm or llama.cpp Device every launch goes to the engine in one
+    request (runtime.launch_on_engine: vLLM batches them itself, up to its own max_batch), and the
+    results come from the copy-out."""
     from qwengpu.api import check_model_ops, machine_build
     from qwengpu.machine import runtime
     reports, ready = [], []
@@ -188,7 +191,6 @@ def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAUL
         report.seconds = time.perf_counter() - start
     if not ready:
         return reports
-    model, machine = device.model_and_machine()
     jobs = [runtime.LaunchJob(p.launch.program, p.launch.grid, p.launch.block, p.launch.params, p.launch.memory,
                               p.launch.output_words()) for p in ready]
 
@@ -196,6 +198,14 @@ def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAUL
         _finish(ready[index], result)
         if on_report:
             on_report(ready[index].report)
+
+    if device.engine in TOKEN_ENGINES:          # one request: the engine batches the launches itself
+        engine, vocab = device.token_engine()
+        for i, result in enumerate(runtime.launch_on_engine(engine, vocab, jobs, check=device.check,
+                                                            max_tokens=device.max_tokens or SUITE_MAX_TOKENS)):
+            finished(i, result)
+        return reports
+    model, machine = device.model_and_machine()
 
     runtime.launch_many(model, machine, jobs, max_tokens=device.max_tokens or SUITE_MAX_TOKENS, check=device.check,
                         max_batch=max_batch, on_done=finished,
