@@ -7,6 +7,7 @@
     qgpu demo [--engine model|interp] [--max-tokens N] [--max-passes N (interp)]
     qgpu chat --model DIR [--mode normal|advanced] [--once QUESTION] [--json] [--max-tokens N] [--launch-max-tokens N]
     qgpu eval chat --model DIR [--json] [--max-tokens N] [--launch-max-tokens N]
+    qgpu export gguf --model DIR --out FILE [--type f32|bf16|f16]
 
 Counts: "blocks" are machine blocks executed (one per warp scheduling turn) and "instructions"
 warp-instructions, the same on every engine; on the model engine "tokens" are the generated
@@ -641,6 +642,27 @@ def eval_kl(base: str = typer.Option(..., "--base", help='the base checkpoint di
     else:
         for key, value in report.items():
             console.print(f"{key:<28} {value}")
+
+
+export_app = typer.Typer(help="Export a merged checkpoint for other inference engines.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
+
+
+@export_app.command("gguf")
+def export_gguf(model: Path = typer.Option(..., "--model", help="a merged checkpoint directory (qgpu build)"),
+                out: Path = typer.Option(..., "--out", help="the GGUF file to write"),
+                gguf_type: str = typer.Option("bf16", "--type", help="f32 or bf16 (exact), f16 (not exact in general)"),
+                python: str = typer.Option(".venv-llamacpp/bin/python", "--python",
+                                           help="the llama.cpp venv's python (scripts/install_llamacpp.sh)")):
+    """A GGUF file for llama.cpp, made by llama.cpp's own converter, norm gains checked exact
+    (qwengpu/engines/gguf.py, docs/engines-llamacpp.md)."""
+    from qwengpu.engines.gguf import export_gguf as convert
+    try:
+        report = convert(model, out, gguf_type, python=python, on_message=lambda m: err_console.print(_escape(m)))
+    except QwenGpuError as e:
+        fail(e)
+    console.print(f"wrote {report['out']} ({report['type']}, {report['bytes'] / 2**30:.2f} GiB) "
+                  f"in {report['seconds']:.0f} s")
 
 
 CHAT_MODES = ("normal", "advanced")
