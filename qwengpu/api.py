@@ -117,8 +117,8 @@ class Device:
         if url is not None and engine != "vllm":
             raise QwenGpuError(f"url names a vLLM server: it applies to engine='vllm', not {engine!r}")
         if engine == "llama.cpp" and model is None:
-            raise QwenGpuError("engine='llama.cpp' needs model=FILE.gguf (make one with: qgpu export gguf "
-                               "--model DIR --out FILE.gguf)")
+            raise QwenGpuError("engine='llama.cpp' needs a GGUF file: model=FILE.gguf (qgpu: --model FILE.gguf); "
+                               "make one with: qgpu export gguf --model DIR --out FILE.gguf")
         self.url = url
         self.max_passes, self.on_phase, self.load_seconds = max_passes, on_phase, 0.0
         self.engine, self.frontend, self.opt = engine, frontend, opt
@@ -397,7 +397,7 @@ def _run_engine(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
     loaded = dev._engine is not None
     engine, vocab = dev.token_engine()
     if dev.on_phase:
-        dev.on_phase("prefill")
+        dev.on_phase("engine")
     job = LaunchJob(fn.program, launch.grid, launch.block, launch.params, launch.memory, launch.output_words())
     [run] = launch_on_engine(engine, vocab, [job], max_tokens=dev.max_tokens or DEFAULT_MAX_TOKENS, check=dev.check)
     if isinstance(run, Exception):

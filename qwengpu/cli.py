@@ -2,7 +2,8 @@
 
     qgpu run FILE.cu --kernel NAME --grid 2 --block 4,2 --arg 'i32:[1,2,3]' --arg 'u32:zeros(8)' --arg 5
     qgpu run FILE.cu --engine model [--check replay] [--show-tokens] [--max-tokens N] [--model DIR] [--dtype D] [--stock]
-    qgpu suite [--engine interp|model] [--check replay] [--batch N] [--frontend clang|nvrtc] [-k PATTERN] [--json]
+    qgpu run FILE.cu --engine vllm [--model DIR | --url URL] | --engine llama.cpp --model FILE.gguf [--check replay]
+    qgpu suite [--engine interp|model|vllm|llama.cpp] [--check replay] [--batch N] [--frontend clang|nvrtc] [-k PATTERN] [--json]
     qgpu bench [--json] [--kernels a,b] [--stock-tokens K] [--dtype float32|bfloat16] [--model DIR] [--fast-step c|torch] [--max-tokens N] [--max-passes N]
     qgpu demo [--engine model|interp] [--max-tokens N] [--max-passes N (interp)]
     qgpu chat --model DIR [--mode normal|advanced] [--once QUESTION] [--json] [--max-tokens N] [--launch-max-tokens N]
@@ -35,7 +36,7 @@ from typer.core import TyperGroup
 from rich.console import Console
 from rich.table import Table
 
-from qwengpu.api import DEFAULT_MAX_PASSES, DEFAULT_MAX_TOKENS, ENGINES, MODEL_DTYPES, Device
+from qwengpu.api import DEFAULT_MAX_PASSES, DEFAULT_MAX_TOKENS, ENGINES, MODEL_DTYPES, TOKEN_ENGINES, Device
 from qwengpu.args import ArgSyntaxError, parse_arg, parse_dims
 from qwengpu.errors import QwenGpuError
 from qwengpu.machine import DEFAULT_BATCH
@@ -95,6 +96,9 @@ def _choice(name: str, value: str, choices) -> str:
     return value
 
 
+MODEL_HELP = ("model, vllm: a merged checkpoint directory (default: the stand-in); llama.cpp: a GGUF file "
+              "(qgpu export gguf)")
+URL_HELP = "vllm: an OpenAI-compatible vLLM server to send the launches to (docs/engines.md)"
 MAX_TOKENS_HELP = (f"model engine: generation limit per launch (default {DEFAULT_MAX_TOKENS:,}, about 20 s; "
                    f"suite: {SUITE_MAX_TOKENS:,})")
 MAX_PASSES_HELP = f"interpreter only: limit on machine blocks executed (default {DEFAULT_MAX_PASSES:,})"
@@ -116,10 +120,19 @@ def _check_opt(opt: int | None, frontend: str = "clang") -> int:
     return opt
 
 
-def _check_engine_options(engine: str, **given) -> None:
-    """Refuse model-engine options on another engine (one line naming the first)."""
+# what the engines that return only tokens (vllm, llama.cpp) take of the model engine's options
+TOKEN_ENGINE_OPTIONS = ("model", "check", "max_tokens", "show_tokens", "batch")
+
+
+def _check_engine_options(engine: str, url=None, **given) -> None:
+    """Refuse model-engine options on another engine, and --url but on vllm (one line naming the
+    first)."""
+    if url is not None and engine != "vllm":
+        raise ArgSyntaxError(f"--url names a vLLM server: it applies to --engine vllm only (this is --engine {engine})")
+    if engine == "model":
+        return
     for name, value in given.items():
-        if value not in (None, False):
+        if value not in (None, False) and not (engine in TOKEN_ENGINES and name in TOKEN_ENGINE_OPTIONS):
             raise ArgSyntaxError(f"--{name.replace('_', '-')} applies to the model engine only "
                                  f"(this is --engine {engine}); add --engine model or drop it")
 
@@ -182,7 +195,7 @@ class LaunchProgress:
                 self.bar = None
                 return
         self.describe({"load": "loading the model", "prefill": "prefill (the launch prompt)",
-                       "decode": "generating"}[name])
+                       "decode": "generating", "engine": "the engine runs the launch (its tokens come at the end)"}[name])
 
     def token(self, token) -> None:
         if self.echo:
@@ -212,7 +225,8 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         trace: bool = typer.Option(False, "--trace", help="print every pass (interp: each machine block; "
                                    "model: each generated token)"),
         as_json: bool = typer.Option(False, "--json", help="print JSON: arrays, counts, times, printf output"),
-        model: Optional[Path] = typer.Option(None, "--model", help="merged checkpoint (model engine; default: the stand-in)"),
+        model: Optional[Path] = typer.Option(None, "--model", help=MODEL_HELP),
+        url: Optional[str] = typer.Option(None, "--url", help=URL_HELP),
         dtype: Optional[str] = typer.Option(None, "--dtype", help=f"model engine: {', '.join(MODEL_DTYPES)} (default float32)"),
         check: Optional[str] = typer.Option(None, "--check", help="model engine: none, or replay (every token against the interpreter)"),
         show_tokens: bool = typer.Option(False, "--show-tokens", help="model engine: print each token as it is generated"),
@@ -229,12 +243,11 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
     wall = time.perf_counter()
     try:
         _choice("engine", engine, ENGINES)
-        if engine != "model":
-            _check_engine_options(engine, check=check, show_tokens=show_tokens, device=device, stock=stock,
-                                  dtype=dtype, model=model, max_tokens=max_tokens)
+        _check_engine_options(engine, url, check=check, show_tokens=show_tokens, device=device, stock=stock,
+                              dtype=dtype, model=model, max_tokens=max_tokens)
         if as_json and (show_ptx or show_isa or trace or show_tokens):
             raise ArgSyntaxError("--json prints JSON alone: drop --show-ptx, --show-isa, --trace and --show-tokens")
-        _check_applies(engine, ("interp", "model"), trace=trace)
+        _check_applies(engine, ("interp", "model") + TOKEN_ENGINES, trace=trace)
         _check_applies(engine, ("interp",), max_passes=max_passes)
         opt = _check_opt(opt, frontend)
         _check_limits(max_tokens, max_passes)
@@ -245,10 +258,11 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         args = [parse_arg(a) for a in arg or []]
         dims = parse_dims("grid", grid), parse_dims("block", block)
         echo = (lambda token: console.print(str(token), markup=False)) if show_tokens else None
-        with LaunchProgress(_show_progress(as_json) and engine == "model", echo) as progress:
+        generates = engine in ("model",) + TOKEN_ENGINES
+        with LaunchProgress(_show_progress(as_json) and generates, echo) as progress:
             dev = _device(engine, frontend, opt, model, dtype, check, max_tokens, stock,
-                          progress.token if engine == "model" else None, device, max_passes=max_passes,
-                          on_phase=progress.phase, print_output=not as_json)
+                          progress.token if generates else None, device, max_passes=max_passes,
+                          on_phase=progress.phase, print_output=not as_json, url=url)
             module = dev.compile(source, filename=file.name)
             if show_ptx:
                 console.print(module.ptx, markup=False)
@@ -264,7 +278,7 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         err_console.print(f"[dim]{_stats(result, wall)}[/]")
         return
     for i, step in enumerate(result.trace or []):
-        console.print(str(step) if result.engine == "model" else _step_line(i, step), markup=False)
+        console.print(str(step) if result.engine != "interp" else _step_line(i, step), markup=False)
     for name, value in zip(fn.arg_names, args):
         if isinstance(value, np.ndarray):
             console.print(f"{name} = {value.tolist()}", markup=False)
@@ -285,14 +299,14 @@ def _run_json(fn, args, dims, result, wall: float) -> dict:
             "arrays": {n: v.tolist() for n, v in zip(fn.arg_names, args) if isinstance(v, np.ndarray)},
             "scalars": {n: v for n, v in zip(fn.arg_names, args) if not isinstance(v, np.ndarray)},
             "blocks": result.blocks, "instructions": result.instructions, "tokens": result.tokens,
-            "exec_tokens": result.passes if result.engine == "model" else None,
+            "exec_tokens": result.passes if result.tokens is not None else None,
             "seconds": result.seconds, "load_seconds": result.load_seconds,
             "prefill_seconds": result.prefill_seconds, "decode_seconds": result.decode_seconds,
             "wall_seconds": wall, "output": list(result.output)}
 
 
 def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_token=None, device=None, *,
-            max_passes=DEFAULT_MAX_PASSES, on_phase=None, print_output=True) -> Device:
+            max_passes=DEFAULT_MAX_PASSES, on_phase=None, print_output=True, url=None) -> Device:
     if engine == "model":
         from transformers.utils import logging as hf_logging
         hf_logging.set_verbosity_error()        # no loading bars or fallback notes between the tokens
@@ -302,8 +316,8 @@ def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_to
                   model=model, dtype=_choice("dtype", dtype, MODEL_DTYPES),
                   check=None if _choice("check", check or "none", ("none", "replay")) == "none" else check,
                   max_tokens=max_tokens, on_token=on_token, fast=not stock, device=device,
-                  max_passes=max_passes, on_phase=on_phase if engine == "model" else None,
-                  print_output=print_output)
+                  max_passes=max_passes, on_phase=on_phase if engine in ("model",) + TOKEN_ENGINES else None,
+                  print_output=print_output, url=url)
 
 
 def _only_kernel(module) -> str:
@@ -351,7 +365,8 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
           directory: Optional[Path] = typer.Option(None, "--dir", help="kernel directory (default: ./kernels)"),
           opt: Optional[int] = typer.Option(None, "-O", help="clang optimisation level 1..3, default 2 (-O0 is not "
                                                    "supported: .local memory; NVRTC always optimises)"),
-          model: Optional[Path] = typer.Option(None, "--model", help="merged checkpoint (model engine; default: the stand-in)"),
+          model: Optional[Path] = typer.Option(None, "--model", help=MODEL_HELP),
+          url: Optional[str] = typer.Option(None, "--url", help=URL_HELP),
           dtype: Optional[str] = typer.Option(None, "--dtype", help=f"model engine: {', '.join(MODEL_DTYPES)} (default float32)"),
           check: Optional[str] = typer.Option(None, "--check", help="model engine: none, or replay (every token against the interpreter)"),
           max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
@@ -368,9 +383,8 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
     wall = time.perf_counter()
     try:
         _choice("engine", engine, ENGINES)
-        if engine != "model":
-            _check_engine_options(engine, check=check, device=device, stock=stock, dtype=dtype, model=model,
-                                  max_tokens=max_tokens, batch=batch)
+        _check_engine_options(engine, url, check=check, device=device, stock=stock, dtype=dtype, model=model,
+                              max_tokens=max_tokens, batch=batch)
         _check_applies(engine, ("interp",), max_passes=max_passes)
         opt = _check_opt(opt, frontend)
         _check_limits(max_tokens, max_passes)
@@ -382,12 +396,13 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
             raise QwenGpuError(f"no kernel matches {pattern!r} in {directory}" if pattern
                                else f"no kernels (NAME.cu with NAME.py) in {directory}")
         with SuiteProgress(_show_progress(as_json), engine) as progress:
+            generates = engine in ("model",) + TOKEN_ENGINES
             dev = _device(engine, frontend, opt, model, dtype, check,
-                          max_tokens or (SUITE_MAX_TOKENS if engine == "model" else None), stock, device=device,
-                          max_passes=max_passes, on_phase=progress.phase)
+                          max_tokens or (SUITE_MAX_TOKENS if generates else None), stock, device=device,
+                          max_passes=max_passes, on_phase=progress.phase, url=url)
             summary = run_suite(pattern=pattern, directory=directory, max_batch=None if stock or batch == 1 else batch,
                                 device=dev, on_start=progress.start, on_report=progress.report,
-                                on_token=progress.token if engine == "model" else None)
+                                on_token=progress.token if generates else None)
     except QwenGpuError as e:
         fail(e)
     wall = time.perf_counter() - wall
@@ -397,7 +412,7 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
         console.print(_suite_table(summary))
         tokens = sum(k["tokens"] or 0 for k in summary["kernels"])
         console.print(f"[dim]{len(summary['kernels'])} kernels in {wall:.1f} s"
-                      + (f", {tokens:,} tokens" if engine == "model" else "") + "[/]")
+                      + (f", {tokens:,} tokens" if generates else "") + "[/]")
     if summary["failed"] or not summary["kernels"]:
         raise typer.Exit(1)
 

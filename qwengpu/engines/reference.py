@@ -122,13 +122,14 @@ def launch_ids(case_or_program, model_dir, *, grid=None, block=None, args: Seque
     runtime.bind_vocab(model, machine.vocab)
     vocab = machine.vocab
     first, end = runtime.gpu_token_ids(model)
+    copy_out = launch.output_words()          # the launch's results end the stream (machine/copyout.py)
     prompt_ids = [vocab.id(t) for t in protocol.prompt(program, launch.grid, launch.block, launch.params,
-                                                       launch.memory)]
+                                                       launch.memory, copy_out)]
     start = time.perf_counter()
     stream: list[Token] = []
     try:
         runtime.launch_on_model(model, machine, program, launch.grid, launch.block, launch.params, launch.memory,
-                                max_tokens=dev.max_tokens, on_token=stream.append)
+                                max_tokens=dev.max_tokens, copy_out=copy_out, on_token=stream.append)
     except Exception:
         if not stream or stream[-1].kind != "FAULT":       # a FAULT stream is a valid stream
             raise
