@@ -268,7 +268,8 @@ def test_model_engine_runs_a_launch_through_the_runtime(monkeypatch, fast):
     from qwengpu.machine.protocol import expected_stream
     src, out = np.array([1, -3, 2**30, 7], np.int32), np.zeros(4, np.int32)
     launch = Launch.build(scale_add_program(), 1, 4, [src, out, -5])
-    stream = expected_stream(launch.program, launch.grid, launch.block, launch.params, launch.memory)
+    stream = expected_stream(launch.program, launch.grid, launch.block, launch.params, launch.memory,
+                             launch.output_words())
     all_ops = {op.name for op in isa.Op} | {t.name for t in isa.Term}
     loads, caches = _stub_machine_build(monkeypatch, all_ops, stream.tokens, stream.memory)
     fn = Function(Module(Device("model", dtype="bfloat16", check="replay", fast=fast), "", "", "<hand-built>"),

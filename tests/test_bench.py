@@ -31,7 +31,7 @@ def interp_reference():
     out = {}
     for name in KERNELS:
         L = kernel_launch(name).launch
-        stream = protocol.expected_stream(L.program, L.grid, L.block, L.params, L.memory.copy())
+        stream = protocol.expected_stream(L.program, L.grid, L.block, L.params, L.memory.copy(), L.output_words())
         out[name] = stream, interp.run(L.program, L.grid, L.block, L.params, L.memory.copy())
     return out
 

@@ -258,7 +258,7 @@ def stub_model_engine(monkeypatch):
     real = runtime.launch_on_model
 
     def launch(model, mach, program, grid, block, params, memory, **kw):
-        stream = expected_stream(program, grid, block, params, memory)
+        stream = expected_stream(program, grid, block, params, memory, kw.get("copy_out") or ())
         model.script, model.calls, machine.final = state.corrupt(list(stream.tokens)), 0, stream.memory
         return real(model, mach, program, grid, block, params, memory, **kw)
     monkeypatch.setattr(runtime, "launch_on_model", launch)
@@ -276,7 +276,7 @@ def dot_tokens() -> int:
     fn = Device("interp").compile(DOT_CU, "dot.cu").get_function("dot")
     lau = Launch.build(fn.program, 1, 4, [np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32),
                                           np.zeros(1, np.int32), 3])
-    return len(expected_stream(fn.program, lau.grid, lau.block, lau.params, lau.memory).tokens)
+    return len(expected_stream(fn.program, lau.grid, lau.block, lau.params, lau.memory, lau.output_words()).tokens)
 
 
 def test_run_on_the_model_shows_tokens_and_checks_replay(tmp_path, stub_model_engine):
@@ -287,7 +287,8 @@ def test_run_on_the_model_shows_tokens_and_checks_replay(tmp_path, stub_model_en
     lines = result.output.splitlines()
     assert lines[0] == "EXEC w0 B0.0" and "HALT" in lines
     halt = lines.index("HALT")
-    assert all(line.split()[0] in ("EXEC", "VAL", "VALU", "ST", "CT1", "CT2", "CTA") for line in lines[:halt])
+    assert all(line.split()[0] in ("EXEC", "VAL", "VALU", "ST", "CT1", "CT2", "CTA") for line in lines[:halt - 2])
+    assert lines[halt - 2: halt] == ["COPY g1", "VALU b0 0x20"]        # out = [32], word 6: the copy-out
     assert lines[halt + 3] == "out = [32]" and f"{halt + 1} tokens" in lines[-1] and "engine model" in lines[-1]
 
 
@@ -551,3 +552,15 @@ def test_progress_texts():
     suite.report(SimpleNamespace(name="dot", passed=False, tokens=130, seconds=1.5))
     assert texts[-2] == "  dot [red]failed[/], 130 tokens, 1.5 s"
     assert texts[-1]["completed"] == 1 and texts[-1]["total"] == 2 and "1 failed" in texts[-1]["description"]
+
+
+def test_token_engine_options_are_checked(tmp_path):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    cases = {("--engine", "llama.cpp"): "needs a GGUF file: model=FILE.gguf (qgpu: --model FILE.gguf)",
+             ("--engine", "vllm", "--dtype", "bfloat16"): "--dtype applies to the model engine only",
+             ("--url", "http://127.0.0.1:9"): "--url names a vLLM server: it applies to --engine vllm only",
+             ("--engine", "llama.cpp", "--model", str(tmp_path / "none.gguf")): "none.gguf does not exist"}
+    for options, message in cases.items():
+        result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, *options)
+        assert result.exit_code == 1 and message in result.output, (options, result.output)
+        assert "Traceback" not in result.output
