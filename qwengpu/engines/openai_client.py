@@ -91,7 +91,8 @@ class OpenAIEngine:
     def generate(self, prompts: Sequence[Sequence[int]], *, allowed: tuple[int, int], stop_ids: Sequence[int],
                  max_tokens: int) -> list[list[int]]:
         """Each prompt greedily decoded over the ids [allowed[0], allowed[1]) until a stop id
-        (included) or max_tokens; all prompts in one request."""
+        (included) or max_tokens (then the output ends without a stop id); all prompts in one
+        request."""
         if not prompts:
             return []
         body = {

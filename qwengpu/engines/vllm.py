@@ -66,12 +66,15 @@ class VllmEngine:
     """vLLM in a subprocess of the engine venv, the model loaded once, kept across generate()
     calls. model_dir: a merged checkpoint folder (the same one the reference came from).
     max_batch: vLLM's max_num_seqs. max_model_len: the longest prompt + generation (None: from
-    the config; smaller saves KV-cache memory). start_timeout: seconds for vLLM to load the model.
-    env: extra environment for the worker (VLLM_CPU_KVCACHE_SPACE defaults to 1 GiB here;
-    VLLM_CPU_OMP_THREADS_BIND, OMP_NUM_THREADS... pass through)."""
+    the config). kv_cache_bytes: vLLM's kv_cache_memory_bytes, the KV cache and recurrent states
+    of all sequences (the stand-in has one full-attention layer: 2 KB a token; None: vLLM's
+    default, several GiB; $VLLM_CPU_KVCACHE_SPACE, in GiB, overrides it on the CPU build).
+    start_timeout: seconds for vLLM to load the model. env: extra environment for the worker
+    (VLLM_CPU_OMP_THREADS_BIND, OMP_NUM_THREADS... pass through)."""
 
     def __init__(self, model_dir, *, python: str | Path = DEFAULT_PYTHON, max_batch: int = 8,
                  max_model_len: int | None = None, dtype: str = "bfloat16", tensor_parallel_size: int = 1,
+                 kv_cache_bytes: int | None = 512 << 20,
                  start_timeout: float = 1800.0, env: dict | None = None, nice: int = 0):
         self.model_dir = Path(model_dir).resolve()
         if not (self.model_dir / "config.json").exists():
@@ -79,6 +82,7 @@ class VllmEngine:
         self.python = resolve_python(python)
         self.max_batch, self.max_model_len, self.dtype = max_batch, max_model_len, dtype
         self.tensor_parallel_size, self.start_timeout, self.nice = tensor_parallel_size, start_timeout, nice
+        self.kv_cache_bytes = kv_cache_bytes
         self.extra_env = dict(env or {})
         self.proc: subprocess.Popen | None = None
         self.info: dict = {}
@@ -95,10 +99,11 @@ class VllmEngine:
                "--max-batch", str(self.max_batch), "--tensor-parallel-size", str(self.tensor_parallel_size)]
         if self.max_model_len:
             cmd += ["--max-model-len", str(self.max_model_len)]
+        if self.kv_cache_bytes:
+            cmd += ["--kv-cache-memory-bytes", str(int(self.kv_cache_bytes))]
         if self.nice:
             cmd = ["nice", "-n", str(self.nice)] + cmd
         env = {**os.environ, **self.extra_env}
-        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")        # GiB: ample for launches (vLLM would take more)
         env.pop("PYTHONPATH", None)                          # nothing of qwengpu's .venv leaks in
         env.pop("VIRTUAL_ENV", None)
         self._stderr = tempfile.TemporaryFile(mode="w+b")
@@ -191,8 +196,8 @@ class VllmEngine:
     def generate(self, prompts: Sequence[Sequence[int]], *, allowed: tuple[int, int], stop_ids: Sequence[int],
                  max_tokens: int, timeout: float | None = None) -> list[list[int]]:
         """Each prompt greedily decoded over the ids [allowed[0], allowed[1]) until a stop id
-        (included) or max_tokens; all prompts go to vLLM in one batch. `timeout` (seconds, None:
-        none) for the whole call."""
+        (included) or max_tokens (then the output ends without a stop id); all prompts go to vLLM
+        in one batch. `timeout` (seconds, None: none) for the whole call."""
         if not prompts:
             return []
         self.start()

@@ -3,6 +3,7 @@ and vllm (never qwengpu, whose environment it does not share), keeps one LLM loa
 JSON lines on its standard input and output:
 
     started as:  python vllm_worker.py --model DIR [--max-batch N] [--max-model-len N] [--dtype bfloat16]
+                 [--kv-cache-memory-bytes N] [--tensor-parallel-size N]
     it writes:   {"ready": true, "vllm": "0.32.0", "load_seconds": 61.2}      once the model is loaded
     request:     {"id": 1, "prompts": [[ids...], ...], "allowed": [first, end],
                   "stop_ids": [halt, fault], "max_tokens": 20000}
@@ -49,6 +50,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-model-len", type=int, default=None,
                     help="prompt + generated tokens of one sequence (default: vLLM's, from the config)")
     ap.add_argument("--tensor-parallel-size", type=int, default=1)
+    ap.add_argument("--kv-cache-memory-bytes", type=int, default=None,
+                    help="vLLM's KV cache (and recurrent state) memory; default: vLLM's")
     ap.add_argument("--eager", action=argparse.BooleanOptionalAction, default=True,
                     help="enforce_eager (no torch.compile / CUDA graphs); default on")
     args = ap.parse_args(argv)
@@ -67,6 +70,8 @@ def main(argv=None) -> int:
                       max_num_seqs=args.max_batch, tensor_parallel_size=args.tensor_parallel_size)
         if args.max_model_len:
             kwargs["max_model_len"] = args.max_model_len
+        if args.kv_cache_memory_bytes:
+            kwargs["kv_cache_memory_bytes"] = args.kv_cache_memory_bytes
         llm = LLM(**kwargs)
     except BaseException as e:  # noqa: BLE001 - reported to the parent, then exit
         traceback.print_exc()
