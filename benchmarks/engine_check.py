@@ -6,9 +6,9 @@ from the copy-out alone must equal the kernels' NumPy references (replay checks 
     .venv/bin/python benchmarks/engine_check.py --engine llama.cpp --gguf FILE.gguf [--model DIR] ...
 
 --model is the merged checkpoint (default: the stand-in); for llama.cpp, the one the GGUF was
-exported from. All launches go to the engine in one request (vLLM batches them, up to its
-max_batch of 8; llama.cpp runs them one after another). The engines are slow on a CPU
-(docs/performance.md, "Other engines").
+exported from. On vLLM all launches go in one request (it batches them, up to its max_batch of
+8); llama.cpp runs one request per launch, and --out FILE is rewritten after each. The engines
+are slow on a CPU (docs/performance.md, "Other engines").
 """
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ def main() -> int:
     ap.add_argument("--kernels", help="comma-separated suite kernels")
     ap.add_argument("--shortest", type=int, default=10, help="else the N kernels with the shortest streams")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", type=Path, help="write the JSON summary here after every request")
     a = ap.parse_args()
     from qwengpu.engines.connect import open_engine
     from qwengpu.machine.build import machine_for
@@ -76,35 +77,47 @@ def main() -> int:
     fast_s = time.perf_counter() - start
     print(f"fast path: {len(kernels)} launches in {fast_s:.1f} s; starting {a.engine}", file=sys.stderr, flush=True)
     engine, vocab = open_engine(a.engine, a.gguf if a.engine == "llama.cpp" else model)
-    start = time.perf_counter()
-    runs = runtime.launch_on_engine(engine, vocab, [job(k[4]) for k in kernels], max_tokens=200_000, check="replay")
-    engine_s = time.perf_counter() - start
-    rows = []
-    for case, (args, expected, names, _, launch), ref, run in zip(cases, kernels, reference, runs):
-        row = {"kernel": case.name, "tokens": getattr(ref, "tokens", None)}
-        if isinstance(run, Exception) or isinstance(ref, Exception):
-            row["error"] = f"{type(run).__name__}: {run}" if isinstance(run, Exception) else f"fast path: {ref}"
-        else:
-            launch.copy_back()
-            bad = mismatches(args, expected, names)
-            row |= {"identical_tokens": [t for t in run.stream] == [t for t in ref.stream],
-                    "results_exact": not bad, "copied_words": len(run.copied), "why": "; ".join(bad)}
-        rows.append(row)
-    generated = sum(r["tokens"] or 0 for r in rows)
-    summary = {"engine": a.engine, "model": str(model), "gguf": str(a.gguf) if a.gguf else None,
-               "kernels": rows, "engine_seconds": round(engine_s, 1), "fast_seconds": round(fast_s, 1),
-               "engine_tokens_per_s": round(generated / engine_s, 2), "fast_tokens_per_s": round(generated / fast_s, 1),
-               "all_identical": all(r.get("identical_tokens") for r in rows),
-               "all_exact": all(r.get("results_exact") for r in rows)}
+    requests = [list(range(len(kernels)))] if a.engine == "vllm" else [[i] for i in range(len(kernels))]
+    rows, engine_s = [], 0.0
+    for request in requests:
+        start = time.perf_counter()
+        runs = runtime.launch_on_engine(engine, vocab, [job(kernels[i][4]) for i in request], max_tokens=200_000,
+                                        check="replay")
+        engine_s += time.perf_counter() - start
+        rows += [row(cases[i], kernels[i], reference[i], run) for i, run in zip(request, runs)]
+        summary = summarize(a, model, rows, engine_s, fast_s)
+        if a.out:
+            a.out.write_text(json.dumps(summary, indent=1))
     if a.json:
         print(json.dumps(summary, indent=1))
     else:
         for r in rows:
             print(f"{r['kernel']:22} {r['tokens'] or 0:6} tokens  identical {r.get('identical_tokens')}  "
                   f"results exact {r.get('results_exact')}  {r.get('error', r.get('why', ''))}")
-        print(f"{a.engine}: {generated:,} tokens in {engine_s:.0f} s ({summary['engine_tokens_per_s']} tokens/s); "
-              f"fast path {fast_s:.1f} s; identical {summary['all_identical']}, exact {summary['all_exact']}")
+        print(f"{a.engine}: {summary['generated']:,} tokens in {engine_s:.0f} s ({summary['engine_tokens_per_s']} "
+              f"tokens/s); fast path {fast_s:.1f} s; identical {summary['all_identical']}, exact {summary['all_exact']}")
     return 0 if summary["all_identical"] and summary["all_exact"] else 1
+
+
+def row(case, kernel, ref, run) -> dict:
+    """One kernel's outcome: identical streams, and the copy-out's results against NumPy."""
+    args, expected, names, _, launch = kernel
+    out = {"kernel": case.name, "tokens": getattr(ref, "tokens", None)}
+    if isinstance(run, Exception) or isinstance(ref, Exception):
+        return out | {"error": f"{type(run).__name__}: {run}" if isinstance(run, Exception) else f"fast path: {ref}"}
+    launch.copy_back()
+    bad = mismatches(args, expected, names)
+    return out | {"identical_tokens": run.stream == ref.stream, "results_exact": not bad,
+                  "copied_words": len(run.copied), "why": "; ".join(bad)}
+
+
+def summarize(a, model, rows, engine_s: float, fast_s: float) -> dict:
+    generated = sum(r["tokens"] or 0 for r in rows)
+    return {"engine": a.engine, "model": str(model), "gguf": str(a.gguf) if a.gguf else None,
+            "kernels": rows, "generated": generated, "engine_seconds": round(engine_s, 1),
+            "fast_seconds": round(fast_s, 1), "engine_tokens_per_s": round(generated / engine_s, 2),
+            "all_identical": all(r.get("identical_tokens") for r in rows),
+            "all_exact": all(r.get("results_exact") for r in rows)}
 
 
 if __name__ == "__main__":
