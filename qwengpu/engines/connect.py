@@ -17,6 +17,7 @@ from pathlib import Path
 from qwengpu.errors import QwenGpuError
 
 _OPEN: dict = {}
+MAX_LAUNCH_TOKENS = 1 << 17     # vLLM's max_model_len: prompt + generated (the suite's longest: ~43,000)
 
 
 def open_engine(name: str, model: str | Path | None, url: str | None = None):
@@ -40,7 +41,7 @@ def _open(name: str, model, url):
         from qwengpu.model.merge import default_merged_model
         path = Path(model) if model is not None else default_merged_model()
         vocab = _vocab_of(path)                      # a clear error before vLLM starts loading
-        return VllmEngine(path).start(), vocab
+        return VllmEngine(path, max_model_len=MAX_LAUNCH_TOKENS).start(), vocab
     if name == "llama.cpp":
         from qwengpu.engines.llamacpp import LlamaCppEngine
         engine = LlamaCppEngine(model)
