@@ -316,9 +316,12 @@ def launch_on_engine(engine, vocab, jobs: list[LaunchJob], *, max_tokens: int, c
 
 
 def _engine_result(vocab, job: LaunchJob, ids: list[int], expected, max_tokens: int, seconds: float) -> ModelRun:
-    stream = [vocab.token(i) for i in ids]
-    for index, token in enumerate(stream):
-        if expected is not None:
+    try:
+        stream = [vocab.token(i) for i in ids]
+    except ValueError as e:                     # an engine that did not keep to the GPU ids
+        raise ExecutionError(f"the engine generated {e}") from None
+    if expected is not None:
+        for index, token in enumerate(stream):
             _check(expected, index, token)
     if stream and stream[-1].kind == "FAULT":
         _fault(stream, expected, job.program, job.block)
