@@ -119,6 +119,15 @@ def test_openai_server_dot_stream_equals_fast_path(dot_ref):
             got = eng.generate([ref.prompt_ids], allowed=ref.allowed, stop_ids=ref.stop_ids,
                                max_tokens=len(ref.stream_ids) + 16)
             _same(ref.stream_ids, got[0])
+            # the client end to end: the result decoded from the server's tokens (the copy-out)
+            import numpy as np
+            from qwengpu.api import Device
+            src = (REPO / "kernels" / "dot.cu").read_text()
+            dev = Device("vllm", url=f"http://127.0.0.1:{port}", model=model, check="replay")
+            out = np.zeros(1, np.int32)
+            result = dev.compile(src, "dot.cu").get_function("dot")(
+                grid=1, block=4, args=[np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32), out, 3])
+            assert out.tolist() == [1 * 4 + 2 * 5 + 3 * 6] and result.tokens == len(ref.stream_ids)
         finally:
             proc.terminate()
             try:
