@@ -4,8 +4,9 @@ The engine tests need .venv-llamacpp (`bash scripts/install_llamacpp.sh`) and a 
 the checkpoint (`qgpu export gguf --model build/engines/standin-merged --out
 build/engines/standin-bf16.gguf`), and skip, saying so, without them. $QWENGPU_LLAMACPP_GGUF
 names another GGUF; $QWENGPU_ENGINE_MODEL the checkpoint it was exported from (default
-build/engines/standin-merged), which gives the fast path's reference stream. Cost on 2 loaded
-CPU cores: the dot launch (217 prompt tokens, 108 generated) took 8.4 minutes (0.25 tokens/s).
+build/engines/standin-merged), which gives the fast path's reference stream. Cost on 2 CPU
+cores: the dot launch (217 prompt tokens, 108 generated) took 8.4 minutes while other jobs loaded
+them (0.25 tokens/s), under a minute when idle (about 4 tokens/s); the worker's RSS is 4.3 GB.
 """
 from __future__ import annotations
 
