@@ -123,7 +123,8 @@ def test_openai_server_dot_stream_equals_fast_path(dot_ref):
             import numpy as np
             from qwengpu.api import Device
             src = (REPO / "kernels" / "dot.cu").read_text()
-            dev = Device("vllm", url=f"http://127.0.0.1:{port}", model=model, check="replay")
+            dev = Device("vllm", url=f"http://127.0.0.1:{port}", model=model, check="replay",
+                         max_tokens=len(ref.stream_ids) + 16)       # within the server's max_model_len
             out = np.zeros(1, np.int32)
             result = dev.compile(src, "dot.cu").get_function("dot")(
                 grid=1, block=4, args=[np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32), out, 3])
