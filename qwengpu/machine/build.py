@@ -403,8 +403,8 @@ class Machine:
     # ---- copy-out: COPY(g) loads group g's words, every lane it copies (qwengpu/machine/copyout.py) ----
     def _copy_out(self):
         c, k, g, L = self.c, self.k, self.f["CG"], L_EXEC
-        banks = 1 << GROUP_BITS - ROW_BITS
-        high = GROUP_BITS - ROW_BITS
+        high = GROUP_BITS - ROW_BITS                          # group bits above a bank's row
+        banks = 1 << high
         rd, wr = c.field("copy.rd", banks, L_IN), c.field("copy.wr", banks, L_IN)
         for b in range(banks):          # the table's bank of this COPY's group, and of a PUT's row
             t, k0 = match(view(g, ROW_BITS, GROUP_BITS), b)
