@@ -6,6 +6,11 @@ the argmax restricted to the GPU token ids [allowed[0], allowed[1]), until a sto
 max_tokens; the result is each prompt's generated ids. `qwengpu.engines.reference.launch_ids`
 gives a launch's prompt ids and the fast path's stream to compare with (docs/engines.md).
 
-    vllm.VllmEngine          vLLM in its own venv (.venv-vllm, scripts/install_vllm.sh), a subprocess
-    openai_client.OpenAIEngine   a running vLLM OpenAI-compatible server (`vllm serve ...`)
+    vllm.VllmEngine             vLLM in its own venv (.venv-vllm, scripts/install_vllm.sh), a subprocess
+    openai_client.OpenAIEngine  a running vLLM OpenAI-compatible server (`vllm serve ...`)
+    llamacpp.LlamaCppEngine     llama.cpp on a GGUF (qgpu export gguf: gguf.py), in .venv-llamacpp
+                                (scripts/install_llamacpp.sh), a subprocess
+
+connect.open_engine opens the one a Device("vllm" | "llama.cpp") names; the launches' host side
+(prompts in, streams checked, results from the copy-out) is qwengpu.machine.runtime.launch_on_engine.
 """
