@@ -14,8 +14,7 @@ import pytest
 from qwengpu import Device, difftest, interp, isa
 from qwengpu.launch import Launch
 from qwengpu.suite import discover, load_spec
-
-LEVELS = [("clang", 1), ("clang", 2), ("clang", 3), ("nvrtc", 3)]
+from test_generic_addressing import CONST_OR_GLOBAL, LEVELS      # its kernels, at its levels
 
 
 def program(src, fe="clang", opt=2, name="k"):
@@ -315,14 +314,6 @@ extern "C" __global__ void k(unsigned *g, unsigned *out, const unsigned *ro, uns
     __syncthreads();
     out[t] = before + s[t];
 }"""
-
-CONST_OR_GLOBAL = r"""
-__constant__ unsigned ct[4] = {10, 20, 30, 40};
-extern "C" __global__ void k(const unsigned *in, unsigned *out, unsigned n) {
-    unsigned i = threadIdx.x, x = in[i];
-    out[i] = (x & 1u) ? ct[x & 3u] : in[(i + 1) % n];
-}"""
-
 
 @pytest.mark.parametrize("fe,opt", LEVELS)
 def test_generic_pointers_to_shared_or_global(fe, opt):

@@ -296,10 +296,7 @@ def launch_on_engine(engine, vocab, jobs: list[LaunchJob], *, max_tokens: int, c
     ready = []
     for i, job in enumerate(jobs):
         try:
-            job.grid, job.block = check_grid_block(job.grid, job.block)
-            args = (job.program, job.grid, job.block, job.params, job.memory, job.copy_out or ())
-            expected = protocol.expected_stream(*args) if check == "replay" else None
-            ready.append((i, job, [vocab.id(t) for t in protocol.prompt(*args)], expected))
+            ready.append((i, job, *_prompt_and_replay(vocab, job, check)))
         except QwenGpuError as e:
             results[i] = e
     stops = [vocab.id(Token(kind)) for kind in ("HALT", "FAULT")]
@@ -335,11 +332,16 @@ def _engine_result(vocab, job: LaunchJob, ids: list[int], expected, max_tokens: 
     return _model_run(job.program, stream, seconds, copied)
 
 
-def _prepare(fast, vocab, index: int, job: LaunchJob, check: str | None) -> _Running:
+def _prompt_and_replay(vocab, job: LaunchJob, check: str | None) -> tuple[list[int], protocol.Stream | None]:
+    """A job's prompt ids, and its replay stream when `check` asks for one."""
     job.grid, job.block = check_grid_block(job.grid, job.block)
     args = (job.program, job.grid, job.block, job.params, job.memory, job.copy_out or ())
     expected = protocol.expected_stream(*args) if check == "replay" else None
-    prompt = [vocab.id(t) for t in protocol.prompt(*args)]
+    return [vocab.id(t) for t in protocol.prompt(*args)], expected
+
+
+def _prepare(fast, vocab, index: int, job: LaunchJob, check: str | None) -> _Running:
+    prompt, expected = _prompt_and_replay(vocab, job, check)
     if any(not fast.first <= t < fast.end for t in prompt):
         raise QwenGpuError("the launch prompt has a token outside the GPU tokens")
     return _Running(index, job, prompt, expected)
