@@ -116,7 +116,7 @@ def test_demo_runs_in_the_model():
     assert result.exit_code == 0, result.output
     assert "= 32" in result.output and "engine model" in result.output
     stream = result.output.split("dot(")[0]                          # after any build progress
-    assert "EXEC w0 B0.0  VAL l0 b0" in stream and stream.rstrip().endswith("HALT")   # as the model wrote it
+    assert "EXEC w0 B0.0  VAL l0 p0" in stream and stream.rstrip().endswith("HALT")   # as the model wrote it
 
 
 def test_demo_on_the_interpreter():
@@ -288,7 +288,7 @@ def test_run_on_the_model_shows_tokens_and_checks_replay(tmp_path, stub_model_en
     assert lines[0] == "EXEC w0 B0.0" and "HALT" in lines
     halt = lines.index("HALT")
     assert all(line.split()[0] in ("EXEC", "VAL", "VALU", "ST", "CT1", "CT2", "CTA") for line in lines[:halt - 2])
-    assert lines[halt - 2: halt] == ["COPY g1", "VALU b0 0x20"]        # out = [32], word 6: the copy-out
+    assert lines[halt - 2: halt] == ["COPY g1", "VALU p0 0x20"]        # out = [32], word 6: the copy-out
     assert lines[halt + 3] == "out = [32]" and f"{halt + 1} tokens" in lines[-1] and "engine model" in lines[-1]
 
 

@@ -41,7 +41,7 @@ def test_expected_tokens_by_hand():
     mem[9] = 0
     assert copyout.expected_tokens([4, 5, 6], mem) == [t("COPY", 1), t("VALU", 0, 7)]
     assert copyout.expected_tokens([6, 7, 9], mem) == [
-        t("COPY", 1), t("VAL", 2, 0, 7), t("VAL", 3, 0, 0x34), t("VAL", 3, 1, 0x12),
+        t("COPY", 1), t("VAL", 2, 0, 7), t("VAL", 3, 0, 0x234), t("VAL", 3, 1, 0x1),
         t("COPY", 2), t("VALU", 0, 0)]
 
 
@@ -52,11 +52,12 @@ def test_decode_round_trip_and_malformed_streams():
     stream = [t("EXEC", 0, 0, 0), t("CT1", 0, 0, 0)] + tail
     assert copyout.decode(stream, words) == {w: int(mem[w]) for w in words}
     assert copyout.decode([t("HALT")], []) == {}
+    g1 = stream.index(t("COPY", 1))
     broken = {
-        "expected COPY g1": stream[:7] + [t("COPY", 2)] + stream[8:],           # another group
-        "wrote lanes": stream[:3] + stream[7:],                                # a group's words lost
+        "expected COPY g1": stream[:g1] + [t("COPY", 2)] + stream[g1 + 1:],     # another group
+        "wrote lanes": stream[:3] + stream[g1:],                               # a group's words lost
         "not \\[0, 1, 2, 3\\]": [s for s in stream if s.kind != "VAL" or s.args[0] != 2],   # a lane lost
-        "bytes in order": [s for s in stream if s != t("VAL", 2, 1, 0x6)],     # a byte lost
+        "parts in order": [s for s in stream if s != t("VAL", 2, 1, 0x60)],    # a part lost (word 6: 0x06060606)
         "expected HALT": stream[:-1],
         "after COPY": stream[:3] + [t("VALU", 0, 1)] + stream[3:],            # VALU among VALs
     }

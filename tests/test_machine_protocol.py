@@ -23,13 +23,18 @@ def exec_(w, pc, s):
     return T("EXEC", w, pc, s)
 
 
-def vals(lane, value, nbytes):
-    return [T("VAL", lane, k, value >> 8 * k & 0xFF) for k in range(nbytes)]
+def parts(value, n):
+    """The first n 12-bit parts of a word (docs/protocol.md: bits 0-11, 12-23, 24-31)."""
+    return [(k, value >> 12 * k & 0xFFF) for k in range(n)]
 
 
-def valu(value, nbytes):
+def vals(lane, value, nparts):
+    return [T("VAL", lane, *p) for p in parts(value, nparts)]
+
+
+def valu(value, nparts):
     """A value every active lane gets: written once, for all of them."""
-    return [T("VALU", k, value >> 8 * k & 0xFF) for k in range(nbytes)]
+    return [T("VALU", *p) for p in parts(value, nparts)]
 
 
 def jmp(target):
@@ -41,25 +46,25 @@ EXIT = Terminator(Term.EXIT)
 
 # --- an independent decoder of the prompt -----------------------------------------
 def decode_prompt(tokens):
-    """Replay LATCH/BYTE/PUT as docs/protocol.md describes them: {target: {row: word}}.
-    Also checks the format: BYTE runs start at 0, ascend by one and end on a nonzero byte
-    (or are a single byte), one LATCH per row per section, and the prompt ends with CTA 0."""
-    assert tokens[-1] == T("CTA", 0) and all(t.kind in ("LATCH", "BYTE", "PUT") for t in tokens[:-1])
+    """Replay LATCH/PART/PUT as docs/protocol.md describes them: {target: {row: word}}.
+    Also checks the format: PART runs start at 0, ascend by one and end on a nonzero part
+    (or are a single part), one LATCH per row per section, and the prompt ends with CTA 0."""
+    assert tokens[-1] == T("CTA", 0) and all(t.kind in ("LATCH", "PART", "PUT") for t in tokens[:-1])
     tables = defaultdict(dict)
-    latch, staged, run, latched = None, [0] * 4, [], []
+    latch, staged, run, latched = None, [0] * 3, [], []
     for t in tokens[:-1]:
         if t.kind == "LATCH":
             assert not run
             latch = t.args[0]
             latched.append(latch)
-        elif t.kind == "BYTE":
+        elif t.kind == "PART":
             k, d = t.args
-            assert k == len(run), "bytes ascend from 0"
-            staged[k:] = [d] + [0] * (3 - k)
+            assert k == len(run), "parts ascend from 0"
+            staged[k:] = [d] + [0] * (2 - k)
             run.append(d)
         else:
-            assert run and (len(run) == 1 or run[-1] != 0), "up to the highest nonzero byte"
-            word = sum(b << 8 * k for k, b in enumerate(staged))
+            assert run and (len(run) == 1 or run[-1] != 0), "up to the highest nonzero part"
+            word = sum(p << 12 * k for k, p in enumerate(staged))
             assert word != 0, "zero words are not written"
             target = PUT_TARGETS[t.args[0]]
             assert latch not in tables[target]
@@ -119,12 +124,14 @@ def test_prompt_lanes_past_the_thread_count_are_zero():
     assert tables["CONFIG"][0] == 0b0010 | 0 << 4 | 0b1111 << 8 | 0b0001 << 12
 
 
-def test_prompt_word_bytes_up_to_the_highest_nonzero_byte():
+def test_prompt_word_parts_up_to_the_highest_nonzero_part():
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
-    memory[2] = 0x00FF_0000
+    memory[2], memory[3] = 0x00FF_0000, 0xF000_0000
     toks = prompt(Program("k", [MachineBlock([], EXIT)], []), 1, 1, [], memory)
     i = toks.index(T("LATCH", 2))
-    assert toks[i:i + 5] == [T("LATCH", 2), T("BYTE", 0, 0), T("BYTE", 1, 0), T("BYTE", 2, 0xFF),
+    assert toks[i:i + 4] == [T("LATCH", 2), T("PART", 0, 0), T("PART", 1, 0xFF0), T("PUT", PUT_TARGETS.index("GLOBAL"))]
+    i = toks.index(T("LATCH", 3))
+    assert toks[i:i + 5] == [T("LATCH", 3), T("PART", 0, 0), T("PART", 1, 0), T("PART", 2, 0xF0),
                              T("PUT", PUT_TARGETS.index("GLOBAL"))]
 
 
@@ -144,7 +151,7 @@ def test_straight_line_with_store():
             exec_(0, 0, 2), *vals(0, 0, 1), *vals(1, 4, 1), *vals(2, 8, 1),
             exec_(0, 0, 3), T("ST", 0), T("ST", 1), T("ST", 2),
             exec_(0, 0, 4), T("CT1", 1, 0b0111, 0),                              # no change: no CT2
-            exec_(0, 1, 0), *valu(1 << 24, 4),
+            exec_(0, 1, 0), *valu(1 << 24, 3),
             exec_(0, 1, 1), T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]    # every lane exits
     assert got.tokens == want
     dc = {i: set(d) for i, d in enumerate(got.dont_care) if d}
@@ -161,9 +168,9 @@ def test_divergent_branch_partial_exit_and_reconvergence():
             exec_(0, 0, 2), T("CT1", 1, 0b0011, 0),                             # taken side first
             exec_(0, 1, 0), *valu(5, 1),
             exec_(0, 1, 1), T("CT1", 2, 0b1100, 0), T("CT2", 0b1100, 0, 0),     # lanes 0, 1 exit
-            exec_(0, 2, 0), *valu(0x300, 2),
+            exec_(0, 2, 0), *valu(0x300, 1),
             exec_(0, 2, 1), T("CT1", 3, 0b1100, 0),                             # reconverged
-            exec_(0, 3, 0), *valu(0xABCDEF, 3),
+            exec_(0, 3, 0), *valu(0xABCDEF, 2),
             exec_(0, 3, 1), T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]
     assert got == want
     # a load from byte address -4 faults: FAULT right after the load's EXEC
@@ -208,7 +215,7 @@ def test_every_token_kind_has_argument_names():
 
 
 # --- compare ----------------------------------------------------------------------
-STREAM = Stream([exec_(0, 1, 0), *vals(2, 0x1234, 2), T("CT1", 0, 0, 0), T("CT2", 0, 1, 0), T("HALT")],
+STREAM = Stream([exec_(0, 1, 0), *vals(2, 0x12345, 2), T("CT1", 0, 0, 0), T("CT2", 0, 1, 0), T("HALT")],
                 [frozenset(), frozenset(), frozenset(), frozenset({"pc", "mask", "sp"}), frozenset(), frozenset()])
 
 
@@ -252,16 +259,16 @@ def test_atomics_run_lane_by_lane():
     got = expected_stream(Program("k", blocks, []), 1, 3, [], memory)
     olds, news = [5, 305, 606], [305, 606, 908]           # lane order: 5+300, +301, +302
 
-    def new_bytes(v):
-        return [T("BYTE", k, v >> 8 * k & 0xFF) for k in range(2 if v > 255 else 1)]
+    def new_parts(v):
+        return [T("PART", *p) for p in parts(v, 1)]       # every value here is below 4096
     atomics = []
     for l in range(3):
-        atomics += [T("AT", l), *vals(l, olds[l], 2 if olds[l] > 255 else 1), *new_bytes(news[l]), T("AW", l)]
+        atomics += [T("AT", l), *vals(l, olds[l], 1), *new_parts(news[l]), T("AW", l)]
     exch = []
     for l in range(3):
-        exch += [T("AT", l), T("BYTE", 0, 1), T("AW", l)]
+        exch += [T("AT", l), T("PART", 0, 1), T("AW", l)]
     want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1),
-            exec_(0, 0, 1), *vals(0, 300, 2), *vals(1, 301, 2), *vals(2, 302, 2),
+            exec_(0, 0, 1), *vals(0, 300, 1), *vals(1, 301, 1), *vals(2, 302, 1),
             exec_(0, 0, 2), *atomics, exec_(0, 0, 3), T("CT1", 1, 0b0111, 0),
             exec_(0, 1, 0), *exch, exec_(0, 1, 1), T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]
     assert got.tokens == want

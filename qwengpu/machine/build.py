@@ -32,7 +32,7 @@ from qwengpu.machine.alu import ALU_OPS, build_alu
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
 from qwengpu.machine.encoding import OPCODES, SPACES, TERM_WORD, WORD0
 from qwengpu.machine.tokens import FEATURES, KINDS, PUT_TARGETS, SLOTS, Vocab
-from qwengpu.machine.words import (CONFIG, COPY0, COPYROW, CT1, CT2, CTA_BITS, GROUP_BITS, PC_BITS, SREG,
+from qwengpu.machine.words import (CONFIG, COPY0, COPYROW, CT1, CT2, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, SREG,
                                    SREG_FIELDS, STATUS, TID_BITS, WARP_BITS, WORD_BITS, Word)
 
 L_IN, L_ROM, L_STATUS, L_REG, L_EXEC = 0, 1, 2, 3, 4
@@ -162,10 +162,10 @@ class Machine:
     def _registers(self):
         c, f, k = self.c, self.f, self.k
         self.staged = c.field("staged", 32, L_IN)
-        for j in range(4):
-            bank = B.register(c, L_IN, f"stage{j}", 8)
-            B.write_bits(c, bank, self.zero, B.bits(view(f["SD"], 8 * j, 8 * j + 8)), [f["SE"][j]])
-            B.read_into(c, bank, self.zero, self.staged.dims[8 * j: 8 * j + 8],
+        for j, bits in enumerate(PARTS):
+            bank = B.register(c, L_IN, f"stage{j}", len(bits))
+            B.write_bits(c, bank, self.zero, B.bits(view(f["SD"], bits.start, bits.stop)), [f["SE"][j]])
+            B.read_into(c, bank, self.zero, self.staged.dims[bits.start: bits.stop],
                         enable=[k["PUT"], k["VAL"], k["VALU"], k["AW"]])
         self.latch = self._register("latch", f["V"], k["LATCH"], [k["PUT"]])
         self.cur = self._register("cur", f["WB"], k["EXEC"], [k["CT1"], k["CT2"]])
@@ -300,7 +300,7 @@ class Machine:
         pend = B.register(c, L, "pending", len(data))
         B.write_bits(c, pend, self.zero, data, [k["EXEC"]])
         B.read_into(c, pend, self.zero, f["WB"].dims + self.pdst.dims + f["PC"].dims + f["SLOT"].dims + self.patom.dims,
-               enable=[k["VAL"], k["VALU"], k["ST"], k["AT"], k["AW"], k["BYTE"]])
+               enable=[k["VAL"], k["VALU"], k["ST"], k["AT"], k["AW"], k["PART"]])
         self.has_wb = c.field("has_wb", 1, L)
         G.relu(c, L, {self.has_result[0]: 1, self.dst_nz[0]: 1}, -1, {self.has_wb[0]: 1})
         # a VALU pass writes every active lane of the pending warp: its status mask is the
@@ -581,7 +581,7 @@ class Machine:
         self.copyq = {"next": view(copyq, 0, GROUP_BITS, "copy.next"), "last": copyq.dims[GROUP_BITS],
                       "copying": copyq.dims[GROUP_BITS + 1]}
 
-    # ---- atomics: old (this lane's load) -> new, kept for the VAL/BYTE passes that follow --------------
+    # ---- atomics: old (this lane's load) -> new, kept for the VAL/PART passes that follow --------------
     def _atomic(self):
         from qwengpu.machine.atomic import build_atomic
         c, k, L = self.c, self.k, self.L_r
@@ -603,8 +603,8 @@ class Machine:
         ql = B.register(c, end, "atom.lane", 4)
         B.write_bits(c, q, self.zero, B.bits(new), [k["AT"]])
         B.write_bits(c, ql, self.zero, B.bits(self.f["LANE"]), [k["AT"]])
-        B.read_into(c, q, self.zero, new.dims, enable=[k["VAL"], k["BYTE"]])
-        B.read_into(c, ql, self.zero, self.alane.dims, enable=[k["VAL"], k["BYTE"]])
+        B.read_into(c, q, self.zero, new.dims, enable=[k["VAL"], k["PART"]])
+        B.read_into(c, ql, self.zero, self.alane.dims, enable=[k["VAL"], k["PART"]])
         self.L_e = end
 
     # ---- the next token ------------------------------------------------------------------------------------

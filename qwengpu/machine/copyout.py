@@ -7,7 +7,7 @@ gives. The state readback stays as a cross-check (runtime.py).
 
 Words go in aligned groups of LANES (group g: words LANES * g ..), each like a load by every
 lane: `COPY(g)` reads the group's words into the result queue, then the writeback tokens
-carry the copied lanes' words (one `VALU` per byte when they are equal, else `VAL`s lane by
+carry the copied lanes' words (one `VALU` per part when they are equal, else `VAL`s lane by
 lane), then the next `COPY` or `HALT`. The prompt holds the group list as a linked list
 (words.COPY0: the first group; words.COPYROW: a table row per group): a row left 0 means
 "every lane, then group g + 1", so a run of whole groups costs no prompt tokens.
@@ -21,7 +21,7 @@ import numpy as np
 from qwengpu import isa
 from qwengpu.errors import ExecutionError, LaunchError
 from qwengpu.machine.tokens import Token, tok, writeback_tokens
-from qwengpu.machine.words import COPY0, COPYROW
+from qwengpu.machine.words import COPY0, COPYROW, PARTS
 
 FULL = (1 << isa.LANES) - 1
 
@@ -76,7 +76,7 @@ def decode(stream: Sequence[Token], words: Iterable[int]) -> dict[int, int]:
             raise bad(f"expected COPY g{g}, got {got}")
         pos += 1
         lanes = [l for l in range(isa.LANES) if mask >> l & 1]
-        value, count = dict.fromkeys(lanes, 0), dict.fromkeys(lanes, 0)     # bytes so far per lane
+        value, count = dict.fromkeys(lanes, 0), dict.fromkeys(lanes, 0)     # parts so far per lane
         shared = pos < len(tail) and tail[pos].kind == "VALU"
         while pos < len(tail) and tail[pos].kind in ("VAL", "VALU"):
             t = tail[pos]
@@ -84,9 +84,9 @@ def decode(stream: Sequence[Token], words: Iterable[int]) -> dict[int, int]:
             targets = lanes if shared else lane
             if (shared != (t.kind == "VALU") or any(l not in value or count[l] != k for l in targets)
                     or not shared and any(count[l] for l in lanes if l > lane[0])):
-                raise bad(f"{t} after COPY g{g} (lanes {lanes}: bytes in order, lane by lane)")
+                raise bad(f"{t} after COPY g{g} (lanes {lanes}: parts in order, lane by lane)")
             for l in targets:
-                value[l] |= d << 8 * k
+                value[l] |= d << PARTS[k].start
                 count[l] += 1
             pos += 1
         if not all(count.values()):

@@ -1,6 +1,6 @@
 """The next token (docs/machine.md, "Sequences"), decided in the last four circuit layers.
 
-    E1  nonzero bytes above k of each lane's value; lanes after the current one that are
+    E1  nonzero parts above k of each lane's value; lanes after the current one that are
         active; the lowest active lane; whether the active lanes' values differ; the next
         thread block's index; whether this block was the last
     E2  the first such lane; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1) cases
@@ -15,7 +15,7 @@ from __future__ import annotations
 from qwengpu import isa
 from qwengpu.circuit import gadgets as G
 from qwengpu.machine.tokens import FEATURES, KINDS, SLOTS
-from qwengpu.machine.words import CONFIG, COPY0, CTA_BITS, GROUP_BITS, PC_BITS, WARP_BITS
+from qwengpu.machine.words import CONFIG, COPY0, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS
 
 
 def build_emit(m) -> int:
@@ -24,14 +24,15 @@ def build_emit(m) -> int:
     E1 = m.L_e
     E2, E3, E4 = E1 + 1, E1 + 2, E1 + 3
     lanes = range(isa.LANES)
+    more = range(len(PARTS) - 1)          # parts after which a word may go on
     # k one-hot of a VAL token: SE is the thermometer [j >= k]
-    def byte_is(j):
+    def part_is(j):
         return {f["SE"][j]: 1, **({f["SE"][j - 1]: -1} if j else {})}
 
     # ---- E1
-    nz = {(l, j): c.field(f"nz{l}.{j}", 1, E1) for l in lanes for j in range(3)}
+    nz = {(l, j): c.field(f"nz{l}.{j}", 1, E1) for l in lanes for j in more}
     for (l, j), fld in nz.items():
-        G.step(c, E1, {d: 1 for d in m.r[l].dims[8 * (j + 1):]}, 1, {fld[0]: 1})
+        G.step(c, E1, {d: 1 for d in m.r[l].dims[PARTS[j].stop:]}, 1, {fld[0]: 1})
     cand = c.field("cand", 4, E1)          # active lanes after the current one (all of them on EXEC, COPY)
     for l in lanes:
         after = {f["LANE"][i]: 1 for i in range(l)}
@@ -39,13 +40,13 @@ def build_emit(m) -> int:
     next_cta = c.field("next_cta", CTA_BITS, E1)
     G.basis(c, E1, {d: 1 << i for i, d in enumerate(m.cta.dims)}, 0,
             [(lambda v, i=i: (v + 1) >> i & 1, {next_cta[i]: 1}) for i in range(CTA_BITS)], values=list(range(1 << CTA_BITS)))
-    nzn = [c.field(f"nzn.{j}", 1, E1) for j in range(3)]       # the atomic's new value, bytes above j
+    nzn = [c.field(f"nzn.{j}", 1, E1) for j in more]           # the atomic's new value, parts above j
     for j, fld in enumerate(nzn):
-        G.step(c, E1, {d: 1 for d in m.new.dims[8 * (j + 1):]}, 1, {fld[0]: 1})
+        G.step(c, E1, {d: 1 for d in m.new.dims[PARTS[j].stop:]}, 1, {fld[0]: 1})
     low = c.field("low", isa.LANES, E1)    # the lowest active lane (EXEC and VALU passes)
     for l in lanes:
         G.relu(c, E1, {m.cs.mask[l]: 1, **{m.cs.mask[i]: -1 for i in range(l)}}, 0, {low[l]: 1})
-    # EXEC and COPY passes: bits on which two active lanes' values differ (0: one VALU token per byte)
+    # EXEC and COPY passes: bits on which two active lanes' values differ (0: one VALU token per part)
     mixed = c.field("mixed", 1, E1, kind="int", vmax=32 * len(lanes) * (len(lanes) - 1) // 2)
     for l in lanes:
         for l2 in range(l + 1, len(lanes)):
@@ -63,27 +64,27 @@ def build_emit(m) -> int:
     first = c.field("first", 4, E2)
     for l in lanes:
         G.relu(c, E2, {cand[l]: 1, **{cand[i]: -1 for i in range(l)}}, 0, {first[l]: 1})
-    vn = {(l, j): c.field(f"vn{l}.{j}", 1, E2) for l in lanes for j in range(3)}
+    vn = {(l, j): c.field(f"vn{l}.{j}", 1, E2) for l in lanes for j in more}
     for (l, j), fld in vn.items():
-        G.relu(c, E2, {k["VAL"]: 1, f["LANE"][l]: 1, **byte_is(j), nz[l, j][0]: 1}, -3, {fld[0]: 1})
+        G.relu(c, E2, {k["VAL"]: 1, f["LANE"][l]: 1, **part_is(j), nz[l, j][0]: 1}, -3, {fld[0]: 1})
     vnany = {fld[0]: 1 for fld in vn.values()}
-    un = [c.field(f"un.{j}", 1, E2) for j in range(3)]          # VALU(j) -> VALU(j + 1)
+    un = [c.field(f"un.{j}", 1, E2) for j in more]              # VALU(j) -> VALU(j + 1)
     for j, fld in enumerate(un):
         for l in lanes:
-            G.relu(c, E2, {k["VALU"]: 1, low[l]: 1, **byte_is(j), nz[l, j][0]: 1}, -3, {fld[0]: 1})
+            G.relu(c, E2, {k["VALU"]: 1, low[l]: 1, **part_is(j), nz[l, j][0]: 1}, -3, {fld[0]: 1})
     unany = {fld[0]: 1 for fld in un}
     split = c.field("split", 1, E2)        # the active lanes' values are not all equal
     G.step(c, E2, {mixed[0]: 1}, 1, {split[0]: 1})
     c.clear(mixed, E2)
-    bn = [c.field(f"bn.{j}", 1, E2) for j in range(3)]         # BYTE(j) -> BYTE(j + 1) of the new value
-    for j, fld in enumerate(bn):
-        G.relu(c, E2, {k["BYTE"]: 1, **byte_is(j), nzn[j][0]: 1}, -2, {fld[0]: 1})
-    bnany = {fld[0]: 1 for fld in bn}
+    pn = [c.field(f"pn.{j}", 1, E2) for j in more]             # PART(j) -> PART(j + 1) of the new value
+    for j, fld in enumerate(pn):
+        G.relu(c, E2, {k["PART"]: 1, **part_is(j), nzn[j][0]: 1}, -2, {fld[0]: 1})
+    pnany = {fld[0]: 1 for fld in pn}
     patom, pdst = m.patom[0], m.patom[1]
     anyc = {first[l]: 1 for l in lanes}
 
     # ---- E3: case flags
-    names = ("vlane", "ulane", "st", "at", "atval", "abyte", "aw", "nexec", "sched", "cta", "copy0", "copy",
+    names = ("vlane", "ulane", "st", "at", "atval", "apart", "aw", "nexec", "sched", "cta", "copy0", "copy",
              "halt", "fault")
     flag = {name: c.field(f"next.{name}", 1, E3) for name in names}
     no_vn, no_c = {d: -1 for d in vnany}, {d: -1 for d in anyc}
@@ -97,9 +98,9 @@ def build_emit(m) -> int:
     G.relu(c, E3, {k["ST"]: 1, m.op["ST"][0]: 1, **anyc, fault: -1}, -1, {flag["st"][0]: 1})
     G.relu(c, E3, {k["AW"]: 1, m.op["ATOM"][0]: 1, **anyc, fault: -1}, -1, {flag["at"][0]: 1})
     G.relu(c, E3, {k["AT"]: 1, pdst: 1}, -1, {flag["atval"][0]: 1})
-    G.relu(c, E3, {k["AT"]: 1, pdst: -1}, 0, {flag["abyte"][0]: 1})
-    G.relu(c, E3, {k["VAL"]: 1, patom: 1, **no_vn}, -1, {flag["abyte"][0]: 1})
-    G.relu(c, E3, {k["BYTE"]: 1, **{d: -1 for d in bnany}}, 0, {flag["aw"][0]: 1})
+    G.relu(c, E3, {k["AT"]: 1, pdst: -1}, 0, {flag["apart"][0]: 1})
+    G.relu(c, E3, {k["VAL"]: 1, patom: 1, **no_vn}, -1, {flag["apart"][0]: 1})
+    G.relu(c, E3, {k["PART"]: 1, **{d: -1 for d in pnany}}, 0, {flag["aw"][0]: 1})
     # a VAL or VALU that ends a result: the warp's next instruction, or in the copy-out the next
     # group (COPY) or HALT after the last
     copying, copy_last = m.copyq["copying"], m.copyq["last"]
@@ -124,7 +125,7 @@ def build_emit(m) -> int:
     any_copy = m.copy0[COPY0.bits("any").start]
     G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: 1, any_copy: 1}, -3, {flag["copy0"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: 1, any_copy: -1}, -2, {flag["halt"][0]: 1})
-    G.relu(c, E3, {k[n]: 1 for n in ("LATCH", "BYTE", "PUT", "HALT", "FAULT")}, 0, {flag["halt"][0]: 1})
+    G.relu(c, E3, {k[n]: 1 for n in ("LATCH", "PART", "PUT", "HALT", "FAULT")}, 0, {flag["halt"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["deadlock"][0]: 1}, -1, {flag["fault"][0]: 1})
     G.relu(c, E3, {fault: 1}, 0, {flag["fault"][0]: 1})
 
@@ -139,60 +140,47 @@ def build_emit(m) -> int:
         emit("kind", KINDS.index(name), terms, bias)
 
     fl = {n: v[0] for n, v in flag.items()}
-    # VAL(l, k + 1, byte k + 1 of lane l)
+
+    def payload(case, j, sources):
+        """SE and SD of a token carrying part j of a word on `case`: the word is the first of
+        `sources` (word, gate dims) whose gate dims are all on."""
+        for jj in range(j, len(PARTS)):
+            emit("SE", jj, {case: 1}, 0)
+        for word, gate in sources:
+            for i in PARTS[j]:
+                emit("SD", i, {case: 1, **{d: 1 for d in gate}, word[i]: 1}, -1 - len(gate))
+
+    # VAL(l, k + 1, part k + 1 of lane l)
     for (l, j), fld in vn.items():
         kind("VAL", {fld[0]: 1})
         emit("LANE", l, {fld[0]: 1}, 0)
-        for jj in range(j + 1, 4):
-            emit("SE", jj, {fld[0]: 1}, 0)
-        for i in range(8):
-            emit("SD", 8 * (j + 1) + i, {fld[0]: 1, m.r[l][8 * (j + 1) + i]: 1}, -1)
-    # VAL(l', 0, byte 0 of lane l') for the first active lane l' after the current one
+        payload(fld[0], j + 1, [(m.r[l], ())])
+    # VAL(l', 0, part 0 of lane l') for the first active lane l' after the current one
     kind("VAL", {fl["vlane"]: 1})
-    for j in range(4):
-        emit("SE", j, {fl["vlane"]: 1}, 0)
     for l in lanes:
         emit("LANE", l, {fl["vlane"]: 1, first[l]: 1}, -1)
-        for i in range(8):
-            emit("SD", i, {fl["vlane"]: 1, first[l]: 1, m.r[l][i]: 1}, -2)
-    # VALU(0, byte 0) and VALU(k + 1, byte k + 1) of the lowest active lane's value
+    payload(fl["vlane"], 0, [(m.r[l], (first[l],)) for l in lanes])
+    # VALU(0, part 0) and VALU(k + 1, part k + 1) of the lowest active lane's value
     kind("VALU", {fl["ulane"]: 1})
-    for j in range(4):
-        emit("SE", j, {fl["ulane"]: 1}, 0)
-    for l in lanes:
-        for i in range(8):
-            emit("SD", i, {fl["ulane"]: 1, low[l]: 1, m.r[l][i]: 1}, -2)
+    payload(fl["ulane"], 0, [(m.r[l], (low[l],)) for l in lanes])
     for j, fld in enumerate(un):
         kind("VALU", {fld[0]: 1})
-        for jj in range(j + 1, 4):
-            emit("SE", jj, {fld[0]: 1}, 0)
-        for l in lanes:
-            for i in range(8):
-                emit("SD", 8 * (j + 1) + i, {fld[0]: 1, low[l]: 1, m.r[l][8 * (j + 1) + i]: 1}, -2)
+        payload(fld[0], j + 1, [(m.r[l], (low[l],)) for l in lanes])
     # ST(l') and AT(l')
     for name in ("st", "at"):
         kind(name.upper(), {fl[name]: 1})
         for l in lanes:
             emit("LANE", l, {fl[name]: 1, first[l]: 1}, -1)
-    # an atomic, lane l: VAL(l, 0, old), then BYTE(k, new) for each byte up to the highest nonzero, then AW(l)
+    # an atomic, lane l: VAL(l, 0, old), then PART(k, new) for each part up to the highest nonzero, then AW(l)
     kind("VAL", {fl["atval"]: 1})
-    for j in range(4):
-        emit("SE", j, {fl["atval"]: 1}, 0)
     for l in lanes:
         emit("LANE", l, {fl["atval"]: 1, f["LANE"][l]: 1}, -1)
-        for i in range(8):
-            emit("SD", i, {fl["atval"]: 1, f["LANE"][l]: 1, m.r[l][i]: 1}, -2)
-    kind("BYTE", {fl["abyte"]: 1})
-    for j in range(4):
-        emit("SE", j, {fl["abyte"]: 1}, 0)
-    for i in range(8):
-        emit("SD", i, {fl["abyte"]: 1, m.new[i]: 1}, -1)
-    for j, fld in enumerate(bn):
-        kind("BYTE", {fld[0]: 1})
-        for jj in range(j + 1, 4):
-            emit("SE", jj, {fld[0]: 1}, 0)
-        for i in range(8):
-            emit("SD", 8 * (j + 1) + i, {fld[0]: 1, m.new[8 * (j + 1) + i]: 1}, -1)
+    payload(fl["atval"], 0, [(m.r[l], (f["LANE"][l],)) for l in lanes])
+    kind("PART", {fl["apart"]: 1})
+    payload(fl["apart"], 0, [(m.new, ())])
+    for j, fld in enumerate(pn):
+        kind("PART", {fld[0]: 1})
+        payload(fld[0], j + 1, [(m.new, ())])
     kind("AW", {fl["aw"]: 1})
     for l in lanes:
         emit("LANE", l, {fl["aw"]: 1, m.alane[l]: 1}, -1)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from qwengpu import isa
 from qwengpu.errors import DeadlockError, ExecutionError, MemoryFault
 from qwengpu.machine.tokens import Token
+from qwengpu.machine.words import PARTS
 
 _WORDS = {isa.Space.GLOBAL: isa.GLOBAL_WORDS, isa.Space.SHARED: isa.SHARED_WORDS, isa.Space.CONST: isa.CONST_WORDS}
 _WHAT = {isa.Op.LD: "load", isa.Op.ST: "store", isa.Op.ATOM: "atomic"}
@@ -92,7 +93,7 @@ def _bad_lane(stream, program, block, ins, space):
             lanes = [t.args[0]] if t.kind == "VAL" else [l for l in range(isa.LANES) if mask[w] >> l & 1]
             for l in lanes:
                 old = regs[w][l][dst] if k else 0
-                regs[w][l][dst] = (old & ((1 << 8 * k) - 1)) | d << 8 * k
+                regs[w][l][dst] = (old & ((1 << PARTS[k].start) - 1)) | d << PARTS[k].start
         elif t.kind == "CT1" and w is not None:
             mask[w] = t.args[1]
     w = stream[-2].args[0]

@@ -17,12 +17,12 @@ from qwengpu.errors import DeadlockError, LaunchError, MachineLimitError, Memory
 from qwengpu.launch import check_grid_block
 from qwengpu.machine import copyout
 from qwengpu.machine.encoding import block_words
-from qwengpu.machine.tokens import LATCH_BITS, PUT_TARGETS, Token, byte_tokens, tok, writeback_tokens
+from qwengpu.machine.tokens import LATCH_BITS, PUT_TARGETS, Token, part_tokens, tok, writeback_tokens
 from qwengpu.machine.words import CONFIG, PHASES, SREG
 
 # each kind's arguments by name: the fields compare() reports and don't-cares name
-ARG_NAMES = {"LATCH": ("value",), "BYTE": ("byte", "data"), "PUT": ("target",), "CTA": ("cta",),
-             "EXEC": ("warp", "pc", "slot"), "VAL": ("lane", "byte", "data"), "VALU": ("byte", "data"), "ST": ("lane",),
+ARG_NAMES = {"LATCH": ("value",), "PART": ("part", "data"), "PUT": ("target",), "CTA": ("cta",),
+             "EXEC": ("warp", "pc", "slot"), "VAL": ("lane", "part", "data"), "VALU": ("part", "data"), "ST": ("lane",),
              "AT": ("lane",), "AW": ("lane",), "CT1": ("pc", "mask", "sp"), "CT2": ("alive", "phase", "wait"),
              "COPY": ("group",), "HALT": (), "FAULT": ()}
 SREG_ROWS_PER_CTA = isa.MAX_WARPS     # special-register table row = cta * MAX_WARPS + warp
@@ -33,8 +33,8 @@ CHECKS = (None, "replay")             # how a run's generated stream may be chec
 # The prompt
 # ---------------------------------------------------------------------------
 def word_tokens(target: str, value: int) -> list[Token]:
-    """BYTE(0, d0) .. BYTE(k_max, d) PUT(target): stage the word, then write it at the latched row."""
-    return byte_tokens("BYTE", value) + [tok("PUT", PUT_TARGETS.index(target))]
+    """PART(0, d0) .. PART(k_max, d) PUT(target): stage the word, then write it at the latched row."""
+    return part_tokens("PART", value) + [tok("PUT", PUT_TARGETS.index(target))]
 
 
 def rows_tokens(rows: dict[int, list[tuple[str, int]]]) -> list[Token]:
@@ -168,8 +168,8 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
             for l in lanes:
                 stream.add(tok("AT", l))
                 if ins.dst.n:
-                    stream.extend(byte_tokens("VAL", val(l, ins.dst.n), l))
-                stream.extend(byte_tokens("BYTE", next(stores)[2]))
+                    stream.extend(part_tokens("VAL", val(l, ins.dst.n), l))
+                stream.extend(part_tokens("PART", next(stores)[2]))
                 stream.add(tok("AW", l))
         elif ins.dst.n:
             stream.extend(writeback_tokens(lanes, [val(l, ins.dst.n) for l in lanes]))

@@ -1,8 +1,8 @@
 """The GPU vocabulary: token kinds, their payloads and their feature sets.
 
 Every GPU token is a set of *features*: named 0/1 dims of the circuit residual (plus the
-anchor). Payloads are stored pre-decoded (a byte for stage head k sits in that head's
-byte field, a warp is both one-hot and bits, ...) so the bottom layers read them
+anchor). Payloads are stored pre-decoded (part k of a word sits in stage head k's
+field, a warp is both one-hot and bits, ...) so the bottom layers read them
 without any MLP work. With the tied head the same vector is the token's output code:
 the top of the circuit leaves 2 * features(next) - 1 on the feature dims, so the next
 token's logit beats every other GPU token's by at least 1 (docs/machine.md).
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from qwengpu import isa
-from qwengpu.machine.words import CT1, CT2, CTA_BITS, GROUP_BITS, PHASES, SREG, WARP_BITS, WORD_BITS, WORD_BYTES, bits_for
+from qwengpu.machine.words import CT1, CT2, CTA_BITS, GROUP_BITS, PARTS, PHASES, SREG, WARP_BITS, WORD_BITS, bits_for
 
 SLOTS = isa.BLOCK_SLOTS + 1          # instruction slots of a machine block, then its terminator
 ROM_WORDS = 4                        # 32-bit ROM words per slot (qwengpu/machine/encoding.py)
@@ -23,7 +23,7 @@ SREG_WORDS = len(SREG)               # 32-bit words of a special-register table 
 PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(SLOTS) for j in range(ROM_WORDS)]
                     + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)]
                    + ["COPY0", "COPYTAB"])
-KINDS = ("LATCH", "BYTE", "PUT", "CTA", "EXEC", "VAL", "VALU", "ST", "AT", "AW", "CT1", "CT2", "COPY", "HALT", "FAULT")
+KINDS = ("LATCH", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "ST", "AT", "AW", "CT1", "CT2", "COPY", "HALT", "FAULT")
 # the row latch addresses every PUT target's rows (the special-register table: a row per warp and block)
 LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, isa.CONST_WORDS,
                           isa.MAX_GRID_BLOCKS * isa.MAX_WARPS) - 1)
@@ -32,8 +32,8 @@ LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, is
 FEATURES = {
     "kind": len(KINDS),       # one-hot
     "V": LATCH_BITS,          # LATCH value (bits)
-    "SD": WORD_BITS,          # BYTE/VAL/VALU: byte k's data in SD[8k : 8k + 8]
-    "SE": WORD_BYTES,         # BYTE/VAL/VALU: stage head j written iff j >= k (thermometer)
+    "SD": WORD_BITS,          # PART/VAL/VALU: part k's data in SD[PARTS[k]]
+    "SE": len(PARTS),         # PART/VAL/VALU: stage head j written iff j >= k (thermometer)
     "LANE": isa.LANES,        # VAL/ST/AT/AW lane, one-hot
     "PT": len(PUT_TARGETS),   # PUT target, one-hot
     "W": isa.MAX_WARPS,       # EXEC warp, one-hot
@@ -60,9 +60,9 @@ class Token:
         if self.kind == "EXEC":
             return f"EXEC w{a[0]} B{a[1]}.{a[2]}"
         if self.kind == "VAL":
-            return f"VAL l{a[0]} b{a[1]} {a[2]:#04x}"
-        if self.kind in ("BYTE", "VALU"):
-            return f"{self.kind} b{a[0]} {a[1]:#04x}"
+            return f"VAL l{a[0]} p{a[1]} {a[2]:#04x}"
+        if self.kind in ("PART", "VALU"):
+            return f"{self.kind} p{a[0]} {a[1]:#04x}"
         if self.kind == "PUT":
             return f"PUT {PUT_TARGETS[a[0]]}"
         if self.kind == "CT1":
@@ -80,22 +80,23 @@ def tok(kind: str, *args: int) -> Token:
     return Token(kind, tuple(args))
 
 
-def byte_count(value: int) -> int:
-    """Bytes 0..k_max of a word, k_max its highest nonzero byte (1 for zero)."""
-    return max(1, (value.bit_length() + 7) // 8)
+def part_count(value: int) -> int:
+    """Parts 0..k_max of a word, k_max its highest nonzero part (1 for zero)."""
+    return next(k + 1 for k, bits in enumerate(PARTS) if value >> bits.stop == 0)
 
 
-def byte_tokens(kind: str, value: int, *head: int) -> list[Token]:
-    """kind(*head, k, byte k) for k = 0..k_max: how BYTE, VAL and VALU carry a word."""
-    return [tok(kind, *head, k, value >> 8 * k & 0xFF) for k in range(byte_count(value))]
+def part_tokens(kind: str, value: int, *head: int) -> list[Token]:
+    """kind(*head, k, part k) for k = 0..k_max: how PART, VAL and VALU carry a word."""
+    return [tok(kind, *head, k, value >> PARTS[k].start & (1 << len(PARTS[k])) - 1)
+            for k in range(part_count(value))]
 
 
 def writeback_tokens(lanes: list[int], values: list[int]) -> list[Token]:
-    """The words of `lanes` (in lane order) as the model writes them: one VALU per byte when
+    """The words of `lanes` (in lane order) as the model writes them: one VALU per part when
     they are all equal, else each lane's VALs in turn."""
     if len(set(values)) == 1:
-        return byte_tokens("VALU", values[0])
-    return [t for l, value in zip(lanes, values) for t in byte_tokens("VAL", value, l)]
+        return part_tokens("VALU", values[0])
+    return [t for l, value in zip(lanes, values) for t in part_tokens("VAL", value, l)]
 
 
 def _bits(value: int, width: int) -> list[int]:
@@ -111,7 +112,7 @@ def _onehot(value: int, width: int) -> list[int]:
 
 
 ONEHOT = ("kind", "LANE", "PT", "W", "SLOT")
-# each kind's arguments: the fields they set, one per argument (BYTE, VAL and VALU set SD and SE below)
+# each kind's arguments: the fields they set, one per argument (PART, VAL and VALU set SD and SE below)
 ARG_FIELDS = {"LATCH": ("V",), "PUT": ("PT",), "EXEC": (("W", "WB"), "PC", "SLOT"), "VAL": ("LANE",),
               "ST": ("LANE",), "AT": ("LANE",), "AW": ("LANE",), "CT1": ("PC", "MASK", "SP"),
               "CT2": ("ALIVE", "PHASE", "WAIT"), "CTA": ("CTA",), "COPY": ("CG",)}
@@ -128,11 +129,12 @@ def features(token: Token) -> dict[str, list[int]]:
     for names, value in zip(ARG_FIELDS.get(k, ()), a):
         for name in (names,) if isinstance(names, str) else names:
             f[name] = _field(name, value)
-    if k in ("BYTE", "VAL", "VALU"):
-        byte, data = a[-2], a[-1]
+    if k in ("PART", "VAL", "VALU"):
+        part, data = a[-2], a[-1]
+        bits = PARTS[part]
         sd = [0] * WORD_BITS
-        sd[8 * byte: 8 * byte + 8] = _bits(data, 8)
-        f["SD"], f["SE"] = sd, [int(j >= byte) for j in range(WORD_BYTES)]
+        sd[bits.start: bits.stop] = _bits(data, len(bits))
+        f["SD"], f["SE"] = sd, [int(j >= part) for j in range(len(PARTS))]
     return f
 
 
@@ -140,12 +142,13 @@ def all_tokens() -> list[Token]:
     """Every GPU token, in vocabulary order."""
     r = range
     toks = [Token("LATCH", (v,)) for v in r(1 << LATCH_BITS)]
-    toks += [Token("BYTE", (k, d)) for k in r(WORD_BYTES) for d in r(256)]
+    parts = [(k, d) for k, bits in enumerate(PARTS) for d in r(1 << len(bits))]
+    toks += [Token("PART", p) for p in parts]
     toks += [Token("PUT", (t,)) for t in r(len(PUT_TARGETS))]
     toks += [Token("CTA", (c,)) for c in r(isa.MAX_GRID_BLOCKS)]
     toks += [Token("EXEC", (w, pc, s)) for w in r(isa.MAX_WARPS) for pc in r(isa.ROM_BLOCKS) for s in r(SLOTS)]
-    toks += [Token("VAL", (l, k, d)) for l in r(isa.LANES) for k in r(WORD_BYTES) for d in r(256)]
-    toks += [Token("VALU", (k, d)) for k in r(WORD_BYTES) for d in r(256)]
+    toks += [Token("VAL", (l, *p)) for l in r(isa.LANES) for p in parts]
+    toks += [Token("VALU", p) for p in parts]
     toks += [Token(kind, (l,)) for kind in ("ST", "AT", "AW") for l in r(isa.LANES)]
     toks += [Token("CT1", (pc, m, sp)) for pc in r(isa.ROM_BLOCKS) for m in r(1 << isa.LANES)
              for sp in r(1 << FEATURES["SP"])]

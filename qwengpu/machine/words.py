@@ -22,8 +22,12 @@ from dataclasses import dataclass
 from qwengpu import isa
 from qwengpu.errors import MachineLimitError
 
-WORD_BITS = 32          # a word staged by BYTE tokens and written by PUT
-WORD_BYTES = WORD_BITS // 8
+WORD_BITS = 32          # a word staged by PART tokens and written by PUT
+# A PART, VAL or VALU token carries one part of a word: bits PARTS[k] of it (docs/protocol.md,
+# "Parts"). 12 bits make every byte address of the 1024-word global memory one token, which is
+# what most per-lane results are (docs/machine.md has the counts behind the choice).
+PART_BITS = 12
+PARTS = tuple(range(lo, min(lo + PART_BITS, WORD_BITS)) for lo in range(0, WORD_BITS, PART_BITS))
 
 
 def bits_for(n: int) -> int:

@@ -1,0 +1,118 @@
+"""Where the suite's generated tokens go, and what other writeback designs would need, counted on
+the interpreter's traces (the streams replay holds the model to; no model needed).
+
+    .venv/bin/python benchmarks/writeback_census.py [--json]
+
+Prints the reference streams' tokens by kind, then for each payload width w the writeback tokens
+(VAL/VALU) if a word went in w-bit parts as today's protocol sends them (one VALU per part when
+every active lane's value is equal, else each lane's parts up to its highest nonzero one) and the
+ids VAL, VALU and PART would need; then the same with a machine block per pass that writes back
+only the registers live after the block (an estimate for machine v2, docs/machine.md, "Next").
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+
+from qwengpu import isa
+from qwengpu.api import Device
+from qwengpu.launch import Launch
+from qwengpu.machine import protocol
+from qwengpu.machine.words import WORD_BITS
+from qwengpu.suite import discover, load_spec
+
+WIDTHS = (8, 10, 11, 12, 16)
+
+
+def parts(value: int, width: int) -> int:
+    return max(1, -(-value.bit_length() // width))
+
+
+def writeback(values: list[int], width: int) -> int:
+    return parts(values[0], width) if len(set(values)) == 1 else sum(parts(v, width) for v in values)
+
+
+def ids(width: int) -> int:
+    """Ids of VAL (per lane), VALU and PART for w-bit parts of a word."""
+    per_word = sum(1 << min(width, WORD_BITS - lo) for lo in range(0, WORD_BITS, width))
+    return (isa.LANES + 2) * per_word
+
+
+def live_out(program: isa.Program) -> list[set[int]]:
+    """Registers live at each block's end (the terminator's condition counts as read in the block)."""
+    blocks = program.blocks
+
+    def succs(t):
+        return [] if t.kind is isa.Term.EXIT else [s for s in (t.target, t.fallthrough, t.reconv) if s >= 0]
+
+    live_in, out = [set() for _ in blocks], [set() for _ in blocks]
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(len(blocks))):
+            o = set().union(*(live_in[s] for s in succs(blocks[i].term)))
+            live = o | ({blocks[i].term.cond.n} - {0})
+            for ins in reversed(blocks[i].instrs):
+                live.discard(ins.dst.n)
+                live |= {s.n for s in ins.srcs if isinstance(s, isa.Reg) and s.n}
+            if (o, live) != (out[i], live_in[i]):
+                out[i], live_in[i], changed = o, live, True
+    return out
+
+
+def kernel_census(case) -> dict:
+    spec = load_spec(case)
+    grid, block, args = spec.launch()
+    fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
+    L = Launch.build(fn.program, grid, block, list(args))
+    stream = protocol.expected_stream(L.program, L.grid, L.block, L.params, L.memory, L.output_words())
+    kinds = collections.Counter(t.kind for t in stream.tokens)
+    kinds["EXEC (terminators)"] = sum(protocol.is_terminator(L.program, t) for t in stream.tokens if t.kind == "EXEC")
+    steps, _ = protocol._traced_run(L.program, L.grid, L.block, L.params, L.memory.copy())
+    outs = live_out(L.program)
+    every, live = collections.Counter(), collections.Counter()
+    for step in steps:
+        b, writes = L.program.blocks[step.pc], iter(step.reg_writes)
+        nlanes = bin(step.mask).count("1")
+        for i, ins in enumerate(b.instrs):
+            if not ins.dst.n:
+                continue
+            values = [next(writes)[2] for _ in range(nlanes)]
+            if ins.op is isa.Op.ATOM:
+                continue                    # an atomic's old value goes lane by lane, between its AT and AW
+            last = all(later.dst.n != ins.dst.n for later in b.instrs[i + 1:])
+            for w in WIDTHS:
+                every[w] += writeback(values, w)
+                live[w] += writeback(values, w) if last and ins.dst.n in outs[step.pc] else 0
+    return {"kernel": case.name, "tokens": len(stream.tokens), "kinds": dict(kinds),
+            "writeback": dict(every), "live_writeback": dict(live)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    rows = [kernel_census(c) for c in discover()]
+    kinds, every, live = collections.Counter(), collections.Counter(), collections.Counter()
+    for r in rows:
+        kinds.update(r["kinds"])
+        every.update(r["writeback"])
+        live.update(r["live_writeback"])
+    total = sum(r["tokens"] for r in rows)
+    if a.json:
+        json.dump({"kernels": rows, "tokens": total, "kinds": kinds, "writeback": every, "live_writeback": live},
+                  sys.stdout, indent=1)
+        return 0
+    print(f"suite: {total:,} generated tokens")
+    for kind, n in kinds.most_common():
+        print(f"  {kind:20} {n:9,} {n / total:6.1%}")
+    print(f"\n{'part bits':>9} {'ids':>8} {'writeback':>10} {'live-out only':>14}")
+    for w in WIDTHS:
+        print(f"{w:9} {ids(w):8,} {every[w]:10,} {live[w]:14,}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
