@@ -558,8 +558,7 @@ def test_from_checkpoint_cache(saved_toy, monkeypatch, tmp_path):
     disables it."""
     import shutil
     import warnings
-    from qwengpu.fast import cache as fast_cache
-    from qwengpu.machine import weights
+    from qwengpu.fast import cache as fast_cache, weights
     src = tmp_path / "ckpt"
     shutil.copytree(saved_toy(), src)
     folder = tmp_path / "cache"

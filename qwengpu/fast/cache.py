@@ -6,7 +6,7 @@ checkpoint's bytes, the dtype and the extraction code alone, so it is saved once
 
     build/fast-cache/CHECKPOINT-CODE-DTYPE.pt
     CHECKPOINT: weights.fingerprint (config.json's bytes, each weight file's name, size, mtime)
-    CODE: sha256 of FORMAT, the dtype and the source of model.py, machine/weights.py and this file
+    CODE: sha256 of FORMAT, the dtype and the source of model.py, weights.py and this file
 
 and loaded on the next start-up; writing an entry removes the same checkpoint's and dtype's
 entries of other code (stale). A cache hit skips the dense reads entirely, including the
@@ -29,7 +29,7 @@ FORMAT = 1
 PACKAGE = Path(__file__).resolve().parents[1]     # qwengpu/
 REPO = PACKAGE.parent
 ENV = "QWENGPU_FAST_CACHE"
-_SOURCES = ("fast/model.py", "machine/weights.py", "fast/cache.py")   # under qwengpu/
+_SOURCES = ("fast/model.py", "fast/weights.py", "fast/cache.py")   # under qwengpu/
 
 
 class FastCacheWarning(UserWarning):
@@ -53,7 +53,7 @@ def code_key(dtype: str) -> str:
 
 def entry(path: str | Path, dtype: str, folder: Path | None = None) -> Path | None:
     """The entry's file: CHECKPOINT-CODE-DTYPE.pt (None: the cache is off)."""
-    from qwengpu.machine.weights import fingerprint
+    from qwengpu.fast.weights import fingerprint
     folder = cache_dir() if folder is None else folder
     if folder is None:
         return None

@@ -213,7 +213,7 @@ class FastModel:
                  native: bool | None = None, tensors=None):
         """From a loaded stock model; or, with `model` None, from `tensors` (a
         weights.CheckpointTensors: see `from_checkpoint`)."""
-        from qwengpu.machine.weights import ModuleTensors
+        from qwengpu.fast.weights import ModuleTensors
         src = tensors if model is None else ModuleTensors(model)
         cfg = src.config if model is not None else text_config(src.config)
         block = getattr(cfg, "qwengpu", None) or {}
@@ -250,7 +250,7 @@ class FastModel:
         from / go to build/fast-cache (qwengpu.fast.cache) keyed by the checkpoint's
         fingerprint, the dtype and this code."""
         from qwengpu.fast import cache as fast_cache
-        from qwengpu.machine.weights import CheckpointTensors
+        from qwengpu.fast.weights import CheckpointTensors
         tensors = CheckpointTensors(path, dtype)
         file = fast_cache.entry(path, dtype) if cache else None
         data = fast_cache.load(file)
