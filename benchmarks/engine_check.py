@@ -63,7 +63,7 @@ def main() -> int:
     a = ap.parse_args()
     from qwengpu.engines.connect import open_engine
     from qwengpu.machine.build import machine_for
-    from qwengpu.machine.fast import FastModel
+    from qwengpu.fast import FastModel
     from qwengpu.model.merge import default_merged_model
     model = a.model or default_merged_model()
     if a.engine == "llama.cpp" and a.gguf is None:

@@ -28,7 +28,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from qwengpu.bench import load
-    from qwengpu.machine.fast import FastModel
+    from qwengpu.fast import FastModel
     model, c_step, machine = load(None, args.dtype, "c")
     steps = {"c": c_step, "torch": FastModel(model, native=False)}
     rows = []

@@ -87,7 +87,7 @@ class Device:
     `max_tokens` the generation limit (None: DEFAULT_MAX_TOKENS), `on_token` a callback for
     each generated token, `on_phase` a callback with "load" (the model starts loading),
     "prefill" and "decode" (the first generated token),
-    `fast` run the circuit layers on the exact fast path (qwengpu.machine.fast; False: the
+    `fast` run the circuit layers on the exact fast path (qwengpu.fast; False: the
     stock transformers forward of the whole model), `device` the torch device of the stock
     path: cpu, cuda (cuda:N) or mps; None: the best available (resolve_device). The fast path
     is CPU code and always runs on the CPU. The model loads on the first launch.
@@ -352,7 +352,7 @@ def machine_build(*needs: str):
 
 def _fast_model_class():
     try:
-        return importlib.import_module("qwengpu.machine.fast").FastModel
+        return importlib.import_module("qwengpu.fast").FastModel
     except (ImportError, AttributeError) as e:
         raise QwenGpuError(f"the model engine's fast path is missing ({e}); pass fast=False "
                            f"(qgpu: --stock) for the stock transformers forward") from None

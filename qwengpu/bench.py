@@ -116,7 +116,7 @@ def load(model_dir: str | Path | None, dtype: str, step: str = "c"):
     from transformers.utils import logging as hf_logging
 
     from qwengpu.machine.build import machine_for
-    from qwengpu.machine.fast import FastModel
+    from qwengpu.fast import FastModel
     from qwengpu.model.merge import default_merged_model
     hf_logging.disable_progress_bar()
     model, _ = runtime.load_model(model_dir if model_dir is not None else default_merged_model(), dtype)

@@ -227,7 +227,7 @@ class _StubFast:
 
 def _stub_machine_build(monkeypatch, ops, script=(), final=None):
     """A stand-in qwengpu.machine.build whose model plays `script` and whose memory reads
-    `final`, and a stand-in qwengpu.machine.fast."""
+    `final`, and a stand-in qwengpu.fast."""
     from qwengpu.machine import runtime
     from qwengpu.machine.tokens import Vocab
     caches = []
@@ -243,7 +243,7 @@ def _stub_machine_build(monkeypatch, ops, script=(), final=None):
         def from_checkpoint(path, dtype):            # the fast path reads the checkpoint itself, on the CPU
             loads.append((path, dtype, "cpu"))
             return _StubFast(_StubModel(machine.vocab, list(script)))
-    monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", SimpleNamespace(FastModel=StubFast))
+    monkeypatch.setitem(sys.modules, "qwengpu.fast", SimpleNamespace(FastModel=StubFast))
     build = SimpleNamespace(MODEL_OPS=ops, machine_for=lambda cfg, width=None: machine)
     monkeypatch.setitem(sys.modules, "qwengpu.machine.build", build)
     from qwengpu.model import merge
@@ -286,7 +286,7 @@ def test_model_engine_runs_a_launch_through_the_runtime(monkeypatch, fast):
 
 def test_model_engine_without_the_fast_path_says_so(monkeypatch):
     _stub_machine_build(monkeypatch, {op.name for op in isa.Op} | {t.name for t in isa.Term})
-    monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", None)
+    monkeypatch.setitem(sys.modules, "qwengpu.fast", None)
     with pytest.raises(QwenGpuError, match=r"fast path is missing .*fast=False \(qgpu: --stock\)"):
         as_function(scale_add_program(), "model")(grid=1, block=4, args=[np.ones(4, np.int32),
                                                                           np.zeros(4, np.int32), 0])

@@ -250,7 +250,7 @@ def stub_model_engine(monkeypatch):
     monkeypatch.setattr(merge, "default_merged_model", lambda: "standin")
     fast = SimpleNamespace(FastModel=lambda model: model)
     fast.FastModel.from_checkpoint = lambda path, dtype: OracleModel(machine.vocab)    # fast path loading
-    monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", fast)
+    monkeypatch.setitem(sys.modules, "qwengpu.fast", fast)
     monkeypatch.setattr(runtime, "load_model", lambda path, dtype, device: (OracleModel(machine.vocab), {}))
     monkeypatch.setattr(runtime, "load_config", lambda path: {}, raising=False)
     monkeypatch.setattr(runtime, "host_config", lambda model: {})

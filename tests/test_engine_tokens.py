@@ -35,7 +35,7 @@ class TokensOnly:
 
 @pytest.fixture(scope="module")
 def engine():
-    from qwengpu.machine.fast import FastModel
+    from qwengpu.fast import FastModel
     from qwengpu.model.merge import default_merged_model
     fast = FastModel.from_checkpoint(default_merged_model(), "float32")
     return fast, Vocab(fast.first)

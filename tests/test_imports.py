@@ -1,5 +1,5 @@
-"""The package's modules import one another without cycles, and the machine needs nothing of
-qwengpu.model but its checkpoint reader: the merge (qwengpu.model) builds on the machine, not
+"""The package's modules import one another without cycles, and the machine and its fast path need
+nothing of qwengpu.model but its checkpoint reader: the merge (qwengpu.model) builds on the machine, not
 the other way round. Imports are read with ast, function-level ones included, so an import
 that only runs when a function is called counts too."""
 import ast
@@ -8,8 +8,9 @@ from pathlib import Path
 import qwengpu
 
 ROOT = Path(qwengpu.__file__).parent
-# what the machine's runtime may read from qwengpu.model: checkpoint files, and their error
+# what the machine's runtime and the fast path may read from qwengpu.model: checkpoint files, and their error
 CHECKPOINT_READER = {"qwengpu.model", "qwengpu.model.checkpoint"}
+MACHINE = ("qwengpu.machine", "qwengpu.fast")
 
 
 def module_name(path: Path) -> str:
@@ -68,10 +69,10 @@ def test_no_module_imports_itself_through_others():
 
 def test_the_machine_imports_nothing_from_the_model_but_the_checkpoint_reader():
     wrong = {name: sorted(m for m in deps if m.startswith("qwengpu.model") and m not in CHECKPOINT_READER)
-             for name, deps in GRAPH.items() if name.startswith("qwengpu.machine")}
+             for name, deps in GRAPH.items() if name.startswith(MACHINE)}
     assert not {name: deps for name, deps in wrong.items() if deps}
     for reader in CHECKPOINT_READER:          # and the reader needs nothing of the machine's
-        assert not {m for m in GRAPH[reader] if m.startswith("qwengpu.machine")}
+        assert not {m for m in GRAPH[reader] if m.startswith(MACHINE)}
 
 
 def test_circuit_weights_come_from_the_circuit_compiler():

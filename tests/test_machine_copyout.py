@@ -84,7 +84,7 @@ def test_output_words_follow_the_arrays():
 @pytest.fixture(scope="module")
 def fast_model():
     from qwengpu.machine.build import machine_for
-    from qwengpu.machine.fast import FastModel
+    from qwengpu.fast import FastModel
     from qwengpu.model.merge import default_merged_model
     path = default_merged_model()
     return FastModel.from_checkpoint(path, "float32"), machine_for(runtime.host_config(runtime.load_config(path)))

@@ -1,4 +1,4 @@
-"""The exact fast path (qwengpu/machine/fast.py) against the stock transformers path.
+"""The exact fast path (qwengpu/fast/model.py) against the stock transformers path.
 
 A toy machine is compiled with qwengpu.circuit: a token carries (we, waddr, raddr, data);
 layer 0 keeps a bank written at waddr and read at raddr, layer 1 a second bank written with
@@ -24,7 +24,7 @@ from qwengpu.circuit import memory as Mem
 from qwengpu.circuit.host import HostSpec, circuit_width
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.model import build_model, encode
-from qwengpu.machine.fast import FastModel, FastPathError, delta_rule, l2norm
+from qwengpu.fast.model import FastModel, FastPathError, delta_rule, l2norm
 
 HOST = HostSpec(hidden=64, intermediate=512, gdn_heads=4, key_dim=64, value_dim=64, conv_kernel=4, eps=1e-6)
 FIELDS = (("we", 1), ("waddr", 3), ("raddr", 3), ("data", 4))
@@ -428,7 +428,7 @@ def test_machine_kernel_replay_on_fast_path():
 def test_native_delta_rule_matches_transformers(onehot):
     """native.c's delta rule, head by head, against transformers' recurrent gated delta rule
     (no decay, l2norm in the kernel) on random tensors; keys and queries as silu left them."""
-    from qwengpu.machine.native import F32P, library
+    from qwengpu.fast.native import F32P, library
     rng = np.random.default_rng(8)
     H, dk, dv = 3, 16, 8
     S = rng.normal(0, 1, (H, dk, dv)).astype(np.float32)
@@ -455,7 +455,7 @@ def test_native_delta_rule_matches_transformers(onehot):
 
 
 def test_native_build_errors(monkeypatch, tmp_path):
-    from qwengpu.machine import native
+    from qwengpu.fast import native
     monkeypatch.setattr(native, "CACHE", tmp_path)
     model = toy_model("float32")
     for cc, message in [("no-such-compiler-qg", "no C compiler"), ("false", "false failed to build")]:
@@ -558,7 +558,7 @@ def test_from_checkpoint_cache(saved_toy, monkeypatch, tmp_path):
     disables it."""
     import shutil
     import warnings
-    from qwengpu.machine import fast_cache, weights
+    from qwengpu.fast import cache as fast_cache, weights
     src = tmp_path / "ckpt"
     shutil.copytree(saved_toy(), src)
     folder = tmp_path / "cache"
@@ -640,7 +640,7 @@ def test_from_checkpoint_text_defaults():
     """A config.json without layer_types / hidden_act gets Qwen3_5TextConfig's defaults (the stock
     config's), so both paths read the same model."""
     from transformers.models.qwen3_5.configuration_qwen3_5 import Qwen3_5TextConfig
-    from qwengpu.machine.fast import text_config
+    from qwengpu.fast.model import text_config
     raw = {"num_hidden_layers": 8, "hidden_size": 64, "vocab_size": 300}
     ours, stock = text_config(raw), Qwen3_5TextConfig(**raw)
     for key in ("layer_types", "hidden_act", "rms_norm_eps", "tie_word_embeddings", "linear_key_head_dim",

@@ -11,7 +11,7 @@ from qwengpu.launch import Launch
 from qwengpu.machine import protocol, runtime
 from qwengpu.machine.build import machine_for
 from qwengpu.model.merge import default_merged_model
-from qwengpu.machine.fast import FastModel
+from qwengpu.fast import FastModel
 from qwengpu.machine.tokens import Token
 from qwengpu.suite import discover, load_spec, mismatches
 

@@ -159,7 +159,7 @@ def test_stock_path_loads_on_the_device_and_the_fast_path_on_the_cpu(monkeypatch
     monkeypatch.setattr(merge, "default_merged_model", lambda: "path")
     # the fast path reads the checkpoint's files on the CPU and never builds the stock model
     fast_model = SimpleNamespace(from_checkpoint=lambda path, dtype: loads.append("cpu") or ("fast", path))
-    monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", SimpleNamespace(FastModel=fast_model))
+    monkeypatch.setitem(sys.modules, "qwengpu.fast", SimpleNamespace(FastModel=fast_model))
     saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     try:
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
@@ -180,7 +180,7 @@ def test_devices_of_one_configuration_share_the_loaded_model(monkeypatch, tmp_pa
     monkeypatch.setattr(runtime, "load_config", lambda path: {})
     monkeypatch.setitem(sys.modules, "qwengpu.machine.build", SimpleNamespace(machine_for=lambda cfg, width=None: "machine"))
     fast_model = SimpleNamespace(from_checkpoint=lambda path, dtype: loads.append(dtype) or ("fast", f"model {len(loads)}"))
-    monkeypatch.setitem(sys.modules, "qwengpu.machine.fast", SimpleNamespace(FastModel=fast_model))
+    monkeypatch.setitem(sys.modules, "qwengpu.fast", SimpleNamespace(FastModel=fast_model))
     first = Device("model", model=tmp_path).model_and_machine()
     assert Device("model", model=tmp_path).model_and_machine() is first and loads == ["float32"]
     other = Device("model", model=tmp_path, dtype="bfloat16").model_and_machine()

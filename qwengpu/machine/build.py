@@ -30,10 +30,9 @@ from qwengpu.circuit.residual import Field
 from qwengpu.circuit.weights import CircuitWeights
 from qwengpu.machine.alu import ALU_OPS, build_alu
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
-from qwengpu.machine.encoding import OPCODES, SPACES, TERM_WORD, WORD0
 from qwengpu.machine.tokens import FEATURES, KINDS, PUT_TARGETS, SLOTS, Vocab
-from qwengpu.machine.words import (CONFIG, COPY0, COPYROW, CT1, CT2, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, SREG,
-                                   SREG_FIELDS, STATUS, TID_BITS, WARP_BITS, WORD_BITS, Word)
+from qwengpu.machine.words import (CONFIG, COPY0, COPYROW, CT1, CT2, CTA_BITS, GROUP_BITS, OPCODES, PARTS, PC_BITS,
+                                   ROM0, ROM3, SPACES, SREG, SREG_FIELDS, STATUS, TID_BITS, WARP_BITS, WORD_BITS, Word)
 
 L_IN, L_ROM, L_STATUS, L_REG, L_EXEC = 0, 1, 2, 3, 4
 ROW_BITS = 7                                   # 128 rows per GDN head
@@ -43,6 +42,7 @@ ADDRESS_BITS = {isa.Space.GLOBAL: 10, isa.Space.SHARED: 8, isa.Space.CONST: 7}
 GA, SA = ADDRESS_BITS[isa.Space.GLOBAL], ADDRESS_BITS[isa.Space.SHARED]      # word address bits
 GROUPS, SHARED_GROUPS = 1 << GA - ROW_BITS, 1 << SA - ROW_BITS
 TERMS = tuple(t.name for t in isa.Term)
+OP_BITS = ROM0["op"].width
 
 SREG_ROWS = 64          # the special-register table: a row per warp (WB, 2 bits) and thread block (4 bits)
 REG_ROWS = 64           # a lane's register file: a row per warp (WB) and register (4 bits)
@@ -70,7 +70,7 @@ def _supported_limits() -> list[tuple[str, range, str]]:
         return range(1, min(bounds) + 1)
 
     regs, blocks = REG_ROWS >> WARP_BITS, SREG_ROWS >> WARP_BITS        # per warp
-    reg_bits, target_bits = WORD0["dst"][1], TERM_WORD["target"][1]
+    reg_bits, target_bits = ROM0["dst"].width, ROM3["target"].width
     return [
         ("LANES", exactly(4), "every per-lane unit, bank replica and lane mask is built for 4 lanes"),
         ("MAX_WARPS", exactly(4), "the scheduler, its round-robin turn and the warp fields are built for 4 warps"),
@@ -211,8 +211,9 @@ class Machine:
                 B.read_into(c, bank, B.bits(f["PC"]), word.dims, enable=[f["SLOT"][s]])
             self.words.append(word)
         w0 = self.words[0]
-        self.w0 = {name: view(w0, lo, lo + width, f"w0.{name}") for name, (lo, width) in WORD0.items()}
-        self.tw = {name: view(self.words[3], lo, lo + width, f"term.{name}") for name, (lo, width) in TERM_WORD.items()}
+        self.w0 = {name: part(w0, ROM0, name) for name in ROM0.fields}
+        self.tw = {name: view(self.words[3], f.offset, f.offset + f.width, f"term.{name}")
+                   for name, f in ROM3.fields.items()}
         self._decode()
 
     def _decode(self):
@@ -232,13 +233,13 @@ class Machine:
             for name, out in (("LD", self.ld_space), ("ST", self.st_space), ("ATOM", self.st_space)):
                 t, k0 = self._is_op_terms(name)
                 t2, k2 = match(self.w0["space"], g)
-                flag_if(c, L, [(t, k0, 6), (t2, k2, 2)], {out[g]: 1})
+                flag_if(c, L, [(t, k0, OP_BITS), (t2, k2, ROM0["space"].width)], {out[g]: 1})
         G.relu(c, L, {self.k["COPY"]: 1}, 0, {self.ld_space[0]: 1})     # a COPY pass loads from global
         self.sreg = c.field("sreg", len(isa.SReg), L)
         for r in isa.SReg:
             t, k0 = self._is_op_terms("S2R")
             t2, k2 = match(self.w0["mod"], int(r))
-            flag_if(c, L, [(t, k0, 6), (t2, k2, 4)], {self.sreg[int(r)]: 1})
+            flag_if(c, L, [(t, k0, OP_BITS), (t2, k2, ROM0["mod"].width)], {self.sreg[int(r)]: 1})
         self.has_result = c.field("has_result", 1, L)
         for n in list(ALU_OPS) + ["S2R", "LD", "SHFL", "VOTE"]:
             G.relu(c, L, *self._is_op(n), {self.has_result[0]: 1})
@@ -248,7 +249,7 @@ class Machine:
                 fld = self.warp_op[f"{name}.{mode}"] = c.field(f"op.{name}.{mode}", 1, L)
                 t, k0 = self._is_op_terms(name)
                 t2, k2 = match(self.w0["mod"], i)
-                flag_if(c, L, [(t, k0, 6), (t2, k2, 4)], {fld[0]: 1})
+                flag_if(c, L, [(t, k0, OP_BITS), (t2, k2, ROM0["mod"].width)], {fld[0]: 1})
         self.dst_nz = c.field("dst_nz", 1, L)
         G.step(c, L, {d: 1 for d in self.w0["dst"].dims}, 1, {self.dst_nz[0]: 1})
         # this warp's initial mask (the depth-0 stack entry), on EXEC passes
@@ -262,7 +263,7 @@ class Machine:
 
     def _is_op(self, name):
         t, k0 = self._is_op_terms(name)
-        return t, k0 - 5     # relu(matches - 5): 1 exactly on a match of all 6 bits
+        return t, k0 - (OP_BITS - 1)     # relu(matches - (OP_BITS - 1)): 1 exactly on a match of every bit
 
     # ---- L2: warp status, pending writeback ------------------------------------------------------------
     def _status_and_pending(self):

@@ -6,7 +6,7 @@ feeds each token back (docs/protocol.md). `check="replay"` holds every generated
 against the reference interpreter's stream as it arrives.
 
 Two decoders run the same model: the stock transformers forward (StockDecoder), and
-qwengpu.machine.fast.FastModel, which runs only the circuit layers' nonzero structure
+qwengpu.fast.FastModel, which runs only the circuit layers' nonzero structure
 with the stock formulas (exact; its docstring says why the token stream is the same).
 `launch_many` runs many launches on one FastModel, up to `max_batch` in lockstep.
 """
@@ -114,7 +114,7 @@ class StockDecoder:
 
 
 class FastDecoder:
-    """qwengpu.machine.fast.FastModel: the circuit layers alone, exact (its docstring says why)."""
+    """qwengpu.fast.FastModel: the circuit layers alone, exact (its docstring says why)."""
 
     def __init__(self, fast):
         self.fast, self.state = fast, fast.new_state()

@@ -1,12 +1,12 @@
 /* The fast path's step in C: the circuit layers of a merged model on compact CSR matrices,
- * the same formulas as qwengpu/machine/fast.py (whose docstring argues exactness), without
+ * the same formulas as qwengpu/fast/model.py (whose docstring argues exactness), without
  * the per-op overhead of torch (about 700 small ops a token). Plain IEEE float32: build
  * without -ffast-math and with -ffp-contract=off, so every product and sum rounds as written.
  *
  * Sums run in index order, as a CSR product does; RMS means accumulate in double and round
  * once. Where the circuit's values are exact (integers, powers of two) the order changes
  * nothing; elsewhere (noisy GDN reads) the last bit may differ from torch, which the circuit
- * absorbs (fast.py's docstring; the tests compare token streams with the stock path). */
+ * absorbs (model.py's docstring; the tests compare token streams with the stock path). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>

@@ -119,7 +119,7 @@ class Sparse:
         return cls(cols, rows, csr, int((compact != 0).sum()))
 
     def saved(self) -> dict:
-        """Its tensors as plain data (fast_cache); `restored` inverts it."""
+        """Its tensors as plain data (cache.py); `restored` inverts it."""
         c = self.csr
         return {"cols": self.cols, "rows": self.rows, "crow": c.crow_indices(), "col": c.col_indices(),
                 "values": c.values(), "shape": list(c.shape), "nnz": self.nnz, "gain": self.gain}
@@ -213,7 +213,7 @@ class FastModel:
                  native: bool | None = None, tensors=None):
         """From a loaded stock model; or, with `model` None, from `tensors` (a
         weights.CheckpointTensors: see `from_checkpoint`)."""
-        from qwengpu.machine.weights import ModuleTensors
+        from qwengpu.fast.weights import ModuleTensors
         src = tensors if model is None else ModuleTensors(model)
         cfg = src.config if model is not None else text_config(src.config)
         block = getattr(cfg, "qwengpu", None) or {}
@@ -247,10 +247,10 @@ class FastModel:
         the rows of the later layers' writers that the head reads), never building the stock model.
         Every tensor is cast to `dtype` first, as the stock load does: the result is the one
         `FastModel(runtime.load_model(path, dtype)[0])` gives. `cache`: the compact matrices come
-        from / go to build/fast-cache (qwengpu.machine.fast_cache) keyed by the checkpoint's
+        from / go to build/fast-cache (qwengpu.fast.cache) keyed by the checkpoint's
         fingerprint, the dtype and this code."""
-        from qwengpu.machine import fast_cache
-        from qwengpu.machine.weights import CheckpointTensors
+        from qwengpu.fast import cache as fast_cache
+        from qwengpu.fast.weights import CheckpointTensors
         tensors = CheckpointTensors(path, dtype)
         file = fast_cache.entry(path, dtype) if cache else None
         data = fast_cache.load(file)
@@ -268,7 +268,7 @@ class FastModel:
     _SCALARS = ("L", "first", "end", "N", "eps", "H", "dk", "dv", "vocab")
 
     def _saved(self) -> dict:
-        """What the constructor derived, as plain data (fast_cache)."""
+        """What the constructor derived, as plain data (cache.py)."""
         def layer(lay: Layer) -> dict:
             g, m = lay.gdn, lay.mlp
             return {"gdn": None if g is None else {"heads": g.heads, "proj": g.proj.saved(), "out": g.out.saved(),
@@ -629,7 +629,7 @@ def _native_step(fast: FastModel, native: bool | None):
     is found, else torch with a warning; True: the C step or an error; False: torch."""
     if native is False:
         return None
-    from qwengpu.machine.native import NativeError, NativeStep
+    from qwengpu.fast.native import NativeError, NativeStep
     try:
         return NativeStep(fast)
     except NativeError as e:

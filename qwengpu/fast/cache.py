@@ -6,7 +6,7 @@ checkpoint's bytes, the dtype and the extraction code alone, so it is saved once
 
     build/fast-cache/CHECKPOINT-CODE-DTYPE.pt
     CHECKPOINT: weights.fingerprint (config.json's bytes, each weight file's name, size, mtime)
-    CODE: sha256 of FORMAT, the dtype and the source of fast.py, weights.py and this file
+    CODE: sha256 of FORMAT, the dtype and the source of model.py, weights.py and this file
 
 and loaded on the next start-up; writing an entry removes the same checkpoint's and dtype's
 entries of other code (stale). A cache hit skips the dense reads entirely, including the
@@ -26,9 +26,10 @@ from pathlib import Path
 import torch
 
 FORMAT = 1
-REPO = Path(__file__).resolve().parents[2]
+PACKAGE = Path(__file__).resolve().parents[1]     # qwengpu/
+REPO = PACKAGE.parent
 ENV = "QWENGPU_FAST_CACHE"
-_SOURCES = ("fast.py", "weights.py", "fast_cache.py")
+_SOURCES = ("fast/model.py", "fast/weights.py", "fast/cache.py")   # under qwengpu/
 
 
 class FastCacheWarning(UserWarning):
@@ -45,15 +46,14 @@ def cache_dir() -> Path | None:
 def code_key(dtype: str) -> str:
     """What else the entry depends on: the format, the dtype and the extraction code."""
     h = hashlib.sha256(f"format={FORMAT};dtype={dtype};".encode())
-    here = Path(__file__).resolve().parent
     for name in _SOURCES:
-        h.update((here / name).read_bytes())
+        h.update((PACKAGE / name).read_bytes())
     return h.hexdigest()
 
 
 def entry(path: str | Path, dtype: str, folder: Path | None = None) -> Path | None:
     """The entry's file: CHECKPOINT-CODE-DTYPE.pt (None: the cache is off)."""
-    from qwengpu.machine.weights import fingerprint
+    from qwengpu.fast.weights import fingerprint
     folder = cache_dir() if folder is None else folder
     if folder is None:
         return None
