@@ -32,6 +32,7 @@ class Step:
     mask: int
     reg_writes: list[tuple[int, int, int]] = field(default_factory=list)        # (lane, reg, value)
     mem_writes: list[tuple[isa.Space, int, int]] = field(default_factory=list)  # (space, word, value)
+    ran: int = 0    # instructions of the block it completed: all of them, unless a fault stopped it
 
 
 DEFAULT_MAX_PASSES = 200_000
@@ -355,6 +356,8 @@ class _Machine:
                     r[d] = v
                 if step is not None:
                     step.reg_writes.extend((l, d, v) for l, v in zip(lanes, values))
+            if step is not None:
+                step.ran += 1
         self.instructions += len(instrs)
         self._terminate(warp, term, top, rows, lanes)
         if term.kind is isa.Term.BAR:

@@ -115,7 +115,9 @@ def test_lane_not_known_when_the_tokens_show_no_bad_address():
     error = fault_error([t for t in stream.tokens if t.kind != "VAL"], fn.program, lau.block)
     assert isinstance(error, MemoryFault)
     assert "a store in global memory" in str(error) and "which lane is not known" in str(error)
-    assert "lane 1" not in str(error) and "(thread block 0, warp 0, pc B1 slot 1: ST.global" in str(error)
+    pc, slot = next((pc, s) for pc, b in enumerate(fn.program.blocks) for s, ins in enumerate(b.instrs)
+                    if ins.op is isa.Op.ST)
+    assert "lane 1" not in str(error) and f"(thread block 0, warp 0, pc B{pc} slot {slot}: ST.global" in str(error)
 
 
 def test_without_the_program_the_fault_still_says_where():

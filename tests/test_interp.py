@@ -624,9 +624,9 @@ def test_exact_trace_of_a_tiny_program():
     mem, ex = launch(p, block=(2, 1, 1), trace=True)
     G, S = Space.GLOBAL, Space.SHARED
     assert ex.steps == [
-        interp.Step(0, 0, 0, 0b11, [(0, 1, 0), (1, 1, 1), (0, 2, 5), (1, 2, 6)], []),
-        interp.Step(0, 0, 1, 0b10, [(1, 3, 4)], [(S, 1, 6)]),
-        interp.Step(0, 0, 2, 0b11, [(0, 4, 0), (1, 4, 5)], [(G, 2, 5), (G, 2, 11)]),
+        interp.Step(0, 0, 0, 0b11, [(0, 1, 0), (1, 1, 1), (0, 2, 5), (1, 2, 6)], [], ran=2),
+        interp.Step(0, 0, 1, 0b10, [(1, 3, 4)], [(S, 1, 6)], ran=2),
+        interp.Step(0, 0, 2, 0b11, [(0, 4, 0), (1, 4, 5)], [(G, 2, 5), (G, 2, 11)], ran=1),
     ]
     assert (ex.instructions, ex.passes) == (5, 3)
     assert mem[2] == 11

@@ -290,8 +290,7 @@ def test_check_block_limits():
     isa.check_block(0, _block(3, unit_at=3))
     with pytest.raises(isa.MachineLimitError, match="5 instructions; the limit is 4"):
         isa.check_block(0, _block(5))
-    with pytest.raises(isa.MachineLimitError, match="LD must be the last"):
-        isa.check_block(0, _block(2, unit_at=0))
+    isa.check_block(0, _block(3, unit_at=0))          # a memory op may take any slot
 
 
 def test_check_program_rom_limit():

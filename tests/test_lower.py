@@ -493,7 +493,7 @@ def test_register_limit():
 
 
 def test_rom_limit():
-    body = "\n".join(f"    st.global.u32 [%r0+{4 * i}], %r0;" for i in range(isa.ROM_BLOCKS + 5))
+    body = "\n".join(f"    st.global.u32 [%r0+{4 * i}], %r0;" for i in range(isa.BLOCK_SLOTS * (isa.ROM_BLOCKS + 5)))
     text = _kernel(f"    ld.param.u32 %r0, [kern_param_0];\n{body}\n    ret;")
     with pytest.raises(MachineLimitError, match=rf"needs \d+ ROM blocks; the ROM holds {isa.ROM_BLOCKS}"):
         lower(parse_ptx(text), "kern")

@@ -222,8 +222,8 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
             status = [(mask, 0, 0) for mask in masks]          # alive, phase mod PHASES, wait
         instrs, term = program.blocks[step.pc].instrs, program.blocks[step.pc].term
         if isinstance(fault, MemoryFault) and i == len(steps) - 1:
-            _instruction_tokens(stream, step, instrs[:-1])      # the memory op is the block's last
-            stream.add(tok("EXEC", step.warp, step.pc, len(instrs) - 1))
+            _instruction_tokens(stream, step, instrs[:step.ran])     # then the faulting memory op
+            stream.add(tok("EXEC", step.warp, step.pc, step.ran))
             break
         _instruction_tokens(stream, step, instrs)
         stream.add(tok("EXEC", step.warp, step.pc, len(instrs)))

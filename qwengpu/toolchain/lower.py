@@ -10,7 +10,7 @@ Pipeline (docs/lowering.md describes each stage):
                  simplification (cfg.py)
   5. regalloc    liveness, interference graph, colouring into r1..r15,
                  rematerialisation and spilling (regalloc.py)
-  6. blocks      pack into machine blocks (<= BLOCK_SLOTS, one unit op last),
+  6. blocks      pack into machine blocks (<= BLOCK_SLOTS instructions, in order),
                  fold empty jumps, reconvergence = immediate post-dominator
                  (with the return-path rule)
 """
@@ -1423,41 +1423,10 @@ def form_blocks(blocks: list[VBlock], reg_of) -> list[isa.MachineBlock]:
 
 
 def schedule(instrs: list[isa.Instr]) -> list[list[isa.Instr]]:
-    """Pack one basic block's instructions into as few machine blocks as
-    possible: each piece takes every ready ALU instruction it has room for,
-    then at most one ready memory/warp instruction, last. Order constraints:
-    register dependences (read-after-write, write-after-read, write-after-
-    write) and the original order of the memory/warp instructions."""
-    n = len(instrs)
-    preds: list[set[int]] = [set() for _ in range(n)]
-    for j, b in enumerate(instrs):
-        b_reads = {s.n for s in b.srcs if isinstance(s, isa.Reg) and s.n}
-        b_write = b.dst.n
-        for i in range(j):
-            a = instrs[i]
-            a_reads = {s.n for s in a.srcs if isinstance(s, isa.Reg) and s.n}
-            if ((a.dst.n and (a.dst.n in b_reads or a.dst.n == b_write)) or (b_write and b_write in a_reads)
-                    or (a.op.is_unit and b.op.is_unit)):
-                preds[j].add(i)
-    done: set[int] = set()
-    pieces = []
-    while len(done) < n:
-        piece: list[int] = []
-
-        def ready(k):
-            return k not in done and k not in piece and preds[k] <= done | set(piece)
-        while len(piece) < isa.BLOCK_SLOTS:
-            k = next((k for k in range(n) if ready(k) and not instrs[k].op.is_unit), None)
-            if k is None:
-                break
-            piece.append(k)
-        if len(piece) < isa.BLOCK_SLOTS:
-            k = next((k for k in range(n) if ready(k) and instrs[k].op.is_unit), None)
-            if k is not None:
-                piece.append(k)
-        done |= set(piece)
-        pieces.append([instrs[k] for k in piece])
-    return pieces
+    """Pack one basic block's instructions, in order, into machine blocks of BLOCK_SLOTS. The
+    machine runs one instruction per pass, so a memory or warp op may take any slot; a
+    machine with more instructions per pass would limit where they go (docs/isa.md)."""
+    return [instrs[i:i + isa.BLOCK_SLOTS] for i in range(0, len(instrs), isa.BLOCK_SLOTS)]
 
 
 def _machine_instr(ins: VInstr, reg_of) -> isa.Instr | None:
