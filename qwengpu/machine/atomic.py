@@ -25,9 +25,11 @@ from __future__ import annotations
 from qwengpu import isa
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
+from qwengpu.circuit import memory as B
 from qwengpu.circuit.gadgets import add_terms, span
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
+from qwengpu.machine.wiring import flag_if, match, view
 
 WORD = 32
 NIBBLES = WORD // 4
@@ -202,3 +204,34 @@ def build_atomic(c: Circuit, at: int, op: dict[str, Field], old: Field, b: Field
     c.clear(order, at1)
     c.clear(digits, at1)
     return new, at + ATOMIC_LAYERS
+
+
+# ---------------------------------------------------------------------------
+# in the machine
+# ---------------------------------------------------------------------------
+def build_atomic_unit(m) -> None:
+    """The machine's atomic stage (L14-L17): on an AT(l) pass, lane l's loaded word (old) and the
+    pending ATOM's op into the unit (L15-L16), its new value and lane kept in a queue (L17) for
+    the VAL/PART/AW passes that follow."""
+    c, k, L = m.c, m.k, m.L_r
+    old = c.field("atom.old", 32, L)
+    for l in range(4):                  # on AT(l) passes only lane l's r (the old value) is nonzero
+        for i in range(32):
+            G.relu(c, L, {m.r[l][i]: 1, k["AT"]: 1}, -1, {old[i]: 1})
+    flags = {}
+    for i, a in enumerate(isa.AtomOp):
+        flags[a.name] = c.field(f"atom.{a.name}", 1, L)
+        t, k0 = match(view(m.patom, 2, 6), i)
+        flag_if(c, L, [(t, k0, 4), ({k["AT"]: 1}, 0, 1)], {flags[a.name][0]: 1})
+    new, end = build_atomic(c, L + 1, flags, old, m.mb, m.md)
+    c.clear(old, end)
+    for fld in flags.values():
+        c.clear(fld, end)
+    m.new, m.alane = new, c.field("atom.lane", 4, end)
+    q = B.register(c, end, "atom", 32)
+    ql = B.register(c, end, "atom.lane", 4)
+    B.write_bits(c, q, m.zero, B.bits(new), [k["AT"]])
+    B.write_bits(c, ql, m.zero, B.bits(m.f["LANE"]), [k["AT"]])
+    B.read_into(c, q, m.zero, new.dims, enable=[k["VAL"], k["PART"]])
+    B.read_into(c, ql, m.zero, m.alane.dims, enable=[k["VAL"], k["PART"]])
+    m.L_e = end

@@ -18,7 +18,7 @@ from qwengpu.machine.tokens import FEATURES, KINDS, SLOTS
 from qwengpu.machine.words import CONFIG, COPY0, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS
 
 
-def build_emit(m) -> int:
+def build_next_token(m) -> int:
     """Adds the emission layers on top of machine `m`; returns the output layer's index."""
     c, f, k = m.c, m.f, m.k
     E1 = m.L_e
