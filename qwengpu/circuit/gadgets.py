@@ -105,6 +105,20 @@ def add_terms(*parts: dict[int, int]) -> dict[int, int]:
     return {d: k for d, k in out.items() if k}
 
 
+def ones(*fields: Field, k: int = 1) -> dict[int, int]:
+    """Terms k * (every dim of the fields): k times the number of set bits."""
+    return {d: k for f in fields for d in f.dims}
+
+
+def is_value(field: Field, value: int) -> tuple[dict[int, int], int] | None:
+    """(terms, bias) whose sum is 0 when the bits field equals `value` and <= -1 otherwise
+    (None if the field cannot hold the value)."""
+    if not 0 <= value < 1 << field.width:
+        return None
+    terms = {d: (1 if value >> j & 1 else -1) for j, d in enumerate(field.dims)}
+    return terms, -bin(value).count("1")
+
+
 # ---------------------------------------------------------------------------
 # boolean gates, bitwise ops, copy/clear, select
 # ---------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The execute stage (L2-L11): wires the scheduler (L2-L5), the warp unit and the ALU (L4-L9,
-warp.py, alu.py) and the terminator with its SIMT stack (L4-L8, control.py) to the machine's
+warp.py, alu.py) and the terminator with its SIMT stack (L4-L8, branch.py) to the machine's
 operands and status, and finds whether a terminator changes CT2's half of the status
 (L10-L11)."""
 from __future__ import annotations
@@ -8,12 +8,13 @@ from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.alu import build_alu
-from qwengpu.machine.control import build_scheduler, build_terminator
+from qwengpu.machine.branch import build_ct2_change, build_terminator
 from qwengpu.machine.fetch import TERMS
 from qwengpu.machine.plan import L_EXEC, L_STATUS
+from qwengpu.machine.scheduler import build_scheduler
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
 from qwengpu.machine.wiring import part
-from qwengpu.machine.words import CONFIG, CT2
+from qwengpu.machine.words import CONFIG
 
 
 def build_execute(m) -> None:
@@ -40,18 +41,4 @@ def build_execute(m) -> None:
         fallthrough=m.tw["fallthrough"], reconv=m.tw["reconv"], rvalid=m.tw["rvalid"],
         cond=m.a, old=m.cs, init_mask=m.init_mask)
     m.exec_end = max(alu_end, ctl_end, sched_end)
-    _ct2_change(m, m.exec_end)
-
-
-def _ct2_change(m, at):
-    """Whether a terminator changes CT2's half of the warp's status (alive, phase, wait): only
-    then does CT2 follow CT1. Layer at: the bits that differ; at + 1: whether any does."""
-    c = m.c
-    diff = c.field("ct2.diff", 1, at, kind="int", vmax=CT2.width)
-    for name in CT2.fields:
-        for new, old in zip(getattr(m.ns, name).dims, getattr(m.cs, name).dims):
-            G.relu(c, at, {new: 1, old: -1}, 0, {diff[0]: 1})
-            G.relu(c, at, {old: 1, new: -1}, 0, {diff[0]: 1})
-    m.ct2_changed = c.field("ct2_changed", 1, at + 1)
-    G.step(c, at + 1, {diff[0]: 1}, 1, {m.ct2_changed[0]: 1})
-    c.clear(diff, at + 1)
+    m.ct2_changed = build_ct2_change(c, m.exec_end, m.ns, m.cs)

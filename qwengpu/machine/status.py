@@ -16,12 +16,13 @@ from qwengpu.machine.words import CONFIG, CT1, CT2, STATUS, WARP_BITS
 
 @dataclass
 class Status:
-    pc: Field
-    mask: Field
-    sp: Field
-    alive: Field
-    phase: Field
-    wait: Field
+    """One warp's status fields (bits): CT1's half (pc, mask, sp), then CT2's."""
+    pc: Field      # 7   top-of-stack pc
+    mask: Field    # 4   top-of-stack mask (already ANDed with alive)
+    sp: Field      # 3   depth of the top entry
+    alive: Field   # 4   lanes that have not exited
+    phase: Field   # 2   barriers passed, mod 4
+    wait: Field    # 1   arrived at a barrier, not yet run since
 
     @classmethod
     def of(cls, field: Field) -> "Status":
