@@ -44,6 +44,7 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.gadgets import MAX_POSITIVE, add_terms, span
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
+from qwengpu.machine.plan import ALU_LAYERS
 
 WORD = 32
 LANES = 4
@@ -56,7 +57,6 @@ COUNTS = ("POPC", "CLZ", "BREV")
 BIT_FIELDS = ("BFE", "BFEU")
 DIV_STEPS = ("DIVR", "DIVQ")
 ALU_OPS: tuple[str, ...] = ADD_SUB_MUL + SHIFTS + PICKS + SETS + BITWISE + COUNTS + BIT_FIELDS + DIV_STEPS
-ALU_LAYERS = 6
 
 # layer offsets of each unit's steps
 MUL_REDUCE = (1, 2)   # column counts -> bits, in place

@@ -29,12 +29,12 @@ from qwengpu.circuit import memory as B
 from qwengpu.circuit.gadgets import add_terms, span
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
+from qwengpu.machine.plan import ATOMIC_LAYERS, L_ATOM, L_NEXT, L_WB
 from qwengpu.machine.wiring import flag_if, match, view
 
 WORD = 32
 NIBBLES = WORD // 4
 ATOM_OPS: tuple[str, ...] = tuple(o.name for o in isa.AtomOp)
-ATOMIC_LAYERS = 2
 BIG = 32          # weight of a 0/1 condition against Lambda (|Lambda| <= 15 < BIG)
 
 
@@ -213,7 +213,7 @@ def build_atomic_unit(m) -> None:
     """The machine's atomic stage (L14-L17): on an AT(l) pass, lane l's loaded word (old) and the
     pending ATOM's op into the unit (L15-L16), its new value and lane kept in a queue (L17) for
     the VAL/PART/AW passes that follow."""
-    c, k, L = m.c, m.k, m.L_r
+    c, k, L = m.c, m.k, L_WB
     old = c.field("atom.old", 32, L)
     for l in range(4):                  # on AT(l) passes only lane l's r (the old value) is nonzero
         for i in range(32):
@@ -223,7 +223,9 @@ def build_atomic_unit(m) -> None:
         flags[a.name] = c.field(f"atom.{a.name}", 1, L)
         t, k0 = match(view(m.patom, 2, 6), i)
         flag_if(c, L, [(t, k0, 4), ({k["AT"]: 1}, 0, 1)], {flags[a.name][0]: 1})
-    new, end = build_atomic(c, L + 1, flags, old, m.mb, m.md)
+    new, end = build_atomic(c, L_ATOM, flags, old, m.mb, m.md)
+    if end != L_NEXT:
+        raise CircuitError(f"the atomic unit ends at L{end}, the plan has L{L_NEXT}")
     c.clear(old, end)
     for fld in flags.values():
         c.clear(fld, end)
@@ -234,4 +236,3 @@ def build_atomic_unit(m) -> None:
     B.write_bits(c, ql, m.zero, B.bits(m.f["LANE"]), [k["AT"]])
     B.read_into(c, q, m.zero, new.dims, enable=[k["VAL"], k["PART"]])
     B.read_into(c, ql, m.zero, m.alane.dims, enable=[k["VAL"], k["PART"]])
-    m.L_e = end

@@ -52,8 +52,6 @@ META_BITS = PC_BITS + 1 + LANES          # reconv (7), rvalid (1), mask (4)
 REQUANT = 128                            # offset of the requantizing neurons
 FAR = 2 * (1 << PC_BITS) + 2             # pushes a pc difference far below zero (|D| <= 127)
 TERMS = ("JMP", "BRC", "BAR", "EXIT")
-STACK_AT = 2                             # the stack's bank layer, from the terminator's first
-TERMINATOR_LAYERS = STACK_AT + 3         # then live entries, the new top
 
 
 # ---------------------------------------------------------------------------

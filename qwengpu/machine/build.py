@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from pathlib import Path
 from collections.abc import Mapping
+from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from qwengpu.machine.inputs import build_inputs
 from qwengpu.machine.lsu import ADDRESS_BITS, ROW_BITS, build_lsu
 from qwengpu.machine.next_token import build_next_token
 from qwengpu.machine.operands import REG_ROWS, SREG_ROWS, build_operands
+from qwengpu.machine.plan import PLAN
 from qwengpu.machine.status import build_status
 from qwengpu.machine.tokens import FEATURES, KINDS, PUT_TARGETS, SLOTS, Vocab
 from qwengpu.machine.words import CTA_BITS, PC_BITS, ROM0, ROM3, TID_BITS, WARP_BITS
@@ -93,16 +95,40 @@ class Machine:
         self.zero = [[c.input("zero", 1)[0]]]          # an always-0 dim: the row-0 address
         self.k = {name: self.f["kind"][i] for i, name in enumerate(KINDS)}
         self.put = {name: self.f["PT"][i] for i, name in enumerate(PUT_TARGETS)}
-        build_inputs(self)
-        build_fetch(self)
-        build_status(self)
-        build_operands(self)
-        build_execute(self)
-        build_copy_unit(self)
-        build_lsu(self)
-        build_writeback(self)
-        build_atomic_unit(self)
-        self.top = build_next_token(self)
+        self.plan = PLAN
+        self.footprint: dict[str, set[int]] = {}     # unit -> the layers it added neurons or GDN heads to
+        with self.unit("inputs"):
+            build_inputs(self)
+        with self.unit("fetch"):
+            build_fetch(self)
+        with self.unit("status"):
+            build_status(self)
+        with self.unit("operands"):
+            build_operands(self)
+        build_execute(self)                 # the scheduler, warp unit, ALU and branch unit, each a unit
+        with self.unit("copy_unit"):
+            build_copy_unit(self)
+        with self.unit("lsu"):
+            build_lsu(self)
+        with self.unit("writeback"):
+            build_writeback(self)
+        with self.unit("atomic"):
+            build_atomic_unit(self)
+        with self.unit("next_token"):
+            self.top = build_next_token(self)
+
+    @contextmanager
+    def unit(self, name: str):
+        """Records in footprint[name] the layers whose MLP gets neurons or whose GDN gets heads
+        while the block runs (the plan's check: tests/test_machine_plan.py)."""
+        def census():
+            return [(lay.neuron_count, lay.heads_used) for lay in self.c.layers]
+        before = census()
+        yield
+        after = census()
+        before += [(0, 0)] * (len(after) - len(before))
+        touched = {i for i, (b, a) in enumerate(zip(before, after)) if a != b}
+        self.footprint[name] = self.footprint.get(name, set()) | touched
 
     # ---- host side -----------------------------------------------------------------------------------------
     def embeddings(self) -> np.ndarray:

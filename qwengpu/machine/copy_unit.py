@@ -9,7 +9,7 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as B
 from qwengpu.circuit.memory import declare_bank
 from qwengpu.machine.lsu import ROW_BITS
-from qwengpu.machine.plan import L_EXEC, L_IN, L_ROM
+from qwengpu.machine.plan import EXEC_END, L_EXEC, L_IN, L_ROM
 from qwengpu.machine.wiring import flag_if, match, part, view
 from qwengpu.machine.words import COPY0, COPYROW, GROUP_BITS
 
@@ -59,7 +59,7 @@ def build_copy_unit(m) -> None:
     c.clear(explicit, L + 2)
     c.clear(inc, L + 2)
     # each lane's address: word LANES * g + l, as a byte address where the ALU's result goes
-    at = m.exec_end - 1
+    at = EXEC_END - 1
     for l in range(isa.LANES):
         for i in range(2):
             if l >> i & 1:

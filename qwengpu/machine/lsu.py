@@ -9,6 +9,7 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as B
 from qwengpu.circuit.memory import declare_bank
 from qwengpu.circuit.residual import Field
+from qwengpu.machine.plan import L_LOAD, L_Q
 from qwengpu.machine.wiring import flag_if, match, view
 from qwengpu.machine.words import SPACES
 
@@ -23,8 +24,7 @@ GROUPS, SHARED_GROUPS = 1 << GA - ROW_BITS, 1 << SA - ROW_BITS
 def build_lsu(m) -> None:
     """Adds the store queue, the memories, faults and the loads' results (in r) to machine m."""
     c, f, k = m.c, m.f, m.k
-    Lq = m.exec_end
-    m.L_q = Lq
+    Lq = L_Q
     # store queue: word address + space, and data, per lane
     m.ma, m.md, m.mb = c.field("ma", GA + len(SPACES), Lq), c.field("md", 32, Lq), c.field("mb", 32, Lq)
     for l in range(4):
@@ -78,7 +78,7 @@ def build_lsu(m) -> None:
         B.write_bits(c, bank, wrow, wdata, [gw[g]])
         for l in range(4):
             B.read_into(c, bank, _lane_row(m, l), m.loaded[l].dims, l, [lg[l][g]])
-    Lm = Lq + 3
+    Lm = L_LOAD
     for g in range(SHARED_GROUPS):
         bank = declare_bank(c, Lm, f"shared{g}", 1 << ROW_BITS, 32, replicas=4)
         B.write_bits(c, bank, wrow, wdata, [sw[g]])
@@ -97,7 +97,6 @@ def build_lsu(m) -> None:
             G.relu(c, Lm, {m.r[l][i]: 1, **{d: 1 for d in is_ld}}, -1, {m.r[l][i]: -1})
         G.copy_bits(c, Lm, m.loaded[l], Field("r", m.r[l].dims, "bits", Lm))
         c.clear(m.loaded[l], Lm)
-    m.L_r = Lm + 1
 
 
 def _faults(m, Lq):

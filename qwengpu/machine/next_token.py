@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from qwengpu import isa
 from qwengpu.circuit import gadgets as G
+from qwengpu.machine.plan import L_NEXT
 from qwengpu.machine.tokens import FEATURES, KINDS, SLOTS
 from qwengpu.machine.words import CONFIG, COPY0, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS
 
@@ -21,7 +22,7 @@ from qwengpu.machine.words import CONFIG, COPY0, CTA_BITS, GROUP_BITS, PARTS, PC
 def build_next_token(m) -> int:
     """Adds the emission layers on top of machine `m`; returns the output layer's index."""
     c, f, k = m.c, m.f, m.k
-    E1 = m.L_e
+    E1 = L_NEXT
     E2, E3, E4 = E1 + 1, E1 + 2, E1 + 3
     lanes = range(isa.LANES)
     more = range(len(PARTS) - 1)          # parts after which a word may go on

@@ -8,12 +8,12 @@ from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
+from qwengpu.machine.plan import SCHEDULER_LAYERS
 from qwengpu.machine.status import Status
 from qwengpu.machine.words import PC_BITS, PHASES
 
 LANES = isa.LANES
 WARPS = isa.MAX_WARPS
-SCHEDULER_LAYERS = 3
 
 
 def build_scheduler(c: Circuit, at: int, statuses: list[Status], nwarps: Field,
@@ -70,7 +70,7 @@ def build_scheduler(c: Circuit, at: int, statuses: list[Status], nwarps: Field,
     c.clear(runnable, at + 2)
     c.clear(waiting, at + 2)
     c.clear(partial, at + 2)
-    return out, at + 3
+    return out, at + SCHEDULER_LAYERS
 
 
 def _liveness(c, at, statuses, nwarps):

@@ -20,11 +20,11 @@ from __future__ import annotations
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
+from qwengpu.machine.plan import WARP_LAYERS
 
 LANES = 4
 SHFL_MODES = ("IDX", "UP", "DOWN", "BFLY")
 VOTE_MODES = ("ALL", "ANY", "UNI", "BALLOT", "ACTIVEMASK")
-WARP_LAYERS = 4
 
 
 def _low5(f: Field, lo: int = 0) -> list[int]:
@@ -60,7 +60,7 @@ def build_warp(c: Circuit, at: int, shfl: dict[str, Field], vote: dict[str, Fiel
     out = [c.field(f"warp.r{l}", 32, X + 3) for l in range(LANES)]
     _shuffle(c, X, shfl, a, b, cc, mask, out)
     _vote(c, X, vote, a, b, mask, out)
-    return out, X + 4
+    return out, X + WARP_LAYERS
 
 
 def _shuffle(c, X, shfl, a, b, cc, mask, out):

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from qwengpu.circuit import memory as B
 from qwengpu.machine.fetch import TERMS
+from qwengpu.machine.plan import L_WB
 from qwengpu.machine.wiring import part, view
 from qwengpu.machine.words import COPYROW, CT2, GROUP_BITS
 
 
 def build_writeback(m) -> None:
     """Adds the result, mask, control and copy queues to machine m."""
-    c, k, L = m.c, m.k, m.L_r
+    c, k, L = m.c, m.k, L_WB
     for l in range(4):
         bank = B.register(c, L, f"result{l}", 32)
         B.write_bits(c, bank, m.zero, B.bits(m.r[l]), [k["EXEC"], k["AT"], k["COPY"]])
