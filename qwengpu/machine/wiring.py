@@ -20,14 +20,7 @@ def part(field: Field, word: Word, name: str, i: int = 0) -> Field:
 
 def match(bits: Field, value: int) -> tuple[dict[int, int], int]:
     """Terms and constant of sum_j (bit_j == value_j): equals len(bits) exactly on a match."""
-    terms, const = {}, 0
-    for j, d in enumerate(bits.dims):
-        if value >> j & 1:
-            terms[d] = 1
-        else:
-            terms[d] = -1
-            const += 1
-    return terms, const
+    return G.equals(bits.dims, value)
 
 
 def flag_if(c: Circuit, at: int, conds: list[tuple[dict[int, int], int, int]], out: dict[int, float]) -> None:
