@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -97,25 +97,13 @@ class Machine:
         self.put = {name: self.f["PT"][i] for i, name in enumerate(PUT_TARGETS)}
         self.plan = PLAN
         self.footprint: dict[str, set[int]] = {}     # unit -> the layers it added neurons or GDN heads to
-        with self.unit("inputs"):
-            build_inputs(self)
-        with self.unit("fetch"):
-            build_fetch(self)
-        with self.unit("status"):
-            build_status(self)
-        with self.unit("operands"):
-            build_operands(self)
-        build_execute(self)                 # the scheduler, warp unit, ALU and branch unit, each a unit
-        with self.unit("copy_unit"):
-            build_copy_unit(self)
-        with self.unit("lsu"):
-            build_lsu(self)
-        with self.unit("writeback"):
-            build_writeback(self)
-        with self.unit("atomic"):
-            build_atomic_unit(self)
-        with self.unit("next_token"):
-            self.top = build_next_token(self)
+        for name, build_unit in (("inputs", build_inputs), ("fetch", build_fetch), ("status", build_status),
+                                 ("operands", build_operands), (None, build_execute), ("copy_unit", build_copy_unit),
+                                 ("lsu", build_lsu), ("writeback", build_writeback), ("atomic", build_atomic_unit),
+                                 ("next_token", build_next_token)):
+            # the execute stage records the scheduler, warp unit, ALU and branch unit as units of their own
+            with self.unit(name) if name else nullcontext():
+                build_unit(self)
 
     @contextmanager
     def unit(self, name: str):

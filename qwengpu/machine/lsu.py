@@ -42,32 +42,27 @@ def build_lsu(m) -> None:
     waddr = B.bits(view(m.ma, 0, GA), m.latch)
     wdata = B.bits(m.md, m.staged)
     mspace = view(m.ma, GA, GA + len(SPACES))        # one-hot: global, shared, const
-    gw = c.field("gw", GROUPS, Lq)
-    for g in range(GROUPS):
-        t, k0 = match(view(m.ma, ROW_BITS, GA), g)
-        flag_if(c, Lq, [({k["ST"]: 1, k["AW"]: 1, mspace[0]: 1}, 0, 2), (t, k0, GA - ROW_BITS)], {gw[g]: 1})
-        t, k0 = match(view(m.latch, ROW_BITS, GA), g)
-        flag_if(c, Lq, [({m.put["GLOBAL"]: 1}, 0, 1), (t, k0, GA - ROW_BITS)], {gw[g]: 1})
-    sw = c.field("sw", SHARED_GROUPS, Lq)
-    for g in range(SHARED_GROUPS):
-        t, k0 = match(view(m.ma, ROW_BITS, SA), g)
-        flag_if(c, Lq, [({k["ST"]: 1, k["AW"]: 1, mspace[1]: 1}, 0, 2), (t, k0, SA - ROW_BITS)], {sw[g]: 1})
-        t, k0 = match(view(m.latch, ROW_BITS, SA), g)
-        flag_if(c, Lq, [({m.put["SHARED"]: 1}, 0, 1), (t, k0, SA - ROW_BITS)], {sw[g]: 1})
+    # the two banked spaces: groups, word address bits, the PUT that fills them, write enables, first load enable
+    banked = ((GROUPS, GA, "GLOBAL", "gw", 0), (SHARED_GROUPS, SA, "SHARED", "sw", GROUPS))
+    we = []
+    for space, (groups, bits, target, name, _) in enumerate(banked):
+        fld = c.field(name, groups, Lq)
+        for g in range(groups):
+            t, k0 = match(view(m.ma, ROW_BITS, bits), g)
+            flag_if(c, Lq, [({k["ST"]: 1, k["AW"]: 1, mspace[space]: 1}, 0, 2), (t, k0, bits - ROW_BITS)], {fld[g]: 1})
+            t, k0 = match(view(m.latch, ROW_BITS, bits), g)
+            flag_if(c, Lq, [({m.put[target]: 1}, 0, 1), (t, k0, bits - ROW_BITS)], {fld[g]: 1})
+        we.append(fld)
+    gw, sw = we
     lg = [c.field(f"lg{l}", GROUPS + SHARED_GROUPS, Lq) for l in range(4)]
     for l in range(4):
-        for g in range(GROUPS):
-            t, k0 = match(view(m.r[l], 2 + ROW_BITS, 2 + GA), g)
-            flag_if(c, Lq, [({m.ld_space[0]: 1}, 0, 1), (t, k0, GA - ROW_BITS)], {lg[l][g]: 1})
-            t, k0 = match(view(m.ma, ROW_BITS, GA), g)
-            flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[0]: 1}, 0, 3), (t, k0, GA - ROW_BITS)],
-                    {lg[l][g]: 1})
-        for g in range(SHARED_GROUPS):
-            t, k0 = match(view(m.r[l], 2 + ROW_BITS, 2 + SA), g)
-            flag_if(c, Lq, [({m.ld_space[1]: 1}, 0, 1), (t, k0, SA - ROW_BITS)], {lg[l][GROUPS + g]: 1})
-            t, k0 = match(view(m.ma, ROW_BITS, SA), g)
-            flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[1]: 1}, 0, 3), (t, k0, SA - ROW_BITS)],
-                    {lg[l][GROUPS + g]: 1})
+        for space, (groups, bits, _, _, first) in enumerate(banked):
+            for g in range(groups):
+                out = {lg[l][first + g]: 1}
+                t, k0 = match(view(m.r[l], 2 + ROW_BITS, 2 + bits), g)
+                flag_if(c, Lq, [({m.ld_space[space]: 1}, 0, 1), (t, k0, bits - ROW_BITS)], out)
+                t, k0 = match(view(m.ma, ROW_BITS, bits), g)
+                flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[space]: 1}, 0, 3), (t, k0, bits - ROW_BITS)], out)
     _faults(m, Lq)
     m.loaded = [c.field(f"loaded{l}", 32, Lq + 1) for l in range(4)]
     m.global_banks = []
