@@ -20,7 +20,7 @@ Units (layer offsets from `at`; all lanes side by side):
                       then by 4, 8, 16 (L1..L3); SHR and SRA shift the bit-reversed word left
                       (reversal is free wiring) with SRA's sign as the fill; PTX clamping in
                       the last stage.
-  compare / pick      L0 byte order (gadgets.compare's first layer, signed and unsigned);
+  compare / pick      L0 byte order (gadgets.byte_order, signed and unsigned);
                       L1 SETxx into bit 0, and which operand to pick (MIN/MAX/SEL/MOV);
                       L2 a 3-way mux.
   bit fields          BFE/BFEU: the shifter's right shift by b & 0xFF into r (L3), then in

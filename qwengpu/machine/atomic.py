@@ -3,11 +3,12 @@
 Interface: `build_atomic(c, at, op, old, b, cc)` reads one-dim op flags (one per isa.AtomOp
 name, at most one is 1) and 32-bit fields `old`, `b`, `cc`; it returns `new` (exactly 0
 when every flag is 0) and the first layer whose MLP may read it. The machine serialises
-atomics lane by lane, so one lane is enough.
+atomics lane by lane, so one lane is enough; `build_atomic_unit(m)` wires it into the
+machine (L14-L17: the old value, the unit, its queue).
 
 Two layers, every op writing straight into `new` with its neurons gated by its flag
 (relu(y + K f - K), K = the largest y: relu(y) when f = 1, 0 when f = 0):
-  L0  byte order of old against b (gadgets.compare's first layer, unsigned and signed top
+  L0  byte order of old against b (gadgets.byte_order, unsigned and signed top
       byte): Lambda = sum_j (gt_j - lt_j) 2**j has the sign of b - old, |Lambda| <= 15;
       ADD's nibble digits Z_m = A_m + B_m -> low bits, generate, propagate (gated basis).
   L1  everything else, each output bit a sum of gated neurons:
