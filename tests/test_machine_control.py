@@ -1,4 +1,4 @@
-"""SIMT control (qwengpu/machine/control.py) through the stock Qwen3.5 layers, fp32 and bf16.
+"""SIMT control (qwengpu/machine/branch.py, scheduler.py) through the stock Qwen3.5 layers, fp32 and bf16.
 
 The terminator runs token by token (the SIMT stack lives in GDN state across tokens) on a
 host with 2B-shaped GDN heads; the test plays the CT tokens: each pass's output status is
@@ -16,7 +16,9 @@ from qwengpu.circuit.check import BANK_HOST, MLP_HOST
 from qwengpu.circuit.host import QWEN35_2B, circuit_width
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.model import build_model, decode, encode, run_prefill
-from qwengpu.machine.control import (TERMS, Status, build_scheduler, build_terminator)
+from qwengpu.machine.branch import TERMS, build_terminator
+from qwengpu.machine.scheduler import build_scheduler
+from qwengpu.machine.status import Status
 
 DTYPES = ("float32", "bfloat16")
 

@@ -30,15 +30,20 @@ def span(c: Circuit, terms: dict[int, int], bias: int) -> tuple[int, int]:
     return lo, hi
 
 
+def raw(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float]) -> None:
+    """One neuron, with terms and outputs in field units (int fields are stored scaled); no range check."""
+    scale = c.layout.dim_scale
+    c.layer(at).relu({d: k / scale[d] for d, k in terms.items()}, bias,
+                     {d: k * scale[d] for d, k in out.items()})
+
+
 def relu(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float]) -> None:
     """out += coef * relu(sum(terms) + bias), exact."""
     lo, hi = span(c, terms, bias)
     if hi > MAX_POSITIVE:
         raise CircuitError(f"neuron argument reaches {hi}; exact range is <= {MAX_POSITIVE}")
-    if hi > 0:                       # int fields are stored scaled: read and write in units
-        scale = c.layout.dim_scale
-        c.layer(at).relu({d: k / scale[d] for d, k in terms.items()}, bias,
-                         {d: k * scale[d] for d, k in out.items()})
+    if hi > 0:
+        raw(c, at, terms, bias, out)
 
 
 def step(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, float]) -> None:
@@ -103,6 +108,57 @@ def add_terms(*parts: dict[int, int]) -> dict[int, int]:
         for d, k in p.items():
             out[d] = out.get(d, 0) + k
     return {d: k for d, k in out.items() if k}
+
+
+def neg(terms: dict[int, int]) -> dict[int, int]:
+    return {d: -k for d, k in terms.items()}
+
+
+def ones(*fields: Field, k: int = 1) -> dict[int, int]:
+    """Terms k * (every dim of the fields): k times the number of set bits."""
+    return {d: k for f in fields for d in f.dims}
+
+
+def equals(dims, value: int) -> tuple[dict[int, int], int]:
+    """(terms, const): sum(terms) + const == len(dims) exactly when the bits spell `value`."""
+    terms, const = {}, 0
+    for j, d in enumerate(dims):
+        if value >> j & 1:
+            terms[d] = 1
+        else:
+            terms[d], const = -1, const + 1
+    return terms, const
+
+
+def is_value(field: Field, value: int) -> tuple[dict[int, int], int] | None:
+    """(terms, bias) whose sum is 0 when the bits field equals `value` and <= -1 otherwise
+    (None if the field cannot hold the value)."""
+    if not 0 <= value < 1 << field.width:
+        return None
+    terms, const = equals(field.dims, value)
+    return terms, const - field.width
+
+
+# ---------------------------------------------------------------------------
+# gated neurons: a relu that only fires when a 0/1 flag is on
+# ---------------------------------------------------------------------------
+def gated(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float],
+          gate: Field | list[Field]) -> None:
+    """out += relu(y) if one of the (mutually exclusive) `gate` flags is 1, else 0, with
+    y = sum(terms) + bias: relu(y + K * sum(gate) - K), K = the largest y."""
+    gates = [gate] if isinstance(gate, Field) else gate
+    hi = span(c, terms, bias)[1]
+    if hi > MAX_POSITIVE:
+        raise CircuitError(f"neuron argument reaches {hi}; exact range is <= {MAX_POSITIVE}")
+    if hi > 0:
+        raw(c, at, add_terms(terms, {g[0]: hi for g in gates}), bias - hi, out)
+
+
+def gated_step(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, float],
+               gate: Field | list[Field]) -> None:
+    """out += [sum(terms) >= t] if a `gate` flag is 1: relu(S - t + 1) - relu(S - t), both gated."""
+    gated(c, at, terms, 1 - t, out, gate)
+    gated(c, at, terms, -t, {d: -k for d, k in out.items()}, gate)
 
 
 # ---------------------------------------------------------------------------
@@ -209,6 +265,22 @@ def _order(c: Circuit, at: int, a: Field, b: Field, signed: bool) -> tuple[Field
     return f, lam
 
 
+def byte_order(c: Circuit, at: int, a: Field, b: Field, name: str):
+    """Layer at: gt_j = [B_j > A_j], lt_j = [B_j < A_j] per byte (slots 2j, 2j + 1), the top byte
+    both unsigned (slots 6, 7) and two's complement (8, 9). Returns the field and Lambda
+    (unsigned, signed): sum_j (gt_j - lt_j) 2**j, sign(Lambda) = sign(b - a), |Lambda| <= 15."""
+    f = c.field(f"{name}.order", 10, at)
+    for j, slot, top in ((0, 0, 128), (1, 2, 128), (2, 4, 128), (3, 6, 128), (3, 8, -128)):
+        w = [1, 2, 4, 8, 16, 32, 64, top]
+        diff = add_terms({b[8 * j + i]: w[i] for i in range(8)}, {a[8 * j + i]: -w[i] for i in range(8)})
+        step(c, at, diff, 1, {f[slot]: 1})
+        step(c, at, neg(diff), 1, {f[slot + 1]: 1})
+
+    def lam(slots):
+        return add_terms(*({f[s]: 1 << j, f[s + 1]: -(1 << j)} for j, s in enumerate(slots)))
+    return f, lam((0, 2, 4, 6)), lam((0, 2, 4, 8))
+
+
 SET_TESTS = {   # op -> (signed, test on Lambda = sign(b - a) weighted)
     "SETLT": (True, "pos"), "SETLE": (True, "nonneg"), "SETGT": (True, "neg"), "SETGE": (True, "nonpos"),
     "SETLTU": (False, "pos"), "SETLEU": (False, "nonneg"), "SETGTU": (False, "neg"), "SETGEU": (False, "nonpos"),
@@ -275,39 +347,53 @@ def resolve(c: Circuit, at: int, digits: list[Digit], carry_out: bool = False,
     just propagate decides); bit k = z_k xor (e_k and carry)."""
     t = c.field(f"{name}.digits", 9 * len(digits), at)
     for m, (terms, const) in enumerate(digits):
-        z, g, p, e = t[9 * m: 9 * m + 4], t[9 * m + 4], t[9 * m + 5], t[9 * m + 6: 9 * m + 9]
-        fns = [(lambda v, k=k: v % 16 >> k & 1, {z[k]: 1}) for k in range(4)]
-        fns += [(lambda v: int(v >= 16), {g: 1}), (lambda v: int(v >= 15), {p: 1})]
-        fns += [(lambda v, k=k: int(v % (1 << k) == (1 << k) - 1), {e[k - 1]: 1}) for k in range(1, 4)]
+        fns = nibble_functions(t, m)
         if span(c, terms, const)[1] > 31:
             raise CircuitError(f"{name}: digit {m} can exceed 31")
         basis(c, at, terms, const, fns)
-
-    def carry_terms(m):                      # L_m = sum(terms) + bias
-        return (add_terms(*({t[9 * i + 4]: 1 << i, t[9 * i + 5]: 1 << i} for i in range(m))),
-                -sum(1 << i for i in range(m)))
-
     out = c.field(name, 4 * len(digits), at + 1)
-    for m in range(len(digits)):
-        lam, bias = carry_terms(m)
-        for k in range(4):
-            zk, d = t[9 * m + k], out[4 * m + k]
-            relu(c, at + 1, {zk: 1}, 0, {d: 1})
-            if m == 0:
-                continue                      # no carry into the lowest nibble
-            ek, e_const = ({t[9 * m + 5 + k]: 128}, 0) if k else ({}, 128)
-            step(c, at + 1, add_terms(lam, ek, {zk: -128}), 129 - bias - e_const, {d: 1})
-            step(c, at + 1, add_terms(lam, ek, {zk: 128}), 257 - bias - e_const, {d: -1})
+    resolve_carries(c, at + 1, t, out, len(digits))
     cout = None
     if carry_out:
         m = len(digits) - 1
         g, p = t[9 * m + 4], t[9 * m + 5]
-        lam, bias = carry_terms(m)
+        lam, bias = _carry_terms(t, m)
         cout = c.field(f"{name}.cout", 1, at + 1)
         relu(c, at + 1, {g: 1}, 0, {cout[0]: 1})                                 # G_top
         step(c, at + 1, add_terms(lam, {p: 128, g: -128}), 129 - bias, {cout[0]: 1})  # P_top, not G, carry in
     c.clear(t, at + 1)
     return out, cout
+
+
+def nibble_functions(t: Field, m: int) -> list[tuple[callable, dict[int, float]]]:
+    """resolve's first layer for nibble m (a basis over its digit Z), into dims 9m..9m+8 of t:
+    the low bits z (4), G = [Z >= 16], P = [Z >= 15], e_k = [Z mod 2**k == 2**k - 1] (k = 1..3)."""
+    z, g, p, e = t[9 * m: 9 * m + 4], t[9 * m + 4], t[9 * m + 5], t[9 * m + 6: 9 * m + 9]
+    fns = [(lambda v, k=k: v % 16 >> k & 1, {z[k]: 1}) for k in range(4)]
+    fns += [(lambda v: int(v >= 16), {g: 1}), (lambda v: int(v >= 15), {p: 1})]
+    fns += [(lambda v, k=k: int(v % (1 << k) == (1 << k) - 1), {e[k - 1]: 1}) for k in range(1, 4)]
+    return fns
+
+
+def _carry_terms(t: Field, m: int) -> tuple[dict[int, int], int]:
+    """L_m = sum(terms) + bias: sum_{i<m} (G_i + P_i - 1) 2**i."""
+    return (add_terms(*({t[9 * i + 4]: 1 << i, t[9 * i + 5]: 1 << i} for i in range(m))),
+            -sum(1 << i for i in range(m)))
+
+
+def resolve_carries(c: Circuit, at: int, t: Field, out: Field, nibbles: int) -> None:
+    """resolve's second layer: out's nibble m gets bit k = z_k xor (e_k and carry), the carry into
+    nibble m [L_m >= 1], from the nibble_functions that the layer before wrote into t."""
+    for m in range(nibbles):
+        lam, bias = _carry_terms(t, m)
+        for k in range(4):
+            zk, d = t[9 * m + k], out[4 * m + k]
+            relu(c, at, {zk: 1}, 0, {d: 1})
+            if m == 0:
+                continue                      # no carry into the lowest nibble
+            ek, e_const = ({t[9 * m + 5 + k]: 128}, 0) if k else ({}, 128)
+            step(c, at, add_terms(lam, ek, {zk: -128}), 129 - bias - e_const, {d: 1})
+            step(c, at, add_terms(lam, ek, {zk: 128}), 257 - bias - e_const, {d: -1})
 
 
 def add(c: Circuit, at: int, a: Field, b: Field, cin: Field | None = None, sub: bool = False,

@@ -7,7 +7,7 @@ the results are exactly 0.
 
 No final select layer: each unit writes its result straight into the lane's result field,
 multiplied by its op flag. Any relu neuron can be gated by a flag: relu(y + K f - K) with
-K the largest value of y is relu(y) when f = 1 and 0 when f = 0 (`_gated`).
+K the largest value of y is relu(y) when f = 1 and 0 when f = 0 (`gadgets.gated`).
 
 Units (layer offsets from `at`; all lanes side by side):
   multiply + add/sub  L0 bit products a_i b_j summed per bit column (gated by MUL's flag);
@@ -20,7 +20,7 @@ Units (layer offsets from `at`; all lanes side by side):
                       then by 4, 8, 16 (L1..L3); SHR and SRA shift the bit-reversed word left
                       (reversal is free wiring) with SRA's sign as the fill; PTX clamping in
                       the last stage.
-  compare / pick      L0 byte order (gadgets.compare's first layer, signed and unsigned);
+  compare / pick      L0 byte order (gadgets.byte_order, signed and unsigned);
                       L1 SETxx into bit 0, and which operand to pick (MIN/MAX/SEL/MOV);
                       L2 a 3-way mux.
   bit fields          BFE/BFEU: the shifter's right shift by b & 0xFF into r (L3), then in
@@ -44,6 +44,7 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.gadgets import MAX_POSITIVE, add_terms, span
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
+from qwengpu.machine.plan import ALU_LAYERS
 
 WORD = 32
 LANES = 4
@@ -56,7 +57,6 @@ COUNTS = ("POPC", "CLZ", "BREV")
 BIT_FIELDS = ("BFE", "BFEU")
 DIV_STEPS = ("DIVR", "DIVQ")
 ALU_OPS: tuple[str, ...] = ADD_SUB_MUL + SHIFTS + PICKS + SETS + BITWISE + COUNTS + BIT_FIELDS + DIV_STEPS
-ALU_LAYERS = 6
 
 # layer offsets of each unit's steps
 MUL_REDUCE = (1, 2)   # column counts -> bits, in place
@@ -70,24 +70,6 @@ LATE = 3              # bitwise and bit counting
 # ---------------------------------------------------------------------------
 # neuron helpers
 # ---------------------------------------------------------------------------
-def _raw(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float]) -> None:
-    """One neuron, with terms and outputs in field units (int fields are stored scaled)."""
-    scale = c.layout.dim_scale
-    c.layer(at).relu({d: k / scale[d] for d, k in terms.items()}, bias,
-                     {d: k * scale[d] for d, k in out.items()})
-
-
-def _gated(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float],
-           gate: list[Field]) -> None:
-    """out += relu(y) if one of the (mutually exclusive) `gate` flags is 1, else 0, with
-    y = sum(terms) + bias: relu(y + K * sum(gate) - K), K = the largest y."""
-    hi = span(c, terms, bias)[1]
-    if hi > MAX_POSITIVE:
-        raise CircuitError(f"neuron argument reaches {hi}; exact range is <= {MAX_POSITIVE}")
-    if hi > 0:
-        _raw(c, at, add_terms(terms, {g[0]: hi for g in gate}), bias - hi, out)
-
-
 def _gated_both(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float],
                 flag: Field, cond: dict[int, int], cond_bias: int) -> None:
     """out += relu(y) if `flag` is 1 and the 0/1 value sum(cond) + cond_bias is 1, else 0:
@@ -97,14 +79,7 @@ def _gated_both(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict
         raise CircuitError(f"neuron argument reaches {hi}; exact range is <= {MAX_POSITIVE}")
     if hi > 0:
         gate = add_terms({flag[0]: hi}, {d: k * hi for d, k in cond.items()})
-        _raw(c, at, add_terms(terms, gate), bias + hi * cond_bias - 2 * hi, out)
-
-
-def _gated_step(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, float],
-                gate: list[Field]) -> None:
-    """out += [sum(terms) >= t] if a `gate` flag is 1: relu(S - t + 1) - relu(S - t), both gated."""
-    _gated(c, at, terms, 1 - t, out, gate)
-    _gated(c, at, terms, -t, {d: -k for d, k in out.items()}, gate)
+        G.raw(c, at, add_terms(terms, gate), bias + hi * cond_bias - 2 * hi, out)
 
 
 def _gated_basis(c: Circuit, at: int, terms: dict[int, int], values: list[int],
@@ -124,11 +99,7 @@ def _gated_basis(c: Circuit, at: int, terms: dict[int, int], values: list[int],
     for offset in sorted(rows):
         row = {d: k for d, k in rows[offset].items() if k}
         if row:
-            _gated(c, at, terms, -offset, row, gate)
-
-
-def _neg(terms: dict[int, int]) -> dict[int, int]:
-    return {d: -k for d, k in terms.items()}
+            G.gated(c, at, terms, -offset, row, gate)
 
 
 # ---------------------------------------------------------------------------
@@ -173,7 +144,7 @@ def _mul_columns(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Fiel
     col = c.field(f"{tag}.mul.columns", WORD, at, kind="int", vmax=WORD)
     for i in range(WORD):                          # S_k = sum_{i+j=k} a_i b_j, gated by MUL
         for j in range(WORD - i):
-            _gated(c, at, {a[i]: 1, b[j]: 1}, -1, {col[i + j]: 1}, [flags["MUL"]])
+            G.gated(c, at, {a[i]: 1, b[j]: 1}, -1, {col[i + j]: 1}, [flags["MUL"]])
     vmax = [k + 1 for k in range(WORD)]
     for layer in MUL_REDUCE:
         vmax = _column_bits(c, at + layer, col, vmax, False, None)
@@ -191,14 +162,14 @@ def _digits(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, cc
     _column_bits(c, at, col, vmax, True, digits)
     c.layout.release(col, at)
     for n in range(WORD // 4):                     # ADD: A_n + B_n; SUB: A_n + 15 - B_n (+1)
-        _gated(c, at, add_terms(G.nibble(a, n), G.nibble(b, n)), 0, {digits[n]: 1}, [flags["ADD"]])
-        _gated(c, at, add_terms(G.nibble(a, n), _neg(G.nibble(b, n))), 15 + (n == 0),
+        G.gated(c, at, add_terms(G.nibble(a, n), G.nibble(b, n)), 0, {digits[n]: 1}, [flags["ADD"]])
+        G.gated(c, at, add_terms(G.nibble(a, n), G.neg(G.nibble(b, n))), 15 + (n == 0),
                {digits[n]: 1}, [flags["SUB"]])
     for n in range(WORD // 4):
-        _gated_both(c, at, add_terms(G.nibble(a, n), _neg(G.nibble(b, n))), 15 + (n == 0),
+        _gated_both(c, at, add_terms(G.nibble(a, n), G.neg(G.nibble(b, n))), 15 + (n == 0),
                     {digits[n]: 1}, flags["DIVR"], {t[0]: 1}, 0)
         _gated_both(c, at, G.nibble(a, n), 0, {digits[n]: 1}, flags["DIVR"], {t[0]: -1}, 1)
-        _gated(c, at, add_terms({d: 2 * k for d, k in G.nibble(cc, n).items()}, {t[0]: 1} if n == 0 else {}), 0,
+        G.gated(c, at, add_terms({d: 2 * k for d, k in G.nibble(cc, n).items()}, {t[0]: 1} if n == 0 else {}), 0,
                {digits[n]: 1}, [flags["DIVQ"]])
     c.clear(t, at)
     return digits
@@ -213,8 +184,8 @@ def _division_test(c: Circuit, at: int, flags: dict[str, Field], lam_ab: dict[in
     # [S >= 0] = relu(4S + 3) - relu(4S + 2) for S within 1/4 of an integer
     s4 = {d: -4 * k for d, k in lam_ab.items()}
     gate = [flags["DIVR"], flags["DIVQ"]]
-    _gated(c, at, s4, 3, {t[0]: 1}, gate)
-    _gated(c, at, s4, 2, {t[0]: -1}, gate)
+    G.gated(c, at, s4, 3, {t[0]: 1}, gate)
+    G.gated(c, at, s4, 2, {t[0]: -1}, gate)
     return t
 
 
@@ -265,19 +236,19 @@ def _shifts(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, r:
     high8 = {b[j]: -1 for j in range(5, 8)}         # the same for BFE's 8-bit position
     x = c.field(f"{tag}.shift", WORD, at)
     fill = c.field(f"{tag}.shift.fill", 3, at)      # [fill, bigfill (SRA), bigfill (BFE)]
-    _gated(c, at, {a[WORD - 1]: 1}, 0, {fill[0]: 1}, sign_fill)
+    G.gated(c, at, {a[WORD - 1]: 1}, 0, {fill[0]: 1}, sign_fill)
     for k, big, op in ((1, high, "SRA"), (2, high8, "BFE")):
-        _gated_step(c, at, add_terms(_neg(big), {a[WORD - 1]: 32}), 33, {fill[k]: 1}, [flags[op]])
+        G.gated_step(c, at, add_terms(G.neg(big), {a[WORD - 1]: 32}), 33, {fill[k]: 1}, [flags[op]])
     for s in range(4):                              # L0: x_i = X_{i-s} when b[0:2] == s
         amount = {b[0]: 1 if s & 1 else -1, b[1]: 1 if s & 2 else -1}
         bias = -2 + (not s & 1) + (not s & 2)       # amount terms + bias == 0 exactly when b[0:2] == s
         for i in range(WORD):
             j = i - s
             if j >= 0:
-                _gated(c, at, add_terms(amount, {a[j]: 1}), bias, {x[i]: 1}, left)
-                _gated(c, at, add_terms(amount, {a[WORD - 1 - j]: 1}), bias, {x[i]: 1}, right)
+                G.gated(c, at, add_terms(amount, {a[j]: 1}), bias, {x[i]: 1}, left)
+                G.gated(c, at, add_terms(amount, {a[WORD - 1 - j]: 1}), bias, {x[i]: 1}, right)
             else:
-                _gated(c, at, add_terms(amount, {a[WORD - 1]: 1}), bias, {x[i]: 1}, sign_fill)
+                G.gated(c, at, add_terms(amount, {a[WORD - 1]: 1}), bias, {x[i]: 1}, sign_fill)
     for k in (2, 3):                                # x_i <- b_k ? x_{i - 2**k} : x_i
         d = 1 << k
         for i in range(WORD):
@@ -289,9 +260,9 @@ def _shifts(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, r:
         for i in range(WORD):
             j = WORD - 1 - i if reverse else i
             src = x[j - 16] if j >= 16 else (fill[0] if reverse else None)
-            _gated(c, last, add_terms({x[j]: 1, b[4]: -1}, big), 0, {r[i]: 1}, gate)
+            G.gated(c, last, add_terms({x[j]: 1, b[4]: -1}, big), 0, {r[i]: 1}, gate)
             if src is not None:
-                _gated(c, last, add_terms({src: 1, b[4]: 1}, big), -1, {r[i]: 1}, gate)
+                G.gated(c, last, add_terms({src: 1, b[4]: 1}, big), -1, {r[i]: 1}, gate)
     for k in (1, 2):
         G.relu(c, last, {fill[k]: 1}, 0, {d: 1 for d in r.dims})
     c.clear(x, last)
@@ -307,60 +278,44 @@ def _bit_field(c: Circuit, at: int, flags: dict[str, Field], cc: Field, r: Field
     sign = c.field(f"{tag}.bfe.sign", 1, at)
     for n in range(1, WORD):                       # y_{n-1} and len == n
         match = {cc[t]: 1 if n >> t & 1 else -1 for t in range(8)}
-        _gated(c, at, add_terms(match, {r[n - 1]: 1}), -bin(n).count("1"), {sign[0]: 1}, [flags["BFE"]])
-    _gated_step(c, at, add_terms(length, {r[WORD - 1]: 256}), 256 + WORD, {sign[0]: 1}, [flags["BFE"]])
+        G.gated(c, at, add_terms(match, {r[n - 1]: 1}), -bin(n).count("1"), {sign[0]: 1}, [flags["BFE"]])
+    G.gated_step(c, at, add_terms(length, {r[WORD - 1]: 256}), 256 + WORD, {sign[0]: 1}, [flags["BFE"]])
     for i in range(WORD):                          # y_i and len <= i: clear it ...
-        _gated_step(c, at, add_terms(_neg(length), {r[i]: 256}), 256 - i, {r[i]: -1}, both)
+        G.gated_step(c, at, add_terms(G.neg(length), {r[i]: 256}), 256 - i, {r[i]: -1}, both)
     for i in range(WORD):                          # ... then the sign where len <= i
-        G.step(c, at + 1, add_terms(_neg(length), {sign[0]: 256}), 256 - i, {r[i]: 1})
+        G.step(c, at + 1, add_terms(G.neg(length), {sign[0]: 256}), 256 - i, {r[i]: 1})
     c.clear(sign, at + 1)
 
 
 # ---------------------------------------------------------------------------
 # compare, min/max, select, move
 # ---------------------------------------------------------------------------
-def _byte_order(c: Circuit, at: int, a: Field, b: Field, tag: str):
-    """Layer at: gt_j = [B_j > A_j], lt_j = [B_j < A_j] per byte; the top byte both unsigned and
-    two's complement. Returns the field and Lambda (unsigned, signed) with sign(Lambda) =
-    sign(b - a) (see gadgets.compare)."""
-    f = c.field(f"{tag}.order", 10, at)
-    for j, slot, top in ((0, 0, 128), (1, 2, 128), (2, 4, 128), (3, 6, 128), (3, 8, -128)):
-        w = [1, 2, 4, 8, 16, 32, 64, top]
-        diff = add_terms({b[8 * j + i]: w[i] for i in range(8)}, {a[8 * j + i]: -w[i] for i in range(8)})
-        G.step(c, at, diff, 1, {f[slot]: 1})
-        G.step(c, at, _neg(diff), 1, {f[slot + 1]: 1})
-
-    def lam(slots):
-        return add_terms(*({f[s]: 1 << j, f[s + 1]: -(1 << j)} for j, s in enumerate(slots)))
-    return f, lam((0, 2, 4, 6)), lam((0, 2, 4, 8))
-
-
 def _compare_pick(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, cc: Field,
                   r: Field, tag: str) -> dict[int, int]:
     """SETxx into r[0] at layer at + 1; MOV/SEL/MIN/MAX(U) pick a, b or cc per bit at at + 2.
     Returns the unsigned byte-order Lambda of (a, b), readable at layer at + 1 only."""
-    order, lam_u, lam_s = _byte_order(c, at, a, b, tag)
+    order, lam_u, lam_s = G.byte_order(c, at, a, b, tag)
     at1 = at + 1
     for op in SETS:
         signed, test = G.SET_TESTS[op]
         lam = lam_s if signed else lam_u
         gate, out = [flags[op]], {r[0]: 1}
         if test == "zero":
-            _gated(c, at1, {d: -1 for d in order.dims[:8]}, 1, out, gate)
+            G.gated(c, at1, {d: -1 for d in order.dims[:8]}, 1, out, gate)
         elif test == "nonzero":
-            _gated_step(c, at1, {d: 1 for d in order.dims[:8]}, 1, out, gate)
+            G.gated_step(c, at1, {d: 1 for d in order.dims[:8]}, 1, out, gate)
         else:
-            terms, t = {"pos": (lam, 1), "nonneg": (lam, 0), "neg": (_neg(lam), 1), "nonpos": (_neg(lam), 0)}[test]
-            _gated_step(c, at1, terms, t, out, gate)
+            terms, t = {"pos": (lam, 1), "nonneg": (lam, 0), "neg": (G.neg(lam), 1), "nonpos": (G.neg(lam), 0)}[test]
+            G.gated_step(c, at1, terms, t, out, gate)
     pick = c.field(f"{tag}.pick", 3, at1)            # take a, b, cc
     pa, pb, pc = ({pick[k]: 1} for k in range(3))
-    for op, lam in (("MIN", lam_s), ("MINU", lam_u), ("MAX", _neg(lam_s)), ("MAXU", _neg(lam_u))):
-        _gated_step(c, at1, lam, 0, pa, [flags[op]])         # MIN: a when b - a >= 0
-        _gated_step(c, at1, _neg(lam), 1, pb, [flags[op]])
-    _gated(c, at1, {}, 1, pa, [flags["MOV"]])
+    for op, lam in (("MIN", lam_s), ("MINU", lam_u), ("MAX", G.neg(lam_s)), ("MAXU", G.neg(lam_u))):
+        G.gated_step(c, at1, lam, 0, pa, [flags[op]])         # MIN: a when b - a >= 0
+        G.gated_step(c, at1, G.neg(lam), 1, pb, [flags[op]])
+    G.gated(c, at1, {}, 1, pa, [flags["MOV"]])
     nonzero = {d: 1 for d in a.dims}                           # SEL(cond = a, b, cc)
-    _gated_step(c, at1, nonzero, 1, pb, [flags["SEL"]])
-    _gated(c, at1, _neg(nonzero), 1, pc, [flags["SEL"]])
+    G.gated_step(c, at1, nonzero, 1, pb, [flags["SEL"]])
+    G.gated(c, at1, G.neg(nonzero), 1, pc, [flags["SEL"]])
     c.clear(order, at1)
     for i in range(WORD):
         for k, src in enumerate((a, b, cc)):
@@ -376,9 +331,9 @@ def _bitwise(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, r
     """AND/OR/XOR: OR = AND + XOR (a bit can't be both)."""
     both, either = [flags["AND"], flags["OR"]], [flags["OR"], flags["XOR"]]
     for i in range(WORD):
-        _gated(c, at, {a[i]: 1, b[i]: 1}, -1, {r[i]: 1}, both)
-        _gated(c, at, {a[i]: 1, b[i]: -1}, 0, {r[i]: 1}, either)
-        _gated(c, at, {a[i]: -1, b[i]: 1}, 0, {r[i]: 1}, either)
+        G.gated(c, at, {a[i]: 1, b[i]: 1}, -1, {r[i]: 1}, both)
+        G.gated(c, at, {a[i]: 1, b[i]: -1}, 0, {r[i]: 1}, either)
+        G.gated(c, at, {a[i]: -1, b[i]: 1}, 0, {r[i]: 1}, either)
 
 
 def _counts(c: Circuit, at: int, flags: dict[str, Field], a: Field, r: Field) -> None:
@@ -390,11 +345,11 @@ def _counts(c: Circuit, at: int, flags: dict[str, Field], a: Field, r: Field) ->
         bits = {r[t]: 1 for t in range(6) if k >> t & 1}
         above = {a[j]: -1 for j in range(WORD - k, WORD)}
         if k < WORD:
-            _gated(c, at, add_terms(above, {a[WORD - 1 - k]: 1}), 0, bits, [flags["CLZ"]])
+            G.gated(c, at, add_terms(above, {a[WORD - 1 - k]: 1}), 0, bits, [flags["CLZ"]])
         else:
-            _gated(c, at, above, 1, bits, [flags["CLZ"]])
+            G.gated(c, at, above, 1, bits, [flags["CLZ"]])
     for i in range(WORD):
-        _gated(c, at, {a[WORD - 1 - i]: 1}, 0, {r[i]: 1}, [flags["BREV"]])
+        G.gated(c, at, {a[WORD - 1 - i]: 1}, 0, {r[i]: 1}, [flags["BREV"]])
 
 
 # ---------------------------------------------------------------------------

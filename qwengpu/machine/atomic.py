@@ -3,11 +3,12 @@
 Interface: `build_atomic(c, at, op, old, b, cc)` reads one-dim op flags (one per isa.AtomOp
 name, at most one is 1) and 32-bit fields `old`, `b`, `cc`; it returns `new` (exactly 0
 when every flag is 0) and the first layer whose MLP may read it. The machine serialises
-atomics lane by lane, so one lane is enough.
+atomics lane by lane, so one lane is enough; `build_atomic_unit(m)` wires it into the
+machine (L14-L17: the old value, the unit, its queue).
 
 Two layers, every op writing straight into `new` with its neurons gated by its flag
 (relu(y + K f - K), K = the largest y: relu(y) when f = 1, 0 when f = 0):
-  L0  byte order of old against b (gadgets.compare's first layer, unsigned and signed top
+  L0  byte order of old against b (gadgets.byte_order, unsigned and signed top
       byte): Lambda = sum_j (gt_j - lt_j) 2**j has the sign of b - old, |Lambda| <= 15;
       ADD's nibble digits Z_m = A_m + B_m -> low bits, generate, propagate (gated basis).
   L1  everything else, each output bit a sum of gated neurons:
@@ -25,37 +26,22 @@ from __future__ import annotations
 from qwengpu import isa
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
+from qwengpu.circuit import memory as B
 from qwengpu.circuit.gadgets import add_terms, span
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
+from qwengpu.machine.plan import ATOMIC_LAYERS, L_ATOM, L_NEXT, L_WB
+from qwengpu.machine.wiring import flag_if, match, view
 
 WORD = 32
 NIBBLES = WORD // 4
 ATOM_OPS: tuple[str, ...] = tuple(o.name for o in isa.AtomOp)
-ATOMIC_LAYERS = 2
 BIG = 32          # weight of a 0/1 condition against Lambda (|Lambda| <= 15 < BIG)
 
 
 # ---------------------------------------------------------------------------
-# gated neurons
+# Lambda tests (gated neurons: gadgets.gated, gadgets.gated_step)
 # ---------------------------------------------------------------------------
-def _gated(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float], flag: Field) -> None:
-    """out += relu(sum(terms) + bias) when flag is 1, else 0."""
-    hi = span(c, terms, bias)[1]
-    if hi > 0:
-        G.relu(c, at, add_terms(terms, {flag[0]: hi}), bias - hi, out)
-
-
-def _gated_step(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, float], flag: Field) -> None:
-    """out += [sum(terms) >= t] when flag is 1, else 0."""
-    _gated(c, at, terms, 1 - t, out, flag)
-    _gated(c, at, terms, -t, {d: -k for d, k in out.items()}, flag)
-
-
-def _neg(terms: dict[int, int]) -> dict[int, int]:
-    return {d: -k for d, k in terms.items()}
-
-
 def _lam_and(lam: dict[int, int], cond: dict[int, int], cond_bias: int, t: int) -> tuple[dict[int, int], int]:
     """Terms and threshold of [Lambda >= t and E == 1], E = sum(cond) + cond_bias an integer <= 1."""
     return add_terms(lam, {d: BIG * k for d, k in cond.items()}), BIG * (1 - cond_bias) + t
@@ -64,32 +50,13 @@ def _lam_and(lam: dict[int, int], cond: dict[int, int], cond_bias: int, t: int) 
 # ---------------------------------------------------------------------------
 # layer 0: byte order, ADD's digits
 # ---------------------------------------------------------------------------
-def _byte_order(c: Circuit, at: int, old: Field, b: Field, name: str):
-    """gt_j = [B_j > A_j], lt_j = [B_j < A_j] per byte (slots 0-7), the top byte also two's
-    complement (8, 9). Returns the field, Lambda unsigned, Lambda signed, differing-byte count."""
-    f = c.field(f"{name}.order", 10, at)
-    for j, slot, top in ((0, 0, 128), (1, 2, 128), (2, 4, 128), (3, 6, 128), (3, 8, -128)):
-        w = [1, 2, 4, 8, 16, 32, 64, top]
-        diff = add_terms({b[8 * j + i]: w[i] for i in range(8)}, {old[8 * j + i]: -w[i] for i in range(8)})
-        G.step(c, at, diff, 1, {f[slot]: 1})
-        G.step(c, at, _neg(diff), 1, {f[slot + 1]: 1})
-
-    def lam(slots):
-        return add_terms(*({f[s]: 1 << j, f[s + 1]: -(1 << j)} for j, s in enumerate(slots)))
-    return f, lam((0, 2, 4, 6)), lam((0, 2, 4, 8)), {f[s]: 1 for s in range(8)}
-
-
 def _add_digits(c: Circuit, at: int, old: Field, b: Field, flag: Field, name: str) -> Field:
     """Per nibble of Z_m = A_m + B_m (<= 30): low bits z, G = [Z >= 16], P = [Z >= 15],
     e_k = [Z mod 2**k == 2**k - 1], all 0 unless flag. The basis runs over Z + K f - K, which
     is <= -1 when the flag is off, where every function is 0."""
     t = c.field(f"{name}.digits", 9 * NIBBLES, at)
     for m in range(NIBBLES):
-        z, g, p, e = t[9 * m: 9 * m + 4], t[9 * m + 4], t[9 * m + 5], t[9 * m + 6: 9 * m + 9]
-        fns = [(lambda v, k=k: v % 16 >> k & 1, {z[k]: 1}) for k in range(4)]
-        fns += [(lambda v: int(v >= 16), {g: 1}), (lambda v: int(v >= 15), {p: 1})]
-        fns += [(lambda v, k=k: int(v % (1 << k) == (1 << k) - 1), {e[k - 1]: 1}) for k in range(1, 4)]
-        fns = [(lambda v, f=f: f(v) if v >= 0 else 0, out) for f, out in fns]
+        fns = [(lambda v, f=f: f(v) if v >= 0 else 0, out) for f, out in G.nibble_functions(t, m)]
         digit = add_terms(G.nibble(old, m), G.nibble(b, m))
         K = span(c, digit, 0)[1]
         G.basis(c, at, add_terms(digit, {flag[0]: K}), -K, fns)
@@ -99,47 +66,31 @@ def _add_digits(c: Circuit, at: int, old: Field, b: Field, flag: Field, name: st
 # ---------------------------------------------------------------------------
 # layer 1: every op into `new`
 # ---------------------------------------------------------------------------
-def _resolve(c: Circuit, at: int, t: Field, new: Field) -> None:
-    """Bit k of nibble m = z_k xor (e_k and carry), carry = [L_m >= 1] with
-    L_m = sum_{i<m} (G_i + P_i - 1) 2**i (|L_m| <= 127); e_0 = 1."""
-    for m in range(NIBBLES):
-        lam = add_terms(*({t[9 * i + 4]: 1 << i, t[9 * i + 5]: 1 << i} for i in range(m)))
-        lam_bias = -((1 << m) - 1)
-        for k in range(4):
-            z, d = t[9 * m + k], new[4 * m + k]
-            G.relu(c, at, {z: 1}, 0, {d: 1})
-            if m == 0:
-                continue
-            e, e_const = ({t[9 * m + 5 + k]: 128}, 0) if k else ({}, 128)
-            G.step(c, at, add_terms(lam, e, {z: -128}), 129 - lam_bias - e_const, {d: 1})    # e, not z, carry
-            G.step(c, at, add_terms(lam, e, {z: 128}), 257 - lam_bias - e_const, {d: -1})    # e, z, carry
-
-
 def _bitwise(c: Circuit, at: int, op: dict[str, Field], old: Field, b: Field, new: Field) -> None:
     for i, d in enumerate(new.dims):
         x, y = old[i], b[i]
-        _gated(c, at, {y: 1}, 0, {d: 1}, op["EXCH"])
-        _gated(c, at, {x: 1, y: 1}, -1, {d: 1}, op["AND"])
-        _gated(c, at, {x: 1, y: 1}, -1, {d: 1}, op["OR"])        # OR = AND + XOR
+        G.gated(c, at, {y: 1}, 0, {d: 1}, op["EXCH"])
+        G.gated(c, at, {x: 1, y: 1}, -1, {d: 1}, op["AND"])
+        G.gated(c, at, {x: 1, y: 1}, -1, {d: 1}, op["OR"])        # OR = AND + XOR
         for flag in (op["OR"], op["XOR"]):
-            _gated(c, at, {x: 1, y: -1}, 0, {d: 1}, flag)
-            _gated(c, at, {x: -1, y: 1}, 0, {d: 1}, flag)
+            G.gated(c, at, {x: 1, y: -1}, 0, {d: 1}, flag)
+            G.gated(c, at, {x: -1, y: 1}, 0, {d: 1}, flag)
 
 
 def _minmax(c: Circuit, at: int, op: dict[str, Field], old: Field, b: Field, new: Field, lam_u, lam_s) -> None:
     """Lambda >= 0 <=> old <= b: MIN takes old there, MAX takes b."""
-    for name, pick_old in (("MIN", lam_s), ("MINU", lam_u), ("MAX", _neg(lam_s)), ("MAXU", _neg(lam_u))):
+    for name, pick_old in (("MIN", lam_s), ("MINU", lam_u), ("MAX", G.neg(lam_s)), ("MAXU", G.neg(lam_u))):
         for i, d in enumerate(new.dims):
-            _gated_step(c, at, add_terms(pick_old, {old[i]: 16}), 16, {d: 1}, op[name])
-            _gated_step(c, at, add_terms(_neg(pick_old), {b[i]: 16}), 17, {d: 1}, op[name])
+            G.gated_step(c, at, add_terms(pick_old, {old[i]: 16}), 16, {d: 1}, op[name])
+            G.gated_step(c, at, add_terms(G.neg(pick_old), {b[i]: 16}), 17, {d: 1}, op[name])
 
 
 def _cas(c: Circuit, at: int, flag: Field, old: Field, cc: Field, new: Field, count: dict[int, int]) -> None:
     """old == b (no differing byte) ? cc : old."""
     for i, d in enumerate(new.dims):
-        _gated(c, at, add_terms({cc[i]: 1}, _neg(count)), 0, {d: 1}, flag)
-        _gated(c, at, {old[i]: 1}, 0, {d: 1}, flag)
-        _gated(c, at, add_terms({old[i]: 1}, _neg(count)), 0, {d: -1}, flag)
+        G.gated(c, at, add_terms({cc[i]: 1}, G.neg(count)), 0, {d: 1}, flag)
+        G.gated(c, at, {old[i]: 1}, 0, {d: 1}, flag)
+        G.gated(c, at, add_terms({old[i]: 1}, G.neg(count)), 0, {d: -1}, flag)
 
 
 def _inc(c: Circuit, at: int, flag: Field, old: Field, new: Field, lam_u) -> None:
@@ -150,7 +101,7 @@ def _inc(c: Circuit, at: int, flag: Field, old: Field, new: Field, lam_u) -> Non
         for cond, bias, sign in (({old[i]: 1}, 0, 1),
                                  (add_terms({old[i]: 1}, below), -i, -1),
                                  (add_terms({old[i]: -1}, below), 1 - i, 1)):
-            _gated_step(c, at, *_lam_and(lam_u, cond, bias, 1), {d: sign}, flag)
+            G.gated_step(c, at, *_lam_and(lam_u, cond, bias, 1), {d: sign}, flag)
 
 
 def _dec(c: Circuit, at: int, flag: Field, old: Field, b: Field, new: Field, lam_u) -> None:
@@ -160,13 +111,13 @@ def _dec(c: Circuit, at: int, flag: Field, old: Field, b: Field, new: Field, lam
     zero = {d: -1 for d in old.dims}                              # old == 0: sum(zero) + 1 == 1
     for i, d in enumerate(new.dims):
         below = {old[j]: -1 for j in range(i)}                    # w == 0: sum(below) == 0
-        _gated_step(c, at, add_terms(_neg(lam_u), {b[i]: BIG}), BIG + 1, {d: 1}, flag)   # b_i, old > b
-        _gated(c, at, add_terms({b[i]: 1}, zero), 0, {d: 1}, flag)                       # b_i, old == 0
+        G.gated_step(c, at, add_terms(G.neg(lam_u), {b[i]: BIG}), BIG + 1, {d: 1}, flag)   # b_i, old > b
+        G.gated(c, at, add_terms({b[i]: 1}, zero), 0, {d: 1}, flag)                       # b_i, old == 0
         for cond, bias, sign in (({old[i]: 1}, 0, 1),
                                  (add_terms({old[i]: 1}, below), 0, -1),
                                  (add_terms({old[i]: -1}, below), 1, 1)):
-            _gated_step(c, at, *_lam_and(lam_u, cond, bias, 0), {d: sign}, flag)
-        _gated(c, at, zero, 1, {d: -1}, flag)                                            # old == 0
+            G.gated_step(c, at, *_lam_and(lam_u, cond, bias, 0), {d: sign}, flag)
+        G.gated(c, at, zero, 1, {d: -1}, flag)                                            # old == 0
 
 
 # ---------------------------------------------------------------------------
@@ -189,11 +140,12 @@ def build_atomic(c: Circuit, at: int, op: dict[str, Field], old: Field, b: Field
     """new = isa.ATOM_SEMANTICS[AtomOp[o]](old, b, cc) for the op o whose flag is 1 (0 when none
     is). Inputs are born before layer `at`; returns (new, end), new readable from layer `end`."""
     _check(op, old, b, cc, name)
-    order, lam_u, lam_s, count = _byte_order(c, at, old, b, name)
+    order, lam_u, lam_s = G.byte_order(c, at, old, b, name)
+    count = {order[s]: 1 for s in range(8)}            # differing bytes
     digits = _add_digits(c, at, old, b, op["ADD"], name)
     at1 = at + 1
     new = c.field(f"{name}.new", WORD, at1)
-    _resolve(c, at1, digits, new)
+    G.resolve_carries(c, at1, digits, new, NIBBLES)     # ADD
     _bitwise(c, at1, op, old, b, new)
     _minmax(c, at1, op, old, b, new, lam_u, lam_s)
     _cas(c, at1, op["CAS"], old, cc, new, count)
@@ -202,3 +154,35 @@ def build_atomic(c: Circuit, at: int, op: dict[str, Field], old: Field, b: Field
     c.clear(order, at1)
     c.clear(digits, at1)
     return new, at + ATOMIC_LAYERS
+
+
+# ---------------------------------------------------------------------------
+# in the machine
+# ---------------------------------------------------------------------------
+def build_atomic_unit(m) -> None:
+    """The machine's atomic stage (L14-L17): on an AT(l) pass, lane l's loaded word (old) and the
+    pending ATOM's op into the unit (L15-L16), its new value and lane kept in a queue (L17) for
+    the VAL/PART/AW passes that follow."""
+    c, k, L = m.c, m.k, L_WB
+    old = c.field("atom.old", 32, L)
+    for l in range(4):                  # on AT(l) passes only lane l's r (the old value) is nonzero
+        for i in range(32):
+            G.relu(c, L, {m.r[l][i]: 1, k["AT"]: 1}, -1, {old[i]: 1})
+    flags = {}
+    for i, a in enumerate(isa.AtomOp):
+        flags[a.name] = c.field(f"atom.{a.name}", 1, L)
+        t, k0 = match(view(m.patom, 2, 6), i)
+        flag_if(c, L, [(t, k0, 4), ({k["AT"]: 1}, 0, 1)], {flags[a.name][0]: 1})
+    new, end = build_atomic(c, L_ATOM, flags, old, m.mb, m.md)
+    if end != L_NEXT:
+        raise CircuitError(f"the atomic unit ends at L{end}, the plan has L{L_NEXT}")
+    c.clear(old, end)
+    for fld in flags.values():
+        c.clear(fld, end)
+    m.new, m.alane = new, c.field("atom.lane", 4, end)
+    q = B.register(c, end, "atom", 32)
+    ql = B.register(c, end, "atom.lane", 4)
+    B.write_bits(c, q, m.zero, B.bits(new), [k["AT"]])
+    B.write_bits(c, ql, m.zero, B.bits(m.f["LANE"]), [k["AT"]])
+    B.read_into(c, q, m.zero, new.dims, enable=[k["VAL"], k["PART"]])
+    B.read_into(c, ql, m.zero, m.alane.dims, enable=[k["VAL"], k["PART"]])

@@ -20,26 +20,15 @@ from __future__ import annotations
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
+from qwengpu.machine.plan import WARP_LAYERS
 
 LANES = 4
 SHFL_MODES = ("IDX", "UP", "DOWN", "BFLY")
 VOTE_MODES = ("ALL", "ANY", "UNI", "BALLOT", "ACTIVEMASK")
-WARP_LAYERS = 4
 
 
 def _low5(f: Field, lo: int = 0) -> list[int]:
     return list(f.dims[lo:lo + 5])
-
-
-def _equals(dims: list[int], value: int) -> tuple[dict[int, int], int]:
-    """(terms, const): sum(terms) + const == len(dims) exactly when the bits spell `value`."""
-    terms, const = {}, 0
-    for j, d in enumerate(dims):
-        if value >> j & 1:
-            terms[d] = 1
-        else:
-            terms[d], const = -1, const + 1
-    return terms, const
 
 
 def _select_bits(c, at, l, seg, other, name) -> Field:
@@ -60,7 +49,7 @@ def build_warp(c: Circuit, at: int, shfl: dict[str, Field], vote: dict[str, Fiel
     out = [c.field(f"warp.r{l}", 32, X + 3) for l in range(LANES)]
     _shuffle(c, X, shfl, a, b, cc, mask, out)
     _vote(c, X, vote, a, b, mask, out)
-    return out, X + 4
+    return out, X + WARP_LAYERS
 
 
 def _shuffle(c, X, shfl, a, b, cc, mask, out):
@@ -81,11 +70,11 @@ def _shuffle(c, X, shfl, a, b, cc, mask, out):
             # s <= max_lane is ge[s]; s >= max_lane is 1 - ge[s + 1]
             cases = []
             if s < l:
-                cases.append(("UP", _equals(bv, l - s), {ge[s + 1]: -1}, 0))
+                cases.append(("UP", G.equals(bv, l - s), {ge[s + 1]: -1}, 0))
             else:
-                cases.append(("DOWN", _equals(bv, s - l), {ge[s]: 1}, 1))
-            cases.append(("BFLY", _equals(bv, l ^ s), {ge[s]: 1}, 1))
-            cases.append(("IDX", _equals(list(idx.dims), s), {ge[s]: 1}, 1))
+                cases.append(("DOWN", G.equals(bv, s - l), {ge[s]: 1}, 1))
+            cases.append(("BFLY", G.equals(bv, l ^ s), {ge[s]: 1}, 1))
+            cases.append(("IDX", G.equals(list(idx.dims), s), {ge[s]: 1}, 1))
             for mode, (terms, const), range_terms, range_need in cases:
                 need = 5 + range_need + 2          # the match, the range test, the flag, the mask
                 G.relu(c, X + 2, {**terms, **range_terms, fl[mode]: 1, mask[s]: 1},

@@ -1,7 +1,7 @@
 """The machine's packed words, each declared once, with field widths that follow from isa.
 
-The prompt packs them (protocol.py) and the circuit reads their bits by offset (build.py,
-emit.py); docs/protocol.md has the same tables in prose. A word's fields lie end to end from
+The prompt packs them (protocol.py) and the circuit reads their bits by offset (the units:
+fetch.py, status.py, next_token.py, ...); docs/protocol.md has the same tables in prose. A word's fields lie end to end from
 bit 0 in the order declared; a field with copies (one per lane, one per warp) repeats
 `width` bits `count` times.
 
@@ -46,7 +46,7 @@ PC_BITS = bits_for(isa.ROM_BLOCKS - 1)
 STACK_DEPTH = 1 + 2 * (isa.LANES - 1)   # SIMT stack depths: a divergent BRC pushes 2, at most LANES - 1 nest
 SP_BITS = bits_for(STACK_DEPTH - 1)
 GROUP_BITS = bits_for(isa.GLOBAL_WORDS // isa.LANES - 1)   # copy-out: a group of LANES global words
-PHASES = 4              # barrier phase mod 4 tells p - 1, p and p + 1 apart (control.build_scheduler)
+PHASES = 4              # barrier phase mod 4 tells p - 1, p and p + 1 apart (scheduler.build_scheduler)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""SIMT control in the circuit: the terminator (a SIMT stack kept in GDN heads) and the
-warp scheduler. Both reproduce qwengpu/interp.py exactly (`_Machine._terminate`,
-`_Warp.settle`/`exit_lanes`, `run_block`'s barrier release and `_next_runnable`).
+"""The branch unit (L4-L8, and L10-L11): the terminator of a machine block (JMP, BRC, BAR, EXIT)
+with the SIMT stack kept in GDN heads (bank at L6), and whether it changes CT2's half of the
+warp's status. It reproduces qwengpu/interp.py exactly (`_Machine._terminate`,
+`_Warp.settle`/`exit_lanes`).
 
 The stack of warp w lives in STACK_DEPTH "pc" heads (depth d: the entry's pc) and
 STACK_DEPTH - 1 "meta" heads (depth d >= 1: reconv, rvalid, mask); every row is keyed
@@ -36,15 +37,14 @@ threshold neurons see the bits. (Checked: without it fp32 outputs are off by ~5e
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from qwengpu import isa
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as Mem
 from qwengpu.circuit.layer import Z_GATE, Circuit
 from qwengpu.circuit.residual import Field
-from qwengpu.machine.words import PC_BITS, PHASES, SP_BITS, STACK_DEPTH
+from qwengpu.machine.status import Status
+from qwengpu.machine.words import CT2, PC_BITS, SP_BITS, STACK_DEPTH
 
 LANES = isa.LANES
 WARPS = isa.MAX_WARPS
@@ -54,33 +54,9 @@ FAR = 2 * (1 << PC_BITS) + 2             # pushes a pc difference far below zero
 TERMS = ("JMP", "BRC", "BAR", "EXIT")
 
 
-@dataclass
-class Status:
-    """One warp's status fields (bits)."""
-    pc: Field      # 7   top-of-stack pc
-    mask: Field    # 4   top-of-stack mask (already ANDed with alive)
-    sp: Field      # 3   depth of the top entry
-    alive: Field   # 4   lanes that have not exited
-    phase: Field   # 2   barriers passed, mod 4
-    wait: Field    # 1   arrived at a barrier, not yet run since
-
-
 # ---------------------------------------------------------------------------
 # linear terms
 # ---------------------------------------------------------------------------
-def _is(field: Field, value: int) -> tuple[dict[int, int], int] | None:
-    """(terms, bias) whose sum is 0 when the bits field equals `value` and <= -1 otherwise
-    (None if the field cannot hold the value)."""
-    if not 0 <= value < 1 << field.width:
-        return None
-    terms = {d: (1 if value >> j & 1 else -1) for j, d in enumerate(field.dims)}
-    return terms, -bin(value).count("1")
-
-
-def _ones(*fields: Field, k: int = 1) -> dict[int, int]:
-    return {d: k for f in fields for d in f.dims}
-
-
 def _value(field: Field) -> dict[int, int]:
     """The field's binary value as linear terms."""
     return {d: 1 << j for j, d in enumerate(field.dims)}
@@ -131,7 +107,7 @@ def _front(c, at, term, old: Status, cond):
     brc, ex, bar = term["BRC"][0], term["EXIT"][0], term["BAR"][0]
     taken = c.field("ctl.taken", LANES, at)
     for l in range(LANES):      # BRC and lane active and cond != 0
-        G.step(c, at, G.add_terms(_ones(cond[l]), {old.mask[l]: 33, brc: 33}), 67, {taken[l]: 1})
+        G.step(c, at, G.add_terms(G.ones(cond[l]), {old.mask[l]: 33, brc: 33}), 67, {taken[l]: 1})
     alive = c.field("ctl.alive", LANES, at)
     for l in range(LANES):      # alive and not (EXIT and active)
         G.relu(c, at, {old.alive[l]: 1}, 0, {alive[l]: 1})
@@ -155,15 +131,15 @@ def _stack_writes(c, at, term, old: Status, taken, target, fallthrough, reconv, 
     is [tk == 0], divergent is the rest. Every neuron carries a [sp == e] gate (0 or <= -1)."""
     jmp, brc, bar = term["JMP"][0], term["BRC"][0], term["BAR"][0]
     anyterm = {term[k][0]: 1 for k in TERMS}
-    nt = G.add_terms(_ones(old.mask), _ones(taken, k=-1))
-    tk = _ones(taken)
+    nt = G.add_terms(G.ones(old.mask), G.ones(taken, k=-1))
+    tk = G.ones(taken)
     D = STACK_DEPTH
     pc_data = [c.field(f"ctl.pcw{d}", PC_BITS, at) for d in range(D)]
     meta_data = [None] + [c.field(f"ctl.metaw{d}", META_BITS, at) for d in range(1, D)]
     enable = c.field("ctl.we", 2 * D - 1, at)          # pc heads 0..6, then meta heads 1..6
     rng = c.field("ctl.range", D, at)                    # dim 0 unused (depth 0 is always in range)
     for d in range(D):
-        top, push1, push2 = _is(old.sp, d), _is(old.sp, d - 1), _is(old.sp, d - 2)
+        top, push1, push2 = (G.is_value(old.sp, e) for e in (d, d - 1, d - 2))
         for gate in (top, push1, push2):
             _gated(c, at, anyterm, 0, gate, {enable[d]: 1})
         for i in range(PC_BITS):
@@ -256,7 +232,7 @@ def _live_entries(c, at, pcs, metas, rng, alive) -> Field:
     reconv point: [in range and mask != 0] - [in range, mask != 0, rvalid, pc == reconv],
     the second term as hats over D = pc - reconv pushed far negative unless the rest holds."""
     valid = c.field("ctl.valid", STACK_DEPTH, at)
-    G.step(c, at, _ones(alive), 1, {valid[0]: 1})          # depth 0 never reconverges
+    G.step(c, at, G.ones(alive), 1, {valid[0]: 1})          # depth 0 never reconverges
     for d in range(1, STACK_DEPTH):
         pc, meta, inr = pcs[d], metas[d], rng[d]
         reconv, rv, mask = meta.dims[:PC_BITS], meta[PC_BITS], meta.dims[PC_BITS + 1:]
@@ -299,114 +275,18 @@ def _new_top(c, at, valid, pcs, metas, alive, init_mask, bar, arrived) -> tuple[
 
 
 # ---------------------------------------------------------------------------
-# scheduler
+# CT2's half of the status
 # ---------------------------------------------------------------------------
-def build_scheduler(c: Circuit, at: int, statuses: list[Status], nwarps: Field,
-                    turn: Field) -> tuple[dict[str, Field], int]:
-    """Pick the next warp like interp's `_next_runnable`: the first runnable warp from `turn` on.
-
-    runnable(i) = i < nwarps, alive_i != 0, and (wait_i == 0 or released_i), where released_i:
-    every live warp j has phase_j in {phase_i, phase_i + 1} (mod 4).
-
-    Why this is interp's barrier release (warps whose live lanes reach each barrier
-    together): phase counts a warp's barriers. interp releases the waiting warps when every
-    live thread has arrived, i.e. every live warp has reached the barrier numbered phase_i,
-    after which no warp can pass the next barrier before all have reached it again; so live
-    phases never spread by more than one, and mod 4 tells p - 1, p and p + 1 apart. A warp
-    waiting at barrier p (its phase) is released iff no live warp is still at p - 1; live warps
-    already at p + 1 were released from p and ran on. A warp that exits leaves the condition,
-    like interp's `live -= ...`. The bit `wait` stays 1 until the warp runs again, which is
-    exactly when interp's `waiting` matters.
-
-    `turn` may name any of the 4 warps: warps >= nwarps are never runnable, so a turn of
-    nwarps (the warp after the last) searches from warp 0, like interp's turn mod nwarps.
-
-    deadlock: some warp i < nwarps is at a divergent barrier (wait_i, and alive_i has lanes
-    that are not in mask_i, the lanes that arrived: see _new_top), or none is runnable while
-    some live warp waits.
-    A divergent barrier can never complete: the lanes that did not arrive are live and parked
-    on the warp's own stack, and the warp waits until they arrive (interp's
-    `_check_arrival`). The phase rule alone would release the warp (it tracks warps, not
-    lanes). Since it is caught at the CT2 of that BAR, the second case is unreachable (a
-    barrier that every warp reaches with all its live lanes releases), but it stays.
-    `found` may be 1 together with deadlock: FAULT wins (emit.py).
-
-    Layers: at: live_i, live-and-waiting, the count of live lanes that did not arrive at
-    the barrier their warp waits at, a weighted count of live warps whose phase is 2 or 3
-    ahead of phase_i;  at + 1: runnable_i, done, partial (that count >= 1);  at + 2: the
-    choice and its pc and mask, deadlock.
-    Returns ({"found", "warp" (one-hot bits), "pc", "mask", "deadlock", "done"}, end)."""
-    if len(statuses) != WARPS or nwarps.width != WARPS or turn.width != WARPS:
-        raise CircuitError(f"scheduler: needs {WARPS} statuses, nwarps and turn of {WARPS} dims")
-    live, waiting, behind, divergent = _liveness(c, at, statuses, nwarps)
-    runnable = c.field("sched.runnable", WARPS, at + 1)
-    done = c.field("sched.done", 1, at + 1)
-    for i, s in enumerate(statuses):    # live and not (waiting and some live warp is behind)
-        big = 3 * WARPS + 1
-        G.step(c, at + 1, {live[i]: big, s.wait[0]: 1 - big, behind[i]: -1}, 1, {runnable[i]: 1})
-    G.relu(c, at + 1, _ones(live, k=-1), 1, {done[0]: 1})
-    partial = c.field("sched.partial", 1, at + 1)      # some warp is at a divergent barrier
-    G.step(c, at + 1, _ones(divergent), 1, {partial[0]: 1})
-    c.clear(live, at + 1)
-    c.clear(behind, at + 1)
-    c.clear(divergent, at + 1)
-    out = _choose(c, at + 2, statuses, runnable, turn, waiting, partial)
-    out["done"] = done
-    c.clear(runnable, at + 2)
-    c.clear(waiting, at + 2)
-    c.clear(partial, at + 2)
-    return out, at + 3
-
-
-def _liveness(c, at, statuses, nwarps):
-    live = c.field("sched.live", WARPS, at)
-    waiting = c.field("sched.waiting", WARPS, at)
-    behind = c.field("sched.behind", WARPS, at, kind="int", vmax=(WARPS - 1) * LANES)
-    exists = [{nwarps[k]: 1 for k in range(i, WARPS)} for i in range(WARPS)]   # [i < nwarps]
-    for i, s in enumerate(statuses):
-        G.step(c, at, G.add_terms(_ones(s.alive), {d: LANES + 1 for d in exists[i]}), LANES + 2,
-               {live[i]: 1})
-        G.step(c, at, G.add_terms(_ones(s.alive), {d: LANES + 1 for d in exists[i]},
-                                  {s.wait[0]: LANES + 1}), 2 * LANES + 3, {waiting[i]: 1})
-    # lanes that are live but did not arrive, of warps i < nwarps that wait: relu(alive - mask + wait +
-    # [i < nwarps] - 2) is 1 exactly when all four hold, else <= 0
-    divergent = c.field("sched.divergent", 1, at, kind="int", vmax=WARPS * LANES)
-    for i, s in enumerate(statuses):
-        for l in range(LANES):
-            G.relu(c, at, G.add_terms({s.alive[l]: 1, s.mask[l]: -1, s.wait[0]: 1}, exists[i]), -2,
-                   {divergent[0]: 1})
-    k = LANES + 1     # a mismatch costs more than the alive count can give
-    for i, si in enumerate(statuses):
-        for j, sj in enumerate(statuses):
-            if i == j:
-                continue
-            for q in range(PHASES):
-                for r in ((q + 2) % PHASES, (q + 3) % PHASES):     # j is 2 or 3 ahead of i: j is behind
-                    ti, bi = _is(si.phase, q)
-                    tj, bj = _is(sj.phase, r)
-                    terms = G.add_terms({d: k * v for d, v in ti.items()}, {d: k * v for d, v in tj.items()},
-                                        {d: k for d in exists[j]}, _ones(sj.alive))
-                    G.relu(c, at, terms, k * (bi + bj - 1), {behind[i]: 1})
-    return live, waiting, behind, divergent
-
-
-def _choose(c, at, statuses, runnable, turn, waiting, partial) -> dict[str, Field]:
-    """For each turn t and warp i: i is chosen iff turn == t, i is runnable and no warp between
-    t and i (cyclically) is; the chosen warp's pc and mask ride on the same neurons."""
-    found = c.field("sched.found", 1, at)
-    warp = c.field("sched.warp", WARPS, at)
-    pc = c.field("sched.pc", PC_BITS, at)
-    mask = c.field("sched.mask", LANES, at)
-    deadlock = c.field("sched.deadlock", 1, at)
-    for t in range(WARPS):
-        for i, s in enumerate(statuses):
-            between = {runnable[(t + k) % WARPS]: -1 for k in range((i - t) % WARPS)}
-            chosen = G.add_terms({turn[t]: 1, runnable[i]: 1}, between)
-            G.relu(c, at, chosen, -1, {warp[i]: 1, found[0]: 1})
-            for src, dst in ((s.pc, pc), (s.mask, mask)):
-                for b in range(src.width):
-                    G.relu(c, at, G.add_terms(chosen, {src[b]: 1}), -2, {dst[b]: 1})
-    # a divergent barrier (partial outweighs every runnable warp), or none runnable but some live warp waits
-    G.step(c, at, G.add_terms(_ones(waiting), _ones(runnable, k=-WARPS), _ones(partial, k=WARPS * WARPS + 1)), 1,
-           {deadlock[0]: 1})
-    return {"found": found, "warp": warp, "pc": pc, "mask": mask, "deadlock": deadlock}
+def build_ct2_change(c: Circuit, at: int, new: Status, old: Status) -> Field:
+    """Whether a terminator changes CT2's half of the warp's status (alive, phase, wait): only
+    then does CT2 follow CT1. Layer at: the bits that differ; at + 1: whether any does (the
+    returned flag)."""
+    diff = c.field("ct2.diff", 1, at, kind="int", vmax=CT2.width)
+    for name in CT2.fields:
+        for n, o in zip(getattr(new, name).dims, getattr(old, name).dims):
+            G.relu(c, at, {n: 1, o: -1}, 0, {diff[0]: 1})
+            G.relu(c, at, {o: 1, n: -1}, 0, {diff[0]: 1})
+    changed = c.field("ct2_changed", 1, at + 1)
+    G.step(c, at + 1, {diff[0]: 1}, 1, {changed[0]: 1})
+    c.clear(diff, at + 1)
+    return changed

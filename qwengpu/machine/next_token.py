@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from qwengpu import isa
 from qwengpu.circuit import gadgets as G
+from qwengpu.machine.plan import L_NEXT
 from qwengpu.machine.tokens import FEATURES, KINDS, SLOTS
 from qwengpu.machine.words import CONFIG, COPY0, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS
 
 
-def build_emit(m) -> int:
-    """Adds the emission layers on top of machine `m`; returns the output layer's index."""
+def build_next_token(m) -> int:
+    """Adds the emission layers on top of machine `m`; m.top is the output layer's index."""
     c, f, k = m.c, m.f, m.k
-    E1 = m.L_e
+    E1 = L_NEXT
     E2, E3, E4 = E1 + 1, E1 + 2, E1 + 3
     lanes = range(isa.LANES)
     more = range(len(PARTS) - 1)          # parts after which a word may go on
@@ -234,4 +235,5 @@ def build_emit(m) -> int:
     for d in every:
         G.relu(c, E4, {d: 1}, 0, {d: -1})
     G.const_one(c, E4, {d: -lay.anchor_value for d in lay.anchor.dims})
+    m.top = E4
     return E4

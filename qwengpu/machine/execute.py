@@ -1,0 +1,50 @@
+"""The execute stage (L2-L11): wires the scheduler (scheduler.py; its round-robin turn at L2), the
+warp unit and the ALU (warp.py, alu.py, from L4) and the terminator with its SIMT stack and
+CT2 change (branch.py, from L4) to the machine's operands and status, at the plan's layers
+(plan.py). Each is recorded as a unit of its own (Machine.footprint)."""
+from __future__ import annotations
+
+from qwengpu.circuit import CircuitError
+from qwengpu.circuit import gadgets as G
+from qwengpu.circuit.residual import Field
+from qwengpu.machine.alu import build_alu
+from qwengpu.machine.branch import build_ct2_change, build_terminator
+from qwengpu.machine.fetch import TERMS
+from qwengpu.machine.plan import EXEC_END, L_CT2, L_EXEC, L_SCHED, L_STACK, L_STATUS
+from qwengpu.machine.scheduler import build_scheduler
+from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
+from qwengpu.machine.wiring import part
+from qwengpu.machine.words import CONFIG
+
+
+def build_execute(m) -> None:
+    """Adds the scheduler's choice, the lanes' results r and the terminator's new status to machine m."""
+    c = m.c
+    with m.unit("scheduler"):
+        nwarps = part(m.config, CONFIG, "nwarps")
+        turn = c.field("turn", 4, L_STATUS)
+        for w in range(4):      # round robin from the warp after the one that ended its block
+            G.relu(c, L_STATUS, {m.ct1h[(w - 1) % 4]: 1, m.cur1h[(w - 1) % 4]: 1}, 0, {turn[w]: 1})
+        G.relu(c, L_STATUS, {m.k["CTA"]: 1}, 0, {turn[0]: 1})
+        m.sched, sched_end = build_scheduler(c, L_SCHED, m.status, nwarps, turn)
+    with m.unit("warp"):
+        wo = m.warp_op
+        warp_r, warp_end = build_warp(c, L_EXEC, {mode: wo[f"SHFL.{mode}"] for mode in SHFL_MODES},
+                                      {mode: wo[f"VOTE.{mode}"] for mode in VOTE_MODES}, m.a, m.b, m.cc, m.cs.mask)
+    with m.unit("alu"):
+        m.r, alu_end = build_alu(c, L_EXEC, m.alu_op, m.a, m.b, m.cc)
+        if warp_end > alu_end - 1:
+            raise CircuitError(f"the warp unit ends at L{warp_end}, after the ALU's last layer L{alu_end - 1}")
+        for l in range(4):             # the warp unit's result joins the ALU's (at most one is nonzero)
+            G.copy_bits(c, alu_end - 1, warp_r[l], Field("r", m.r[l].dims, "bits", alu_end - 1))
+            c.clear(warp_r[l], alu_end - 1)
+    with m.unit("branch"):
+        term = {t: m.op[t] for t in TERMS}
+        m.ns, ctl_end = build_terminator(
+            c, L_EXEC, L_STACK, wbits=m.f["WB"], term=term, target=m.tw["target"],
+            fallthrough=m.tw["fallthrough"], reconv=m.tw["reconv"], rvalid=m.tw["rvalid"],
+            cond=m.a, old=m.cs, init_mask=m.init_mask)
+        if max(alu_end, warp_end, ctl_end, sched_end) != EXEC_END:
+            raise CircuitError(f"the execute stage ends at L{max(alu_end, warp_end, ctl_end, sched_end)}, "
+                               f"the plan has L{EXEC_END}")
+        m.ct2_changed = build_ct2_change(c, L_CT2, m.ns, m.cs)

@@ -1,0 +1,95 @@
+"""ROM fetch and decode: the config register and the ROM (GDN heads: words 0-2 of every slot at L1,
+word 3, the terminator's, at L2) read at the pass's pc and slot; the L1 MLP decodes word 0 into
+one flag per opcode in use, the space of a load or store, S2R's special register, and the
+warp's initial mask."""
+from __future__ import annotations
+
+from qwengpu import isa
+from qwengpu.circuit import gadgets as G
+from qwengpu.circuit import memory as B
+from qwengpu.circuit.memory import declare_bank
+from qwengpu.machine.alu import ALU_OPS
+from qwengpu.machine.plan import L_ROM, L_STATUS
+from qwengpu.machine.tokens import SLOTS
+from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES
+from qwengpu.machine.wiring import flag_if, match, part, view
+from qwengpu.machine.words import CONFIG, OPCODES, PC_BITS, ROM0, ROM3, SPACES
+
+TERMS = tuple(t.name for t in isa.Term)
+OP_BITS = ROM0["op"].width
+
+
+def build_fetch(m) -> None:
+    """Adds the config register, the ROM's read and the decoded flags to machine m."""
+    c, f = m.c, m.f
+    config = declare_bank(c, L_ROM, "config", 1, 32)
+    m.config = c.field("config", 32, L_ROM)
+    B.write_bits(c, config, m.zero, B.bits(m.staged), [m.put["CONFIG"]])
+    B.read_into(c, config, m.zero, m.config.dims)
+    m.words = []
+    row = B.bits(view(m.latch, 0, PC_BITS))          # the ROM has a row per pc value
+    for j in range(4):
+        layer = L_ROM if j < 3 else L_STATUS      # GDN heads: L1 holds the config and 3 words per slot
+        word = c.field(f"w{j}", 32, layer)
+        for s in range(SLOTS):
+            bank = declare_bank(c, layer, f"rom{s}.{j}", 1 << PC_BITS, 32)
+            B.write_bits(c, bank, row, B.bits(m.staged), [m.put[f"ROM{s}.{j}"]])
+            B.read_into(c, bank, B.bits(f["PC"]), word.dims, enable=[f["SLOT"][s]])
+        m.words.append(word)
+    w0 = m.words[0]
+    m.w0 = {name: part(w0, ROM0, name) for name in ROM0.fields}
+    m.tw = {name: view(m.words[3], f.offset, f.offset + f.width, f"term.{name}")
+            for name, f in ROM3.fields.items()}
+    _decode(m)
+
+
+def _decode(m):
+    """L1 MLP: one flag per opcode in use, ALU op flags (LD/ST address = ADD, S2R = MOV)."""
+    c, L = m.c, L_ROM
+    names = list(ALU_OPS) + ["S2R", "LD", "ST", "ATOM"] + list(TERMS)
+    m.op = {n: c.field(f"op.{n}", 1, L) for n in names}
+    for n in names:
+        G.relu(c, L, *_is_op(m, n), {m.op[n][0]: 1})
+    m.alu_op = {n: m.op[n] for n in ALU_OPS}
+    for n, alias in (("LD", "ADD"), ("ST", "ADD"), ("S2R", "MOV"), ("ATOM", "MOV")):
+        G.relu(c, L, *_is_op(m, n), {m.op[alias][0]: 1})
+    # loads and stores by space; S2R by special register
+    m.ld_space = c.field("ld_space", 3, L)
+    m.st_space = c.field("st_space", 3, L)          # ST and ATOM
+    for g in range(len(SPACES)):
+        for name, out in (("LD", m.ld_space), ("ST", m.st_space), ("ATOM", m.st_space)):
+            t, k0 = _is_op_terms(m, name)
+            t2, k2 = match(m.w0["space"], g)
+            flag_if(c, L, [(t, k0, OP_BITS), (t2, k2, ROM0["space"].width)], {out[g]: 1})
+    G.relu(c, L, {m.k["COPY"]: 1}, 0, {m.ld_space[0]: 1})     # a COPY pass loads from global
+    m.sreg = c.field("sreg", len(isa.SReg), L)
+    for r in isa.SReg:
+        t, k0 = _is_op_terms(m, "S2R")
+        t2, k2 = match(m.w0["mod"], int(r))
+        flag_if(c, L, [(t, k0, OP_BITS), (t2, k2, ROM0["mod"].width)], {m.sreg[int(r)]: 1})
+    m.has_result = c.field("has_result", 1, L)
+    for n in list(ALU_OPS) + ["S2R", "LD", "SHFL", "VOTE"]:
+        G.relu(c, L, *_is_op(m, n), {m.has_result[0]: 1})
+    m.warp_op = {}                           # SHFL / VOTE by mode
+    for name, modes in (("SHFL", SHFL_MODES), ("VOTE", VOTE_MODES)):
+        for i, mode in enumerate(modes):
+            fld = m.warp_op[f"{name}.{mode}"] = c.field(f"op.{name}.{mode}", 1, L)
+            t, k0 = _is_op_terms(m, name)
+            t2, k2 = match(m.w0["mod"], i)
+            flag_if(c, L, [(t, k0, OP_BITS), (t2, k2, ROM0["mod"].width)], {fld[0]: 1})
+    m.dst_nz = c.field("dst_nz", 1, L)
+    G.step(c, L, {d: 1 for d in m.w0["dst"].dims}, 1, {m.dst_nz[0]: 1})
+    # this warp's initial mask (the depth-0 stack entry), on EXEC passes
+    m.init_mask = c.field("init_mask", 4, L)
+    for w in range(isa.MAX_WARPS):
+        for i, bit in enumerate(CONFIG.bits("mask", w)):
+            G.relu(c, L, {m.config[bit]: 1, m.f["W"][w]: 1}, -1, {m.init_mask[i]: 1})
+
+
+def _is_op_terms(m, name):
+    return match(m.w0["op"], OPCODES.index(name))
+
+
+def _is_op(m, name):
+    t, k0 = _is_op_terms(m, name)
+    return t, k0 - (OP_BITS - 1)     # relu(matches - (OP_BITS - 1)): 1 exactly on a match of every bit

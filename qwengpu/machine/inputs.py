@@ -1,0 +1,48 @@
+"""Registers written by tokens (L0): the staged word (a PUT's or VAL's parts), the latch, the
+current warp, the thread block, and the per-lane enables the store queue and register file
+read; which warp ended a block (on its CT1 and CT2 passes)."""
+from __future__ import annotations
+
+from qwengpu.circuit import gadgets as G
+from qwengpu.circuit import memory as B
+from qwengpu.circuit.residual import Field
+from qwengpu.machine.plan import L_IN
+from qwengpu.machine.wiring import flag_if, match, view
+from qwengpu.machine.words import PARTS
+
+
+def build_inputs(m) -> None:
+    """Adds the L0 registers and enables to machine m."""
+    c, f, k = m.c, m.f, m.k
+    m.staged = c.field("staged", 32, L_IN)
+    for j, bits in enumerate(PARTS):
+        bank = B.register(c, L_IN, f"stage{j}", len(bits))
+        B.write_bits(c, bank, m.zero, B.bits(view(f["SD"], bits.start, bits.stop)), [f["SE"][j]])
+        B.read_into(c, bank, m.zero, m.staged.dims[bits.start: bits.stop],
+                    enable=[k["PUT"], k["VAL"], k["VALU"], k["AW"]])
+    m.latch = _register(m, "latch", f["V"], k["LATCH"], [k["PUT"]])
+    m.cur = _register(m, "cur", f["WB"], k["EXEC"], [k["CT1"], k["CT2"]])
+    m.cta = _register(m, "cta", f["CTA"], k["CTA"], None)
+    # L0 MLP: per-lane enables
+    m.val_lane = c.field("val_lane", 4, L_IN)
+    m.q_addr = c.field("q_addr", 4, L_IN)     # store queue lane reads: ST, AT, AW passes
+    m.q_data = c.field("q_data", 4, L_IN)     # ST, AT
+    m.q_b = c.field("q_b", 4, L_IN)           # AT
+    # the warp that ended a block, one-hot: ct1h on its CT1 pass, cur1h on its CT2 pass
+    m.ct1h, m.cur1h = c.field("ct1h", 4, L_IN), c.field("cur1h", 4, L_IN)
+    for l in range(4):
+        G.relu(c, L_IN, {f["LANE"][l]: 1, k["VAL"]: 1}, -1, {m.val_lane[l]: 1})
+        G.relu(c, L_IN, {f["LANE"][l]: 1, k["ST"]: 1, k["AT"]: 1, k["AW"]: 1}, -1, {m.q_addr[l]: 1})
+        G.relu(c, L_IN, {f["LANE"][l]: 1, k["ST"]: 1, k["AT"]: 1}, -1, {m.q_data[l]: 1})
+        G.relu(c, L_IN, {f["LANE"][l]: 1, k["AT"]: 1}, -1, {m.q_b[l]: 1})
+        t, k0 = match(m.cur, l)
+        flag_if(c, L_IN, [(t, k0, 2), ({k["CT1"]: 1}, 0, 1)], {m.ct1h[l]: 1})
+        flag_if(c, L_IN, [(t, k0, 2), ({k["CT2"]: 1}, 0, 1)], {m.cur1h[l]: 1})
+
+
+def _register(m, name, data: Field, write_en: int, read_en) -> Field:
+    bank = B.register(m.c, L_IN, name, data.width)
+    out = m.c.field(name, data.width, L_IN)
+    B.write_bits(m.c, bank, m.zero, B.bits(data), [write_en])
+    B.read_into(m.c, bank, m.zero, out.dims, enable=read_en)
+    return out

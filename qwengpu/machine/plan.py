@@ -1,0 +1,75 @@
+"""The machine's layer plan: where each unit sits, in one table (docs/machine.md, "Layer plan").
+
+The front is one stage a layer (L0-L4). From the execute stage on, each first layer follows from
+the depths of the units before it, computed here: the units (alu.py, warp.py, branch.py,
+scheduler.py, atomic.py) take their depth from this module and the machine's stages their
+layers. `PLAN` maps each unit to the span of layers its neurons and GDN heads use; the build
+records what each unit really touched (Machine.footprint) and tests/test_machine_plan.py checks
+the two agree. Nothing here imports the units, so any of them may import it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Span:
+    """Layers first .. first + depth - 1."""
+    first: int
+    depth: int
+
+    @property
+    def last(self) -> int:
+        return self.first + self.depth - 1
+
+    @property
+    def layers(self) -> range:
+        return range(self.first, self.first + self.depth)
+
+
+# ---- the units' depths (layers from their first) ----
+ALU_LAYERS = 6            # alu.py: results readable 6 layers after the operands
+WARP_LAYERS = 4           # warp.py: SHFL/VOTE
+SCHEDULER_LAYERS = 3      # scheduler.py
+STACK_AT = 2              # branch.py: the SIMT stack's bank layer, from the terminator's first
+TERMINATOR_LAYERS = STACK_AT + 3    # then the live entries and the new top
+CT2_LAYERS = 2            # branch.py: the bits of CT2's half that change, then whether any does
+LSU_LAYERS = 4            # store queue; global memory (2 layers of banks); shared, CONST, the load's result
+WRITEBACK_LAYERS = 2      # the queues; the copy-out's fields they took cleared
+ATOMIC_LAYERS = 2         # atomic.py: the read-modify-write unit
+NEXT_TOKEN_LAYERS = 4     # next_token.py: E1-E4
+
+# ---- first layers ----
+L_IN = 0                  # registers written by tokens
+L_ROM = 1                 # config, ROM words 0-2, decode
+L_STATUS = 2              # warp status, pending writeback, ROM word 3, the scheduler's turn
+L_REG = 3                 # special registers, register file, operands
+L_EXEC = 4                # ALU, warp unit, terminator (and the copy-out table)
+L_SCHED = L_STATUS + 1    # the scheduler reads the statuses
+L_STACK = L_EXEC + STACK_AT
+EXEC_END = max(L_EXEC + ALU_LAYERS, L_EXEC + WARP_LAYERS, L_EXEC + TERMINATOR_LAYERS,
+               L_SCHED + SCHEDULER_LAYERS)      # the first layer that reads every execute result
+L_CT2 = EXEC_END          # whether the terminator changed CT2's half
+L_Q = EXEC_END            # the load/store unit: store queue, memories
+L_LOAD = L_Q + LSU_LAYERS - 1     # shared and CONST memory, a load's result in place of its address
+L_WB = L_Q + LSU_LAYERS   # writeback queues; the atomic's old value
+L_ATOM = L_WB + 1         # the atomic unit
+L_NEXT = L_ATOM + ATOMIC_LAYERS   # the atomic queue; next-token logic E1
+LAYERS = L_NEXT + NEXT_TOKEN_LAYERS
+
+# ---- each unit's layers, as the build lays them out (checked against the circuit) ----
+PLAN: dict[str, Span] = {
+    "inputs": Span(L_IN, 1),
+    "fetch": Span(L_ROM, 2),                                  # ROM word 3 at L_STATUS
+    "status": Span(L_ROM, 2),                                 # the CTA pass's initial masks at L_ROM
+    "operands": Span(L_REG, 2),                               # fields read once cleared at L_EXEC
+    "scheduler": Span(L_STATUS, L_SCHED + SCHEDULER_LAYERS - L_STATUS),    # the turn at L_STATUS
+    "warp": Span(L_EXEC, WARP_LAYERS),
+    "alu": Span(L_EXEC, ALU_LAYERS),                          # the warp unit's result joins at its last
+    "branch": Span(L_EXEC, L_CT2 + CT2_LAYERS - L_EXEC),      # terminator, then the CT2 change
+    "copy_unit": Span(L_IN, EXEC_END - L_IN),                 # enables L0-L1, table L_EXEC, addresses EXEC_END - 1
+    "lsu": Span(L_Q, LSU_LAYERS),
+    "writeback": Span(L_WB, WRITEBACK_LAYERS),
+    "atomic": Span(L_WB, L_NEXT + 1 - L_WB),                  # old at L_WB, the unit, its queue at L_NEXT
+    "next_token": Span(L_NEXT, NEXT_TOKEN_LAYERS),
+}

@@ -1,0 +1,78 @@
+"""Warp status and pending writeback (L2; the CTA pass's initial masks at L1): each warp's status
+in two registers (CT1's half, CT2's), the running warp's status, the pending instruction that
+VAL/ST/AT passes write back, and the lanes a VALU pass writes."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qwengpu import isa
+from qwengpu.circuit import gadgets as G
+from qwengpu.circuit import memory as B
+from qwengpu.circuit.residual import Field
+from qwengpu.machine.plan import L_ROM, L_STATUS
+from qwengpu.machine.wiring import flag_if, match, part, view
+from qwengpu.machine.words import CONFIG, CT1, CT2, STATUS, WARP_BITS
+
+
+@dataclass
+class Status:
+    """One warp's status fields (bits): CT1's half (pc, mask, sp), then CT2's."""
+    pc: Field      # 7   top-of-stack pc
+    mask: Field    # 4   top-of-stack mask (already ANDed with alive)
+    sp: Field      # 3   depth of the top entry
+    alive: Field   # 4   lanes that have not exited
+    phase: Field   # 2   barriers passed, mod 4
+    wait: Field    # 1   arrived at a barrier, not yet run since
+
+    @classmethod
+    def of(cls, field: Field) -> "Status":
+        return cls(**{name: part(field, STATUS, name) for name in STATUS.fields})
+
+
+def build_status(m) -> None:
+    """Adds the warp statuses, the running warp's, and the pending writeback to machine m."""
+    c, f, k, L = m.c, m.f, m.k, L_STATUS
+    width = STATUS.width
+    # L1 MLP: what a CTA pass writes into every warp's status (initial masks)
+    masks = [bit for w in range(isa.MAX_WARPS) for bit in CONFIG.bits("mask", w)]
+    m.init_all = c.field("init_all", len(masks), L_ROM)
+    for i, bit in enumerate(masks):
+        G.relu(c, L_ROM, {m.config[bit]: 1, k["CTA"]: 1}, -1, {m.init_all[i]: 1})
+    m.status = []
+    for w in range(isa.MAX_WARPS):      # two registers: CT1's half and CT2's, each written by its token
+        init = view(m.init_all, isa.LANES * w, isa.LANES * (w + 1))
+        out = c.field(f"status{w}", width, L)
+        halves = ((CT1, B.bits(f["PC"]) + B.bits(f["MASK"], init) + B.bits(f["SP"]), m.ct1h[w]),
+                  (CT2, B.bits(f["ALIVE"], init) + B.bits(f["PHASE"]) + B.bits(f["WAIT"]), m.cur1h[w]))
+        lo = 0
+        for word, data, written in halves:
+            bank = B.register(c, L, f"status{w}.{word.name}", word.width)
+            B.write_bits(c, bank, m.zero, data, [written, k["CTA"]])
+            B.read_into(c, bank, m.zero, out.dims[lo: lo + word.width])
+            lo += word.width
+        m.status.append(Status.of(out))
+    # MLP: the running warp's status (EXEC passes)
+    cs = c.field("cur_status", width, L)
+    for w, st in enumerate(m.status):
+        for i, d in enumerate(sum((list(getattr(st, n).dims) for n in STATUS.fields), [])):
+            G.relu(c, L, {d: 1, f["W"][w]: 1}, -1, {cs[i]: 1})
+    m.cs = Status.of(cs)
+    # pending writeback: what VAL and ST passes need of the EXEC pass before them
+    m.pdst = c.field("pdst", 4, L)
+    m.patom = c.field("patom", 6, L)        # the pending instruction is an ATOM, its dst != r0, its op
+    data = (B.bits(f["WB"]) + B.bits(m.w0["dst"]) + B.bits(f["PC"]) + B.bits(f["SLOT"])
+            + B.bits(m.op["ATOM"]) + B.bits(m.dst_nz) + B.bits(m.w0["mod"]))
+    pend = B.register(c, L, "pending", len(data))
+    B.write_bits(c, pend, m.zero, data, [k["EXEC"]])
+    B.read_into(c, pend, m.zero, f["WB"].dims + m.pdst.dims + f["PC"].dims + f["SLOT"].dims + m.patom.dims,
+           enable=[k["VAL"], k["VALU"], k["ST"], k["AT"], k["AW"], k["PART"]])
+    m.has_wb = c.field("has_wb", 1, L)
+    G.relu(c, L, {m.has_result[0]: 1, m.dst_nz[0]: 1}, -1, {m.has_wb[0]: 1})
+    # a VALU pass writes every active lane of the pending warp: its status mask is the
+    # EXEC pass's mask (a status changes only at block ends)
+    m.valu_lane = c.field("valu_lane", isa.LANES, L)
+    for w, st in enumerate(m.status):
+        t, k0 = match(f["WB"], w)
+        for l in range(isa.LANES):
+            flag_if(c, L, [(t, k0, WARP_BITS), ({k["VALU"]: 1}, 0, 1), ({st.mask[l]: 1}, 0, 1)],
+                    {m.valu_lane[l]: 1})
