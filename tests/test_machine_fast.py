@@ -663,3 +663,45 @@ def test_from_checkpoint_rejects_models_it_cannot_run_exactly(edit, message, tmp
     _broken(edit).save_pretrained(tmp_path / "broken")
     with pytest.raises(FastPathError, match=message):
         FastModel.from_checkpoint(tmp_path / "broken")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_native_top2_with_block_bounds_equals_a_full_scan(seed):
+    """native.c's top2 computes only the head blocks whose bound can hold the best two; it must
+    give what a scan of every row gives: the largest logit, lowest index on a tie, then the
+    largest of the rest. Rows are built like GPU tokens (a kind column per block, then payload
+    bits), so the bounds differ and prune; integer weights and inputs make every sum exact, so
+    the ties (equal rows in different blocks, few payload bits) are real."""
+    from types import SimpleNamespace
+    from qwengpu.fast.model import Sparse
+    from qwengpu.fast.native import HEAD_BLOCK, NativeStep
+    rng = np.random.default_rng(seed)
+    blocks, payload = 4, 5
+    W = np.zeros((blocks * HEAD_BLOCK, blocks + payload), np.float32)
+    for b in range(blocks):
+        W[b * HEAD_BLOCK:(b + 1) * HEAD_BLOCK, b] = 1
+    W[:, blocks:] = rng.integers(0, 2, size=(len(W), payload))
+    W[3 * HEAD_BLOCK + 9] = W[HEAD_BLOCK + 4]          # equal rows, the later one in a block that ranks first
+    W[3 * HEAD_BLOCK + 10, blocks:] = 2
+    step = NativeStep(SimpleNamespace(L=0, layers=[], N=W.shape[1], dk=1, dv=1, eps=1e-6,
+                                      head=Sparse.gathered(torch.from_numpy(W), None)))
+    code = 2 * W[rng.integers(len(W), size=16)] - 1                # output codes of some rows
+    h = np.concatenate([code, rng.integers(-2, 3, size=(32, W.shape[1])), 2 * W[HEAD_BLOCK + 4:HEAD_BLOCK + 5] - 1,
+                        np.zeros((1, W.shape[1]))]).astype(np.float32)
+    h[-2, 3] = 1                                                   # block 3 too: both equal rows tie at the top
+    top, at = step.top2(torch.from_numpy(h))
+    for b, x in enumerate(h.astype(np.int64)):
+        logits = W.astype(np.int64) @ x
+        i1 = int(np.argmax(logits))
+        rest = logits.copy()
+        rest[i1] = logits.min() - 1
+        i2 = int(np.argmax(rest))
+        assert (at[b].tolist(), top[b].tolist()) == ([i1, i2], [logits[i1], logits[i2]]), b
+    h[0, 3] = np.inf                                 # a bound that is not finite: a scan of every row
+    top, at = step.top2(torch.from_numpy(h[:1]))
+    with np.errstate(invalid="ignore"):
+        logits = [sum(w * x for w, x in zip(W[t], h[0]) if w) for t in range(len(W))]    # nonzeros only
+    i1 = 0
+    for t in range(len(W)):
+        i1 = t if logits[t] > logits[i1] else i1
+    assert at[0, 0] == i1 and top[0, 0] == np.inf

@@ -29,11 +29,23 @@ typedef struct {
     Csr gate_up, down;
 } Layer;
 
+/* The head's rows in blocks, each with the columns its rows read and, per column, the largest and
+ * smallest weight a row of the block has there (0 for a row that lacks it): an upper bound on
+ * every logit of the block, so qg_top2 computes only the blocks that can hold the top two. */
+typedef struct {
+    int32_t blocks;
+    const int32_t *first;             /* [blocks + 1] the first row of each block */
+    const int32_t *ptr;               /* [blocks + 1] each block's entries in col, hi, lo */
+    const int32_t *col;
+    const float *hi, *lo;
+} Bounds;
+
 typedef struct {
     int32_t N, L, dk, dv;
     float eps;
     const Layer *layers;
     Csr head;                         /* GPU token logits from the residual (final norm gains folded in) */
+    Bounds bounds;                    /* the head's row blocks */
 } Model;
 
 static float silu(float x) { return x / (1.0f + expf(-x)); }
@@ -46,21 +58,26 @@ static float rms(const float *x, int32_t n, float eps) {
     return rsqrt((float)s / (float)n + eps);
 }
 
-/* y = W u, u[j] = (x[in_dims[j]] * r) * gain[j] (scratch: `u`, cols floats). */
+/* W's input: u[j] = (x[in_dims[j]] * r) * gain[j] (scratch: `u`, cols floats), or x itself. */
+static const float *gather(const Csr *w, const float *x, float r, float *u) {
+    if (!w->in_dims) return x;
+    for (int32_t j = 0; j < w->cols; j++) {
+        float v = x[w->in_dims[j]];
+        u[j] = w->gain ? (v * r) * w->gain[j] : v;
+    }
+    return u;
+}
+
+static float row_dot(const Csr *w, int32_t i, const float *in) {
+    float s = 0.0f;
+    for (int32_t k = w->indptr[i]; k < w->indptr[i + 1]; k++) s += w->values[k] * in[w->indices[k]];
+    return s;
+}
+
+/* y = W u, u as gather() makes it. */
 static void product(const Csr *w, const float *x, float r, float *u, float *y) {
-    const float *in = x;
-    if (w->in_dims) {
-        for (int32_t j = 0; j < w->cols; j++) {
-            float v = x[w->in_dims[j]];
-            u[j] = w->gain ? (v * r) * w->gain[j] : v;
-        }
-        in = u;
-    }
-    for (int32_t i = 0; i < w->rows; i++) {
-        float s = 0.0f;
-        for (int32_t k = w->indptr[i]; k < w->indptr[i + 1]; k++) s += w->values[k] * in[w->indices[k]];
-        y[i] = s;
-    }
+    const float *in = gather(w, x, r, u);
+    for (int32_t i = 0; i < w->rows; i++) y[i] = row_dot(w, i, in);
 }
 
 /* x[out_dims[i]] += (W h)[i] */
@@ -149,7 +166,7 @@ static void mlp(const Model *m, const Layer *lay, float *x, float *scratch) {
 
 /* Floats of scratch one call of qg_hidden needs. */
 int64_t qg_scratch_floats(const Model *m) {
-    int64_t most = m->head.rows + m->head.cols;
+    int64_t most = m->head.rows + m->head.cols + m->bounds.blocks;
     for (int32_t l = 0; l < m->L; l++) {
         const Layer *lay = &m->layers[l];
         int64_t g = lay->heads ? (int64_t)lay->proj.rows + (int64_t)lay->heads * m->dv + m->dv
@@ -176,19 +193,59 @@ void qg_hidden(const Model *m, float *const *states, int32_t first, int32_t end,
     }
 }
 
-/* Per row of x [B, N]: the best and second GPU-token logits and their indices. */
+/* (v, t) into the best two (v1, i1), (v2, i2): the larger logit first, the lower index on a tie, as
+ * a scan of every row in order finds them. */
+static void rank(float v, int32_t t, float *v1, int32_t *i1, float *v2, int32_t *i2) {
+    if (*i1 < 0 || v > *v1 || (v == *v1 && t < *i1)) {
+        *v2 = *v1, *i2 = *i1, *v1 = v, *i1 = t;
+    } else if (*i2 < 0 || v > *v2 || (v == *v2 && t < *i2)) {
+        *v2 = v, *i2 = t;
+    }
+}
+
+/* Each block's bound on its logits (in double, then raised past any float rounding of the sums);
+ * 0 when a bound is not finite: then every row is computed. */
+static int32_t block_bounds(const Bounds *bd, const float *in, float *bound) {
+    for (int32_t b = 0; b < bd->blocks; b++) {
+        double s = 0.0, size = 0.0;
+        for (int32_t k = bd->ptr[b]; k < bd->ptr[b + 1]; k++) {
+            double x = in[bd->col[k]], a = bd->hi[k] * x, c = bd->lo[k] * x;
+            s += a > c ? a : c;
+            size += fabs(a) > fabs(c) ? fabs(a) : fabs(c);
+        }
+        bound[b] = (float)(s + 1e-4 * size + 1e-6);
+        if (!isfinite(bound[b])) return 0;
+    }
+    return 1;
+}
+
+/* Per row of x [B, N]: the best and second GPU-token logits and their indices. The blocks go
+ * in the order of their bounds; once a bound is below the second logit so far, no row left can
+ * change the two, so the answer is that of scanning every row. */
 void qg_top2(const Model *m, int32_t batch, const float *x, float *scratch, float *top, int32_t *at) {
-    float *logits = scratch, *u = logits + m->head.rows;
+    const Csr *w = &m->head;
+    const Bounds *bd = &m->bounds;
+    float *u = scratch, *bound = u + w->cols;
     for (int32_t b = 0; b < batch; b++) {
-        product(&m->head, x + (int64_t)b * m->N, 1.0f, u, logits);
-        int32_t i1 = 0, i2 = -1;
-        for (int32_t t = 1; t < m->head.rows; t++)
-            if (logits[t] > logits[i1]) i1 = t;
-        for (int32_t t = 0; t < m->head.rows; t++)
-            if (t != i1 && (i2 < 0 || logits[t] > logits[i2])) i2 = t;
-        top[2 * b] = logits[i1];
+        const float *in = gather(w, x + (int64_t)b * m->N, 1.0f, u);
+        float v1 = -INFINITY, v2 = -INFINITY;
+        int32_t i1 = -1, i2 = -1;
+        if (bd->blocks && block_bounds(bd, in, bound)) {
+            for (;;) {
+                int32_t next = -1;
+                for (int32_t k = 0; k < bd->blocks; k++)
+                    if (bound[k] > -INFINITY && (next < 0 || bound[k] > bound[next])) next = k;
+                if (next < 0 || (i2 >= 0 && bound[next] < v2)) break;
+                bound[next] = -INFINITY;
+                for (int32_t t = bd->first[next]; t < bd->first[next + 1]; t++)
+                    rank(row_dot(w, t, in), t, &v1, &i1, &v2, &i2);
+            }
+        } else {
+            for (int32_t t = 0; t < w->rows; t++) rank(row_dot(w, t, in), t, &v1, &i1, &v2, &i2);
+        }
+        top[2 * b] = v1;
         at[2 * b] = i1;
-        top[2 * b + 1] = i2 < 0 ? -INFINITY : logits[i2];
+        top[2 * b + 1] = i2 < 0 ? -INFINITY : v2;
         at[2 * b + 1] = i2 < 0 ? i1 : i2;
     }
 }

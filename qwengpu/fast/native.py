@@ -46,9 +46,16 @@ class Layer(ctypes.Structure):
                 ("neurons", ctypes.c_int32), ("gate_up", Csr), ("down", Csr)]
 
 
+class Bounds(ctypes.Structure):
+    _fields_ = [("blocks", ctypes.c_int32), ("first", I32P), ("ptr", I32P), ("col", I32P), ("hi", F32P), ("lo", F32P)]
+
+
 class Model(ctypes.Structure):
     _fields_ = [("N", ctypes.c_int32), ("L", ctypes.c_int32), ("dk", ctypes.c_int32), ("dv", ctypes.c_int32),
-                ("eps", ctypes.c_float), ("layers", ctypes.POINTER(Layer)), ("head", Csr)]
+                ("eps", ctypes.c_float), ("layers", ctypes.POINTER(Layer)), ("head", Csr), ("bounds", Bounds)]
+
+
+HEAD_BLOCK = 256        # head rows a bound covers: neighbouring GPU tokens differ in a few payload bits
 
 
 def compiler() -> str | None:
@@ -103,7 +110,8 @@ class NativeStep:
         self.owned: list = []                       # the arrays the C structs point into
         layers = (Layer * fast.L)(*[self._layer(lay) for lay in fast.layers])
         self.owned.append(layers)
-        self.model = Model(fast.N, fast.L, fast.dk, fast.dv, fast.eps, layers, self._csr(fast.head))
+        self.model = Model(fast.N, fast.L, fast.dk, fast.dv, fast.eps, layers, self._csr(fast.head),
+                           self._bounds(fast.head.csr))
         self.scratches = [np.zeros(self.lib.qg_scratch_floats(ctypes.byref(self.model)), np.float32)]
         self.pool, self.pool_size = None, 0
 
@@ -121,6 +129,30 @@ class NativeStep:
                    self._array(s.cols, np.int32, I32P),
                    self._array(None if s.gain is None else s.gain.flatten(), np.float32, F32P),
                    self._array(s.rows, np.int32, I32P))
+
+    def _bounds(self, csr: torch.Tensor) -> Bounds:
+        """The head's rows in blocks of HEAD_BLOCK, each with its columns and their largest and
+        smallest weights (0 counts for a row that lacks the column): native.c's Bounds."""
+        indptr, cols, values = (t.numpy() for t in (csr.crow_indices(), csr.col_indices(), csr.values()))
+        rows = csr.shape[0]
+        first = list(range(0, rows, HEAD_BLOCK)) + [rows]
+        ptr, col, hi, lo = [0], [], [], []
+        for start, end in zip(first, first[1:]):
+            span = slice(indptr[start], indptr[end])
+            c, v = cols[span], values[span]
+            used, inverse, count = np.unique(c, return_inverse=True, return_counts=True)
+            top, bottom = np.full(len(used), -np.inf), np.full(len(used), np.inf)
+            np.maximum.at(top, inverse, v)
+            np.minimum.at(bottom, inverse, v)
+            lacking = count < end - start
+            top[lacking], bottom[lacking] = np.maximum(top[lacking], 0), np.minimum(bottom[lacking], 0)
+            col += used.tolist()
+            hi += top.tolist()
+            lo += bottom.tolist()
+            ptr.append(len(col))
+        return Bounds(len(first) - 1, self._array(first, np.int32, I32P), self._array(ptr, np.int32, I32P),
+                      self._array(col, np.int32, I32P), self._array(hi, np.float32, F32P),
+                      self._array(lo, np.float32, F32P))
 
     def _layer(self, lay) -> Layer:
         g, m = lay.gdn, lay.mlp
