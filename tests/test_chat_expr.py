@@ -293,7 +293,7 @@ def test_a_list_too_long_names_the_memory_limit(interp):
         evaluate_on(interp, f"sum([{', '.join(['1'] * 1023)}])")
 
 
-@pytest.mark.parametrize("count, limit", [(20, "ROM blocks; the ROM holds 128"), (40, "registers; a lane has 15")])
+@pytest.mark.parametrize("count, limit", [(25, "ROM blocks; the ROM holds 128"), (40, "registers; a lane has 15")])
 def test_an_expression_too_large_for_the_machine_says_so(interp, count, limit):
     text = " + ".join(f"{i} / {i + 1}" for i in range(1, count))
     with pytest.raises(MachineLimitError, match=f"the expression is too large for one launch .*{limit}.*split it"):

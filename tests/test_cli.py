@@ -95,7 +95,7 @@ def test_run_prints_final_arrays(tmp_path):
     assert result.exit_code == 0, result.output
     assert "out = [32]" in result.output and "a = [1, 2, 3]" in result.output
     assert ".entry dot" in result.output and "B0:" in result.output
-    assert "engine interp, 16 blocks, 23 instructions, wall" in result.output
+    assert "engine interp, 10 blocks, 23 instructions, wall" in result.output
 
 
 def test_run_launch_error_exit_code(tmp_path):
@@ -116,7 +116,7 @@ def test_demo_runs_in_the_model():
     assert result.exit_code == 0, result.output
     assert "= 32" in result.output and "engine model" in result.output
     stream = result.output.split("dot(")[0]                          # after any build progress
-    assert "EXEC w0 B0.0  VAL l0 p0" in stream and stream.rstrip().endswith("HALT")   # as the model wrote it
+    assert "EXEC w0 B0.0  VALU p0 0x03" in stream and stream.rstrip().endswith("HALT")   # n = 3 loaded first, as the model wrote it
 
 
 def test_demo_on_the_interpreter():
@@ -392,10 +392,10 @@ def test_model_run_reports_blocks_like_the_interpreter_and_the_time_split(tmp_pa
     result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "--engine", "model", "--stock")
     assert result.exit_code == 0, result.output
     last = result.output.splitlines()[-1]
-    assert f"{dot_tokens()} tokens (forward passes)" in last and "16 blocks, 23 instructions" in last, last
+    assert f"{dot_tokens()} tokens (forward passes)" in last and "10 blocks, 23 instructions" in last, last
     assert re.search(r"wall [\d.]+ s = load [\d.]+ \+ prefill [\d.]+ \+ decode [\d.]+ \+ other [\d.]+", last), last
     interp = invoke("run", tmp_path / "dot.cu", *DOT_ARGS)
-    assert "16 blocks, 23 instructions" in interp.output.splitlines()[-1]
+    assert "10 blocks, 23 instructions" in interp.output.splitlines()[-1]
 
 
 def test_run_json(tmp_path):
@@ -445,7 +445,7 @@ def test_suite_table_shows_blocks(tmp_path):
     result = invoke("suite", "--dir", make_suite(tmp_path), "-k", "good")
     assert "blocks" in result.output and "passes" not in result.output
     summary = json.loads(invoke("suite", "--dir", tmp_path, "-k", "good", "--json").stdout)
-    assert summary["kernels"][0]["blocks"] == summary["kernels"][0]["passes"] == 16
+    assert summary["kernels"][0]["blocks"] == summary["kernels"][0]["passes"] == 10
 
 
 @pytest.mark.parametrize("args, message", [
@@ -516,7 +516,7 @@ def test_device_phases_in_order(stub_model_engine):
     out = np.zeros(1, np.int32)
     result = fn(grid=1, block=4, args=[np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32), out, 3])
     assert phases == ["load", "prefill", "decode"] and out[0] == 32
-    assert result.blocks == 16 and result.tokens == dot_tokens() and result.load_seconds >= 0
+    assert result.blocks == 10 and result.tokens == dot_tokens() and result.load_seconds >= 0
     assert result.prefill_seconds + result.decode_seconds == pytest.approx(result.seconds)
     fn(grid=1, block=4, args=[np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32), out, 3])
     assert phases[3:] == ["prefill", "decode"]                          # loaded once

@@ -143,8 +143,8 @@ def build_next_token(m) -> int:
     fl = {n: v[0] for n, v in flag.items()}
 
     def payload(case, j, sources):
-        """SE and SD of a token carrying part j of a word on `case`: the word is the first of
-        `sources` (word, gate dims) whose gate dims are all on."""
+        """SE and SD of a token carrying part j of a word on `case`: the word of `sources`
+        (word, gate dims) whose gate dims are all on (at most one is)."""
         for jj in range(j, len(PARTS)):
             emit("SE", jj, {case: 1}, 0)
         for word, gate in sources:
