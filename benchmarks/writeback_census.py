@@ -1,13 +1,15 @@
 """Where the suite's generated tokens go, and what other writeback designs would need, counted on
 the interpreter's traces (the streams replay holds the model to; no model needed).
 
-    .venv/bin/python benchmarks/writeback_census.py [--json]
+    .venv/bin/python benchmarks/writeback_census.py [--json] [--block-slots N]
 
 Prints the reference streams' tokens by kind, then for each payload width w the writeback tokens
 (VAL/VALU) if a word went in w-bit parts as today's protocol sends them (one VALU per part when
 every active lane's value is equal, else each lane's parts up to its highest nonzero one) and the
-ids VAL, VALU and PART would need; then the same with a machine block per pass that writes back
-only the registers live after the block (an estimate for machine v2, docs/machine.md, "Next").
+ids VAL, VALU and PART would need; the same sent part by part (one VALU for a part every lane
+shares, else each lane's); and with a machine block per pass that writes back only the registers
+live after the block (an estimate for machine v2, docs/machine.md, "Next"). `--block-slots N`
+lowers the suite as if isa.BLOCK_SLOTS were N (the circuit is not built, so any N counts).
 """
 from __future__ import annotations
 
@@ -32,6 +34,13 @@ def parts(value: int, width: int) -> int:
 
 def writeback(values: list[int], width: int) -> int:
     return parts(values[0], width) if len(set(values)) == 1 else sum(parts(v, width) for v in values)
+
+
+def partwise(values: list[int], width: int) -> int:
+    """Part k as one VALU when every lane's part k is equal, else a VAL per lane."""
+    mask = (1 << width) - 1
+    return sum(1 if len({v >> width * k & mask for v in values}) == 1 else len(values)
+               for k in range(max(parts(v, width) for v in values)))
 
 
 def ids(width: int) -> int:
@@ -72,7 +81,7 @@ def kernel_census(case) -> dict:
     kinds["EXEC (terminators)"] = sum(protocol.is_terminator(L.program, t) for t in stream.tokens if t.kind == "EXEC")
     steps, _ = protocol._traced_run(L.program, L.grid, L.block, L.params, L.memory.copy())
     outs = live_out(L.program)
-    every, live = collections.Counter(), collections.Counter()
+    every, by_part, live = collections.Counter(), collections.Counter(), collections.Counter()
     for step in steps:
         b, writes = L.program.blocks[step.pc], iter(step.reg_writes)
         nlanes = bin(step.mask).count("1")
@@ -85,32 +94,36 @@ def kernel_census(case) -> dict:
             last = all(later.dst.n != ins.dst.n for later in b.instrs[i + 1:])
             for w in WIDTHS:
                 every[w] += writeback(values, w)
+                by_part[w] += partwise(values, w)
                 live[w] += writeback(values, w) if last and ins.dst.n in outs[step.pc] else 0
     return {"kernel": case.name, "tokens": len(stream.tokens), "kinds": dict(kinds),
-            "writeback": dict(every), "live_writeback": dict(live)}
+            "writeback": dict(every), "partwise_writeback": dict(by_part), "live_writeback": dict(live)}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--block-slots", type=int, default=isa.BLOCK_SLOTS)
     a = ap.parse_args()
+    isa.BLOCK_SLOTS = a.block_slots
     rows = [kernel_census(c) for c in discover()]
-    kinds, every, live = collections.Counter(), collections.Counter(), collections.Counter()
+    kinds, every, by_part, live = (collections.Counter() for _ in range(4))
     for r in rows:
         kinds.update(r["kinds"])
         every.update(r["writeback"])
+        by_part.update(r["partwise_writeback"])
         live.update(r["live_writeback"])
     total = sum(r["tokens"] for r in rows)
     if a.json:
-        json.dump({"kernels": rows, "tokens": total, "kinds": kinds, "writeback": every, "live_writeback": live},
-                  sys.stdout, indent=1)
+        json.dump({"kernels": rows, "tokens": total, "kinds": kinds, "writeback": every,
+                   "partwise_writeback": by_part, "live_writeback": live}, sys.stdout, indent=1)
         return 0
     print(f"suite: {total:,} generated tokens")
     for kind, n in kinds.most_common():
         print(f"  {kind:20} {n:9,} {n / total:6.1%}")
-    print(f"\n{'part bits':>9} {'ids':>8} {'writeback':>10} {'live-out only':>14}")
+    print(f"\n{'part bits':>9} {'ids':>8} {'writeback':>10} {'part by part':>13} {'live-out only':>14}")
     for w in WIDTHS:
-        print(f"{w:9} {ids(w):8,} {every[w]:10,} {live[w]:14,}")
+        print(f"{w:9} {ids(w):8,} {every[w]:10,} {by_part[w]:13,} {live[w]:14,}")
     return 0
 
 

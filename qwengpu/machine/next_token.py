@@ -19,8 +19,8 @@ from qwengpu.machine.tokens import FEATURES, KINDS, SLOTS
 from qwengpu.machine.words import CONFIG, COPY0, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS
 
 
-def build_next_token(m) -> int:
-    """Adds the emission layers on top of machine `m`; m.top is the output layer's index."""
+def build_next_token(m) -> None:
+    """Adds the emission layers, the circuit's last four, on top of machine `m`."""
     c, f, k = m.c, m.f, m.k
     E1 = L_NEXT
     E2, E3, E4 = E1 + 1, E1 + 2, E1 + 3
@@ -235,5 +235,3 @@ def build_next_token(m) -> int:
     for d in every:
         G.relu(c, E4, {d: 1}, 0, {d: -1})
     G.const_one(c, E4, {d: -lay.anchor_value for d in lay.anchor.dims})
-    m.top = E4
-    return E4
