@@ -7,6 +7,7 @@
  * once. Where the circuit's values are exact (integers, powers of two) the order changes
  * nothing; elsewhere (noisy GDN reads) the last bit may differ from torch, which the circuit
  * absorbs (model.py's docstring; the tests compare token streams with the stock path). */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -20,6 +21,12 @@ typedef struct {
     const int32_t *out_dims;          /* residual dim of each row (NULL: the output in order) */
 } Csr;
 
+/* A matrix by columns: column j's rows and values (rows ascending). */
+typedef struct {
+    const int32_t *ptr, *rows;
+    const float *values;
+} Csc;
+
 typedef struct {
     int32_t heads;                    /* used GDN heads (0: no GDN) */
     Csr proj;                         /* per head q, k, v, z rows (2 dk + 2 dv), then b per head */
@@ -27,6 +34,7 @@ typedef struct {
     const float *norm_w;              /* [dv] */
     int32_t neurons;                  /* live MLP neurons (0: no MLP) */
     Csr gate_up, down;
+    Csc down_by_neuron;               /* down's compact columns as columns: an active neuron's outputs */
 } Layer;
 
 /* The head's rows in blocks, each with the columns its rows read and, per column, the largest and
@@ -48,7 +56,14 @@ typedef struct {
     Bounds bounds;                    /* the head's row blocks */
 } Model;
 
-static float silu(float x) { return x / (1.0f + expf(-x)); }
+/* Bit for bit x / (1 + expf(-x)) (checked on every float32): above 17, exp(-x) < 2^-24 and the
+ * sum rounds to 1; below -89 (finite), exp(-x) overflows and x / inf is -0. Off neurons sit far
+ * below -89, so most calls skip expf and its overflow path. */
+static float silu(float x) {
+    if (x > 17.0f) return x;
+    if (x < -89.0f && x >= -FLT_MAX) return -0.0f;
+    return x / (1.0f + expf(-x));
+}
 static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 static float rsqrt(float x) { return 1.0f / sqrtf(x); }
 
@@ -86,17 +101,16 @@ static void add_to(const Csr *w, float *x, const float *h, float *u, float *y) {
     for (int32_t i = 0; i < w->rows; i++) x[w->out_dims[i]] += y[i];
 }
 
-static int32_t count_nonzero(const float *v, int32_t n) {
-    int32_t c = 0;
-    for (int32_t i = 0; i < n; i++) c += v[i] != 0.0f;
-    return c;
-}
-
-static int32_t argmax_abs(const float *v, int32_t n) {
-    int32_t at = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (fabsf(v[i]) > fabsf(v[at])) at = i;
-    return at;
+/* Whether v has at most one nonzero; *at: its index (0 if none). */
+static int32_t one_hot(const float *v, int32_t n, int32_t *at) {
+    *at = 0;
+    int32_t seen = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (v[i] != 0.0f) {
+            if (seen++) return 0;
+            *at = i;
+        }
+    return 1;
 }
 
 static void l2norm(float *v, int32_t n) {
@@ -111,9 +125,9 @@ static void l2norm(float *v, int32_t n) {
 void qg_delta_rule(float *S, float *q, float *k, const float *v, float beta, int32_t dk, int32_t dv,
                    float *o, float *tmp) {
     float scale = sqrtf((float)dk);
-    if (count_nonzero(q, dk) <= 1 && count_nonzero(k, dk) <= 1) {
+    int32_t ka, qa;
+    if (one_hot(q, dk, &qa) && one_hot(k, dk, &ka)) {
         /* one nonzero: l2norm on it alone, and only its row of S takes part */
-        int32_t ka = argmax_abs(k, dk), qa = argmax_abs(q, dk);
         float kv = k[ka], qv = q[qa];
         kv = kv * rsqrt(kv * kv + 1e-6f);
         qv = qv * rsqrt(qv * qv + 1e-6f) / scale;
@@ -141,11 +155,15 @@ static void gdn(const Model *m, const Layer *lay, float *S, float *x, float *scr
     int32_t hu = lay->heads, dk = m->dk, dv = m->dv, width = 2 * dk + 2 * dv;
     float *y = scratch, *og = y + lay->proj.rows, *tmp = og + hu * dv, *u = tmp + dv;
     product(&lay->proj, x, rms(x, m->N, m->eps), u, y);
-    int32_t any = 0;
-    for (int32_t i = 0; i < hu * width; i++) {
-        y[i] = silu(y[i]);
-        any |= (i % width < 2 * dk) && y[i] != 0.0f;
-    }
+    int32_t any = 0;                  /* silu(+-0) is +-0: only nonzero rows need it */
+    for (int32_t h = 0; h < hu; h++)
+        for (int32_t i = 0; i < width; i++) {
+            float *yi = y + h * width + i;
+            if (*yi != 0.0f) {
+                *yi = silu(*yi);
+                any |= i < 2 * dk;
+            }
+        }
     if (!any) return;                 /* no key, no query: S unchanged, the output is 0 */
     for (int32_t h = 0; h < hu; h++) {
         float *q = y + h * width, *k = q + dk, *v = k + dk, *z = v + dv, *o = og + h * dv;
@@ -156,12 +174,27 @@ static void gdn(const Model *m, const Layer *lay, float *S, float *x, float *scr
     add_to(&lay->out, x, og, u, tmp + dv);
 }
 
+/* SwiGLU on the active neurons only. An off neuron's gate is <= -M (layer.py), so silu gives +-0
+ * and its product +-0: its up row and its terms of the down product are skipped, which changes no
+ * sum but the sign of a zero. The down product adds each output's terms in the CSR's order (its
+ * columns ascending), as row_dot would, one active neuron's column at a time. */
 static void mlp(const Model *m, const Layer *lay, float *x, float *scratch) {
+    const Csr *gu = &lay->gate_up, *down = &lay->down;
+    const Csc *by = &lay->down_by_neuron;
     int32_t n = lay->neurons;
-    float *gu = scratch, *u = gu + 2 * n;
-    product(&lay->gate_up, x, rms(x, m->N, m->eps), u, gu);
-    for (int32_t i = 0; i < n; i++) gu[i] = silu(gu[i]) * gu[n + i];
-    add_to(&lay->down, x, gu, u, gu + n);
+    float *h = scratch, *y = h + n, *u = y + down->rows;
+    const float *in = gather(gu, x, rms(x, m->N, m->eps), u);
+    for (int32_t i = 0; i < n; i++) {
+        float a = silu(row_dot(gu, i, in));
+        h[i] = a == 0.0f ? 0.0f : a * row_dot(gu, n + i, in);
+    }
+    memset(y, 0, sizeof(float) * (size_t)down->rows);
+    for (int32_t j = 0; j < down->cols; j++) {
+        float hj = h[down->in_dims ? down->in_dims[j] : j];
+        if (hj == 0.0f) continue;
+        for (int32_t k = by->ptr[j]; k < by->ptr[j + 1]; k++) y[by->rows[k]] += by->values[k] * hj;
+    }
+    for (int32_t r = 0; r < down->rows; r++) x[down->out_dims[r]] += y[r];
 }
 
 /* Floats of scratch one call of qg_hidden needs. */
@@ -171,7 +204,7 @@ int64_t qg_scratch_floats(const Model *m) {
         const Layer *lay = &m->layers[l];
         int64_t g = lay->heads ? (int64_t)lay->proj.rows + (int64_t)lay->heads * m->dv + m->dv
                                  + lay->proj.cols + lay->out.cols + lay->out.rows : 0;
-        int64_t f = lay->neurons ? 2 * (int64_t)lay->neurons + lay->gate_up.cols + lay->down.cols + lay->down.rows : 0;
+        int64_t f = lay->neurons ? (int64_t)lay->neurons + lay->down.rows + lay->gate_up.cols : 0;
         if (g > most) most = g;
         if (f > most) most = f;
     }

@@ -41,9 +41,13 @@ class Csr(ctypes.Structure):
                 ("values", F32P), ("in_dims", I32P), ("gain", F32P), ("out_dims", I32P)]
 
 
+class Csc(ctypes.Structure):
+    _fields_ = [("ptr", I32P), ("rows", I32P), ("values", F32P)]
+
+
 class Layer(ctypes.Structure):
     _fields_ = [("heads", ctypes.c_int32), ("proj", Csr), ("out", Csr), ("norm_w", F32P),
-                ("neurons", ctypes.c_int32), ("gate_up", Csr), ("down", Csr)]
+                ("neurons", ctypes.c_int32), ("gate_up", Csr), ("down", Csr), ("down_by_neuron", Csc)]
 
 
 class Bounds(ctypes.Structure):
@@ -130,6 +134,18 @@ class NativeStep:
                    self._array(None if s.gain is None else s.gain.flatten(), np.float32, F32P),
                    self._array(s.rows, np.int32, I32P))
 
+    def _by_column(self, csr: torch.Tensor) -> Csc:
+        """The matrix by columns, rows ascending in each. native.c's MLP adds an output's terms
+        column by column, which is the CSR's own order only if each row's columns ascend."""
+        indptr, cols, values = (t.numpy() for t in (csr.crow_indices(), csr.col_indices(), csr.values()))
+        rows = np.repeat(np.arange(csr.shape[0]), np.diff(indptr))
+        if np.any((np.diff(cols) <= 0) & (rows[1:] == rows[:-1])):
+            raise NativeError("a CSR row's columns are not ascending: the MLP's sums would change order")
+        order = np.lexsort((rows, cols))
+        ptr = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=csr.shape[1]))])
+        return Csc(self._array(ptr, np.int32, I32P), self._array(rows[order], np.int32, I32P),
+                   self._array(values[order], np.float32, F32P))
+
     def _bounds(self, csr: torch.Tensor) -> Bounds:
         """The head's rows in blocks of HEAD_BLOCK, each with its columns and their largest and
         smallest weights (0 counts for a row that lacks the column): native.c's Bounds."""
@@ -160,7 +176,7 @@ class NativeStep:
         return Layer(len(g.heads) if g else 0, self._csr(g.proj) if g else empty, self._csr(g.out) if g else empty,
                      self._array(g.norm_w if g else None, np.float32, F32P),
                      m.gate_up.csr.shape[0] // 2 if m else 0, self._csr(m.gate_up) if m else empty,
-                     self._csr(m.down) if m else empty)
+                     self._csr(m.down) if m else empty, self._by_column(m.down.csr) if m else Csc())
 
     def hidden(self, states: list[torch.Tensor], x: torch.Tensor, workers: int = 1) -> None:
         """x [B, N] (float32, contiguous) through the circuit layers in place; states[l] [B, heads, dk, dv].
