@@ -315,3 +315,24 @@ def test_64bit_division_matches_reference(kernel, expand):
     want = [REFERENCE64[kernel](x, y) for x, y in zip(a.tolist(), b.tolist())]
     bad = [j for j in range(len(a)) if got[j] != want[j]]
     assert not bad, [(hex(a[j]), hex(b[j]), hex(got[j]), hex(want[j])) for j in bad[:5]]
+
+
+@pytest.mark.parametrize("kernel", ["divu", "remu", "div", "rem"])
+def test_32bit_division_many_operands(kernel):
+    """The micro-coded 32-bit loop over a few thousand pairs (256 per launch):
+    every trip count from 1 to 32, divisors with the top bit set, n < d, n == d,
+    powers of two and their neighbours."""
+    prog = lower(cuda_module(), kernel, expand=MODEL_EXPANSIONS)
+    rng = np.random.default_rng(99)
+    pows = [1 << k for k in range(32)]
+    special = [(p + e) & M for p in pows for e in (-1, 0, 1)]
+    a = [x for x in special for _ in range(8)] + operands(seed=3)[0].tolist() * 8
+    b = rng.choice(special, len(special) * 8).tolist() + operands(seed=5)[1].tolist() * 8
+    a += b[:512]                                            # n == d
+    b += b[:512]
+    a, b = np.array(a, np.uint32), np.array(b, np.uint32)
+    got = np.concatenate([run(prog, a[lo:lo + 256], b[lo:lo + 256], extra=[np.int32(len(a[lo:lo + 256]))])
+                          for lo in range(0, len(a), 256)])
+    want = np.array([REFERENCE[kernel](int(x), int(y)) for x, y in zip(a, b)], np.uint32)
+    bad = np.flatnonzero(got != want)
+    assert not bad.size, [(hex(a[j]), hex(b[j]), hex(got[j]), hex(want[j])) for j in bad[:5]]
