@@ -225,3 +225,114 @@ def test_suite_kernel_with_expansion(case, monkeypatch):
     assert report.passed, report.reason
     module = device.compile(case.source.read_text(), filename=case.source.name)
     assert not ops_in(module.get_function(report.kernel).program) & EXPANDED
+
+
+# ---------------------------------------------------------------------------
+# 64-bit division: lowered into loops on both engines (the word-by-word path
+# for divisors 1..2^31, the 64-bit loop for the rest); operands chosen to hit
+# each path and its edges, against Python's ints
+# ---------------------------------------------------------------------------
+M64 = 2**64 - 1
+CUDA64 = r"""
+#define K(name, T, expr) extern "C" __global__ void name(const T *a, const T *b, T *out, int n) { \
+    int i = blockIdx.x * blockDim.x + threadIdx.x;                                           \
+    if (i < n) { T x = a[i], y = b[i]; out[i] = expr; } }
+K(divu64, unsigned long long, x / y)
+K(remu64, unsigned long long, x % y)
+K(div64, long long, x / y)
+K(rem64, long long, x % y)
+"""
+
+
+def signed64(x):
+    return x - (1 << 64) if x >> 63 else x
+
+
+def trunc_div64(a, b):
+    return trunc_div(signed64(a), signed64(b)) & M64
+
+
+def by_zero64(a, signed_op):
+    """x/0 as the compiled kernel gives it: clang divides by 32 bits when both
+    operands fit in 32 bits (its slow-division bypass), where x/0 is the 32-bit
+    all-ones; otherwise the machine's 64-bit x/0, computed on magnitudes: all
+    ones, negated for a negative dividend of a signed division."""
+    if a <= M:
+        return M
+    return 1 if signed_op and a >> 63 else M64
+
+
+REFERENCE64 = {     # x%0 = x, INT64_MIN / -1 wraps
+    "divu64": lambda a, b: a // b if b else by_zero64(a, False),
+    "remu64": lambda a, b: a % b if b else a,
+    "div64": lambda a, b: trunc_div64(a, b) if b else by_zero64(a, True),
+    "rem64": lambda a, b: (signed64(a) - signed64(trunc_div64(a, b)) * signed64(b)) & M64 if b else a,
+}
+EDGES64 = [0, 1, 2, 3, 7, 10, 0xFFFF, 0x10000, 0x1234_5678, INT_MAX, INT_MIN, INT_MIN + 1, M - 1, M,
+           M + 1, M + 2, 0x1_0000_0001, 0x1234_5678_9ABC_DEF0, 2**63 - 1, 2**63, 2**63 + 1, M64 - 1, M64,
+           (-3) & M64, (-(2**31)) & M64, (-(2**31) - 1) & M64]
+
+
+def operands64(seed: int, n_random: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of edge values, then random words of random bit lengths: divisors
+    around 2^31 and 2^32 (the fast path's bounds) and small ones, and dividends
+    with high words below and above the divisor."""
+    rng = np.random.default_rng(seed)
+    pairs = [(x, y) for x in EDGES64 for y in EDGES64]
+    words = rng.integers(0, 2**64, (2, n_random), dtype=np.uint64)
+    lengths = rng.integers(1, 65, (2, n_random), dtype=np.uint64)
+    rand = (words & ((np.uint64(1) << lengths) - np.uint64(1)) | (lengths == 64) * words).tolist()
+    near = [(2**31 + k) & M64 for k in range(-3, 4)] + [(2**32 + k) for k in range(-3, 4)]
+    rand[1][:len(near) * 20] = [near[k % len(near)] for k in range(len(near) * 20)]
+    sign = rng.integers(0, 2, n_random)         # negative divisors of every size for the signed ops
+    rand[1] = [(-y) & M64 if s and k % 3 == 0 else y for k, (y, s) in enumerate(zip(rand[1], sign))]
+    a = np.array([x for x, _ in pairs] + rand[0], dtype=np.uint64)
+    b = np.array([y for _, y in pairs] + rand[1], dtype=np.uint64)
+    return a, b
+
+
+@functools.lru_cache(maxsize=None)
+def cuda64_module():
+    return parse_ptx(compile_cuda(CUDA64, filename="div64.cu"))
+
+
+@pytest.mark.parametrize("expand", [frozenset(), MODEL_EXPANSIONS], ids=["plain", "expanded"])
+@pytest.mark.parametrize("kernel", list(REFERENCE64))
+def test_64bit_division_matches_reference(kernel, expand):
+    prog = lower(cuda64_module(), kernel, expand=expand)
+    assert not (ops_in(prog) & EXPANDED if expand else ops_in(prog) & {"MULHI", "MULHIU"})
+    a, b = operands64(seed=len(kernel))
+    out = np.zeros(len(a), np.uint64)
+    for lo in range(0, len(a), 128):        # 3 x 128 64-bit words fill the 1,024 words of global memory
+        x, y = a[lo:lo + 128], b[lo:lo + 128]
+        o = np.zeros(len(x), np.uint64)
+        launch = Launch.build(prog, (8, 1, 1), (16, 1, 1), [x.view(np.uint32).copy(), y.view(np.uint32).copy(),
+                                                              o.view(np.uint32), np.int32(len(x))])
+        interp.run(prog, launch.grid, launch.block, launch.params, launch.memory)
+        launch.copy_back()
+        out[lo:lo + 128] = o
+    got = out.tolist()
+    want = [REFERENCE64[kernel](x, y) for x, y in zip(a.tolist(), b.tolist())]
+    bad = [j for j in range(len(a)) if got[j] != want[j]]
+    assert not bad, [(hex(a[j]), hex(b[j]), hex(got[j]), hex(want[j])) for j in bad[:5]]
+
+
+@pytest.mark.parametrize("kernel", ["divu", "remu", "div", "rem"])
+def test_32bit_division_many_operands(kernel):
+    """The micro-coded 32-bit loop over a few thousand pairs (256 per launch):
+    every trip count from 1 to 32, divisors with the top bit set, n < d, n == d,
+    powers of two and their neighbours."""
+    prog = lower(cuda_module(), kernel, expand=MODEL_EXPANSIONS)
+    rng = np.random.default_rng(99)
+    pows = [1 << k for k in range(32)]
+    special = [(p + e) & M for p in pows for e in (-1, 0, 1)]
+    a = [x for x in special for _ in range(8)] + operands(seed=3)[0].tolist() * 8
+    b = rng.choice(special, len(special) * 8).tolist() + operands(seed=5)[1].tolist() * 8
+    a += b[:512]                                            # n == d
+    b += b[:512]
+    a, b = np.array(a, np.uint32), np.array(b, np.uint32)
+    got = np.concatenate([run(prog, a[lo:lo + 256], b[lo:lo + 256], extra=[np.int32(len(a[lo:lo + 256]))])
+                          for lo in range(0, len(a), 256)])
+    want = np.array([REFERENCE[kernel](int(x), int(y)) for x, y in zip(a, b)], np.uint32)
+    bad = np.flatnonzero(got != want)
+    assert not bad.size, [(hex(a[j]), hex(b[j]), hex(got[j]), hex(want[j])) for j in bad[:5]]

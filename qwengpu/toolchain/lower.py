@@ -687,6 +687,64 @@ class _Translator:
         return self.negate_if(q, self.emit(Op.XOR, sn, sd)), self.negate_if(r, sn)
 
     def udivmod64(self, n, d):
+        """Unsigned 64-bit n / d and n % d. Divisors from 1 to 2^31 (the common
+        case: a 64-bit type holding a small value) go by 32-bit pieces, which
+        cost a few instructions per quotient bit instead of the 64-bit loop's
+        dozen-odd; the rest (d = 0, d > 2^31) take the 64-bit loop."""
+        e = self.emit
+        q, r = [self.new_vreg(), self.new_vreg()], [self.new_vreg(), self.new_vreg()]
+        narrow = e(Op.AND, e(Op.SETEQ, d[1], Imm(0)), e(Op.SETLTU, e(Op.SUB, d[0], Imm(1)), Imm(1 << 31)))
+        if isinstance(narrow, Imm):     # a constant divisor: one path, chosen now
+            parts = self.udivmod64_by_word(n, d[0]) if narrow.value else self.udivmod64_loop(n, d)
+            for dst, v in zip(q + r, parts[0] + parts[1]):
+                e(Op.MOV, v, dst=dst)
+            return q, r
+        fast, slow, after = self.new_block(), self.new_block(), self.new_block()
+        self.terminate(VTerm(Term.BRC, fast, narrow, slow))
+        for block, path in ((fast, lambda: self.udivmod64_by_word(n, d[0])), (slow, lambda: self.udivmod64_loop(n, d))):
+            self.cur = block
+            qv, rv = path()
+            for dst, v in zip(q + r, qv + rv):
+                e(Op.MOV, v, dst=dst)
+            self.terminate(VTerm(Term.JMP, after))
+        self.cur = after
+        return q, r
+
+    def udivmod64_by_word(self, n, d):
+        """n / d for 1 <= d <= 2^31, schoolbook on words: the high word by a
+        32-bit division (DIVU/REMU, micro-coded where the engine lacks them),
+        then the low word with that remainder h < d in front: h:lo / d. When
+        h = 0 that is a 32-bit division too; else 32 steps of shift-subtract
+        with the remainder R and the dividend/quotient word Q shifting left
+        together (R:Q <<= 1, then R -= d and Q's new low bit = 1 when R >= d).
+        R < d <= 2^31 keeps 2R + 1 within 32 bits, so d stays put: no aligned
+        divisor is shifted, and the step count is a constant every lane shares."""
+        e = self.emit
+        qh, h = e(Op.DIVU, n[1], d), e(Op.REMU, n[1], d)
+        if isinstance(h, Imm):          # a branch tests a register (a constant one folds away later)
+            h = e(Op.MOV, h, dst=self.new_vreg())
+        ql, rl = self.new_vreg(), self.new_vreg()
+        word, steps, after = self.new_block(), self.new_block(), self.new_block()
+        self.terminate(VTerm(Term.BRC, steps, h, word))
+        self.cur = word
+        e(Op.MOV, e(Op.DIVU, n[0], d), dst=ql)
+        e(Op.MOV, e(Op.REMU, n[0], d), dst=rl)
+        self.terminate(VTerm(Term.JMP, after))
+        self.cur = steps
+        e(Op.MOV, h, dst=rl)
+        e(Op.MOV, n[0], dst=ql)
+        count = e(Op.MOV, Imm(32), dst=self.new_vreg())
+        loop = self.new_block()
+        self.switch_to(loop)
+        e(Op.DIVQ, ql, Imm(1 << 31), rl, dst=rl)    # R = 2R + Q's top bit
+        e(Op.DIVQ, rl, d, ql, dst=ql)               # Q = 2Q + [R >= d]
+        e(Op.DIVR, rl, d, dst=rl)                   # R -= d when R >= d
+        e(Op.SUB, count, Imm(1), dst=count)
+        self.terminate(VTerm(Term.BRC, loop, count, after))
+        self.cur = after
+        return [ql, qh], [rl, Imm(0)]
+
+    def udivmod64_loop(self, n, d):
         """Restoring division with the divisor aligned under the dividend's top
         bit: clz(d) - clz(n) + 1 steps instead of 64, each `if r >= ds: r -= ds`
         with the quotient bit shifted into q, then ds >>= 1. q starts as a
