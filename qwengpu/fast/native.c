@@ -151,23 +151,38 @@ void qg_delta_rule(float *S, float *q, float *k, const float *v, float beta, int
         for (int32_t j = 0; j < dv; j++) o[j] += S[(int64_t)r * dv + j] * q[r];
 }
 
+/* y[i] = silu(row i of W . in) for rows [first, first + n); whether any is nonzero (silu(+-0) is +-0). */
+static int32_t silu_rows(const Csr *w, const float *in, int32_t first, int32_t n, float *y) {
+    int32_t any = 0;
+    for (int32_t i = first; i < first + n; i++) {
+        y[i] = row_dot(w, i, in);
+        if (y[i] != 0.0f) y[i] = silu(y[i]), any = 1;
+    }
+    return any;
+}
+
+/* A head's v and beta rows matter only when it has a key (with k = 0 the update adds +-0) and its
+ * z rows only when it has a query (with q = 0 its output is +-0 whatever z is), so they are
+ * computed then and left 0 otherwise. */
 static void gdn(const Model *m, const Layer *lay, float *S, float *x, float *scratch) {
     int32_t hu = lay->heads, dk = m->dk, dv = m->dv, width = 2 * dk + 2 * dv;
-    float *y = scratch, *og = y + lay->proj.rows, *tmp = og + hu * dv, *u = tmp + dv;
-    product(&lay->proj, x, rms(x, m->N, m->eps), u, y);
-    int32_t any = 0;                  /* silu(+-0) is +-0: only nonzero rows need it */
-    for (int32_t h = 0; h < hu; h++)
-        for (int32_t i = 0; i < width; i++) {
-            float *yi = y + h * width + i;
-            if (*yi != 0.0f) {
-                *yi = silu(*yi);
-                any |= i < 2 * dk;
-            }
-        }
+    const Csr *proj = &lay->proj;
+    float *y = scratch, *og = y + proj->rows, *tmp = og + hu * dv, *u = tmp + dv;
+    const float *in = gather(proj, x, rms(x, m->N, m->eps), u);
+    int32_t any = 0;
+    for (int32_t h = 0; h < hu; h++) any |= silu_rows(proj, in, h * width, 2 * dk, y);
     if (!any) return;                 /* no key, no query: S unchanged, the output is 0 */
+    memset(og, 0, sizeof(float) * (size_t)(hu * dv));
     for (int32_t h = 0; h < hu; h++) {
-        float *q = y + h * width, *k = q + dk, *v = k + dk, *z = v + dv, *o = og + h * dv;
-        qg_delta_rule(S + (int64_t)h * dk * dv, q, k, v, sigmoid(y[hu * width + h]), dk, dv, o, tmp);
+        float *q = y + h * width, *k = q + dk, *v = k + dk, *z = v + dv, *o = og + h * dv, *beta = y + hu * width + h;
+        int32_t has_k = 0, has_q = 0;
+        for (int32_t r = 0; r < dk; r++) has_k |= k[r] != 0.0f, has_q |= q[r] != 0.0f;
+        if (!has_k && !has_q) continue;
+        memset(v, 0, sizeof(float) * (size_t)(2 * dv));
+        *beta = 0.0f;
+        if (has_k) silu_rows(proj, in, h * width + 2 * dk, dv, y), *beta = row_dot(proj, hu * width + h, in);
+        if (has_q) silu_rows(proj, in, h * width + 2 * dk + dv, dv, y);
+        qg_delta_rule(S + (int64_t)h * dk * dv, q, k, v, sigmoid(*beta), dk, dv, o, tmp);
         float f = rms(o, dv, m->eps);
         for (int32_t j = 0; j < dv; j++) o[j] = (lay->norm_w[j] * (o[j] * f)) * silu(z[j]);
     }
