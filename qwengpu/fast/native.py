@@ -26,7 +26,7 @@ from qwengpu.errors import QwenGpuError
 SOURCE = Path(__file__).with_name("native.c")
 CACHE = Path(__file__).resolve().parents[2] / "build" / "native"
 # IEEE float32 as written: no reassociation, no fused multiply-add
-FLAGS = ("-O2", "-fno-fast-math", "-ffp-contract=off", "-fPIC", "-shared")
+FLAGS = ("-O3", "-fno-fast-math", "-ffp-contract=off", "-fPIC", "-shared")
 COMPILERS = ("cc", "gcc", "clang", "clang-19")
 
 F32P, I32P = ctypes.POINTER(ctypes.c_float), ctypes.POINTER(ctypes.c_int32)
