@@ -27,9 +27,18 @@ typedef struct {
     const float *values;
 } Csc;
 
+/* Rows [first, first + rows) of a CSR whose rows all read the same columns `col` (or none): the
+ * weights dense, column by column, w[c * rows + r], so a column's products run down the rows. */
+typedef struct {
+    int32_t first, rows, cols;
+    const int32_t *col;
+    const float *w;
+} Dense;
+
 typedef struct {
     int32_t heads;                    /* used GDN heads (0: no GDN) */
     Csr proj;                         /* per head q, k, v, z rows (2 dk + 2 dv), then b per head */
+    const Dense *keys;                /* per head its q rows, then its k rows, dense (rows 0: use proj) */
     Csr out;                          /* gated norm output -> residual */
     const float *norm_w;              /* [dv] */
     int32_t neurons;                  /* live MLP neurons (0: no MLP) */
@@ -161,6 +170,21 @@ static int32_t silu_rows(const Csr *w, const float *in, int32_t first, int32_t n
     return any;
 }
 
+/* The same on a Dense block: each row's sum adds its terms in the CSR's order (columns ascending),
+ * a row without entries sums only +-0, as row_dot's 0. */
+static int32_t silu_dense(const Dense *d, const float *in, float *y) {
+    float *out = y + d->first;
+    for (int32_t r = 0; r < d->rows; r++) out[r] = 0.0f;
+    for (int32_t c = 0; c < d->cols; c++) {
+        const float *wc = d->w + (int64_t)c * d->rows, xc = in[d->col[c]];
+        for (int32_t r = 0; r < d->rows; r++) out[r] += wc[r] * xc;
+    }
+    int32_t any = 0;
+    for (int32_t r = 0; r < d->rows; r++)
+        if (out[r] != 0.0f) out[r] = silu(out[r]), any = 1;
+    return any;
+}
+
 /* A head's v and beta rows matter only when it has a key (with k = 0 the update adds +-0) and its
  * z rows only when it has a query (with q = 0 its output is +-0 whatever z is), so they are
  * computed then and left 0 otherwise. */
@@ -170,7 +194,11 @@ static void gdn(const Model *m, const Layer *lay, float *S, float *x, float *scr
     float *y = scratch, *og = y + proj->rows, *tmp = og + hu * dv, *u = tmp + dv;
     const float *in = gather(proj, x, rms(x, m->N, m->eps), u);
     int32_t any = 0;
-    for (int32_t h = 0; h < hu; h++) any |= silu_rows(proj, in, h * width, 2 * dk, y);
+    for (int32_t h = 0; h < hu; h++)
+        for (int32_t part = 0; part < 2; part++) {
+            const Dense *d = &lay->keys[2 * h + part];
+            any |= d->rows ? silu_dense(d, in, y) : silu_rows(proj, in, h * width + part * dk, dk, y);
+        }
     if (!any) return;                 /* no key, no query: S unchanged, the output is 0 */
     memset(og, 0, sizeof(float) * (size_t)(hu * dv));
     for (int32_t h = 0; h < hu; h++) {

@@ -41,12 +41,17 @@ class Csr(ctypes.Structure):
                 ("values", F32P), ("in_dims", I32P), ("gain", F32P), ("out_dims", I32P)]
 
 
+class Dense(ctypes.Structure):
+    _fields_ = [("first", ctypes.c_int32), ("rows", ctypes.c_int32), ("cols", ctypes.c_int32), ("col", I32P),
+                ("w", F32P)]
+
+
 class Csc(ctypes.Structure):
     _fields_ = [("ptr", I32P), ("rows", I32P), ("values", F32P)]
 
 
 class Layer(ctypes.Structure):
-    _fields_ = [("heads", ctypes.c_int32), ("proj", Csr), ("out", Csr), ("norm_w", F32P),
+    _fields_ = [("heads", ctypes.c_int32), ("proj", Csr), ("keys", ctypes.POINTER(Dense)), ("out", Csr), ("norm_w", F32P),
                 ("neurons", ctypes.c_int32), ("gate_up", Csr), ("down", Csr), ("down_by_neuron", Csc)]
 
 
@@ -112,7 +117,7 @@ class NativeStep:
     def __init__(self, fast):
         self.lib = library()
         self.owned: list = []                       # the arrays the C structs point into
-        layers = (Layer * fast.L)(*[self._layer(lay) for lay in fast.layers])
+        layers = (Layer * fast.L)(*[self._layer(lay, fast.dk, fast.dv) for lay in fast.layers])
         self.owned.append(layers)
         self.model = Model(fast.N, fast.L, fast.dk, fast.dv, fast.eps, layers, self._csr(fast.head),
                            self._bounds(fast.head.csr))
@@ -133,6 +138,27 @@ class NativeStep:
                    self._array(s.cols, np.int32, I32P),
                    self._array(None if s.gain is None else s.gain.flatten(), np.float32, F32P),
                    self._array(s.rows, np.int32, I32P))
+
+    def _keys(self, csr: torch.Tensor, heads: int, dk: int, width: int):
+        """Per head, its q rows and then its k rows as native.c's Dense blocks when they all read the
+        same columns (a bank's address decoder does), else an empty block (the CSR rows are used)."""
+        indptr, cols, values = (t.numpy() for t in (csr.crow_indices(), csr.col_indices(), csr.values()))
+        blocks = []
+        for first in (h * width + part * dk for h in range(heads) for part in range(2)):
+            spans = [slice(indptr[r], indptr[r + 1]) for r in range(first, first + dk)]
+            shared = {tuple(cols[s]) for s in spans if s.stop > s.start}
+            if len(shared) != 1:
+                blocks.append(Dense())
+                continue
+            col = np.array(shared.pop(), np.int32)
+            w = np.zeros((len(col), dk), np.float32)
+            for r, s in enumerate(spans):
+                if s.stop > s.start:
+                    w[:, r] = values[s]
+            blocks.append(Dense(first, dk, len(col), self._array(col, np.int32, I32P), self._array(w, np.float32, F32P)))
+        array = (Dense * len(blocks))(*blocks)
+        self.owned.append(array)
+        return array
 
     def _by_column(self, csr: torch.Tensor) -> Csc:
         """The matrix by columns, rows ascending in each. native.c's MLP adds an output's terms
@@ -170,10 +196,12 @@ class NativeStep:
                       self._array(col, np.int32, I32P), self._array(hi, np.float32, F32P),
                       self._array(lo, np.float32, F32P))
 
-    def _layer(self, lay) -> Layer:
+    def _layer(self, lay, dk: int, dv: int) -> Layer:
         g, m = lay.gdn, lay.mlp
         empty = Csr()
-        return Layer(len(g.heads) if g else 0, self._csr(g.proj) if g else empty, self._csr(g.out) if g else empty,
+        return Layer(len(g.heads) if g else 0, self._csr(g.proj) if g else empty,
+                     self._keys(g.proj.csr, len(g.heads), dk, 2 * dk + 2 * dv) if g else None,
+                     self._csr(g.out) if g else empty,
                      self._array(g.norm_w if g else None, np.float32, F32P),
                      m.gate_up.csr.shape[0] // 2 if m else 0, self._csr(m.gate_up) if m else empty,
                      self._csr(m.down) if m else empty, self._by_column(m.down.csr) if m else Csc())
