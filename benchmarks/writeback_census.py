@@ -10,6 +10,12 @@ ids VAL, VALU and PART would need; the same sent part by part (one VALU for a pa
 shares, else each lane's); and with a machine block per pass that writes back only the registers
 live after the block (an estimate for machine v2, docs/machine.md, "Next"). `--block-slots N`
 lowers the suite as if isa.BLOCK_SLOTS were N (the circuit is not built, so any N counts).
+
+Last, tokens two other designs would save (estimates, docs/machine.md "Next"): the terminator run
+in the pass of the block's last instruction (its EXEC saved) where that instruction does not
+write the branch condition, and where it does (the condition forwarded from the ALU); and pairs,
+an ALU op run in the pass before the next instruction when its result is read by nothing after
+that one (its EXEC and its 12-bit writeback saved), paired greedily in block order.
 """
 from __future__ import annotations
 
@@ -71,6 +77,30 @@ def live_out(program: isa.Program) -> list[set[int]]:
     return out
 
 
+def dead_after_next(block: isa.Block, i: int, live: set[int]) -> bool:
+    """Whether instruction i's result is read by nothing after instruction i + 1 (the terminator
+    when i + 1 is the last instruction counts as after it)."""
+    d = block.instrs[i].dst.n
+    later = block.instrs[i + 2:]
+    if any(isinstance(s, isa.Reg) and s.n == d for ins in later for s in ins.srcs):
+        return False
+    if i + 1 < len(block.instrs) and block.term.cond.n == d:
+        return False
+    return any(ins.dst.n == d for ins in block.instrs[i + 1:]) or d not in live
+
+
+def pairs(block: isa.Block, live: set[int]) -> list[int]:
+    """The first instructions of greedy pairs (i, i + 1; i + 1 may be the terminator)."""
+    out, i = [], 0
+    while i < len(block.instrs):
+        if block.instrs[i].op.kind is isa.Kind.ALU and dead_after_next(block, i, live):
+            out.append(i)
+            i += 2
+        else:
+            i += 1
+    return out
+
+
 def kernel_census(case) -> dict:
     spec = load_spec(case)
     grid, block, args = spec.launch()
@@ -81,14 +111,21 @@ def kernel_census(case) -> dict:
     kinds["EXEC (terminators)"] = sum(protocol.is_terminator(L.program, t) for t in stream.tokens if t.kind == "EXEC")
     steps, _ = protocol._traced_run(L.program, L.grid, L.block, L.params, L.memory.copy())
     outs = live_out(L.program)
-    every, by_part, live = collections.Counter(), collections.Counter(), collections.Counter()
+    every, by_part, live, saved = (collections.Counter() for _ in range(4))
+    paired = [pairs(b, out) for b, out in zip(L.program.blocks, outs)]
     for step in steps:
         b, writes = L.program.blocks[step.pc], iter(step.reg_writes)
         nlanes = bin(step.mask).count("1")
+        if b.instrs:
+            forwarded = b.term.kind is isa.Term.BRC and b.instrs[-1].dst.n == b.term.cond.n
+            saved["fold (forwarded)" if forwarded else "fold"] += 1
+        saved["pairs"] += len(paired[step.pc])
         for i, ins in enumerate(b.instrs):
             if not ins.dst.n:
                 continue
             values = [next(writes)[2] for _ in range(nlanes)]
+            if i in paired[step.pc]:
+                saved["pairs"] += writeback(values, 12)
             if ins.op is isa.Op.ATOM:
                 continue                    # an atomic's old value goes lane by lane, between its AT and AW
             last = all(later.dst.n != ins.dst.n for later in b.instrs[i + 1:])
@@ -97,7 +134,8 @@ def kernel_census(case) -> dict:
                 by_part[w] += partwise(values, w)
                 live[w] += writeback(values, w) if last and ins.dst.n in outs[step.pc] else 0
     return {"kernel": case.name, "tokens": len(stream.tokens), "kinds": dict(kinds),
-            "writeback": dict(every), "partwise_writeback": dict(by_part), "live_writeback": dict(live)}
+            "writeback": dict(every), "partwise_writeback": dict(by_part), "live_writeback": dict(live),
+            "saved": dict(saved)}
 
 
 def main() -> int:
@@ -107,8 +145,9 @@ def main() -> int:
     a = ap.parse_args()
     isa.BLOCK_SLOTS = a.block_slots
     rows = [kernel_census(c) for c in discover()]
-    kinds, every, by_part, live = (collections.Counter() for _ in range(4))
+    kinds, every, by_part, live, saved = (collections.Counter() for _ in range(5))
     for r in rows:
+        saved.update(r["saved"])
         kinds.update(r["kinds"])
         every.update(r["writeback"])
         by_part.update(r["partwise_writeback"])
@@ -116,7 +155,7 @@ def main() -> int:
     total = sum(r["tokens"] for r in rows)
     if a.json:
         json.dump({"kernels": rows, "tokens": total, "kinds": kinds, "writeback": every,
-                   "partwise_writeback": by_part, "live_writeback": live}, sys.stdout, indent=1)
+                   "partwise_writeback": by_part, "live_writeback": live, "saved": saved}, sys.stdout, indent=1)
         return 0
     print(f"suite: {total:,} generated tokens")
     for kind, n in kinds.most_common():
@@ -124,6 +163,9 @@ def main() -> int:
     print(f"\n{'part bits':>9} {'ids':>8} {'writeback':>10} {'part by part':>13} {'live-out only':>14}")
     for w in WIDTHS:
         print(f"{w:9} {ids(w):8,} {every[w]:10,} {by_part[w]:13,} {live[w]:14,}")
+    print("\ntokens other designs would save:")
+    for name in ("fold", "fold (forwarded)", "pairs"):
+        print(f"  {name:20} {saved[name]:9,} {saved[name] / total:6.1%}")
     return 0
 
 

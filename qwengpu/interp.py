@@ -37,7 +37,8 @@ class Step:
 
 DEFAULT_MAX_PASSES = 200_000
 """The interpreter's default limit on machine blocks executed (passes) per launch: the largest
-suite kernel needs about 3,300 (int64_div: 3,248); a runaway loop reaches it in about 0.5-1 s (2026-12-01,
+suite kernel needs 1,816 (isqrt_bsearch, micro-coded as for the model engine; 1,142 natively:
+threadfence_reduction); a runaway loop reaches it in about 0.5-1 s (2026-12-01,
 block 16, a 10-instruction loop body)."""
 
 
