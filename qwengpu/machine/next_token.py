@@ -96,16 +96,19 @@ def build_next_token(m) -> None:
     G.relu(c, E3, {m.has_wb[0]: 1, **anyc, split[0]: -1, fault: -1}, -1, {flag["ulane"][0]: 1})
     G.relu(c, E3, {k["COPY"]: 1, **anyc, split[0]: 1, fault: -1}, -2, {flag["vlane"][0]: 1})      # copy-out
     G.relu(c, E3, {k["COPY"]: 1, **anyc, split[0]: -1, fault: -1}, -1, {flag["ulane"][0]: 1})
+    # the pending instruction's "atomic" bit (patom) is the last EXEC pass's: in the copy-out that
+    # may be an atomic whose pass also ran the warp's last terminator, so copying overrides it
+    copying, copy_last = m.copyq["copying"], m.copyq["last"]
     G.relu(c, E3, {k["VAL"]: 1, **no_vn, **anyc, patom: -1}, -1, {flag["vlane"][0]: 1})
+    G.relu(c, E3, {k["VAL"]: 1, **no_vn, **anyc, patom: 1, copying: 1}, -3, {flag["vlane"][0]: 1})
     G.relu(c, E3, {k["ST"]: 1, m.op["ST"][0]: 1, **anyc, fault: -1}, -1, {flag["st"][0]: 1})
     G.relu(c, E3, {k["AW"]: 1, m.op["ATOM"][0]: 1, **anyc, fault: -1}, -1, {flag["at"][0]: 1})
     G.relu(c, E3, {k["AT"]: 1, pdst: 1}, -1, {flag["atval"][0]: 1})
     G.relu(c, E3, {k["AT"]: 1, pdst: -1}, 0, {flag["apart"][0]: 1})
-    G.relu(c, E3, {k["VAL"]: 1, patom: 1, **no_vn}, -1, {flag["apart"][0]: 1})
+    G.relu(c, E3, {k["VAL"]: 1, patom: 1, **no_vn, copying: -1}, -1, {flag["apart"][0]: 1})
     G.relu(c, E3, {k["PART"]: 1, **{d: -1 for d in pnany}}, 0, {flag["aw"][0]: 1})
     # a VAL or VALU that ends a result: the warp's next instruction, or in the copy-out the next
     # group (COPY) or HALT after the last
-    copying, copy_last = m.copyq["copying"], m.copyq["last"]
     ends = ({k["VAL"]: 1, **no_vn, **no_c}, {k["VALU"]: 1, **{d: -1 for d in unany}})
     for end in ends:
         G.relu(c, E3, {**end, copying: 1, copy_last: -1}, -1, {flag["copy"][0]: 1})
