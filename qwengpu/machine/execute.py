@@ -13,8 +13,8 @@ from qwengpu.machine.fetch import TERMS
 from qwengpu.machine.plan import EXEC_END, L_CT2, L_EXEC, L_SCHED, L_STACK, L_STATUS
 from qwengpu.machine.scheduler import build_scheduler
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
-from qwengpu.machine.wiring import part
-from qwengpu.machine.words import CONFIG
+from qwengpu.machine.wiring import part, view
+from qwengpu.machine.words import CONFIG, TERM
 
 
 def build_execute(m) -> None:
@@ -46,7 +46,7 @@ def build_execute(m) -> None:
             cond=m.tcond, old=m.cs, init_mask=m.init_mask)
         for fld in m.tcond:            # read by the terminator's first layer only
             c.clear(fld, L_EXEC + 1)
-        c.clear(m.term, L_STACK)       # the TERM word: its targets are last read by the stack writes
+        c.clear(view(m.term, 0, TERM["op"].offset), L_STACK)    # TERM's targets: last read by the stack writes
         if max(alu_end, warp_end, ctl_end, sched_end) != EXEC_END:
             raise CircuitError(f"the execute stage ends at L{max(alu_end, warp_end, ctl_end, sched_end)}, "
                                f"the plan has L{EXEC_END}")

@@ -12,7 +12,7 @@ from qwengpu.circuit.memory import declare_bank
 from qwengpu.circuit.residual import INT_SCALE
 from qwengpu.machine.plan import L_EXEC, L_REG
 from qwengpu.machine.wiring import view
-from qwengpu.machine.words import SREG, SREG_FIELDS, WORD_BITS
+from qwengpu.machine.words import SREG, SREG_FIELDS, TERM, WORD_BITS
 
 SREG_ROWS = 64          # the special-register table: a row per warp (WB, 2 bits) and thread block (4 bits)
 REG_ROWS = 64           # a lane's register file: a row per warp (WB) and register (4 bits)
@@ -50,7 +50,10 @@ def build_operands(m) -> None:
         B.read_into(c, bank, tkey, m.tcond[l].dims * 32, enable=[k["EXEC"]])
     for fld in m.tcond:                 # an int field holds value * INT_SCALE
         c.layer(L_EXEC).out[fld[0], :] *= INT_SCALE
-    for done in (m.sregs, m.words[0], m.words[1], m.words[2], m.valu_lane):   # read by this layer only
+    # read by this layer only (word 3 is operand c's immediate; the TERM word's kind, slot and
+    # condition register: its targets stay for the branch unit)
+    term_tail = view(m.term, TERM["op"].offset, WORD_BITS, "term.tail")
+    for done in (m.sregs, m.words[0], m.words[1], m.words[2], m.words[3], m.valu_lane, term_tail):
         c.clear(done, L + 1)
 
 
