@@ -12,8 +12,9 @@ live after the block (an estimate for machine v2, docs/machine.md, "Next"). `--b
 lowers the suite as if isa.BLOCK_SLOTS were N (the circuit is not built, so any N counts).
 
 Last, tokens two other designs would save (estimates, docs/machine.md "Next"): the terminator run
-in the pass of the block's last instruction (its EXEC saved) where that instruction does not
-write the branch condition, and where it does (the condition forwarded from the ALU); and pairs,
+in the pass of the block's last instruction where that instruction writes the branch condition
+(the condition forwarded from the ALU; where it does not, the machine already folds it:
+encoding.term_slot), its EXEC saved; and pairs,
 an ALU op run in the pass before the next instruction when its result is read by nothing after
 that one (its EXEC and its 12-bit writeback saved), paired greedily in block order.
 """
@@ -28,6 +29,7 @@ from qwengpu import isa
 from qwengpu.api import Device
 from qwengpu.launch import Launch
 from qwengpu.machine import protocol
+from qwengpu.machine.encoding import term_slot
 from qwengpu.machine.words import WORD_BITS
 from qwengpu.suite import discover, load_spec
 
@@ -108,7 +110,8 @@ def kernel_census(case) -> dict:
     L = Launch.build(fn.program, grid, block, list(args))
     stream = protocol.expected_stream(L.program, L.grid, L.block, L.params, L.memory, L.output_words())
     kinds = collections.Counter(t.kind for t in stream.tokens)
-    kinds["EXEC (terminators)"] = sum(protocol.is_terminator(L.program, t) for t in stream.tokens if t.kind == "EXEC")
+    kinds["EXEC (terminator passes)"] = sum(not protocol.runs_instruction(L.program, t)
+                                            for t in stream.tokens if t.kind == "EXEC")
     steps, _ = protocol._traced_run(L.program, L.grid, L.block, L.params, L.memory.copy())
     outs = live_out(L.program)
     every, by_part, live, saved = (collections.Counter() for _ in range(4))
@@ -116,9 +119,8 @@ def kernel_census(case) -> dict:
     for step in steps:
         b, writes = L.program.blocks[step.pc], iter(step.reg_writes)
         nlanes = bin(step.mask).count("1")
-        if b.instrs:
-            forwarded = b.term.kind is isa.Term.BRC and b.instrs[-1].dst.n == b.term.cond.n
-            saved["fold (forwarded)" if forwarded else "fold"] += 1
+        if b.instrs and term_slot(b) == len(b.instrs):     # folding is done where the condition needs no forwarding
+            saved["fold (forwarded)"] += 1
         saved["pairs"] += len(paired[step.pc])
         for i, ins in enumerate(b.instrs):
             if not ins.dst.n:
@@ -164,7 +166,7 @@ def main() -> int:
     for w in WIDTHS:
         print(f"{w:9} {ids(w):8,} {every[w]:10,} {by_part[w]:13,} {live[w]:14,}")
     print("\ntokens other designs would save:")
-    for name in ("fold", "fold (forwarded)", "pairs"):
+    for name in ("fold (forwarded)", "pairs"):
         print(f"  {name:20} {saved[name]:9,} {saved[name] / total:6.1%}")
     return 0
 

@@ -61,7 +61,8 @@ class LaunchResult:
     """What a launch cost. `instructions` (warp-instructions) and `blocks` (machine blocks
     executed, one per warp scheduling turn) are counted the same on both engines; `passes` is
     the engine's own count: the interpreter's machine blocks (= blocks), the model engine's EXEC
-    tokens (one per instruction or terminator: instructions + blocks). All three are None on the
+    tokens (one per instruction, plus one per block whose terminator cannot be folded into its
+    last instruction's pass: qwengpu.machine.encoding.term_slot). All three are None on the
     cuda engine. `tokens` (generated tokens, one forward pass of the model each) is set by the
     model engine only, as are its times: `load_seconds` (loading the model during this launch,
     0 when it was loaded), `prefill_seconds` and `decode_seconds` (`seconds` is their sum
@@ -383,7 +384,7 @@ def _run_model(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
                           max_tokens=max_tokens, check=dev.check, copy_out=launch.output_words(), on_token=on_token)
     launch.copy_back()
     return LaunchResult("model", run.seconds, run.instructions, run.passes, run.tokens,
-                        run.stream if trace else None, blocks=run.passes - run.instructions,
+                        run.stream if trace else None, blocks=run.blocks,
                         load_seconds=load_seconds, prefill_seconds=run.prefill_seconds,
                         decode_seconds=run.seconds - run.prefill_seconds)
 
@@ -407,7 +408,7 @@ def _run_engine(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
             dev.on_token(token)
     launch.copy_back()
     return LaunchResult(dev.engine, run.seconds, run.instructions, run.passes, run.tokens,
-                        run.stream if trace else None, blocks=run.passes - run.instructions,
+                        run.stream if trace else None, blocks=run.blocks,
                         load_seconds=0.0 if loaded else dev.load_seconds)
 
 

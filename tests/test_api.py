@@ -277,8 +277,9 @@ def test_model_engine_runs_a_launch_through_the_runtime(monkeypatch, fast):
     result = fn(grid=1, block=4, args=[src, out, -5], trace=True)
     want = (src.astype(np.int64) * 2 - 5).astype(np.uint64).astype(np.uint32).view(np.int32)
     np.testing.assert_array_equal(out, want)
-    # a model pass runs one instruction or one terminator: 9 instructions + 5 terminators
-    assert (result.engine, result.passes, result.instructions) == ("model", 14, 9)
+    # a model pass runs one instruction, and each block's JMP or EXIT runs in its last instruction's
+    # pass (encoding.term_slot): 9 passes for 9 instructions and 5 blocks
+    assert (result.engine, result.passes, result.instructions, result.blocks) == ("model", 9, 9, 5)
     assert result.tokens == len(stream.tokens) and result.trace == stream.tokens
     assert loads == [("standin-path", "bfloat16", "cpu")]
     assert caches == ["fast cache" if fast else "stock cache"]     # memory read from the decoder that ran

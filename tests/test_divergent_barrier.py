@@ -142,6 +142,11 @@ def T(kind, *args):
      "while its live lanes 0b0010"),
     ([T("CTA", 3), T("EXEC", 1, 2, 0), T("CT1", 4, 0b0011, 0), T("CT2", 0b0011, 2, 1), T("FAULT")], DeadlockError,
      "deadlock in thread block 3: no warp can run"),
+    # a BAR folded into its block's last instruction's pass: that instruction's writeback comes first
+    ([T("EXEC", 2, 9, 1), T("VAL", 0, 0, 5), T("VAL", 2, 0, 6), T("CT1", 4, 0b0101, 0), T("CT2", 0b0111, 1, 1),
+      T("FAULT")], DeadlockError,
+     "deadlock in thread block 0 at a divergent barrier: warp 2 reached the barrier ending B9 with lanes 0b0101 "
+     "while its live lanes 0b0010"),
 ])
 def test_fault_cause_from_the_tokens(stream, error, text):
     with pytest.raises(error, match=text):

@@ -9,9 +9,9 @@ from qwengpu.circuit.host import QWEN35_2B
 from qwengpu.errors import MachineLimitError
 from qwengpu.isa import MachineBlock, Program, Term, Terminator
 from qwengpu.machine import build, protocol, words
-from qwengpu.machine.words import CONFIG, CT1, CT2, OPCODES, ROM0, ROM3, SPACES, SREG, STATUS, Word
+from qwengpu.machine.words import CONFIG, CT1, CT2, OPCODES, ROM0, SPACES, SREG, TERM, STATUS, Word
 
-ALL_WORDS = (*SREG, CONFIG, CT1, CT2, STATUS, ROM0, ROM3)
+ALL_WORDS = (*SREG, CONFIG, CT1, CT2, STATUS, ROM0, TERM)
 
 
 @pytest.mark.parametrize("word", ALL_WORDS, ids=lambda w: w.name)
@@ -29,8 +29,9 @@ LARGEST = [(SREG[0], "tid_x", isa.MAX_BLOCK_THREADS - 1), (SREG[0], "tid_y", isa
            (CT1, "sp", words.STACK_DEPTH - 1), (CT2, "alive", (1 << isa.LANES) - 1),
            (CT2, "phase", words.PHASES - 1), (ROM0, "op", len(OPCODES) - 1), (ROM0, "dst", isa.NUM_REGS - 1),
            (ROM0, "c", isa.NUM_REGS - 1), (ROM0, "space", len(SPACES) - 1), (ROM0, "mod", max(isa.SReg)),
-           (ROM0, "mod", len(isa.AtomOp) - 1), (ROM3, "target", isa.ROM_BLOCKS - 1),
-           (ROM3, "reconv", isa.ROM_BLOCKS - 1), (ROM3, "rvalid", 1)]
+           (ROM0, "mod", len(isa.AtomOp) - 1), (TERM, "target", isa.ROM_BLOCKS - 1),
+           (TERM, "reconv", isa.ROM_BLOCKS - 1), (TERM, "rvalid", 1),
+           (TERM, "op", len(isa.Term) - 1), (TERM, "cond", isa.NUM_REGS - 1), (TERM, "slot", isa.BLOCK_SLOTS)]
 
 
 @pytest.mark.parametrize("word, name, value", LARGEST, ids=lambda x: getattr(x, "name", x))

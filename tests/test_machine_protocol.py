@@ -8,7 +8,7 @@ import pytest
 from qwengpu import isa
 from qwengpu.errors import DeadlockError, MemoryFault
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Param, Program, Reg, SReg, Space, Term, Terminator
-from qwengpu.machine.encoding import block_words
+from qwengpu.machine.encoding import block_words, term_slot, term_word
 from qwengpu.machine.protocol import Stream, compare, expected_stream, prompt
 from qwengpu.machine.tokens import PUT_TARGETS, Token
 
@@ -96,6 +96,7 @@ def test_prompt_decodes_back_to_the_launch():
         for s in range(isa.BLOCK_SLOTS + 1):
             words = block_words(b)[s] if s < len(block_words(b)) else (0, 0, 0, 0)
             assert [tables[f"ROM{s}.{j}"].get(pc, 0) for j in range(4)] == list(words)
+        assert tables["TERM"].get(pc, 0) == term_word(b)
     assert sorted(tables["GLOBAL"].items()) == [(0, 0x100), (7, 0xFFFF_FFFF), (1023, 3)]
     assert tables["CONST"] == {0: 0x1234, 5: 0xDEAD_BEEF}
     # special-register table, decoded field by field
@@ -149,10 +150,10 @@ def test_straight_line_with_store():
     want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1),
             exec_(0, 0, 1),
             exec_(0, 0, 2), *vals(0, 0, 1), *vals(1, 4, 1), *vals(2, 8, 1),
-            exec_(0, 0, 3), T("ST", 0), T("ST", 1), T("ST", 2),
-            exec_(0, 0, 4), T("CT1", 1, 0b0111, 0),                              # no change: no CT2
-            exec_(0, 1, 0), *valu(1 << 24, 3),
-            exec_(0, 1, 1), T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]    # every lane exits
+            exec_(0, 0, 3), T("ST", 0), T("ST", 1), T("ST", 2),                # the JMP runs in the ST's pass
+            T("CT1", 1, 0b0111, 0),                                             # no change: no CT2
+            exec_(0, 1, 0), *valu(1 << 24, 3),                                  # MOV and EXIT in one pass
+            T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]                    # every lane exits
     assert got.tokens == want
     dc = {i: set(d) for i, d in enumerate(got.dont_care) if d}
     assert dc == {want.index(T("CT1", 1, 0b0111, 0)): {"sp"}, len(want) - 3: {"pc", "mask", "sp"}}
@@ -165,13 +166,13 @@ def test_divergent_branch_partial_exit_and_reconvergence():
     got = expected_stream(divergent_program(), 1, 4, [0, 0], memory).tokens
     want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1), *vals(3, 3, 1),
             exec_(0, 0, 1), *vals(0, 1, 1), *vals(1, 1, 1), *vals(2, 0, 1), *vals(3, 0, 1),
-            exec_(0, 0, 2), T("CT1", 1, 0b0011, 0),                             # taken side first
-            exec_(0, 1, 0), *valu(5, 1),
-            exec_(0, 1, 1), T("CT1", 2, 0b1100, 0), T("CT2", 0b1100, 0, 0),     # lanes 0, 1 exit
+            exec_(0, 0, 2), T("CT1", 1, 0b0011, 0),     # SETLT writes the BRC's r2: a pass of its own
+            exec_(0, 1, 0), *valu(5, 1),                                        # the others fold
+            T("CT1", 2, 0b1100, 0), T("CT2", 0b1100, 0, 0),                     # lanes 0, 1 exit
             exec_(0, 2, 0), *valu(0x300, 1),
-            exec_(0, 2, 1), T("CT1", 3, 0b1100, 0),                             # reconverged
+            T("CT1", 3, 0b1100, 0),                                             # reconverged
             exec_(0, 3, 0), *valu(0xABCDEF, 2),
-            exec_(0, 3, 1), T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]
+            T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]
     assert got == want
     # a load from byte address -4 faults: FAULT right after the load's EXEC
     faulty = expected_stream(divergent_program(load_at=-4), 1, 4, [0, 0], memory)
@@ -191,7 +192,7 @@ def test_barrier_with_two_warps():
 def test_two_thread_blocks():
     blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.CTAID_X),))], EXIT)]
     got = expected_stream(Program("k", blocks, []), 2, 1, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
-    per_block = lambda c: [exec_(0, 0, 0), *valu(c, 1), exec_(0, 0, 1), T("CT1", 0, 0, 0), T("CT2", 0, 0, 0)]
+    per_block = lambda c: [exec_(0, 0, 0), *valu(c, 1), T("CT1", 0, 0, 0), T("CT2", 0, 0, 0)]
     assert got == per_block(0) + [T("CTA", 1)] + per_block(1) + [T("HALT")]
 
 
@@ -269,7 +270,23 @@ def test_atomics_run_lane_by_lane():
         exch += [T("AT", l), T("PART", 0, 1), T("AW", l)]
     want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1),
             exec_(0, 0, 1), *vals(0, 300, 1), *vals(1, 301, 1), *vals(2, 302, 1),
-            exec_(0, 0, 2), *atomics, exec_(0, 0, 3), T("CT1", 1, 0b0111, 0),
-            exec_(0, 1, 0), *exch, exec_(0, 1, 1), T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]
+            exec_(0, 0, 2), *atomics, T("CT1", 1, 0b0111, 0),
+            exec_(0, 1, 0), *exch, T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]
     assert got.tokens == want
     assert got.memory[1] == 1
+
+
+def test_term_slot_folds_the_terminator_into_the_last_instruction_unless_it_writes_the_condition():
+    mov = lambda d: Instr(Op.MOV, r(d), (Imm(1),))
+    brc = Terminator(Term.BRC, 1, r(2), 2, 3)
+    assert term_slot(MachineBlock([], EXIT)) == 0                      # no instruction: a pass of its own
+    assert term_slot(MachineBlock([mov(1), mov(2)], brc)) == 2         # writes the condition
+    assert term_slot(MachineBlock([mov(2), mov(1)], brc)) == 1         # an earlier one may
+    assert term_slot(MachineBlock([mov(2)], Terminator(Term.BAR, 1))) == 0
+    assert term_slot(MachineBlock([mov(0)], EXIT)) == 0
+    # the TERM word carries the slot, the kind and the condition register
+    word = term_word(MachineBlock([mov(1), mov(2)], brc))
+    from qwengpu.machine.words import TERM
+    field = lambda name: word >> TERM[name].offset & (1 << TERM[name].width) - 1
+    assert (field("slot"), field("op"), field("cond"), field("target"), field("fallthrough")) == (2, 1, 2, 1, 2)
+    assert (field("reconv"), field("rvalid")) == (3, 1)

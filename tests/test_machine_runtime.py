@@ -110,8 +110,8 @@ def test_replay_run_feeds_back_each_token_and_reads_memory():
     ids = [machine.vocab.id(t) for t in prompt(program, 2, 2, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))]
     assert model.fed[0] == ids                                 # one prefill of the whole prompt
     assert model.fed[1:] == [[machine.vocab.id(t)] for t in stream.tokens[:-1]]   # HALT is not fed
-    # per thread block: 4 instruction passes + 1 terminator pass
-    assert (run.tokens, run.passes, run.instructions) == (len(stream.tokens), 10, 8)
+    # per thread block: 4 instruction passes, the EXIT in the ST's (encoding.term_slot)
+    assert (run.tokens, run.passes, run.instructions, run.blocks) == (len(stream.tokens), 8, 8, 2)
     assert memory[:2].tolist() == [0x100, 0x101] and not memory[2:].any()
 
 

@@ -37,7 +37,7 @@ from qwengpu.machine.operands import REG_ROWS, SREG_ROWS, build_operands
 from qwengpu.machine.plan import PLAN
 from qwengpu.machine.status import build_status
 from qwengpu.machine.tokens import FEATURES, KINDS, PUT_TARGETS, SLOTS, Vocab
-from qwengpu.machine.words import CTA_BITS, PC_BITS, ROM0, ROM3, TID_BITS, WARP_BITS
+from qwengpu.machine.words import CTA_BITS, PC_BITS, ROM0, TERM, TID_BITS, WARP_BITS
 from qwengpu.machine.writeback import build_writeback
 
 
@@ -63,7 +63,7 @@ def _supported_limits() -> list[tuple[str, range, str]]:
         return range(1, min(bounds) + 1)
 
     regs, blocks = REG_ROWS >> WARP_BITS, SREG_ROWS >> WARP_BITS        # per warp
-    reg_bits, target_bits = ROM0["dst"].width, ROM3["target"].width
+    reg_bits, target_bits = ROM0["dst"].width, TERM["target"].width
     return [
         ("LANES", exactly(4), "every per-lane unit, bank replica and lane mask is built for 4 lanes"),
         ("MAX_WARPS", exactly(4), "the scheduler, its round-robin turn and the warp fields are built for 4 warps"),
@@ -75,7 +75,7 @@ def _supported_limits() -> list[tuple[str, range, str]]:
          f"thread block indices are {CTA_BITS}-bit fields, the special-register table has rows for {blocks}"),
         ("ROM_BLOCKS", upto(1 << PC_BITS, 1 << ROW_BITS, 1 << target_bits),
          f"pcs are {PC_BITS}-bit fields (the ROM has a row for each), branch targets {target_bits}-bit fields "
-         f"of ROM word 3, and a bank has at most {1 << ROW_BITS} rows"),
+         f"of the TERM word, and a bank has at most {1 << ROW_BITS} rows"),
         ("BLOCK_SLOTS", exactly(SLOTS - 1),
          "the ROM's slots and the EXEC slot field were sized when qwengpu.machine.tokens was imported"),
     ] + [(f"{space.name}_WORDS", exactly(1 << bits),

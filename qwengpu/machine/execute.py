@@ -13,8 +13,8 @@ from qwengpu.machine.fetch import TERMS
 from qwengpu.machine.plan import EXEC_END, L_CT2, L_EXEC, L_SCHED, L_STACK, L_STATUS
 from qwengpu.machine.scheduler import build_scheduler
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
-from qwengpu.machine.wiring import part
-from qwengpu.machine.words import CONFIG
+from qwengpu.machine.wiring import part, view
+from qwengpu.machine.words import CONFIG, TERM
 
 
 def build_execute(m) -> None:
@@ -43,7 +43,10 @@ def build_execute(m) -> None:
         m.ns, ctl_end = build_terminator(
             c, L_EXEC, L_STACK, wbits=m.f["WB"], term=term, target=m.tw["target"],
             fallthrough=m.tw["fallthrough"], reconv=m.tw["reconv"], rvalid=m.tw["rvalid"],
-            cond=m.a, old=m.cs, init_mask=m.init_mask)
+            cond=m.tcond, old=m.cs, init_mask=m.init_mask)
+        for fld in m.tcond:            # read by the terminator's first layer only
+            c.clear(fld, L_EXEC + 1)
+        c.clear(view(m.term, 0, TERM["op"].offset), L_STACK)    # TERM's targets: last read by the stack writes
         if max(alu_end, warp_end, ctl_end, sched_end) != EXEC_END:
             raise CircuitError(f"the execute stage ends at L{max(alu_end, warp_end, ctl_end, sched_end)}, "
                                f"the plan has L{EXEC_END}")

@@ -11,8 +11,10 @@ The FAULT token carries no payload; the tokens before it say the rest:
   first lane, in lane order, whose address is misaligned, past the end of its space, or a
   write to CONST: the lane the interpreter names for the same launch. No instruction is run
   on the host: the operands are the model's values, the rule is the memory's bounds.
-* FAULT after `EXEC CT1 CT2` with wait = 1 and CT1's mask (the lanes that arrived) not CT2's
-  alive: a deadlock at a divergent barrier.
+* FAULT after `CT1 CT2` with wait = 1 and CT1's mask (the lanes that arrived) not CT2's
+  alive: a deadlock at a divergent barrier, ended by the pass of the last `EXEC` (the BAR's own
+  pass, or its block's last instruction's with the BAR folded in, then that instruction's
+  writeback tokens).
 
 The error is a MemoryFault or DeadlockError whose message says that, in the interpreter's words
 where it can (`{what} at {space} byte address {a} {problem} (thread block c, warp w, lane l,
@@ -39,7 +41,7 @@ def fault_error(stream: list[Token], program: isa.Program | None = None, block=N
     if cause:
         return DeadlockError(f"{message}: {cause}")
     return ExecutionError(f"{message}: the tokens before it show neither a memory access (FAULT right after "
-                          f"an EXEC) nor a barrier (EXEC CT1 CT2)")
+                          f"an EXEC) nor a barrier (CT1 CT2)")
 
 
 def fault_where(stream: list[Token]) -> str:
@@ -118,9 +120,12 @@ def _bad_lane(stream, program, block, ins, space):
 
 def _deadlock_cause(stream: list[Token]) -> str:
     """What EXEC CT1 CT2 before FAULT say ("" when they are not there)."""
-    if len(stream) < 4 or [t.kind for t in stream[-4:-1]] != ["EXEC", "CT1", "CT2"]:
+    if len(stream) < 4 or [t.kind for t in stream[-3:-1]] != ["CT1", "CT2"]:
         return ""
-    warp, pc, _ = stream[-4].args
+    last = next((t for t in reversed(stream) if t.kind == "EXEC"), None)     # the pass that ran the BAR
+    if last is None:
+        return ""
+    warp, pc, _ = last.args
     _, mask, _ = stream[-3].args
     alive, _, wait = stream[-2].args
     cta = _cta(stream)

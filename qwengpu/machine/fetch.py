@@ -1,7 +1,9 @@
 """ROM fetch and decode: the config register and the ROM (GDN heads: words 0-2 of every slot at L1,
-word 3, the terminator's, at L2) read at the pass's pc and slot; the L1 MLP decodes word 0 into
+word 3, operand c's immediate, at L2) read at the pass's pc and slot; the L1 MLP decodes word 0 into
 one flag per opcode in use, the space of a load or store, S2R's special register, and the
-warp's initial mask."""
+warp's initial mask. The TERM bank (one head at L2) holds each pc's terminator; the L2 MLP sets
+the terminator's flag (m.op["JMP"/"BRC"/"BAR"/"EXIT"]) on the EXEC pass whose slot is the one that
+runs it (TERM.slot: encoding.term_slot), and 0 on every other pass."""
 from __future__ import annotations
 
 from qwengpu import isa
@@ -13,7 +15,7 @@ from qwengpu.machine.plan import L_ROM, L_STATUS
 from qwengpu.machine.tokens import SLOTS
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES
 from qwengpu.machine.wiring import flag_if, match, part, view
-from qwengpu.machine.words import CONFIG, OPCODES, PC_BITS, ROM0, ROM3, SPACES
+from qwengpu.machine.words import CONFIG, OPCODES, PC_BITS, ROM0, SPACES, TERM
 
 TERMS = tuple(t.name for t in isa.Term)
 OP_BITS = ROM0["op"].width
@@ -38,15 +40,32 @@ def build_fetch(m) -> None:
         m.words.append(word)
     w0 = m.words[0]
     m.w0 = {name: part(w0, ROM0, name) for name in ROM0.fields}
-    m.tw = {name: view(m.words[3], f.offset, f.offset + f.width, f"term.{name}")
-            for name, f in ROM3.fields.items()}
+    m.term = term = c.field("term", 32, L_STATUS)
+    bank = declare_bank(c, L_STATUS, "term", 1 << PC_BITS, 32)
+    B.write_bits(c, bank, row, B.bits(m.staged), [m.put["TERM"]])
+    B.read_into(c, bank, B.bits(f["PC"]), term.dims, enable=[m.k["EXEC"]])
+    m.tw = {name: part(term, TERM, name) for name in TERM.fields}
     _decode(m)
+    _decode_term(m)
+
+
+def _decode_term(m):
+    """L2 MLP: the terminator's flag, 1 on the EXEC pass of the slot that runs it (TERM.slot)."""
+    c, L = m.c, L_STATUS
+    op_bits, slot_bits = TERM["op"].width, TERM["slot"].width
+    for i, name in enumerate(TERMS):
+        m.op[name] = c.field(f"op.{name}", 1, L)
+        t, k0 = match(m.tw["op"], i)
+        for s in range(SLOTS):       # SLOT is the pending writeback's on VAL/ST/AT passes: EXEC gates it
+            t2, k2 = match(m.tw["slot"], s)
+            flag_if(c, L, [(t, k0, op_bits), (t2, k2, slot_bits), ({m.f["SLOT"][s]: 1, m.k["EXEC"]: 1}, 0, 2)],
+                    {m.op[name][0]: 1})
 
 
 def _decode(m):
-    """L1 MLP: one flag per opcode in use, ALU op flags (LD/ST address = ADD, S2R = MOV)."""
+    """L1 MLP: one flag per instruction opcode in use, ALU op flags (LD/ST address = ADD, S2R = MOV)."""
     c, L = m.c, L_ROM
-    names = list(ALU_OPS) + ["S2R", "LD", "ST", "ATOM"] + list(TERMS)
+    names = list(ALU_OPS) + ["S2R", "LD", "ST", "ATOM"]
     m.op = {n: c.field(f"op.{n}", 1, L) for n in names}
     for n in names:
         G.relu(c, L, *_is_op(m, n), {m.op[n][0]: 1})

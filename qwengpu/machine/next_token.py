@@ -4,9 +4,10 @@
         active; the lowest active lane; whether the active lanes' values differ; the next
         thread block's index; whether this block was the last
     E2  the first such lane; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1) cases
-    E3  one flag per case: next VAL lane, VALU(0), ST lane, EXEC(w, pc, s + 1), the scheduler's
-        EXEC, CTA(c + 1), the copy-out's first or next COPY, HALT, FAULT (CT1 follows a
-        terminator, CT2 a CT1 whose warp's alive lanes, phase or wait change: no flag)
+    E3  one flag per case: next VAL lane, VALU(0), ST lane, EXEC(w, pc, s + 1), CT1 right after
+        a terminator's EXEC (no writeback tokens) or after its pass's last writeback token, the
+        scheduler's EXEC, CTA(c + 1), the copy-out's first or next COPY, HALT, FAULT (CT2
+        follows a CT1 whose warp's alive lanes, phase or wait change: no flag)
     E4  the output code: every feature dim gets 2 * next - 1, the input's features and the
         anchor are cleared, so the tied head's argmax is exactly the next token
 """
@@ -85,8 +86,8 @@ def build_next_token(m) -> None:
     anyc = {first[l]: 1 for l in lanes}
 
     # ---- E3: case flags
-    names = ("vlane", "ulane", "st", "at", "atval", "apart", "aw", "nexec", "sched", "cta", "copy0", "copy",
-             "halt", "fault")
+    names = ("vlane", "ulane", "st", "at", "atval", "apart", "aw", "nexec", "ct1now", "ct1q", "sched", "cta",
+             "copy0", "copy", "halt", "fault")
     flag = {name: c.field(f"next.{name}", 1, E3) for name in names}
     no_vn, no_c = {d: -1 for d in vnany}, {d: -1 for d in anyc}
     fault = m.fault[0]                      # EXEC passes only: FAULT replaces every other next token
@@ -95,27 +96,34 @@ def build_next_token(m) -> None:
     G.relu(c, E3, {m.has_wb[0]: 1, **anyc, split[0]: -1, fault: -1}, -1, {flag["ulane"][0]: 1})
     G.relu(c, E3, {k["COPY"]: 1, **anyc, split[0]: 1, fault: -1}, -2, {flag["vlane"][0]: 1})      # copy-out
     G.relu(c, E3, {k["COPY"]: 1, **anyc, split[0]: -1, fault: -1}, -1, {flag["ulane"][0]: 1})
+    # the pending instruction's "atomic" bit (patom) is the last EXEC pass's: in the copy-out that
+    # may be an atomic whose pass also ran the warp's last terminator, so copying overrides it
+    copying, copy_last = m.copyq["copying"], m.copyq["last"]
     G.relu(c, E3, {k["VAL"]: 1, **no_vn, **anyc, patom: -1}, -1, {flag["vlane"][0]: 1})
+    G.relu(c, E3, {k["VAL"]: 1, **no_vn, **anyc, patom: 1, copying: 1}, -3, {flag["vlane"][0]: 1})
     G.relu(c, E3, {k["ST"]: 1, m.op["ST"][0]: 1, **anyc, fault: -1}, -1, {flag["st"][0]: 1})
     G.relu(c, E3, {k["AW"]: 1, m.op["ATOM"][0]: 1, **anyc, fault: -1}, -1, {flag["at"][0]: 1})
     G.relu(c, E3, {k["AT"]: 1, pdst: 1}, -1, {flag["atval"][0]: 1})
     G.relu(c, E3, {k["AT"]: 1, pdst: -1}, 0, {flag["apart"][0]: 1})
-    G.relu(c, E3, {k["VAL"]: 1, patom: 1, **no_vn}, -1, {flag["apart"][0]: 1})
+    G.relu(c, E3, {k["VAL"]: 1, patom: 1, **no_vn, copying: -1}, -1, {flag["apart"][0]: 1})
     G.relu(c, E3, {k["PART"]: 1, **{d: -1 for d in pnany}}, 0, {flag["aw"][0]: 1})
     # a VAL or VALU that ends a result: the warp's next instruction, or in the copy-out the next
     # group (COPY) or HALT after the last
-    copying, copy_last = m.copyq["copying"], m.copyq["last"]
     ends = ({k["VAL"]: 1, **no_vn, **no_c}, {k["VALU"]: 1, **{d: -1 for d in unany}})
     for end in ends:
         G.relu(c, E3, {**end, copying: 1, copy_last: -1}, -1, {flag["copy"][0]: 1})
         G.relu(c, E3, {**end, copying: 1, copy_last: 1}, -2, {flag["halt"][0]: 1})
-    G.relu(c, E3, {**ends[0], patom: -1, copying: -1}, 0, {flag["nexec"][0]: 1})
-    G.relu(c, E3, {**ends[1], copying: -1}, 0, {flag["nexec"][0]: 1})
-    G.relu(c, E3, {k["ST"]: 1, **no_c}, 0, {flag["nexec"][0]: 1})
-    G.relu(c, E3, {k["AW"]: 1, **no_c}, 0, {flag["nexec"][0]: 1})
-    term_flags = {m.op[t][0]: -1 for t in ("JMP", "BRC", "BAR", "EXIT")}
-    G.relu(c, E3, {k["EXEC"]: 1, m.has_wb[0]: -1, m.op["ST"][0]: -1, m.op["ATOM"][0]: -1, **term_flags,
-                   fault: -1}, 0, {flag["nexec"][0]: 1})
+    # ... or, when the EXEC pass before ran the terminator too (tpend), CT1 from the control queue
+    pend = m.tpend[0]
+    for terms in ({**ends[0], patom: -1, copying: -1}, {**ends[1], copying: -1},
+                  {k["ST"]: 1, **no_c}, {k["AW"]: 1, **no_c}):
+        G.relu(c, E3, {**terms, pend: -1}, 0, {flag["nexec"][0]: 1})
+        G.relu(c, E3, {**terms, pend: 1}, -1, {flag["ct1q"][0]: 1})
+    # an EXEC pass without writeback tokens: the warp's next EXEC, or CT1 now when it ran the terminator
+    term_flags = {m.op[t][0]: 1 for t in ("JMP", "BRC", "BAR", "EXIT")}
+    quiet = {m.has_wb[0]: -1, m.op["ST"][0]: -1, m.op["ATOM"][0]: -1, fault: -1}
+    G.relu(c, E3, {k["EXEC"]: 1, **quiet, **{d: -1 for d in term_flags}}, 0, {flag["nexec"][0]: 1})
+    G.relu(c, E3, {**quiet, **term_flags}, 0, {flag["ct1now"][0]: 1})
     # the scheduler's token follows CTA, CT2, and CT1 when no CT2 follows it
     follows = m.ct2_follows[0]
     sched_pass = {k["CT2"]: 1, k["CTA"]: 1, k["CT1"]: 1, follows: -1}
@@ -202,15 +210,15 @@ def build_next_token(m) -> None:
     for s in range(SLOTS - 1):
         emit("SLOT", s + 1, {fl["nexec"]: 1, f["SLOT"][s]: 1}, -1)
     emit("SLOT", 0, {fl["sched"]: 1}, 0)
-    # CT1(new pc, mask, stack depth) after a terminator; CT2 after CT1 if its half changed
-    is_term = {m.op[t][0]: 1 for t in ("JMP", "BRC", "BAR", "EXIT")}
-    kind("CT1", is_term)
-    for i in range(PC_BITS):
-        emit("PC", i, {**is_term, m.ns.pc[i]: 1}, -1)
-    for i in range(isa.LANES):
-        emit("MASK", i, {**is_term, m.ns.mask[i]: 1}, -1)
-    for i, d in enumerate(m.ns.sp.dims):
-        emit("SP", i, {**is_term, d: 1}, -1)
+    # CT1(new pc, mask, stack depth) after a terminator: right after its EXEC pass (from the new
+    # status it computed) or after the last token of that pass's writeback (from the control queue);
+    # CT2 after CT1 if its half changed
+    for case, payload1 in ((fl["ct1now"], {"PC": m.ns.pc, "MASK": m.ns.mask, "SP": m.ns.sp}),
+                           (fl["ct1q"], m.ct1q)):
+        kind("CT1", {case: 1})
+        for name, fld in payload1.items():
+            for i, d in enumerate(fld.dims):
+                emit(name, i, {case: 1, d: 1}, -1)
     kind("CT2", {k["CT1"]: 1, follows: 1}, -1)
     for name, fld in m.ctq.items():
         for i, d in enumerate(fld.dims):

@@ -42,7 +42,7 @@ NEXT_TOKEN_LAYERS = 4     # next_token.py: E1-E4
 # ---- first layers ----
 L_IN = 0                  # registers written by tokens
 L_ROM = 1                 # config, ROM words 0-2, decode
-L_STATUS = 2              # warp status, pending writeback, ROM word 3, the scheduler's turn
+L_STATUS = 2              # warp status, pending writeback, ROM word 3, TERM, the scheduler's turn
 L_REG = 3                 # special registers, register file, operands
 L_EXEC = 4                # ALU, warp unit, terminator (and the copy-out table)
 L_SCHED = L_STATUS + 1    # the scheduler reads the statuses
@@ -60,9 +60,9 @@ LAYERS = L_NEXT + NEXT_TOKEN_LAYERS
 # ---- each unit's layers, as the build lays them out (checked against the circuit) ----
 PLAN: dict[str, Span] = {
     "inputs": Span(L_IN, 1),
-    "fetch": Span(L_ROM, 2),                                  # ROM word 3 at L_STATUS
+    "fetch": Span(L_ROM, 2),                                  # ROM word 3, TERM, the terminator's flag at L_STATUS
     "status": Span(L_ROM, 2),                                 # the CTA pass's initial masks at L_ROM
-    "operands": Span(L_REG, 2),                               # fields read once cleared at L_EXEC
+    "operands": Span(L_REG, 2),                               # the condition replica; read-once fields cleared at L_EXEC
     "scheduler": Span(L_STATUS, L_SCHED + SCHEDULER_LAYERS - L_STATUS),    # the turn at L_STATUS
     "warp": Span(L_EXEC, WARP_LAYERS),
     "alu": Span(L_EXEC, ALU_LAYERS),                          # the warp unit's result joins at its last

@@ -16,7 +16,7 @@ from qwengpu import interp, isa
 from qwengpu.errors import DeadlockError, LaunchError, MachineLimitError, MemoryFault
 from qwengpu.launch import check_grid_block
 from qwengpu.machine import copyout
-from qwengpu.machine.encoding import block_words
+from qwengpu.machine.encoding import block_words, term_slot, term_word
 from qwengpu.machine.tokens import LATCH_BITS, PUT_TARGETS, Token, part_tokens, tok, writeback_tokens
 from qwengpu.machine.words import CONFIG, PHASES, SREG
 
@@ -103,7 +103,7 @@ def prompt(program: isa.Program, grid, block, const_words: list[int], global_wor
     if glob.shape != (isa.GLOBAL_WORDS,):
         raise LaunchError(f"global memory must have {isa.GLOBAL_WORDS} words; got shape {list(glob.shape)}")
     rom = {pc: [(f"ROM{s}.{j}", w) for s, words in enumerate(block_words(b)) for j, w in enumerate(words)]
-           for pc, b in enumerate(program.blocks)}
+           + [("TERM", term_word(b))] for pc, b in enumerate(program.blocks)}
     memory = {i: [("GLOBAL", int(v) & isa.MASK32)] for i, v in enumerate(glob.tolist())}
     const = {i: [("CONST", v)] for i, v in enumerate(const_image(program, const_words))}
     ctas, warps = grid[0] * grid[1] * grid[2], len(thread_masks(block))
@@ -226,7 +226,8 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
             stream.add(tok("EXEC", step.warp, step.pc, step.ran))
             break
         _instruction_tokens(stream, step, instrs)
-        stream.add(tok("EXEC", step.warp, step.pc, len(instrs)))
+        if term_slot(program.blocks[step.pc]) == len(instrs):     # a terminator pass of its own
+            stream.add(tok("EXEC", step.warp, step.pc, len(instrs)))
         w, bar = step.warp, term.kind is isa.Term.BAR
         alive, phase, _ = status[w]
         if term.kind is isa.Term.EXIT:
@@ -249,10 +250,18 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
     return stream
 
 
-def is_terminator(program: isa.Program, token: Token) -> bool:
-    """An EXEC of a block's terminator slot."""
+def runs_terminator(program: isa.Program, token: Token) -> bool:
+    """An EXEC whose pass runs its block's terminator (encoding.term_slot: the last instruction's
+    pass, or a terminator pass of its own)."""
     _, pc, slot = token.args
-    return pc < len(program.blocks) and slot == len(program.blocks[pc].instrs)
+    return pc < len(program.blocks) and slot == term_slot(program.blocks[pc])
+
+
+def runs_instruction(program: isa.Program, token: Token) -> bool:
+    """An EXEC whose pass runs an instruction (every slot but a terminator pass of its own)."""
+    _, pc, slot = token.args
+    return pc < len(program.blocks) and slot < len(program.blocks[pc].instrs)
+
 
 
 # ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from qwengpu.machine.words import CT1, CT2, CTA_BITS, GROUP_BITS, PARTS, PHASES,
 SLOTS = isa.BLOCK_SLOTS + 1          # instruction slots of a machine block, then its terminator
 ROM_WORDS = 4                        # 32-bit ROM words per slot (qwengpu/machine/encoding.py)
 SREG_WORDS = len(SREG)               # 32-bit words of a special-register table row
-PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(SLOTS) for j in range(ROM_WORDS)]
+PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(SLOTS) for j in range(ROM_WORDS)] + ["TERM"]
                     + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)]
                    + ["COPY0", "COPYTAB"])
 KINDS = ("LATCH", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "ST", "AT", "AW", "CT1", "CT2", "COPY", "HALT", "FAULT")

@@ -11,7 +11,7 @@ bit 0 in the order declared; a field with copies (one per lane, one per warp) re
     STATUS    a warp's status register: CT1's payload, then CT2's
     COPY0, COPYROW  the copy-out's first group and its table rows (qwengpu/machine/copyout.py)
     ROM0      word 0 of a ROM slot: opcode, registers, space, mod (qwengpu/machine/encoding.py)
-    ROM3      word 3 of a terminator's slot: its targets
+    TERM      a block's terminator: its targets, kind, condition register and the slot that runs it
 
 The widths are computed from isa when this module is imported; build.check_limits() says
 which isa values the circuit can follow.
@@ -131,15 +131,18 @@ COPY0 = Word("COPY0", group=GROUP_BITS, any=1)
 COPYROW = Word("COPYROW", mask=isa.LANES, next=GROUP_BITS, last=1)
 
 # the ROM (qwengpu/machine/encoding.py): a slot is 4 words, word 0 the operation, words 1-3 the
-# immediates of operands a, b, c, or for a terminator word 3 its targets. The op field holds an
-# index into OPCODES, space an index into SPACES; mod holds S2R's special register, SHFL's or
-# VOTE's mode or an atomic's op (its index in isa's enum)
+# immediates of operands a, b, c. The op field holds an index into OPCODES, space an index into
+# SPACES; mod holds S2R's special register, SHFL's or VOTE's mode or an atomic's op (its index in
+# isa's enum)
 OPCODES = ("NOP",) + tuple(op.name for op in isa.Op) + tuple(t.name for t in isa.Term)
 SPACES = (isa.Space.GLOBAL, isa.Space.SHARED, isa.Space.CONST)
 REG_BITS = bits_for(isa.NUM_REGS - 1)
 MOD_BITS = bits_for(max(max(isa.SReg), len(isa.ShflMode) - 1, len(isa.VoteMode) - 1, len(isa.AtomOp) - 1))
 ROM0 = Word("ROM0", op=bits_for(len(OPCODES) - 1), dst=REG_BITS, a=REG_BITS, b=REG_BITS, c=REG_BITS,
             space=bits_for(len(SPACES) - 1), mod=MOD_BITS)
-# a terminator's condition register is ROM0's a; its branch target, fallthrough and reconvergence
-# pcs (0 when absent), and whether it has a reconvergence point
-ROM3 = Word("ROM3", target=PC_BITS, fallthrough=PC_BITS, reconv=PC_BITS, rvalid=1)
+# a block's terminator, one word per pc (the TERM bank, not a slot): its branch target,
+# fallthrough and reconvergence pcs (0 when absent), whether it has a reconvergence point, its kind
+# (index in isa.Term), its condition register, and the slot whose pass runs it
+# (encoding.term_slot: the last instruction's, or a pass of its own at slot n)
+TERM = Word("TERM", target=PC_BITS, fallthrough=PC_BITS, reconv=PC_BITS, rvalid=1,
+            op=bits_for(len(isa.Term) - 1), cond=REG_BITS, slot=bits_for(isa.BLOCK_SLOTS))

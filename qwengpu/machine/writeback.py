@@ -1,13 +1,15 @@
 """Writeback (L14-L15): the queues that hold an EXEC, AT or COPY pass's outcome for the passes
-that write it back: each lane's result and the mask (for VAL/VALU/ST), the terminator's CT2
-payload and whether it changed (for CT1), and the copy-out's next group (for VAL/VALU)."""
+that write it back: each lane's result and the mask (for VAL/VALU/ST), the terminator's CT1
+payload (for the VAL/VALU/ST/AW that ends a folded pass's writeback and emits CT1), its CT2
+payload and whether it changed (for CT1), whether the last EXEC pass ran a terminator, and the
+copy-out's next group (for VAL/VALU)."""
 from __future__ import annotations
 
 from qwengpu.circuit import memory as B
 from qwengpu.machine.fetch import TERMS
 from qwengpu.machine.plan import L_WB
 from qwengpu.machine.wiring import part, view
-from qwengpu.machine.words import COPYROW, CT2, GROUP_BITS
+from qwengpu.machine.words import COPYROW, CT1, CT2, GROUP_BITS
 
 
 def build_writeback(m) -> None:
@@ -20,14 +22,24 @@ def build_writeback(m) -> None:
     mq = B.register(c, L, "mask", 4)
     B.write_bits(c, mq, m.zero, B.bits(m.cs.mask), [k["EXEC"], k["COPY"]])
     B.read_into(c, mq, m.zero, m.cs.mask.dims, enable=[k["VAL"], k["VALU"], k["ST"], k["AW"]])
-    ns = m.ns
-    ctl = c.field("ctl", CT2.width + 1, L)          # CT2's payload, and whether it changed
-    cq = B.register(c, L, "ctl", CT2.width + 1)
-    B.write_bits(c, cq, m.zero, sum((B.bits(getattr(ns, name)) for name in CT2.fields), [])
+    ns, w1, w2 = m.ns, CT1.width, CT2.width
+    ctl = c.field("ctl", w1 + w2 + 1, L)            # CT1's payload, CT2's, and whether CT2's changed
+    cq = B.register(c, L, "ctl", w1 + w2 + 1)
+    B.write_bits(c, cq, m.zero, sum((B.bits(getattr(ns, name)) for name in (*CT1.fields, *CT2.fields)), [])
                  + B.bits(m.ct2_changed), [m.op[t][0] for t in TERMS])
-    B.read_into(c, cq, m.zero, ctl.dims, enable=[k["CT1"]])
-    m.ctq = {name.upper(): part(ctl, CT2, name) for name in CT2.fields}     # FEATURES' names
-    m.ct2_follows = view(ctl, CT2.width, CT2.width + 1, "ct2_follows")
+    # read by CT1 (CT2's half) and by the passes that may end a folded pass's writeback (CT1's half);
+    # the other half's bits are unused there (every reader is gated by the pass's kind)
+    B.read_into(c, cq, m.zero, ctl.dims, enable=[k["CT1"], k["VAL"], k["VALU"], k["ST"], k["AW"]])
+    head, tail = view(ctl, 0, w1), view(ctl, w1, w1 + w2)
+    m.ct1q = {name.upper(): part(head, CT1, name) for name in CT1.fields}   # FEATURES' names
+    m.ctq = {name.upper(): part(tail, CT2, name) for name in CT2.fields}
+    m.ct2_follows = view(ctl, w1 + w2, w1 + w2 + 1, "ct2_follows")
+    # whether the last EXEC pass ran a terminator: its writeback's last token emits CT1 (from
+    # ct1q) instead of the warp's next EXEC. Written on every EXEC pass (0 when it ran none).
+    m.tpend = c.field("tpend", 1, L)
+    tq = B.register(c, L, "tpend", 1)
+    B.write_bits(c, tq, m.zero, B.bits(*(m.op[t] for t in TERMS)), [k["EXEC"]])
+    B.read_into(c, tq, m.zero, m.tpend.dims, enable=[k["VAL"], k["VALU"], k["ST"], k["AW"]])
     # after a COPY pass its words' tokens: then the next group, or HALT after the last
     copyq = c.field("copyq", GROUP_BITS + 2, L)
     q = B.register(c, L, "copyq", GROUP_BITS + 2)
