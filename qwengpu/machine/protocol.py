@@ -263,7 +263,6 @@ def runs_instruction(program: isa.Program, token: Token) -> bool:
     return pc < len(program.blocks) and slot < len(program.blocks[pc].instrs)
 
 
-
 # ---------------------------------------------------------------------------
 # Comparing
 # ---------------------------------------------------------------------------
