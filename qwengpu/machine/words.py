@@ -134,7 +134,7 @@ COPYROW = Word("COPYROW", mask=isa.LANES, next=GROUP_BITS, last=1)
 # immediates of operands a, b, c. The op field holds an index into OPCODES, space an index into
 # SPACES; mod holds S2R's special register, SHFL's or VOTE's mode or an atomic's op (its index in
 # isa's enum)
-OPCODES = ("NOP",) + tuple(op.name for op in isa.Op) + tuple(t.name for t in isa.Term)
+OPCODES = ("NOP",) + tuple(op.name for op in isa.Op)     # terminators live in TERM, not a slot
 SPACES = (isa.Space.GLOBAL, isa.Space.SHARED, isa.Space.CONST)
 REG_BITS = bits_for(isa.NUM_REGS - 1)
 MOD_BITS = bits_for(max(max(isa.SReg), len(isa.ShflMode) - 1, len(isa.VoteMode) - 1, len(isa.AtomOp) - 1))
