@@ -128,6 +128,11 @@ def _brev(a):
     return int(f"{a:032b}"[::-1], 2)
 
 
+def _digit4(a: int, b: int) -> int:
+    """The radix-4 quotient digit: how many of b, 2b, 3b are <= a."""
+    return sum(a >= j * b for j in (1, 2, 3))
+
+
 ALU_SEMANTICS = {
     "MOV": lambda a: a,
     "ADD": lambda a, b: u32(a + b),
@@ -164,6 +169,9 @@ ALU_SEMANTICS = {
     # the remainder loses the divisor when it can, the quotient gains that bit
     "DIVR": lambda a, b: a - b if a >= b else a,
     "DIVQ": lambda a, b, q: u32(2 * q + (a >= b)),
+    # radix-4 steps, two quotient bits at once: k = how many of b, 2b, 3b (exact, no wrap) fit in a
+    "DIVR4": lambda a, b: a - _digit4(a, b) * b,
+    "DIVQ4": lambda a, b, q: u32(4 * q + _digit4(a, b)),
     "POPC": lambda a: bin(a).count("1"),
     "CLZ": _clz,
     "BREV": _brev,
@@ -219,6 +227,8 @@ class Op(enum.Enum):
     REMU = "REMU"
     DIVR = "DIVR"
     DIVQ = "DIVQ"
+    DIVR4 = "DIVR4"
+    DIVQ4 = "DIVQ4"
     POPC = "POPC"
     CLZ = "CLZ"
     BREV = "BREV"
@@ -283,6 +293,8 @@ OP_SPEC: dict[Op, tuple[Kind, int]] = {
     Op.REMU: (Kind.ALU, 2),
     Op.DIVR: (Kind.ALU, 2),
     Op.DIVQ: (Kind.ALU, 3),
+    Op.DIVR4: (Kind.ALU, 2),
+    Op.DIVQ4: (Kind.ALU, 3),
     Op.POPC: (Kind.ALU, 1),
     Op.CLZ: (Kind.ALU, 1),
     Op.BREV: (Kind.ALU, 1),

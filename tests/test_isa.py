@@ -57,6 +57,10 @@ def _rem(a, b):
     return a if b == 0 else _out(_c_rem(a, b))       # documented: x % 0 = x
 
 
+def _digit4(a, b):
+    return 3 if b == 0 else int(min(np.uint64(3), np.uint64(a) // np.uint64(b)))
+
+
 def _shift_amount_ok(b):
     return b < 32   # PTX clamps shift amounts: >= 32 shifts everything out
 
@@ -110,6 +114,9 @@ ORACLE = {
     "REMU": lambda a, b: a if b == 0 else int(np.uint64(a) % np.uint64(b)),
     "DIVR": lambda a, b: int(np.uint32(a) - np.uint32(b)) if a >= b else a,
     "DIVQ": lambda a, b, q: int((np.uint64(q) * np.uint64(2) + np.uint64(a >= b)) % np.uint64(2 ** 32)),
+    # the radix-4 digit k = min(3, a // b) (3 when b = 0), in 64-bit numpy arithmetic
+    "DIVR4": lambda a, b: int(np.uint64(a) - np.uint64(_digit4(a, b)) * np.uint64(b)),
+    "DIVQ4": lambda a, b, q: int((np.uint64(q) * np.uint64(4) + np.uint64(_digit4(a, b))) % np.uint64(2 ** 32)),
     "POPC": lambda a: int(_bits(a).sum()),
     "CLZ": lambda a: int(np.argmax(_bits(a))) if a else 32,
     "BREV": lambda a: int(np.packbits(_bits(a)[::-1]).view(">u4")[0]),
@@ -181,6 +188,9 @@ HAND = [
     ("DIVU", (7, 0), M32), ("REMU", (7, 0), 7), ("DIVU", (M32, 2), INT_MAX),
     ("DIVR", (7, 3), 4), ("DIVR", (3, 3), 0), ("DIVR", (2, 3), 2), ("DIVR", (M32, INT_MIN), INT_MAX),
     ("DIVQ", (3, 3, 5), 11), ("DIVQ", (2, 3, 5), 10), ("DIVQ", (0, 0, INT_MIN), 1), ("DIVQ", (M32, 1, M32), M32),
+    ("DIVR4", (7, 3), 1), ("DIVR4", (9, 3), 0), ("DIVR4", (8, 3), 2), ("DIVR4", (2, 3), 2), ("DIVR4", (M32, INT_MIN), INT_MAX),
+    ("DIVR4", (M32, 0x5555_5555), 0), ("DIVR4", (M32 - 1, 0x5555_5555), 0x5555_5554), ("DIVR4", (5, 0), 5),
+    ("DIVQ4", (9, 3, 5), 23), ("DIVQ4", (8, 3, 5), 22), ("DIVQ4", (2, 3, INT_MIN), 0), ("DIVQ4", (M32, 1, M32), M32),
     ("SHL", (1, 31), INT_MIN), ("SHL", (1, 32), 0), ("SHL", (1, 33), 0), ("SHL", (1, M32), 0),
     ("SHR", (M32, 31), 1), ("SHR", (M32, 32), 0), ("SHR", (M32, 255), 0),
     ("SRA", (INT_MIN, 31), M32), ("SRA", (INT_MIN, 32), M32), ("SRA", (INT_MIN, M32), M32), ("SRA", (INT_MAX, 33), 0),

@@ -61,6 +61,10 @@ def operands(op: str, rng, n: int) -> np.ndarray:
     if op in ("DIVR", "DIVQ"):                    # ties a == b pass the test
         tie = rng.random((LANES, n)) < 0.3
         x[1, tie] = x[0, tie]
+    if op in ("DIVR4", "DIVQ4"):                  # b near a / j for j = 1, 2, 3 (a digit's edges), or 4a
+        j = rng.integers(1, 5, (LANES, n)).astype(np.uint64)
+        near = (x[0] // j + rng.integers(0, 2, (LANES, n)).astype(np.uint64)) % np.uint64(2 ** 32)
+        x[1] = np.where(rng.random((LANES, n)) < 0.6, near, x[1])
     return x
 
 
@@ -129,7 +133,10 @@ def test_known_values():
                       (0x8000_0000, 40, 3, 0xFFFF_FFFF)]),
              ("BFEU", [(0xABCD, 4, 8, 0xBC), (0xFFFF_FFFF, 0, 256 + 5, 0x1F), (0xFFFF_FFFF, 30, 100, 3),
                        (0x8000_0000, 31, 1, 1)]),
-             ("POPC", [(0xFFFF_FFFF, 0, 0, 32), (0, 0, 0, 0), (0x8000_0001, 0, 0, 2), (0xFF, 0, 0, 8)])]
+             ("POPC", [(0xFFFF_FFFF, 0, 0, 32), (0, 0, 0, 0), (0x8000_0001, 0, 0, 2), (0xFF, 0, 0, 8)]),
+             ("DIVR4", [(7, 3, 0, 1), (9, 3, 0, 0), (0xFFFF_FFFF, 0x8000_0000, 0, 0x7FFF_FFFF), (2, 3, 0, 2)]),
+             ("DIVQ4", [(9, 3, 5, 23), (8, 3, 0xFFFF_FFFF, 0xFFFF_FFFE), (0xFFFF_FFFF, 0x5555_5555, 0, 3),
+                        (0xFFFF_FFFE, 0x5555_5555, 1, 6)])]
     x = np.zeros((3, LANES, len(cases)), dtype=np.uint64)
     expected = np.zeros((LANES, len(cases)), dtype=np.uint64)
     for i, (_, lanes) in enumerate(cases):

@@ -55,7 +55,7 @@ SETS = ("SETEQ", "SETNE", "SETLT", "SETLE", "SETGT", "SETGE", "SETLTU", "SETLEU"
 BITWISE = ("AND", "OR", "XOR")
 COUNTS = ("POPC", "CLZ", "BREV")
 BIT_FIELDS = ("BFE", "BFEU")
-DIV_STEPS = ("DIVR", "DIVQ")
+DIV_STEPS = ("DIVR", "DIVQ", "DIVR4", "DIVQ4")
 ALU_OPS: tuple[str, ...] = ADD_SUB_MUL + SHIFTS + PICKS + SETS + BITWISE + COUNTS + BIT_FIELDS + DIV_STEPS
 
 # layer offsets of each unit's steps
@@ -82,24 +82,28 @@ def _gated_both(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict
         G.raw(c, at, add_terms(terms, gate), bias + hi * cond_bias - 2 * hi, out)
 
 
-def _gated_basis(c: Circuit, at: int, terms: dict[int, int], values: list[int],
-                 functions: list[tuple[callable, dict[int, float]]], gate: list[Field]) -> None:
-    """gadgets.basis (f(S) for S = sum(terms) taking only the sorted `values`, f(values[0]) = 0),
-    gated: [S >= v] = relu(S - u) - relu(S - u - 1) for consecutive reachable u < v."""
+def _basis_rows(values: list[int], functions: list[tuple[callable, dict[int, float]]]) -> dict[int, dict[int, float]]:
+    """f(S) for S taking only the sorted `values`, f(values[0]) = 0, as sum_u row_u relu(S - u):
+    [S >= v] = relu(S - u) - relu(S - u - 1) for consecutive reachable u < v."""
     rows: dict[int, dict[int, float]] = {}
     for f, out in functions:
         if f(values[0]):
-            raise CircuitError("_gated_basis: f(values[0]) must be 0")
+            raise CircuitError("basis: f(values[0]) must be 0")
         for u, v in zip(values, values[1:]):
             jump = f(v) - f(u)
             for offset, sign in ((u, 1), (u + 1, -1)):
                 row = rows.setdefault(offset, {})
                 for d, k in out.items():
                     row[d] = row.get(d, 0) + sign * jump * k
-    for offset in sorted(rows):
-        row = {d: k for d, k in rows[offset].items() if k}
+    return {offset: {d: k for d, k in row.items() if k} for offset, row in sorted(rows.items())}
+
+
+def _gated_basis(c: Circuit, at: int, terms: dict[int, int], values: list[int],
+                 functions: list[tuple[callable, dict[int, float]]], gate: list[Field], const: int = 0) -> None:
+    """gadgets.basis (f(S) for S = sum(terms) + const taking only the sorted `values`), gated."""
+    for offset, row in _basis_rows(values, functions).items():
         if row:
-            G.gated(c, at, terms, -offset, row, gate)
+            G.gated(c, at, terms, const - offset, row, gate)
 
 
 # ---------------------------------------------------------------------------
@@ -189,6 +193,85 @@ def _division_test(c: Circuit, at: int, flags: dict[str, Field], lam_ab: dict[in
     return t
 
 
+def _exact_nonneg(c: Circuit, at: int, terms: dict[int, int], bias: int, out: Field, gate: list[Field]) -> None:
+    """out += [S >= 0] for S = sum(terms) + bias, an integer up to operand read noise, when a gate
+    flag is 1: relu(4S + 3) - relu(4S + 2), exact for S within 1/4 of an integer."""
+    s4 = {d: 4 * k for d, k in terms.items()}
+    G.gated(c, at, s4, 4 * bias + 3, {out[0]: 1}, gate)
+    G.gated(c, at, s4, 4 * bias + 2, {out[0]: -1}, gate)
+
+
+def _byte_steps(c: Circuit, at: int, x: list, y: list, out: Field, gate: list[Field]) -> dict[int, int]:
+    """Layer at: gt_j = [Y_j > X_j], lt_j = [Y_j < X_j] per byte of the 32-bit words whose bits are
+    the dims x, y (None: a 0 bit), when a gate flag is 1. Returns Lambda = sum_j (gt_j - lt_j) 2**j:
+    sign(Lambda) = sign(y - x), |Lambda| <= 15."""
+    for j in range(4):
+        diff = add_terms({y[8 * j + i]: 1 << i for i in range(8) if y[8 * j + i] is not None},
+                         {x[8 * j + i]: -(1 << i) for i in range(8) if x[8 * j + i] is not None})
+        G.gated_step(c, at, diff, 1, {out[2 * j]: 1}, gate)
+        G.gated_step(c, at, G.neg(diff), 1, {out[2 * j + 1]: 1}, gate)
+    return add_terms(*({out[2 * j]: 1 << j, out[2 * j + 1]: -(1 << j)} for j in range(4)))
+
+
+def _radix4_t1(c: Circuit, at: int, flags: dict[str, Field], lam_ab: dict[int, int], tag: str) -> Field:
+    """Layer at: t1 = [a >= b] for DIVR4 and DIVQ4, from the compare unit's byte order of (a, b)
+    (readable at this layer only)."""
+    t1 = c.field(f"{tag}.div4.t1", 1, at)
+    _exact_nonneg(c, at, G.neg(lam_ab), 0, t1, [flags["DIVR4"], flags["DIVQ4"]])
+    return t1
+
+
+def _radix4(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, cc: Field, r: Field,
+            t1: Field, tag: str) -> None:
+    """DIVR4 and DIVQ4: the radix-4 digit k = t1 + t2 + t3 = [a >= b] + [a >= 2b] + [a >= 3b] (2b
+    and 3b exact: past 32 bits when b is), then a - k b and 4 cc + k. 3b would need an addition
+    before its comparison, so t3 compares u = a - b with 2b instead. u is kept in r (no other
+    unit writes r while these run), which saves the residual a field per lane:
+
+    at:     u = a - b: its digits' bits into r
+    at + 1: u's carries (in place); t1 = [a >= b] (_radix4_t1)
+    at + 2: byte orders of (a, 2b) and (u, 2b)
+    at + 3: t2 = [a >= 2b], t3 = t1 and [u >= 2b], both 0 when 2b >= 2**32
+    at + 4: DIVR4: a in place of u (k = 0), u (k = 1), or the digits of u - b (k = 2) or u - 2b
+            (k = 3) into r; DIVQ4: 4 cc + k in place of u
+    at + 5: DIVR4's carries (in place)."""
+    both, rem, quo = [flags["DIVR4"], flags["DIVQ4"]], flags["DIVR4"], flags["DIVQ4"]
+    b2 = [None] + list(b.dims[:WORD - 1])           # 2b's low 32 bits; b's top bit is 2b's bit 32
+    top = b[WORD - 1]
+    gp = [_carry_field(c, f"{tag}.div4.u.carry{n}", at) for n in range(WORD // 4)]
+    for n in range(WORD // 4):                      # U_n = A_n + 15 - B_n (+1)
+        _gated_basis(c, at, add_terms(G.nibble(a, n), G.neg(G.nibble(b, n))), list(range(32)),
+                     _nibble_functions(r, gp, n), both, const=15 + (n == 0))
+    _carries_in_place(c, at + 1, gp, r)
+    orders = [c.field(f"{tag}.div4.order{j}", 8, at + 2) for j in (2, 3)]
+    lam2 = _byte_steps(c, at + 2, list(a.dims), b2, orders[0], both)
+    lam3 = _byte_steps(c, at + 2, list(r.dims), b2, orders[1], both)
+    t2, t3 = (c.field(f"{tag}.div4.t{j}", 1, at + 3) for j in (2, 3))
+    _exact_nonneg(c, at + 3, add_terms(G.neg(lam2), {top: -16}), 0, t2, both)
+    _exact_nonneg(c, at + 3, add_terms(G.neg(lam3), {t1[0]: 16, top: -16}), -16, t3, both)
+    for f in orders:
+        c.clear(f, at + 3)
+    last, t = at + 4, [t1[0], t2[0], t3[0]]
+    for i in range(WORD):
+        G.gated(c, last, {r[i]: 1}, 0, {r[i]: -1}, quo)                          # DIVQ4: u out
+        _gated_both(c, last, {r[i]: 1}, 0, {r[i]: -1}, rem, {t[0]: -1, t[1]: 1}, 1)   # DIVR4, k != 1: u out,
+        _gated_both(c, last, {a[i]: 1}, 0, {r[i]: 1}, rem, {t[0]: -1}, 1)            # a in when k = 0
+    gp = [_carry_field(c, f"{tag}.div4.carry{n}", last) for n in range(WORD // 4)]
+    for y, k_is in ((list(b.dims), {t[1]: 1, t[2]: -1}), (b2, {t[2]: 1})):     # k = 2: u - b; k = 3: u - 2b
+        for n in range(WORD // 4):
+            terms = add_terms(G.nibble(r, n), {d: -(1 << i) for i, d in enumerate(y[4 * n: 4 * n + 4])
+                                               if d is not None})
+            for offset, row in _basis_rows(list(range(32)), _nibble_functions(r, gp, n)).items():
+                _gated_both(c, last, terms, 15 + (n == 0) - offset, row, rem, k_is, 0)
+    for i in range(WORD - 2):                        # DIVQ4: 4 cc + k
+        G.gated(c, last, {cc[i]: 1}, 0, {r[i + 2]: 1}, quo)
+    G.gated(c, last, {t[0]: 1, t[1]: -1, t[2]: 1}, 0, {r[0]: 1}, quo)
+    G.gated(c, last, {t[1]: 1}, 0, {r[1]: 1}, quo)
+    for f in (t1, t2, t3):
+        c.clear(f, last)
+    _carries_in_place(c, last + 1, gp, r)
+
+
 def _resolve(c: Circuit, at: int, digits: Field, out: Field, tag: str) -> None:
     """out += the binary value of sum_n D_n 16**n mod 2**32 for digits D_n in [0, 31]; clears
     the digits. 2 layers; the carry scheme of gadgets.resolve, with each nibble's bits kept in
@@ -200,24 +283,41 @@ def _resolve(c: Circuit, at: int, digits: Field, out: Field, tag: str) -> None:
     at + 1: the carry into nibble m is [L_m >= 1], L_m = sum_{i<m} (G_i + P_i - 1) 2**i (the
             highest nibble that does not just propagate decides); it flips bit k of the
             nibble when the bits below k are all 1."""
-    gp = [c.field(f"{tag}.carry{n}", 2, at) for n in range(len(digits))]      # (G, P) per nibble
+    gp = [_carry_field(c, f"{tag}.carry{n}", at) for n in range(len(digits))]
     for n, d in enumerate(digits.dims):
-        z = out.dims[4 * n: 4 * n + 4]
-        fns = [(lambda v, k=k: v % 16 >> k & 1, {z[k]: 1}) for k in range(4)]
-        fns += [(lambda v: int(v >= 16), {gp[n][0]: 1}), (lambda v: int(v >= 15), {gp[n][1]: 1})]
-        fns.append((lambda v: -v, {d: 1}))             # clear the digit
+        fns = _nibble_functions(out, gp, n) + [(lambda v: -v, {d: 1})]      # and clear the digit
         G.basis(c, at, {d: 1}, 0, fns)
     c.layout.release(digits, at)
-    for n in range(1, len(digits)):
-        lam = add_terms(*({gp[i][0]: 1 << i, gp[i][1]: 1 << i} for i in range(n)))
+    _carries_in_place(c, at + 1, gp, out)
+
+
+def _carry_field(c: Circuit, name: str, at: int) -> Field:
+    """A nibble's G + P (0, 1 or 2) for _carries_in_place."""
+    return c.field(name, 1, at, kind="int", vmax=2)
+
+
+def _nibble_functions(out: Field, gp: list[Field], n: int) -> list[tuple[callable, dict[int, float]]]:
+    """The first layer of an in-place carry resolution for nibble n (digit D in [0, 31]): its low
+    4 bits into out, G + P = [D >= 16] + [D >= 15] into gp[n] (an int field: only the sum counts)."""
+    z = out.dims[4 * n: 4 * n + 4]
+    fns = [(lambda v, k=k: v % 16 >> k & 1, {z[k]: 1}) for k in range(4)]
+    return fns + [(lambda v: int(v >= 16) + int(v >= 15), {gp[n][0]: 1})]
+
+
+def _carries_in_place(c: Circuit, at: int, gp: list[Field], out: Field) -> None:
+    """Layer at: add each nibble's carry in to the bits in `out`, from its G + P in gp (the carry
+    into nibble m is [L_m >= 1], L_m = sum_{i<m} (G_i + P_i - 1) 2**i); clears gp. Bits of
+    nibbles whose G and P are all 0 are left as they are."""
+    for n in range(1, len(gp)):
+        lam = {gp[i][0]: 1 << i for i in range(n)}
         first = 1 + sum(1 << i for i in range(n))     # carry = [sum(lam) >= first]
         z = out.dims[4 * n: 4 * n + 4]
         for k in range(4):                             # z_k ^= carry and z_0..z_{k-1} all 1
             below = {z[j]: 128 for j in range(k)}
-            G.step(c, at + 1, add_terms(lam, below, {z[k]: -128}), first + 128 * k, {z[k]: 1})
-            G.step(c, at + 1, add_terms(lam, below, {z[k]: 128}), first + 128 * (k + 1), {z[k]: -1})
+            G.step(c, at, add_terms(lam, below, {z[k]: -128}), first + 128 * k, {z[k]: 1})
+            G.step(c, at, add_terms(lam, below, {z[k]: 128}), first + 128 * (k + 1), {z[k]: -1})
     for f in gp:
-        c.clear(f, at + 1)
+        c.clear(f, at)
 
 
 # ---------------------------------------------------------------------------
@@ -373,14 +473,15 @@ def build_alu(c: Circuit, at: int, op: dict[str, Field], a: list[Field], b: list
     flags = {o: op[o] for o in ALU_OPS}
     tags = [f"{name}{lane}" for lane in range(LANES)]
     lanes = list(zip(tags, a, b, cc))
-    r = [c.field(f"{tag}.r", WORD, at + 1) for tag in tags]
+    r = [c.field(f"{tag}.r", WORD, at) for tag in tags]        # radix-4 division keeps a - b there from `at`
     # unit by unit over the lanes, roughly in the order fields are born, so that fields born
     # later find the gaps of those already cleared
     columns = [_mul_columns(c, at, flags, x, y, tag) for tag, x, y, _ in lanes]
-    tests = []
+    tests, t1s = [], []
     for (tag, x, y, z), out in zip(lanes, r):
         lam = _compare_pick(c, at, flags, x, y, z, out, tag)
         tests.append(_division_test(c, at + 1, flags, lam, tag))
+        t1s.append(_radix4_t1(c, at + 1, flags, lam, tag))
         _shifts(c, at, flags, x, y, out, tag)
         _bitwise(c, at + LATE, flags, x, y, out)
         _counts(c, at + LATE, flags, x, out)
@@ -389,5 +490,7 @@ def build_alu(c: Circuit, at: int, op: dict[str, Field], a: list[Field], b: list
     for (tag, x, y, z), out, d in zip(lanes, r, digits):
         _bit_field(c, at + BIT_FIELD, flags, z, out, tag)
         _resolve(c, at + RESOLVE, d, out, tag)
+    for (tag, x, y, z), out, t1 in zip(lanes, r, t1s):
+        _radix4(c, at, flags, x, y, z, out, t1, tag)
     return r, at + ALU_LAYERS
 

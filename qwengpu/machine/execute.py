@@ -27,6 +27,15 @@ def build_execute(m) -> None:
             G.relu(c, L_STATUS, {m.ct1h[(w - 1) % 4]: 1, m.cur1h[(w - 1) % 4]: 1}, 0, {turn[w]: 1})
         G.relu(c, L_STATUS, {m.k["CTA"]: 1}, 0, {turn[0]: 1})
         m.sched, sched_end = build_scheduler(c, L_SCHED, m.status, nwarps, turn)
+    with m.unit("branch"):       # before the ALU: the SIMT stack's long-lived fields take low residual dims
+        term = {t: m.op[t] for t in TERMS}
+        m.ns, ctl_end = build_terminator(
+            c, L_EXEC, L_STACK, wbits=m.f["WB"], term=term, target=m.tw["target"],
+            fallthrough=m.tw["fallthrough"], reconv=m.tw["reconv"], rvalid=m.tw["rvalid"],
+            cond=m.tcond, old=m.cs, init_mask=m.init_mask)
+        for fld in m.tcond:            # read by the terminator's first layer only
+            c.clear(fld, L_EXEC + 1)
+        c.clear(view(m.term, 0, TERM["op"].offset), L_STACK)    # TERM's targets: last read by the stack writes
     with m.unit("warp"):
         wo = m.warp_op
         warp_r, warp_end = build_warp(c, L_EXEC, {mode: wo[f"SHFL.{mode}"] for mode in SHFL_MODES},
@@ -38,16 +47,8 @@ def build_execute(m) -> None:
         for l in range(4):             # the warp unit's result joins the ALU's (at most one is nonzero)
             G.copy_bits(c, alu_end - 1, warp_r[l], Field("r", m.r[l].dims, "bits", alu_end - 1))
             c.clear(warp_r[l], alu_end - 1)
+    if max(alu_end, warp_end, ctl_end, sched_end) != EXEC_END:
+        raise CircuitError(f"the execute stage ends at L{max(alu_end, warp_end, ctl_end, sched_end)}, "
+                           f"the plan has L{EXEC_END}")
     with m.unit("branch"):
-        term = {t: m.op[t] for t in TERMS}
-        m.ns, ctl_end = build_terminator(
-            c, L_EXEC, L_STACK, wbits=m.f["WB"], term=term, target=m.tw["target"],
-            fallthrough=m.tw["fallthrough"], reconv=m.tw["reconv"], rvalid=m.tw["rvalid"],
-            cond=m.tcond, old=m.cs, init_mask=m.init_mask)
-        for fld in m.tcond:            # read by the terminator's first layer only
-            c.clear(fld, L_EXEC + 1)
-        c.clear(view(m.term, 0, TERM["op"].offset), L_STACK)    # TERM's targets: last read by the stack writes
-        if max(alu_end, warp_end, ctl_end, sched_end) != EXEC_END:
-            raise CircuitError(f"the execute stage ends at L{max(alu_end, warp_end, ctl_end, sched_end)}, "
-                               f"the plan has L{EXEC_END}")
         m.ct2_changed = build_ct2_change(c, L_CT2, m.ns, m.cs)

@@ -1674,10 +1674,12 @@ class _MicroCode:
         return q, e(Op.SUB, e(Op.XOR, r, sa), sa)
 
     def divmod_unsigned(self, n, d):
-        """Restoring division with the divisor aligned under the dividend's top
-        bit: clz(d) - clz(n) + 1 steps, each `if r >= ds: r -= ds, q bit = 1;
-        ds >>= 1` (the machine's DIVQ and DIVR: one machine block per step),
-        while ds >= d. n < d (and d = 0) skip the loop: q = 0 (d = 0: -1), r = n."""
+        """Radix-4 restoring division with the divisor aligned under the dividend's top bit:
+        ds = d << 2j, the largest even shift with ds's top bit at or below n's, then j + 1 steps,
+        each taking quotient digit k = how many of ds, 2 ds, 3 ds fit in r (the machine's DIVQ4
+        and DIVR4: one machine block per two quotient bits), while ds > d. The loop test is
+        computed before the last shift, so the terminator shares that instruction's pass.
+        n < d (and d = 0) skip the loop: q = 0 (d = 0: -1), r = n."""
         e = self.emit
         if isinstance(d, Imm) and d.value & (d.value - 1) == 0 and d.value:     # a power of two
             return e(Op.SHR, n, Imm(d.value.bit_length() - 1)), e(Op.AND, n, Imm(d.value - 1))
@@ -1689,13 +1691,15 @@ class _MicroCode:
         setup, loop, after = self.new_block(), self.new_block(), self.new_block()
         self.blocks[self.cur].term = VTerm(Term.BRC, setup, run, after)
         self.cur = setup
-        ds = e(Op.SHL, d, e(Op.SUB, e(Op.CLZ, d), e(Op.CLZ, n)), dst=self.fresh())
+        shift = e(Op.AND, e(Op.SUB, e(Op.CLZ, d), e(Op.CLZ, n)), Imm(~1 & M32))
+        ds = e(Op.SHL, d, shift, dst=self.fresh())
         self.blocks[self.cur].term = VTerm(Term.JMP, loop)
         self.cur = loop
-        e(Op.DIVQ, r, ds, q, dst=q)                 # q = 2q + [r >= ds]
-        e(Op.DIVR, r, ds, dst=r)                    # r -= ds when r >= ds
-        e(Op.SHR, ds, Imm(1), dst=ds)
-        self.blocks[self.cur].term = VTerm(Term.BRC, loop, e(Op.SETGEU, ds, d), after)
+        e(Op.DIVQ4, r, ds, q, dst=q)                # q = 4q + k
+        e(Op.DIVR4, r, ds, dst=r)                   # r -= k ds
+        more = e(Op.SETNE, ds, d)
+        e(Op.SHR, ds, Imm(2), dst=ds)
+        self.blocks[self.cur].term = VTerm(Term.BRC, loop, more, after)
         self.cur = after
         return q, r
 
