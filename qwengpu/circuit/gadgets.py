@@ -93,6 +93,26 @@ def copy_bits(c: Circuit, at: int, src: Field, dst: Field, sign: float = 1.0) ->
         relu(c, at, {s: 1}, 0, {d: sign})
 
 
+def requantize(c: Circuit, at: int, x: Field, gate: Field | list[Field] | None = None) -> None:
+    """Layer at: each bit of x that is 0 or 1 up to noise below 1/4 becomes exactly 0 or 1, in
+    place: + relu(4x - 1) - relu(4x - 2) - relu(x) (x >= 0); with `gate`, only when a gate flag
+    is 1 (then - relu(x + 1) + 1 instead of - relu(x), which a gated neuron cannot leave at 0).
+    Reads carry noise (a GDN row reads as (1 - delta) b) that gated units multiply by their
+    gate constants and carry resolutions by 128: a result that feeds another such unit needs
+    exact inputs."""
+    for d in x.dims:
+        if gate is None:
+            relu(c, at, {d: 4}, -1, {d: 1})
+            relu(c, at, {d: 4}, -2, {d: -1})
+            relu(c, at, {d: 1}, 0, {d: -1})
+        else:
+            gated(c, at, {d: 4}, -1, {d: 1}, gate)
+            gated(c, at, {d: 4}, -2, {d: -1}, gate)
+            gated(c, at, {d: 1}, 1, {d: -1}, gate)
+    if gate is not None:
+        gated(c, at, {}, 1, {d: 1 for d in x.dims}, gate)
+
+
 def const_one(c: Circuit, at: int, out: dict[int, float]) -> None:
     """out += coef (a neuron on the anchor alone)."""
     c.layer(at).relu({}, 1, {d: k * c.layout.dim_scale[d] for d, k in out.items()})

@@ -167,10 +167,13 @@ class Circuit:
         return self.layout.alloc(name, width, born=at, kind=kind, vmax=vmax)
 
     def clear(self, field, at: int) -> None:
-        """Layer `at`'s MLP subtracts the field (exact for 0/1 and small ints) and frees its dims."""
+        """Layer `at`'s MLP subtracts the field (exact for 0/1 and small ints) and frees its dims.
+        Both signs: a GDN read can leave a 0 bit slightly negative, and a later field on these
+        dims (an int field reads them times 256) would start from that residue."""
         lay = self.layer(at)
         for d in field.dims:
             lay.relu({d: 1 / field.scale}, 0, {d: -field.scale})
+            lay.relu({d: -1 / field.scale}, 0, {d: field.scale})
         self.layout.release(field, at)
 
     def weights(self) -> list[dict[str, np.ndarray]]:

@@ -230,11 +230,12 @@ def _radix4(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, cc
 
     at:     u = a - b: its digits' bits into r
     at + 1: u's carries (in place); t1 = [a >= b] (_radix4_t1)
-    at + 2: byte orders of (a, 2b) and (u, 2b)
+    at + 2: byte orders of (a, 2b) and (u, 2b); u's bits requantized (the second subtraction
+            would amplify the read noise the first one's carries passed on)
     at + 3: t2 = [a >= 2b], t3 = t1 and [u >= 2b], both 0 when 2b >= 2**32
-    at + 4: DIVR4: a in place of u (k = 0), u (k = 1), or the digits of u - b (k = 2) or u - 2b
-            (k = 3) into r; DIVQ4: 4 cc + k in place of u
-    at + 5: DIVR4's carries (in place)."""
+    at + 4: DIVR4: a in place of u (k = 0), u (k = 1), or out of r: the digits of u - b (k = 2) or
+            u - 2b (k = 3) and their bits; DIVQ4: 4 cc + k in place of u
+    at + 5: DIVR4's carries, its bits into r."""
     both, rem, quo = [flags["DIVR4"], flags["DIVQ4"]], flags["DIVR4"], flags["DIVQ4"]
     b2 = [None] + list(b.dims[:WORD - 1])           # 2b's low 32 bits; b's top bit is 2b's bit 32
     top = b[WORD - 1]
@@ -243,6 +244,7 @@ def _radix4(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, cc
         _gated_basis(c, at, add_terms(G.nibble(a, n), G.neg(G.nibble(b, n))), list(range(32)),
                      _nibble_functions(r, gp, n), both, const=15 + (n == 0))
     _carries_in_place(c, at + 1, gp, r)
+    G.requantize(c, at + 2, r, both)
     orders = [c.field(f"{tag}.div4.order{j}", 8, at + 2) for j in (2, 3)]
     lam2 = _byte_steps(c, at + 2, list(a.dims), b2, orders[0], both)
     lam3 = _byte_steps(c, at + 2, list(r.dims), b2, orders[1], both)
@@ -256,12 +258,13 @@ def _radix4(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, cc
         G.gated(c, last, {r[i]: 1}, 0, {r[i]: -1}, quo)                          # DIVQ4: u out
         _gated_both(c, last, {r[i]: 1}, 0, {r[i]: -1}, rem, {t[0]: -1, t[1]: 1}, 1)   # DIVR4, k != 1: u out,
         _gated_both(c, last, {a[i]: 1}, 0, {r[i]: 1}, rem, {t[0]: -1}, 1)            # a in when k = 0
+    z = c.field(f"{tag}.div4.z", WORD, last)
     gp = [_carry_field(c, f"{tag}.div4.carry{n}", last) for n in range(WORD // 4)]
     for y, k_is in ((list(b.dims), {t[1]: 1, t[2]: -1}), (b2, {t[2]: 1})):     # k = 2: u - b; k = 3: u - 2b
         for n in range(WORD // 4):
             terms = add_terms(G.nibble(r, n), {d: -(1 << i) for i, d in enumerate(y[4 * n: 4 * n + 4])
                                                if d is not None})
-            for offset, row in _basis_rows(list(range(32)), _nibble_functions(r, gp, n)).items():
+            for offset, row in _basis_rows(list(range(32)), _nibble_functions(z, gp, n)).items():
                 _gated_both(c, last, terms, 15 + (n == 0) - offset, row, rem, k_is, 0)
     for i in range(WORD - 2):                        # DIVQ4: 4 cc + k
         G.gated(c, last, {cc[i]: 1}, 0, {r[i + 2]: 1}, quo)
@@ -269,7 +272,7 @@ def _radix4(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, cc
     G.gated(c, last, {t[1]: 1}, 0, {r[1]: 1}, quo)
     for f in (t1, t2, t3):
         c.clear(f, last)
-    _carries_in_place(c, last + 1, gp, r)
+    _carries_in_place(c, last + 1, gp, r, bits=z)
 
 
 def _resolve(c: Circuit, at: int, digits: Field, out: Field, tag: str) -> None:
@@ -292,32 +295,39 @@ def _resolve(c: Circuit, at: int, digits: Field, out: Field, tag: str) -> None:
 
 
 def _carry_field(c: Circuit, name: str, at: int) -> Field:
-    """A nibble's G + P (0, 1 or 2) for _carries_in_place."""
-    return c.field(name, 1, at, kind="int", vmax=2)
+    """A nibble's (G, P) for _carries_in_place. Two bits: as one int field G + P would need
+    weights 2**(i + 8) in the carries, which turn fp32 rounding into errors near 0.5."""
+    return c.field(name, 2, at)
 
 
 def _nibble_functions(out: Field, gp: list[Field], n: int) -> list[tuple[callable, dict[int, float]]]:
     """The first layer of an in-place carry resolution for nibble n (digit D in [0, 31]): its low
-    4 bits into out, G + P = [D >= 16] + [D >= 15] into gp[n] (an int field: only the sum counts)."""
+    4 bits into out, G = [D >= 16] and P = [D >= 15] into gp[n]."""
     z = out.dims[4 * n: 4 * n + 4]
     fns = [(lambda v, k=k: v % 16 >> k & 1, {z[k]: 1}) for k in range(4)]
-    return fns + [(lambda v: int(v >= 16) + int(v >= 15), {gp[n][0]: 1})]
+    return fns + [(lambda v: int(v >= 16), {gp[n][0]: 1}), (lambda v: int(v >= 15), {gp[n][1]: 1})]
 
 
-def _carries_in_place(c: Circuit, at: int, gp: list[Field], out: Field) -> None:
-    """Layer at: add each nibble's carry in to the bits in `out`, from its G + P in gp (the carry
+def _carries_in_place(c: Circuit, at: int, gp: list[Field], out: Field, bits: Field | None = None) -> None:
+    """Layer at: add each nibble's carry in to the bits in `out`, from its (G, P) in gp (the carry
     into nibble m is [L_m >= 1], L_m = sum_{i<m} (G_i + P_i - 1) 2**i); clears gp. Bits of
-    nibbles whose G and P are all 0 are left as they are."""
+    nibbles whose G and P are all 0 are left as they are. With `bits`, the nibbles' bits are
+    read from there (the bits weigh 128 here: a field no other unit writes keeps their noise
+    small) and moved into `out`."""
+    src = bits or out
     for n in range(1, len(gp)):
-        lam = {gp[i][0]: 1 << i for i in range(n)}
+        lam = add_terms(*({gp[i][0]: 1 << i, gp[i][1]: 1 << i} for i in range(n)))
         first = 1 + sum(1 << i for i in range(n))     # carry = [sum(lam) >= first]
-        z = out.dims[4 * n: 4 * n + 4]
+        z, o = src.dims[4 * n: 4 * n + 4], out.dims[4 * n: 4 * n + 4]
         for k in range(4):                             # z_k ^= carry and z_0..z_{k-1} all 1
             below = {z[j]: 128 for j in range(k)}
-            G.step(c, at, add_terms(lam, below, {z[k]: -128}), first + 128 * k, {z[k]: 1})
-            G.step(c, at, add_terms(lam, below, {z[k]: 128}), first + 128 * (k + 1), {z[k]: -1})
+            G.step(c, at, add_terms(lam, below, {z[k]: -128}), first + 128 * k, {o[k]: 1})
+            G.step(c, at, add_terms(lam, below, {z[k]: 128}), first + 128 * (k + 1), {o[k]: -1})
     for f in gp:
         c.clear(f, at)
+    if bits is not None:
+        G.copy_bits(c, at, bits, out)
+        c.clear(bits, at)
 
 
 # ---------------------------------------------------------------------------

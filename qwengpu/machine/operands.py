@@ -36,6 +36,7 @@ def build_operands(m) -> None:
             bank = declare_bank(c, L, f"reg.{regs}{l}", REG_ROWS, 32)
             B.write_bits(c, bank, wkey, B.bits(m.staged), [m.val_lane[l], m.valu_lane[l]])
             B.read_into(c, bank, key, operands[l].dims, enable=[k["EXEC"]])
+            G.requantize(c, L, operands[l])         # exact operands: see gadgets.requantize
             for i in range(32):            # immediate (0 for a register operand)
                 G.relu(c, L, {imms[q][i]: 1}, 0, {operands[l][i]: 1})
     _s2r(m)

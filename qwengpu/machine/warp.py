@@ -12,8 +12,8 @@ with b, c, seg the low 5 bits of b, c, c >> 8 and max_lane = (l & seg) | (c & ~s
 other case (out of range, inactive source, own lane) reads the lane's own value.
     X    max_lane and IDX's source bits per lane; VOTE predicates
     X+1  [max_lane >= s]; VOTE per-member terms
-    X+2  one selector per (lane, source); VOTE results
-    X+3  the selected values
+    X+2  one selector per (lane, source); VOTE: some member yes, some no
+    X+3  the selected values; VOTE results
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def build_warp(c: Circuit, at: int, shfl: dict[str, Field], vote: dict[str, Fiel
                b: list[Field], cc: list[Field], mask: Field) -> tuple[list[Field], int]:
     """Per lane the SHFL/VOTE result (0 when no flag is set); returns (results, end)."""
     X = at
-    out = [c.field(f"warp.r{l}", 32, X + 3) for l in range(LANES)]
+    out = [c.field(f"warp.r{l}", 32, X + 3) for l in range(LANES)]     # every write is at X + 3
     _shuffle(c, X, shfl, a, b, cc, mask, out)
     _vote(c, X, vote, a, b, mask, out)
     return out, X + WARP_LAYERS
@@ -104,17 +104,17 @@ def _vote(c, X, vote, a, b, mask, out):
         for l in range(LANES):
             G.relu(c, X + 1, {b[r][l]: 1, mask[l]: 1, pred[l]: 1}, -2, {good[l]: 1})
             G.relu(c, X + 1, {b[r][l]: 1, mask[l]: 1, pred[l]: -1}, -1, {bad[l]: 1})
-            G.relu(c, X + 1, {fl["BALLOT"]: 1, b[r][l]: 1, mask[l]: 1, pred[l]: 1}, -3, {out[r][l]: 1})
-            G.relu(c, X + 1, {fl["ACTIVEMASK"]: 1, mask[l]: 1}, -1, {out[r][l]: 1})
-        n_good, n_bad = {d: 1 for d in good.dims}, {d: 1 for d in bad.dims}
-        G.relu(c, X + 2, {fl["ALL"]: 1, **{d: -1 for d in n_bad}}, 0, {out[r][0]: 1})
-        G.step(c, X + 2, {fl["ANY"]: 4, **n_good}, 5, {out[r][0]: 1})
         has = c.field(f"vote.has{r}", 2, X + 2)            # [some yes], [some no]
-        G.step(c, X + 2, n_good, 1, {has[0]: 1})
-        G.step(c, X + 2, n_bad, 1, {has[1]: 1})
-        # UNI: all yes or all no = not (some yes and some no)
+        G.step(c, X + 2, {d: 1 for d in good.dims}, 1, {has[0]: 1})
+        G.step(c, X + 2, {d: 1 for d in bad.dims}, 1, {has[1]: 1})
+        c.clear(bad, X + 2)
+        # the results, all at X + 3 (where the result field is born): UNI is all yes or all no
+        for l in range(LANES):
+            G.relu(c, X + 3, {fl["BALLOT"]: 1, good[l]: 1}, -1, {out[r][l]: 1})
+            G.relu(c, X + 3, {fl["ACTIVEMASK"]: 1, mask[l]: 1}, -1, {out[r][l]: 1})
+        G.relu(c, X + 3, {fl["ALL"]: 1, has[1]: -1}, 0, {out[r][0]: 1})
+        G.relu(c, X + 3, {fl["ANY"]: 1, has[0]: 1}, -1, {out[r][0]: 1})
         G.step(c, X + 3, {fl["UNI"]: 2, has[0]: -1, has[1]: -1}, 1, {out[r][0]: 1})
-        for f in (good, bad):
-            c.clear(f, X + 2)
-        c.clear(has, X + 3)
+        for f in (good, has):
+            c.clear(f, X + 3)
     c.clear(pred, X + 1)
