@@ -46,7 +46,13 @@ class CompiledLayer:
         """One neuron: adds c * relu(sum(terms[d] * x[d]) + bias) to residual dim d for (d, c) in out.
 
         Exact when the argument is an integer; `positive_max` of the argument must stay
-        <= 256 (checked by the gadget that knows the ranges)."""
+        <= 256 (checked by the gadget that knows the ranges). A field is written from the layer
+        it was allocated at on: the allocator may give its dims to another field until then."""
+        for d in out:
+            field = self.layout.holder.get(d)
+            if field is not None and field.born > self.index:
+                raise CircuitError(f"layer {self.index} writes field {field.name!r}, allocated from layer "
+                                   f"{field.born}: its dims may hold another field here")
         self.neurons.append((dict(terms), int(bias), dict(out)))
 
     # ---- GDN ---------------------------------------------------------------

@@ -70,6 +70,7 @@ class ResidualLayout:
         self._free_after = [-2] * width          # a dim is free for fields born after this layer
         self.dim_vmax: dict[int, int] = {}       # dim -> largest value of the field now holding it
         self.dim_scale: dict[int, float] = {}    # dim -> residual value per unit of that field
+        self.holder: dict[int, Field] = {}       # dim -> the field allocated there last
         self.anchor = self.alloc("anchor", t, born=-1, kind="anchor")
 
     def alloc(self, name: str, width: int, born: int, kind: str = "bits", vmax: int = 1) -> Field:
@@ -87,6 +88,7 @@ class ResidualLayout:
             self.dim_scale[self.n + j] = INT_SCALE if kind == "int" else 1.0
         field = Field(name, tuple(self.n + j for j in picked), kind, born, vmax=vmax)
         self.fields.append(field)
+        self.holder.update((d, field) for d in field.dims)
         return field
 
     def release(self, field: Field, layer: int) -> None:
