@@ -261,6 +261,48 @@ def if_convert(blocks: list[VBlock], next_vreg: int) -> int:
     return next_vreg
 
 
+def pure(op: Op) -> bool:
+    """A per-lane function of its sources (ALU) or a special register read: free to reorder.
+    Everything else (memory, warp ops: Op.is_unit) keeps its order."""
+    return op.kind in (isa.Kind.ALU, isa.Kind.SREG)
+
+
+def movable_to_end(instrs: list, reads, writes) -> list[int]:
+    """The indices k < len(instrs) - 1 of the instructions that may move to the end of the
+    list: no later instruction reads what k writes, writes what k reads or writes, or is,
+    like k, impure (`reads(i)`: the registers i reads, `writes(i)`: the one it writes or None).
+    Swapping k with each later one then keeps every dependence."""
+    out = []
+    later_reads, later_writes, later_impure = set(), set(), False
+    for k in range(len(instrs) - 1, -1, -1):
+        x = instrs[k]
+        w, r = writes(x), set(reads(x))
+        if k < len(instrs) - 1 and not ((w is not None and (w in later_reads or w in later_writes))
+                                        or r & later_writes or (later_impure and not pure(x.op))):
+            out.append(k)
+        later_reads |= r
+        if w is not None:
+            later_writes.add(w)
+        later_impure |= not pure(x.op)
+    return out[::-1]
+
+
+def fold_friendly(blocks: list[VBlock]) -> None:
+    """In a block ending in `BRC c` whose last instruction writes c, move an instruction that
+    may go last (movable_to_end) to the end, so that the terminator can run in the last
+    instruction's pass instead of a pass of its own (encoding.term_slot). This runs before
+    register allocation, where the only dependences are the program's own; it prefers the
+    last such instruction that is not a copy (a copy may be coalesced away, leaving the
+    condition's definition last again). lower.schedule repeats this on machine registers."""
+    for b in blocks:
+        if b.term.kind is not Term.BRC or not b.instrs or b.instrs[-1].dst != b.term.cond:
+            continue
+        ks = movable_to_end(b.instrs, uses, lambda i: i.dst)
+        if ks:
+            k = next((k for k in reversed(ks) if b.instrs[k].op is not Op.MOV), ks[-1])
+            b.instrs.append(b.instrs.pop(k))
+
+
 def _reachable(blocks: list[VBlock]) -> list[int]:
     seen, stack = {0}, [0]
     while stack:

@@ -22,8 +22,8 @@ from qwengpu import isa
 from qwengpu.errors import CompileError, MachineLimitError, UnsupportedError
 from qwengpu.toolchain import ptx
 from qwengpu.toolchain.inline import inline_calls
-from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, eliminate_dead_code, if_convert,
-                                   immediate_post_dominators, propagate_constants, propagate_copies, simplify,
+from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, eliminate_dead_code, fold_friendly, if_convert,
+                                   immediate_post_dominators, movable_to_end, propagate_constants, propagate_copies, simplify,
                                    simplify_cfg)
 from qwengpu.toolchain.ptx import plain_name
 from qwengpu.toolchain.regalloc import allocate_registers
@@ -1419,7 +1419,8 @@ def form_blocks(blocks: list[VBlock], reg_of) -> list[isa.MachineBlock]:
     for b in blocks:
         first.append(len(chunks))
         machine = [mi for mi in (_machine_instr(ins, reg_of) for ins in b.instrs) if mi is not None]
-        pieces = schedule(machine) or [[]]
+        cond = isa.Reg(reg_of(b.term.cond)) if b.term.kind is Term.BRC else None
+        pieces = schedule(machine, cond) or [[]]
         for j, p in enumerate(pieces):
             chunks.append([p, b.term if j == len(pieces) - 1 else None])
     # terminators with machine block numbers
@@ -1480,10 +1481,21 @@ def form_blocks(blocks: list[VBlock], reg_of) -> list[isa.MachineBlock]:
     return out
 
 
-def schedule(instrs: list[isa.Instr]) -> list[list[isa.Instr]]:
-    """Pack one basic block's instructions, in order, into machine blocks of BLOCK_SLOTS. The
-    machine runs one instruction per pass, so a memory or warp op may take any slot; a
-    machine with more instructions per pass would limit where they go (docs/isa.md)."""
+def schedule(instrs: list[isa.Instr], cond: isa.Reg | None = None) -> list[list[isa.Instr]]:
+    """Pack one basic block's instructions into machine blocks of BLOCK_SLOTS, in order except
+    for one move: when the block ends in `BRC cond` and its last instruction writes `cond`, the
+    terminator would need a pass of its own (encoding.term_slot), so the last instruction that
+    may go last (cfg.movable_to_end) moves to the end, and the terminator folds
+    into its pass (cfg.fold_friendly did the same before register allocation, which may have
+    added dependences or removed that instruction as a copy to itself). The machine runs one instruction per pass, so a memory or warp op may take
+    any slot; a machine with more instructions per pass would limit where they go
+    (docs/isa.md)."""
+    instrs = list(instrs)
+    if cond is not None and cond.n and instrs and instrs[-1].dst == cond:
+        ks = movable_to_end(instrs, lambda i: [s.n for s in i.srcs if isinstance(s, isa.Reg) and s.n],
+                            lambda i: i.dst.n or None)          # r0: no result
+        if ks:
+            instrs.append(instrs.pop(ks[-1]))
     return [instrs[i:i + isa.BLOCK_SLOTS] for i in range(0, len(instrs), isa.BLOCK_SLOTS)]
 
 
@@ -1729,6 +1741,7 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
     blocks = simplify_cfg(blocks)
     tr.nvreg = if_convert(blocks, tr.nvreg)
     blocks = simplify_cfg(blocks)
+    fold_friendly(blocks)
     alloc = allocate_registers(blocks, plain_name(fn.name), tr.nvreg, lay.shared_words)
     machine = form_blocks(blocks, lambda v: alloc.colours.get(v, 0))
     set_reconvergence(machine)
