@@ -11,12 +11,12 @@ from hypothesis import given, settings, strategies as st
 from qwengpu import isa, suite
 from qwengpu.api import Device
 from qwengpu.machine.encoding import term_slot
-from qwengpu.toolchain.cfg import movable_to_end
-from qwengpu.toolchain.lower import schedule
+from qwengpu.toolchain.cfg import VBlock, VTerm, movable_to_end
+from qwengpu.toolchain.lower import balance_barriers, schedule
 
 from test_lower import FRONTENDS, launch
 
-Op, R, I = isa.Op, isa.Reg, isa.Imm
+Op, R, I, Term = isa.Op, isa.Reg, isa.Imm, isa.Term
 
 
 def ins(op, d, *srcs, mod=None):
@@ -179,3 +179,101 @@ def test_loop_with_moved_instruction(frontend, opt):
         assert (out[t], trips[t]) == (s, k)
     loops = [b for k, b in enumerate(prog.blocks) if b.term.kind is isa.Term.BRC and b.term.target <= k]
     assert loops and all(term_slot(b) < len(b.instrs) for b in loops)
+
+
+# ---------------------------------------------------------------------------
+# lower.balance_barriers: pure instructions cross a BAR into the block's slack
+# ---------------------------------------------------------------------------
+def bar_pair(b_instrs, s_instrs, s_term=None, extra_pred=False):
+    """IR blocks 0 (jumps to 1, or branches to 1 or 2), 1 (`BAR 2`), 2 (its successor), 3 (EXIT);
+    returns blocks 1 and 2 after balancing."""
+    s_term = s_term or VTerm(Term.BRC, 3, 1, 0)
+    entry = VTerm(Term.BRC, 1, 8, 2) if extra_pred else VTerm(Term.JMP, 1)
+    blocks = [VBlock([], entry), VBlock([], VTerm(Term.BAR, 2)), VBlock([], s_term),
+              VBlock([], VTerm(Term.EXIT))]
+    machine = [[], list(b_instrs), list(s_instrs), []]
+    conds = [None, None, R(1) if s_term.kind is Term.BRC else None, None]
+    balance_barriers(blocks, machine, conds)
+    return machine[1], machine[2]
+
+
+def test_empty_barrier_block_takes_an_instruction():
+    a, c = ins(Op.SETLTU, 1, 5, I(4)), ins(Op.MOV, 5, 3)
+    assert bar_pair([], [a, c]) == ([a], [c])
+    # the first instruction cannot go (c reads r2, which the first writes): nothing changes
+    # unless moving saves something; here c is ready too, and the condition's writer stays
+    x, y = ins(Op.ADD, 2, 2, I(1)), ins(Op.SETLT, 1, 2, I(9))
+    assert bar_pair([], [x, y]) == ([x], [y])
+
+
+def test_block_ends_saved_both_ways():
+    s4 = [ins(Op.ADD, 2 + k, 2 + k, I(1)) for k in range(4)]
+    b1 = [ins(Op.ADD, 9, 9, I(1))]
+    # B: 1 instruction, S: 5 (2 pieces) -> S's first goes up: B 2, S 4 (1 piece)
+    first = ins(Op.ADD, 7, 7, I(1))
+    assert bar_pair(b1, [first] + s4, VTerm(Term.EXIT)) == (b1 + [first], s4)
+    # B: 5 (2 pieces), S: 1 -> B's last goes down
+    assert bar_pair(s4 + b1, [first], VTerm(Term.EXIT)) == (s4, b1 + [first])
+
+
+def test_loads_stay_and_a_lone_condition_goes_up():
+    ld, cmp = LD(2, 3), ins(Op.SETLT, 1, 4, I(5))
+    assert bar_pair([], [ld, cmp]) == ([cmp], [ld])         # a load does not cross a barrier
+    assert bar_pair([], [ld]) == ([], [ld])
+    # the condition alone: S's terminator needs its pass either way, B's pass is saved
+    assert bar_pair([], [cmp]) == ([cmp], [])
+
+
+def test_barrier_successor_with_another_way_in_keeps():
+    s = [ins(Op.SETLTU, 1, 5, I(4)), ins(Op.MOV, 5, 3)]
+    assert bar_pair([], s, extra_pred=True) == ([], s)
+
+
+def test_dependent_instruction_does_not_cross():
+    # S: r2 = r2 + 1; r3 = r2 * 2 (reads the new r2); r1 = r3 < 9: only the first may go up
+    a, b, c = ins(Op.ADD, 2, 2, I(1)), ins(Op.MUL, 3, 2, I(2)), ins(Op.SETLT, 1, 3, I(9))
+    up, rest = bar_pair([], [b, a, c])           # b first: a writes r2, which b reads (WAR)
+    assert up == [b] and rest == [a, c]
+    # B: r4 = ld; r5 = r4 + 1 (reads the load): r5 may go down, the load may not
+    ld, add = LD(4, 6), ins(Op.ADD, 5, 4, I(1))
+    s4 = [ins(Op.ADD, 2 + k, 2 + k, I(1)) for k in range(3)]
+    assert bar_pair([ld, add], s4, VTerm(Term.EXIT)) == ([ld, add], s4)     # nothing saved: 1 + 1 pieces
+    four = [ins(Op.ADD, 10, 10, I(1))] * 3
+    assert bar_pair(four + [ld, add], s4, VTerm(Term.EXIT)) == (four + [ld], [add] + s4)
+
+
+TREE = r"""
+extern "C" __global__ void tree(const int *in, int *out)
+{
+    __shared__ int s[16];
+    unsigned t = threadIdx.x;
+    s[t] = in[blockIdx.x * 16 + t];
+    __syncthreads();
+#pragma unroll 1
+    for (unsigned k = 8; k > 0; k >>= 1) {
+        if (t < k)
+            s[t] += s[t + k] * (int)k;
+        __syncthreads();
+    }
+    if (t == 0)
+        out[blockIdx.x] = s[0];
+}
+"""
+
+
+@pytest.mark.parametrize("frontend,opt", FRONTENDS)
+def test_tree_reduction_with_barriers(frontend, opt):
+    x = np.random.default_rng(5).integers(-2**31, 2**31, 32).astype(np.int32)
+    out = np.zeros(2, np.int32)
+    prog, _ = launch(TREE, "tree", 2, 16, [x, out], frontend, opt)
+    want = []
+    for blk in range(2):
+        s = [int(v) for v in x[16 * blk:16 * blk + 16]]
+        k = 8
+        while k:
+            s[:k] = [(s[t] + s[t + k] * k + 2**31) % 2**32 - 2**31 for t in range(k)]
+            k >>= 1
+        want.append(s[0])
+    assert out.tolist() == want
+    # the loop's barrier block is not an empty pass of its own
+    assert all(b.instrs for b in prog.blocks if b.term.kind is Term.BAR)
