@@ -277,3 +277,14 @@ def test_tree_reduction_with_barriers(frontend, opt):
     assert out.tolist() == want
     # the loop's barrier block is not an empty pass of its own
     assert all(b.instrs for b in prog.blocks if b.term.kind is Term.BAR)
+
+
+@settings(max_examples=400, deadline=None)
+@given(blocks(), blocks(), st.lists(st.integers(0, 2**32 - 1), min_size=5, max_size=5), st.booleans())
+def test_balancing_keeps_what_the_blocks_compute(b, s, init, brc):
+    regs = {k + 1: v for k, v in enumerate(init)}
+    nb, ns = bar_pair(b, s, None if brc else VTerm(Term.EXIT))
+    assert run_block(nb + ns, regs) == run_block(b + s, regs)
+    # memory ops stay on their side of the barrier
+    assert [i for i in nb if i.op.is_unit] == [i for i in b if i.op.is_unit]
+    assert [i for i in ns if i.op.is_unit] == [i for i in s if i.op.is_unit]
