@@ -11,7 +11,8 @@ from hypothesis import given, settings, strategies as st
 from qwengpu import isa, suite
 from qwengpu.api import Device
 from qwengpu.machine.encoding import term_slot
-from qwengpu.toolchain.cfg import VBlock, VTerm, movable_to_end
+from qwengpu.toolchain import cfg
+from qwengpu.toolchain.cfg import VBlock, VInstr, VTerm, movable_to_end
 from qwengpu.toolchain.lower import balance_barriers, schedule
 
 from test_lower import FRONTENDS, launch
@@ -288,3 +289,130 @@ def test_balancing_keeps_what_the_blocks_compute(b, s, init, brc):
     # memory ops stay on their side of the barrier
     assert [i for i in nb if i.op.is_unit] == [i for i in b if i.op.is_unit]
     assert [i for i in ns if i.op.is_unit] == [i for i in s if i.op.is_unit]
+
+
+# ---------------------------------------------------------------------------
+# cfg.if_convert: triangles and diamonds (off by default: IF_CONVERT_MAX = DIAMOND_MAX = 0,
+# they cost tokens on the suite; the limits are raised here)
+# ---------------------------------------------------------------------------
+DIAMOND = r"""
+extern "C" __global__ void diamond(const int *x, int *out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int v = x[i], r, q = 7;
+    if (v > 0) {            // divisions: the compiler cannot speculate them, the machine can (total)
+        r = 1000 / v;
+        q = v ^ 5;
+    } else {
+        r = 2000 % (v - 1);
+    }
+    out[2 * i] = r;
+    out[2 * i + 1] = q;
+}
+"""
+
+
+def _diamond_ref(x):
+    out = []
+    for v in map(int, x):
+        if v > 0:
+            r, q = 1000 // v, v ^ 5
+        else:
+            d = v - 1
+            r, q = 2000 - d * int(2000 / d), 7          # C's remainder: the dividend's sign
+        out += [r, q]
+    return out
+
+
+@pytest.mark.parametrize("frontend,opt", FRONTENDS)
+@pytest.mark.parametrize("limits", [(0, 0), (8, 8)], ids=["default", "diamonds"])
+def test_diamond(monkeypatch, frontend, opt, limits):
+    monkeypatch.setattr(cfg, "IF_CONVERT_MAX", limits[0])
+    monkeypatch.setattr(cfg, "DIAMOND_MAX", limits[1])
+    # every warp diverges: positive, zero and negative lanes (v = 0 takes the else side, and
+    # the then side's 1000 / 0 runs speculatively on that lane: -1 on the machine, discarded)
+    x = np.array([5, 0, -3, 1000, -1, 7, 0, -2**31 + 1, 2**31 - 1, -7, 3, 0, 1, -1000, 12, -2], np.int32)
+    out = np.zeros(32, np.int32)
+    prog, _ = launch(DIAMOND, "diamond", 4, 4, [x, out], frontend, opt)
+    assert out.tolist() == _diamond_ref(x)
+    branches = sum(b.term.kind is Term.BRC for b in prog.blocks)
+    assert (branches == 0) == (limits != (0, 0))
+
+
+def vir(blocks_spec):
+    """VBlocks from (instrs, term) pairs; instrs as (op, dst, srcs...), registers as ints."""
+    return [VBlock([VInstr(op, d, list(srcs)) for op, d, *srcs in ins], term) for ins, term in blocks_spec]
+
+
+def run_vir(blocks, regs, limit=1000):
+    """Run IR blocks (ALU only) from block 0 on one lane; the registers at EXIT."""
+    regs, b = dict(regs), 0
+    for _ in range(limit):
+        for i in blocks[b].instrs:
+            regs[i.dst] = isa.ALU_SEMANTICS[i.op.name](*(s.value if isinstance(s, I) else regs.get(s, 0)
+                                                          for s in i.srcs))
+        t = blocks[b].term
+        if t.kind is Term.EXIT:
+            return regs
+        b = (t.target if regs.get(t.cond, 0) else t.fallthrough) if t.kind is Term.BRC else t.target
+    raise AssertionError("no exit")
+
+
+def diamond_ir():
+    # 0: c = x < 5; BRC c ? 1 : 2      1: y = x * 3; c = y ^ 1 (the side writes c); z = 9   -> 3
+    # 2: y = x - 1; w = y + y           -> 3      3: reads y, c, z, w; exit
+    return vir([([(Op.SETLT, 10, 1, I(5))], VTerm(Term.BRC, 1, 10, 2)),
+                ([(Op.MUL, 2, 1, I(3)), (Op.XOR, 10, 2, I(1)), (Op.MOV, 3, I(9))], VTerm(Term.JMP, 3)),
+                ([(Op.SUB, 2, 1, I(1)), (Op.ADD, 4, 2, 2)], VTerm(Term.JMP, 3)),
+                ([(Op.ADD, 20, 2, 3), (Op.SUB, 21, 4, 10)], VTerm(Term.EXIT))])
+
+
+@pytest.mark.parametrize("x", [0, 4, 5, 6, 2**31, 2**32 - 1])
+def test_diamond_ir_commits(monkeypatch, x):
+    monkeypatch.setattr(cfg, "DIAMOND_MAX", 8)
+    blocks = diamond_ir()
+    init = {1: x, 2: 11, 3: 12, 4: 13, 10: 14}
+    want = run_vir(blocks, init)
+    cfg.if_convert(blocks, 100)
+    assert blocks[0].term.kind is Term.JMP
+    got = run_vir(blocks, init)
+    assert {k: got[k] for k in (1, 2, 3, 4, 10, 20, 21)} == {k: want[k] for k in (1, 2, 3, 4, 10, 20, 21)}
+    sels = [i for i in blocks[0].instrs if i.op is Op.SEL]
+    assert sels[-1].dst == 10                   # the condition is committed last
+    assert len(sels) == 4                       # y from both sides, c, z, w
+
+
+def test_if_convert_keeps_loop_carried_registers(monkeypatch):
+    # 0: s = 0; i = 0 -> 1.   1: c = i & 1; BRC c ? 2 : 3.   2: s = s + i; t = s * 2 -> 3  (t is read
+    # nowhere else: no commit; s is read by the side itself before it writes s: committed)
+    # 3: i = i + 1; d = i < 6; BRC d ? 1 : 4.   4: exit
+    monkeypatch.setattr(cfg, "IF_CONVERT_MAX", 8)
+    blocks = vir([([(Op.MOV, 1, I(0)), (Op.MOV, 2, I(0))], VTerm(Term.JMP, 1)),
+                  ([(Op.AND, 10, 2, I(1))], VTerm(Term.BRC, 2, 10, 3)),
+                  ([(Op.ADD, 1, 1, 2), (Op.MUL, 5, 1, I(2))], VTerm(Term.JMP, 3)),
+                  ([(Op.ADD, 2, 2, I(1)), (Op.SETLT, 11, 2, I(6))], VTerm(Term.BRC, 1, 11, 4)),
+                  ([], VTerm(Term.EXIT))])
+    want = run_vir(blocks, {})[1]
+    cfg.if_convert(blocks, 100)
+    assert blocks[1].term.kind is Term.JMP
+    assert run_vir(blocks, {})[1] == want == 1 + 3 + 5
+    assert [i.dst for i in blocks[1].instrs if i.op is Op.SEL] == [1]
+
+
+@pytest.mark.parametrize("change", ["unit op", "two ways in", "other join", "too big"])
+def test_diamond_not_converted(monkeypatch, change):
+    monkeypatch.setattr(cfg, "DIAMOND_MAX", 5)
+    blocks = diamond_ir()
+    if change == "unit op":
+        blocks[2].instrs[1] = VInstr(Op.LD, 4, [1, I(0)], isa.Space.GLOBAL)      # 3 + 2 <= 5
+    elif change == "two ways in":
+        blocks.append(VBlock([], VTerm(Term.JMP, 2)))
+        blocks[3].term = VTerm(Term.BRC, 4, 10, 5)
+        blocks.append(VBlock([], VTerm(Term.EXIT)))
+    elif change == "other join":
+        blocks[2].term = VTerm(Term.JMP, 4)
+        blocks.append(VBlock([], VTerm(Term.EXIT)))
+    else:
+        blocks[2].instrs.append(VInstr(Op.MOV, 6, [I(1)]))      # 3 + 3 > 5
+    cfg.if_convert(blocks, 100)
+    assert blocks[0].term.kind is Term.BRC

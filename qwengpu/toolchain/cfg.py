@@ -217,15 +217,40 @@ def simplify_cfg(blocks: list[VBlock]) -> list[VBlock]:
     return out
 
 
-IF_CONVERT_MAX = 6      # instructions in a branch side worth executing unconditionally
+IF_CONVERT_MAX = 0      # instructions in a branch side worth executing unconditionally (see below)
+DIAMOND_MAX = 0         # instructions in the two sides of an if/else together
 
 
 def if_convert(blocks: list[VBlock], next_vreg: int) -> int:
-    """Turn `if (c) { few ALU ops }` triangles into straight-line code: the
-    side's instructions run on every lane into fresh registers (ALU ops are
-    total functions without side effects, so that is safe), then
-    `d = SEL c, new, d` commits them. Saves the branch, the divergence and a
-    machine block. Returns the next free virtual register."""
+    """Turn branches around a few ALU instructions into straight-line code: `if (c) { ... }`
+    triangles (a side with one way in that jumps on to the other side) and `if (c) { ... }
+    else { ... }` diamonds (two such sides that jump to the same join). Each side's
+    instructions run on every lane into fresh registers (ALU ops are total functions without
+    side effects, so that is safe), then `d = SEL c, new, d` commits them (`SEL c, t, f` for a
+    register both sides write). Saves the branch, the divergence and block ends. Returns the
+    next free virtual register."""
+    def side_ok(side, i, limit):
+        sb = blocks[side]
+        return (side not in (0, i) and preds.get(side) == 1 and sb.term.kind is Term.JMP
+                and len(sb.instrs) <= limit and not any(ins.op.is_unit for ins in sb.instrs))
+
+    def speculate(a: VBlock, sb: VBlock) -> dict[int, int]:
+        """Append sb's instructions to a, writing fresh registers; returns old -> fresh for the
+        registers read anywhere but in sb (flow-insensitive). A register sb reads before
+        writing it (the previous loop iteration's value, say) counts: its copy in a reads it."""
+        nonlocal next_vreg
+        rename: dict[int, int] = {}
+        for ins in sb.instrs:
+            next_vreg += 1
+            a.instrs.append(VInstr(ins.op, next_vreg, [rename.get(x, x) if isinstance(x, int) else x
+                                                        for x in ins.srcs], ins.mod, ins.line))
+            rename[ins.dst] = next_vreg
+        local = {id(ins) for ins in sb.instrs}
+        read_after = {x for b in blocks for ins in b.instrs if id(ins) not in local for x in uses(ins)}
+        read_after |= {b.term.cond for b in blocks if b.term.kind is Term.BRC}
+        sb.instrs, sb.term = [], VTerm(Term.EXIT)     # unreachable now
+        return {d: v for d, v in rename.items() if d in read_after}
+
     changed = True
     while changed:
         changed = False
@@ -238,26 +263,26 @@ def if_convert(blocks: list[VBlock], next_vreg: int) -> int:
             if t.kind is not Term.BRC:
                 continue
             for side, other in ((t.target, t.fallthrough), (t.fallthrough, t.target)):
-                sb = blocks[side]
-                if (side in (0, i, other) or preds.get(side) != 1 or sb.term.kind is not Term.JMP
-                        or sb.term.target != other or len(sb.instrs) > IF_CONVERT_MAX
-                        or any(ins.op.is_unit for ins in sb.instrs)):
+                if side != other and side_ok(side, i, IF_CONVERT_MAX) and blocks[side].term.target == other:
+                    new = speculate(a, blocks[side])
+                    taken, fallen = (new, {}) if side == t.target else ({}, new)
+                    join = other
+                    break
+            else:
+                tb, fb = blocks[t.target], blocks[t.fallthrough]
+                if not (side_ok(t.target, i, DIAMOND_MAX) and side_ok(t.fallthrough, i, DIAMOND_MAX)
+                        and t.target != t.fallthrough and tb.term.target == fb.term.target
+                        and tb.term.target not in (i, t.target, t.fallthrough)
+                        and len(tb.instrs) + len(fb.instrs) <= DIAMOND_MAX):
                     continue
-                rename: dict[int, int] = {}
-                for ins in sb.instrs:
-                    next_vreg += 1
-                    a.instrs.append(VInstr(ins.op, next_vreg, [rename.get(x, x) if isinstance(x, int) else x
-                                                                for x in ins.srcs], ins.mod, ins.line))
-                    rename[ins.dst] = next_vreg
-                taken = side == t.target
-                # commit; the condition register itself (if the side writes it) last
-                for d in sorted(rename, key=lambda d: d == t.cond):
-                    new = rename[d]
-                    a.instrs.append(VInstr(Op.SEL, d, [t.cond, new, d] if taken else [t.cond, d, new]))
-                a.term = VTerm(Term.JMP, other)
-                sb.instrs, sb.term = [], VTerm(Term.EXIT)     # unreachable now
-                changed = True
-                break
+                join = tb.term.target
+                taken, fallen = speculate(a, tb), speculate(a, fb)
+            # commit; the condition register itself (if a side writes it) last
+            for d in sorted(set(taken) | set(fallen), key=lambda d: d == t.cond):
+                a.instrs.append(VInstr(Op.SEL, d, [t.cond, taken.get(d, d), fallen.get(d, d)]))
+            a.term = VTerm(Term.JMP, join)
+            changed = True
+            break
     return next_vreg
 
 
