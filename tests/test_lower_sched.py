@@ -416,3 +416,95 @@ def test_diamond_not_converted(monkeypatch, change):
         blocks[2].instrs.append(VInstr(Op.MOV, 6, [I(1)]))      # 3 + 3 > 5
     cfg.if_convert(blocks, 100)
     assert blocks[0].term.kind is Term.BRC
+
+
+# ---------------------------------------------------------------------------
+# cfg.branch_on_values: BRC on x instead of on x != 0 / x == 0
+# ---------------------------------------------------------------------------
+def cmp_ir(op, srcs, extra=None):
+    # 0: c = op(srcs); BRC c ? 1 : 2.   1: r = 10 -> 3.   2: r = 20 -> 3.   3: exit
+    blocks = vir([([(Op.AND, 2, 1, I(6)), (op, 10, *srcs)], VTerm(Term.BRC, 1, 10, 2)),
+                  ([(Op.MOV, 5, I(10))], VTerm(Term.JMP, 3)),
+                  ([(Op.MOV, 5, I(20))], VTerm(Term.JMP, 3)),
+                  ([], VTerm(Term.EXIT))])
+    if extra:
+        extra(blocks)
+    return blocks
+
+
+@pytest.mark.parametrize("op,srcs", [(Op.SETNE, (2, I(0))), (Op.SETNE, (I(0), 2)), (Op.SETEQ, (2, I(0))),
+                                     (Op.SETEQ, (I(0), 2))])
+def test_branch_on_value(op, srcs):
+    blocks = cmp_ir(op, srcs)
+    cfg.branch_on_values(blocks)
+    assert blocks[0].term.cond == 2 and [i.op for i in blocks[0].instrs] == [Op.AND]
+    for x in (0, 1, 2, 4, 6, 7, 2**32 - 2):
+        assert run_vir(blocks, {1: x})[5] == run_vir(cmp_ir(op, srcs), {1: x})[5]
+
+
+def _redefine_x(blocks):
+    blocks[0].instrs.append(VInstr(Op.ADD, 2, [2, I(1)]))
+
+
+def _read_c(blocks):
+    blocks[1].instrs.append(VInstr(Op.ADD, 6, [10, I(1)]))
+
+
+def _second_branch(blocks):
+    blocks[1].term = VTerm(Term.BRC, 3, 10, 2)
+
+
+def _second_def(blocks):
+    blocks[2].instrs.append(VInstr(Op.MOV, 10, [I(1)]))
+
+
+@pytest.mark.parametrize("op,srcs,extra", [
+    (Op.SETNE, (2, I(1)), None),                    # not a test against 0
+    (Op.SETLT, (2, I(0)), None),
+    (Op.SETNE, (2, 3), None),
+    (Op.SETNE, (2, I(0)), _redefine_x),             # x changes between the compare and the branch
+    (Op.SETNE, (2, I(0)), _read_c),                 # c is read by an instruction
+    (Op.SETNE, (2, I(0)), _second_branch),          # and by another branch
+    (Op.SETNE, (2, I(0)), _second_def),             # c has another definition
+], ids=["ne1", "lt", "ne-reg", "x-redefined", "c-read", "c-two-branches", "c-two-defs"])
+def test_branch_on_value_not(op, srcs, extra):
+    blocks = cmp_ir(op, srcs, extra)
+    cfg.branch_on_values(blocks)
+    assert blocks[0].term.cond == 10 and blocks[0].instrs[-1].dst in (10, 2)
+
+
+BITS = r"""
+extern "C" __global__ void bits(const unsigned *x, int *out)
+{
+    int i = threadIdx.x;
+    unsigned v = x[i];
+    int r = 0, n = 0;
+#pragma unroll 1
+    while (v) {                 // a branch on v != 0
+        if (v & 4u)             // and on (v & 4) != 0
+            r += v % 7u;        // (a division: kept as a branch)
+        v >>= 1;
+        n++;
+    }
+    out[2 * i] = r;
+    out[2 * i + 1] = n;
+}
+"""
+
+
+@pytest.mark.parametrize("frontend,opt", FRONTENDS)
+def test_bit_loop(frontend, opt):
+    x = np.array([0, 1, 4, 5, 7, 0xFFFFFFFF, 0x80000000, 12345, 6, 0x10, 3, 0xDEADBEEF, 8, 9, 2**31 - 1, 100],
+                 np.uint32)
+    out = np.zeros(32, np.int32)
+    prog, _ = launch(BITS, "bits", 1, 16, [x, out], frontend, opt)
+    want = []
+    for v in map(int, x):
+        r = n = 0
+        while v:
+            if v & 4:
+                r += v % 7
+            v >>= 1
+            n += 1
+        want += [r, n]
+    assert out.tolist() == want

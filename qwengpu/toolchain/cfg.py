@@ -286,6 +286,35 @@ def if_convert(blocks: list[VBlock], next_vreg: int) -> int:
     return next_vreg
 
 
+def branch_on_values(blocks: list[VBlock]) -> None:
+    """`c = SETNE x, 0; BRC c ? T : F` is `BRC x ? T : F` (BRC takes the lanes whose condition
+    register is nonzero, all 32 bits), and `c = SETEQ x, 0` the same with the targets swapped:
+    the comparison goes when c has that one definition, in the branch's block, nothing else
+    reads c (no instruction, no other branch), and x is not written between it and the branch."""
+    defs = definitions(blocks)
+    read = {x for b in blocks for ins in b.instrs for x in uses(ins)}
+    branches: dict[int, int] = {}
+    for b in blocks:
+        if b.term.kind is Term.BRC:
+            branches[b.term.cond] = branches.get(b.term.cond, 0) + 1
+    for b in blocks:
+        t = b.term
+        if t.kind is not Term.BRC or len(defs.get(t.cond, ())) != 1 or t.cond in read or branches[t.cond] != 1:
+            continue
+        k = next((k for k in range(len(b.instrs) - 1, -1, -1) if b.instrs[k].dst == t.cond), None)
+        if k is None:
+            continue
+        ins = b.instrs[k]
+        if ins.op not in (Op.SETNE, Op.SETEQ) or Imm(0) not in ins.srcs:
+            continue
+        x = ins.srcs[1] if ins.srcs[0] == Imm(0) else ins.srcs[0]
+        if not isinstance(x, int) or any(later.dst == x for later in b.instrs[k + 1:]):
+            continue
+        del b.instrs[k]
+        b.term = VTerm(Term.BRC, t.target, x, t.fallthrough) if ins.op is Op.SETNE else \
+            VTerm(Term.BRC, t.fallthrough, x, t.target)
+
+
 def pure(op: Op) -> bool:
     """A per-lane function of its sources (ALU) or a special register read: free to reorder.
     Everything else (memory, warp ops: Op.is_unit) keeps its order."""

@@ -22,7 +22,7 @@ from qwengpu import isa
 from qwengpu.errors import CompileError, MachineLimitError, UnsupportedError
 from qwengpu.toolchain import ptx
 from qwengpu.toolchain.inline import inline_calls
-from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, eliminate_dead_code, fold_friendly, if_convert,
+from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, branch_on_values, eliminate_dead_code, fold_friendly, if_convert,
                                    immediate_post_dominators, movable_to_end, pure, propagate_constants, propagate_copies, simplify,
                                    simplify_cfg)
 from qwengpu.toolchain.ptx import plain_name
@@ -1808,6 +1808,7 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
     blocks = simplify_cfg(blocks)
     tr.nvreg = if_convert(blocks, tr.nvreg)
     blocks = simplify_cfg(blocks)
+    branch_on_values(blocks)
     fold_friendly(blocks)
     alloc = allocate_registers(blocks, plain_name(fn.name), tr.nvreg, lay.shared_words)
     machine = form_blocks(blocks, lambda v: alloc.colours.get(v, 0))
