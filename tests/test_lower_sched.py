@@ -508,3 +508,17 @@ def test_bit_loop(frontend, opt):
             n += 1
         want += [r, n]
     assert out.tolist() == want
+
+
+# ---------------------------------------------------------------------------
+# regalloc.loop_depths: rematerialisation prefers values read outside loops
+# ---------------------------------------------------------------------------
+def test_loop_depths():
+    from qwengpu.toolchain.regalloc import loop_depths
+    # 0 -> 1; 1: outer header -> 2 or 5; 2 <-> 3 inner loop; 3 -> 4 -> 1; 5: exit; 6 -> 6 unreachable
+    j, brc, ex = (lambda t: VTerm(Term.JMP, t)), (lambda t, f: VTerm(Term.BRC, t, 1, f)), VTerm(Term.EXIT)
+    blocks = [VBlock([], t) for t in (j(1), brc(2, 5), j(3), brc(2, 4), j(1), ex, j(6))]
+    assert loop_depths(blocks) == [0, 1, 2, 2, 1, 0, 0]
+    # a self loop, and two back edges into one header
+    blocks = [VBlock([], t) for t in (j(1), brc(1, 2), brc(1, 3), ex)]
+    assert loop_depths(blocks) == [0, 2, 1, 0]
