@@ -522,3 +522,107 @@ def test_loop_depths():
     # a self loop, and two back edges into one header
     blocks = [VBlock([], t) for t in (j(1), brc(1, 2), brc(1, 3), ex)]
     assert loop_depths(blocks) == [0, 2, 1, 0]
+
+
+# ---------------------------------------------------------------------------
+# cfg.upper_bounds / drop_redundant_masks: narrow arithmetic's masks of values that fit
+# ---------------------------------------------------------------------------
+def test_upper_bounds():
+    blocks = vir([([(Op.AND, 2, 1, I(255)), (Op.MUL, 3, 2, I(171)), (Op.SHR, 4, 3, I(10)),
+                    (Op.SETLT, 5, 1, 2), (Op.OR, 6, 2, 5), (Op.SUB, 7, 2, I(1)), (Op.ADD, 8, 8, I(1)),
+                    (Op.BFEU, 9, 1, I(3), I(5)), (Op.REMU, 10, 1, I(7)), (Op.DIVU, 11, 4, 2),
+                    (Op.SEL, 12, 5, 2, 4), (Op.LD, 13, 1, I(0))], VTerm(Term.BRC, 0, 5, 1)),
+                  ([], VTerm(Term.EXIT))])
+    blocks[0].instrs[-1].mod = isa.Space.GLOBAL
+    ub = cfg.upper_bounds(blocks)
+    assert [ub[v] for v in range(2, 14)] == [255, 255 * 171, 255 * 171 >> 10, 1, 255, M32, M32, 31, 6, M32,
+                                             255, M32]
+    # 8 = 8 + 1 in a loop grows with every round: widened; 1 has no definition
+
+
+M32 = 2**32 - 1
+
+
+def mask_ir(*instrs):
+    """0: r1 = ld [r20]; instrs; r30 = r9 + 0 (a reader); exit."""
+    blocks = vir([([(Op.LD, 1, 20, I(0)), *instrs, (Op.ADD, 30, 9, I(0))], VTerm(Term.EXIT))])
+    blocks[0].instrs[0].mod = isa.Space.GLOBAL
+    return blocks
+
+
+@pytest.mark.parametrize("instrs,kept", [
+    ([(Op.AND, 2, 1, I(0xFF)), (Op.MUL, 3, 2, I(171)), (Op.AND, 9, 3, I(0xFFFF))], [Op.AND, Op.MUL]),
+    ([(Op.BFEU, 2, 1, I(0), I(8)), (Op.AND, 9, I(0xFFFF), 2)], [Op.BFEU]),
+    ([(Op.SETLT, 2, 1, I(5)), (Op.BFEU, 9, 2, I(0), I(1))], [Op.SETLT]),
+    # kept: the value may not fit, or the mask is not 2**k - 1
+    ([(Op.AND, 2, 1, I(0xFF)), (Op.SUB, 3, 2, I(1)), (Op.AND, 9, 3, I(0xFFFF))], [Op.AND, Op.SUB, Op.AND]),
+    ([(Op.AND, 2, 1, I(0xFF)), (Op.MUL, 3, 2, I(0x102)), (Op.AND, 9, 3, I(0xFFFF))], [Op.AND, Op.MUL, Op.AND]),
+    ([(Op.AND, 2, 1, I(0xFF)), (Op.MUL, 3, 2, I(0x101)), (Op.AND, 9, 3, I(0xFFFF))], [Op.AND, Op.MUL]),  # 65,535
+    ([(Op.AND, 2, 1, I(0xFF)), (Op.AND, 9, 2, I(0xF0))], [Op.AND, Op.AND]),
+    ([(Op.AND, 2, 1, I(0xF)), (Op.AND, 9, 2, I(0x1E))], [Op.AND, Op.AND]),      # 15 <= 30, 15 & 30 = 14
+    ([(Op.AND, 2, 1, I(0xFFFF)), (Op.MUL, 3, 2, I(0x10002)), (Op.AND, 9, 3, I(0xFFFF))],   # wraps
+     [Op.AND, Op.MUL, Op.AND]),
+    ([(Op.AND, 2, 1, I(0xFF)), (Op.BFEU, 9, 2, I(1), I(8))], [Op.AND, Op.BFEU]),
+    ([(Op.AND, 9, 1, I(0xFFFF))], [Op.AND]),                # a load: any value
+])
+def test_redundant_masks(instrs, kept):
+    blocks = mask_ir(*instrs)
+    cfg.drop_redundant_masks(blocks)
+    assert [i.op for i in blocks[0].instrs[1:-1]] == kept
+    assert not any(i.op is Op.MOV for i in blocks[0].instrs)        # the copies went too
+
+
+def test_mask_copy_stays_when_read_elsewhere_or_the_source_changes():
+    # r9 = r2 & 0xff (r2 < 256) is r9 = r2; but r2 changes before the second read of r9
+    blocks = vir([([(Op.LD, 1, 20, I(0)), (Op.AND, 2, 1, I(0xFF)), (Op.AND, 9, 2, I(0xFF)),
+                    (Op.ADD, 30, 9, I(1)), (Op.SHR, 2, 2, I(1)), (Op.ADD, 31, 9, I(2))], VTerm(Term.JMP, 1)),
+                  ([(Op.ADD, 32, 2, I(0))], VTerm(Term.EXIT))])
+    blocks[0].instrs[0].mod = isa.Space.GLOBAL
+    cfg.drop_redundant_masks(blocks)
+    ops = [(i.op, i.dst, i.srcs) for i in blocks[0].instrs]
+    assert (Op.MOV, 9, [2]) in ops and (Op.ADD, 31, [9, I(2)]) in ops
+    # read in another block: the copy stays
+    blocks = vir([([(Op.LD, 1, 20, I(0)), (Op.AND, 2, 1, I(0xFF)), (Op.AND, 9, 2, I(0xFF))], VTerm(Term.JMP, 1)),
+                  ([(Op.ADD, 32, 9, I(0))], VTerm(Term.EXIT))])
+    blocks[0].instrs[0].mod = isa.Space.GLOBAL
+    cfg.drop_redundant_masks(blocks)
+    assert (Op.MOV, 9, [2]) in [(i.op, i.dst, i.srcs) for i in blocks[0].instrs]
+
+
+def test_loop_counter_bound_widens():
+    # i = 0; loop: i = i + 1; m = i & 0xffff (must stay: i grows without a bound); BRC
+    blocks = vir([([(Op.MOV, 1, I(0))], VTerm(Term.JMP, 1)),
+                  ([(Op.ADD, 1, 1, I(1)), (Op.AND, 2, 1, I(0xFFFF)), (Op.SETNE, 3, 2, I(0))], VTerm(Term.BRC, 1, 3, 2)),
+                  ([], VTerm(Term.EXIT))])
+    assert cfg.upper_bounds(blocks)[1] == M32
+    cfg.drop_redundant_masks(blocks)
+    assert blocks[1].instrs[1].op is Op.AND
+
+
+NARROW = r"""
+extern "C" __global__ void narrow(const unsigned char *px, unsigned short *out, int n)
+{
+    int i = threadIdx.x;
+    unsigned char a = px[i], b = px[(i + 1) % n];
+    unsigned short s = (unsigned short)(a * 3 + b / 3);      // fits: no mask needed
+    unsigned short t = (unsigned short)(a * 300 + b);        // may not fit: masked
+    unsigned short u = (unsigned short)(s - t);              // wraps
+    out[3 * i] = s;
+    out[3 * i + 1] = t;
+    out[3 * i + 2] = u;
+}
+"""
+
+
+@pytest.mark.parametrize("frontend,opt", FRONTENDS)
+def test_narrow_masks_kernel(frontend, opt):
+    px = np.array([0, 1, 255, 254, 128, 127, 3, 200, 17, 99, 250, 7, 64, 255, 0, 201], np.uint8)
+    words = np.zeros(24, np.uint32)             # arguments are 32-bit words
+    launch(NARROW, "narrow", 1, 16, [px.view(np.uint32).copy(), words, 16], frontend, opt)
+    out = words.view(np.uint16)
+    want = []
+    for i in range(16):
+        a, b = int(px[i]), int(px[(i + 1) % 16])
+        s, t = (a * 3 + b // 3) & 0xFFFF, (a * 300 + b) & 0xFFFF
+        want += [s, t, (s - t) & 0xFFFF]
+    assert out.tolist() == want

@@ -185,6 +185,112 @@ def eliminate_dead_code(blocks: list[VBlock]) -> None:
         b.instrs = [i for i in b.instrs if id(i) in keep]
 
 
+def upper_bounds(blocks: list[VBlock]) -> dict[int, int]:
+    """The largest unsigned value each register can hold, over all its definitions (a least
+    fixpoint; a bound that keeps growing, a loop counter's, widens to 2**32 - 1). Registers
+    without a definition, loads, warp ops and ops not listed are 2**32 - 1."""
+    defs = definitions(blocks)
+    ub = {v: 0 for v in defs}
+    grown: dict[int, int] = {}
+
+    def of(x):
+        return x.value if isinstance(x, Imm) else ub.get(x, M32)
+
+    def bound(ins: VInstr) -> int:
+        op, s = ins.op, ins.srcs
+        if op is Op.MOV:
+            return of(s[0])
+        if op in (Op.AND, Op.MINU):
+            return min(of(s[0]), of(s[1]))
+        if op in (Op.OR, Op.XOR, Op.MAXU):
+            return (1 << max(of(s[0]), of(s[1])).bit_length()) - 1
+        if op is Op.ADD:
+            return min(M32, of(s[0]) + of(s[1]))
+        if op is Op.MUL:
+            return min(M32, of(s[0]) * of(s[1]))
+        if op is Op.SHR:
+            return of(s[0]) >> s[1].value if isinstance(s[1], Imm) and s[1].value < 32 else \
+                0 if isinstance(s[1], Imm) else of(s[0])
+        if op is Op.SEL:
+            return max(of(s[1]), of(s[2]))
+        if op.name.startswith("SET"):
+            return 1
+        if op is Op.DIVU and isinstance(s[1], Imm) and s[1].value:
+            return of(s[0]) // s[1].value
+        if op is Op.REMU:
+            return min(of(s[0]), s[1].value - 1) if isinstance(s[1], Imm) and s[1].value else of(s[0])
+        if op is Op.BFEU and isinstance(s[2], Imm) and (s[2].value & 0xFF) < 32:
+            return (1 << (s[2].value & 0xFF)) - 1
+        if op in (Op.POPC, Op.CLZ):
+            return 32
+        return M32
+
+    changed = True
+    while changed:
+        changed = False
+        for b in blocks:
+            for ins in b.instrs:
+                if ins.dst is None:
+                    continue
+                new = bound(ins)
+                if new > ub[ins.dst]:
+                    grown[ins.dst] = grown.get(ins.dst, 0) + 1
+                    ub[ins.dst] = new if grown[ins.dst] <= 4 else M32
+                    changed = True
+    return ub
+
+
+def drop_redundant_masks(blocks: list[VBlock]) -> None:
+    """`d = AND x, 2**k - 1` (and `d = BFEU x, 0, k`) where x < 2**k already (upper_bounds:
+    narrow arithmetic masks its results, often values that cannot have grown) is `d = x`;
+    when d and x have one definition each, d's readers read x and the copy goes."""
+    ub = upper_bounds(blocks)
+    made = []
+    for b in blocks:
+        for ins in b.instrs:
+            s = ins.srcs
+            if ins.op is Op.AND and len(s) == 2:
+                x, m = (s[0], s[1]) if isinstance(s[1], Imm) else (s[1], s[0])
+                if isinstance(x, int) and isinstance(m, Imm) and m.value & (m.value + 1) == 0 \
+                        and ub.get(x, M32) <= m.value:
+                    ins.op, ins.srcs = Op.MOV, [x]
+                    made.append((b, ins))
+            elif ins.op is Op.BFEU and isinstance(s[0], int) and s[1] == Imm(0) and isinstance(s[2], Imm) \
+                    and 0 < (s[2].value & 0xFF) < 32 and ub.get(s[0], M32) < 1 << (s[2].value & 0xFF):
+                ins.op, ins.srcs = Op.MOV, [s[0]]
+                made.append((b, ins))
+    # d = x: d's readers read x instead when they all follow in the same block and x keeps its
+    # value until the last of them (else the copy stays, for the register allocator to coalesce)
+    defs = definitions(blocks)
+    readers: dict[int, int] = {}
+    for b in blocks:
+        for ins in b.instrs:
+            for x in uses(ins):
+                readers[x] = readers.get(x, 0) + 1
+        if b.term.cond is not None:
+            readers[b.term.cond] = readers.get(b.term.cond, 0) + 1
+    made = [(b, ins) for b in blocks for ins in b.instrs if ins.op is Op.MOV and isinstance(ins.srcs[0], int)]
+    for b, mov in made:
+        d, x = mov.dst, mov.srcs[0]
+        if len(defs[d]) != 1 or d == x:
+            continue
+        k = next(k for k, ins in enumerate(b.instrs) if ins is mov)
+        after, local = b.instrs[k + 1:], 0
+        for ins in after:
+            local += sum(1 for y in uses(ins) if y == d)
+            if ins.dst == x:
+                break
+        else:
+            local += b.term.cond == d
+        if local != readers.get(d, 0):
+            continue
+        for ins in after:
+            ins.srcs = [x if y == d else y for y in ins.srcs]
+        if b.term.cond == d:
+            b.term.cond = x
+        del b.instrs[k]
+
+
 def simplify_cfg(blocks: list[VBlock]) -> list[VBlock]:
     """Drop unreachable blocks, turn trivial BRCs into JMPs, merge a block into
     its only predecessor when that predecessor just jumps to it."""
