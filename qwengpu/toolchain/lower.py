@@ -7,10 +7,13 @@ Pipeline (docs/lowering.md describes each stage):
                  basic blocks with machine terminators); 64-bit values become
                  register pairs, 8/16-bit values live zero-extended in one register
   4. clean up    constant/copy propagation, dead-code elimination, CFG
-                 simplification (cfg.py)
+                 simplification, redundant masks, if-conversion (off by default),
+                 branches on values, fold-friendly order (cfg.py)
   5. regalloc    liveness, interference graph, colouring into r1..r15,
                  rematerialisation and spilling (regalloc.py)
-  6. blocks      pack into machine blocks (<= BLOCK_SLOTS instructions, in order),
+  6. blocks      balance pure instructions across barriers, pack into machine
+                 blocks (<= BLOCK_SLOTS instructions, in order but for one move
+                 that lets a BRC fold into the last instruction's pass),
                  fold empty jumps, reconvergence = immediate post-dominator
                  (with the return-path rule)
 """
