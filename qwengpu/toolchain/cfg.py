@@ -291,6 +291,39 @@ def drop_redundant_masks(blocks: list[VBlock]) -> None:
         del b.instrs[k]
 
 
+def fold_address_adds(blocks: list[VBlock]) -> None:
+    """`t = ADD x, y; LD d, t, 0` is `LD d, x, y` (and the same for ST's address): a memory
+    op's address is the sum of its two operands, register or immediate. Only where t has
+    that one definition, in the same block, nothing else reads t, and neither x nor y is
+    written in between; the ADD goes."""
+    defs = definitions(blocks)
+    readers: dict[int, int] = {}
+    for b in blocks:
+        for ins in b.instrs:
+            for x in uses(ins):
+                readers[x] = readers.get(x, 0) + 1
+        if b.term.cond is not None:
+            readers[b.term.cond] = readers.get(b.term.cond, 0) + 1
+    for b in blocks:
+        dead = set()
+        for k, ins in enumerate(b.instrs):
+            if ins.op not in (Op.LD, Op.ST) or ins.srcs[1] != Imm(0) or not isinstance(ins.srcs[0], int):
+                continue
+            t = ins.srcs[0]
+            if len(defs.get(t, ())) != 1 or readers.get(t) != 1 or defs[t][0].op is not Op.ADD:
+                continue
+            j = next((j for j in range(k - 1, -1, -1) if b.instrs[j] is defs[t][0]), None)
+            if j is None:
+                continue
+            add = b.instrs[j]
+            if any(i.dst in uses(add) for i in b.instrs[j + 1:k]):
+                continue
+            ins.srcs = list(add.srcs) + ins.srcs[2:]
+            dead.add(j)
+        if dead:
+            b.instrs = [ins for j, ins in enumerate(b.instrs) if j not in dead]
+
+
 def simplify_cfg(blocks: list[VBlock]) -> list[VBlock]:
     """Drop unreachable blocks, turn trivial BRCs into JMPs, merge a block into
     its only predecessor when that predecessor just jumps to it."""

@@ -25,7 +25,7 @@ from qwengpu import isa
 from qwengpu.errors import CompileError, MachineLimitError, UnsupportedError
 from qwengpu.toolchain import ptx
 from qwengpu.toolchain.inline import inline_calls
-from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, branch_on_values, drop_redundant_masks, eliminate_dead_code, fold_friendly, if_convert,
+from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, branch_on_values, drop_redundant_masks, eliminate_dead_code, fold_address_adds, fold_friendly, if_convert,
                                    immediate_post_dominators, movable_to_end, pure, propagate_constants, propagate_copies, simplify,
                                    simplify_cfg)
 from qwengpu.toolchain.ptx import plain_name
@@ -1809,6 +1809,7 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
         propagate_copies(blocks)
         eliminate_dead_code(blocks)
     drop_redundant_masks(blocks)
+    fold_address_adds(blocks)
     blocks = simplify_cfg(blocks)
     tr.nvreg = if_convert(blocks, tr.nvreg)
     blocks = simplify_cfg(blocks)
