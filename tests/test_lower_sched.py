@@ -626,3 +626,79 @@ def test_narrow_masks_kernel(frontend, opt):
         s, t = (a * 3 + b // 3) & 0xFFFF, (a * 300 + b) & 0xFFFF
         want += [s, t, (s - t) & 0xFFFF]
     assert out.tolist() == want
+
+
+# ---------------------------------------------------------------------------
+# cfg.fold_address_adds: register + register addresses
+# ---------------------------------------------------------------------------
+def addr_ir(*instrs, later=()):
+    blocks = vir([(list(instrs), VTerm(Term.JMP, 1)), (list(later), VTerm(Term.EXIT))])
+    for b in blocks:
+        for i in b.instrs:
+            if i.op in (Op.LD, Op.ST):
+                i.mod = isa.Space.GLOBAL
+    return blocks
+
+
+def test_address_add_folds():
+    blocks = addr_ir((Op.SHL, 3, 2, I(2)), (Op.ADD, 4, 1, 3), (Op.LD, 5, 4, I(0)),
+                     (Op.ADD, 6, 3, I(8)), (Op.ST, None, 6, I(0), 5))
+    cfg.fold_address_adds(blocks)
+    assert [(i.op, i.srcs) for i in blocks[0].instrs] == [(Op.SHL, [2, I(2)]), (Op.LD, [1, 3]),
+                                                          (Op.ST, [3, I(8), 5])]
+
+
+@pytest.mark.parametrize("case", ["offset", "t read again", "x changes", "other block", "two defs"])
+def test_address_add_stays(case):
+    add, ld = (Op.ADD, 4, 1, 3), (Op.LD, 5, 4, I(0))
+    instrs, later = [add, ld], []
+    if case == "offset":
+        instrs = [add, (Op.LD, 5, 4, I(4))]
+    elif case == "t read again":
+        later = [(Op.ADD, 7, 4, I(1))]
+    elif case == "x changes":
+        instrs = [add, (Op.MOV, 1, I(0)), ld]
+    elif case == "other block":
+        instrs, later = [add], [ld]
+    else:                                       # (conservative: t's other definition is elsewhere)
+        later = [(Op.MOV, 4, I(0))]
+    blocks = addr_ir(*instrs, later=later)
+    cfg.fold_address_adds(blocks)
+    assert any(i.op is Op.ADD and i.dst == 4 for b in blocks for i in b.instrs)
+
+
+GATHER = r"""
+extern "C" __global__ void gather(const int *a, const int *idx, int *out, int n)
+{
+    __shared__ int s[32];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int t = threadIdx.x;
+    s[t] = a[(idx[i] & 31)] + a[i];
+    s[t + 16] = idx[(i * 5) % n];
+    __syncthreads();
+    out[i] = s[(t * 3) & 15] - s[16 + ((t + 1) & 15)];
+    out[n + i] = a[n - 1 - i] * 2;
+}
+"""
+
+
+@pytest.mark.parametrize("frontend,opt", FRONTENDS)
+def test_gather_kernel(frontend, opt):
+    rng = np.random.default_rng(3)
+    n = 32
+    a = rng.integers(-2**31, 2**31, 64).astype(np.int32)
+    idx = rng.integers(0, 2**31, n).astype(np.int32)
+    out = np.zeros(2 * n, np.int32)
+    launch(GATHER, "gather", 2, 16, [a, idx, out, n], frontend, opt)
+    want = np.zeros(2 * n, np.int64)
+    for blk in range(2):
+        s = [0] * 32
+        for t in range(16):
+            i = blk * 16 + t
+            s[t] = int(a[idx[i] & 31]) + int(a[i])
+            s[t + 16] = int(idx[(i * 5) % n])
+        for t in range(16):
+            i = blk * 16 + t
+            want[i] = s[(t * 3) & 15] - s[16 + ((t + 1) & 15)]
+            want[n + i] = int(a[n - 1 - i]) * 2
+    assert out.tolist() == [(int(v) + 2**31) % 2**32 - 2**31 for v in want]
