@@ -648,7 +648,15 @@ def test_address_add_folds():
                                                           (Op.ST, [3, I(8), 5])]
 
 
-@pytest.mark.parametrize("case", ["offset", "t read again", "x changes", "other block", "two defs"])
+def test_address_add_folds_into_every_access():
+    # a[i] += v: the load and the store share the address
+    blocks = addr_ir((Op.ADD, 4, 1, 3), (Op.LD, 5, 4, I(0)), (Op.ADD, 5, 5, 7), (Op.ST, None, 4, I(0), 5))
+    cfg.fold_address_adds(blocks)
+    assert [(i.op, i.srcs) for i in blocks[0].instrs] == [(Op.LD, [1, 3]), (Op.ADD, [5, 7]), (Op.ST, [1, 3, 5])]
+
+
+@pytest.mark.parametrize("case", ["offset", "t read again", "x changes", "other block", "two defs",
+                                  "x changes between", "stored value", "second offset"])
 def test_address_add_stays(case):
     add, ld = (Op.ADD, 4, 1, 3), (Op.LD, 5, 4, I(0))
     instrs, later = [add, ld], []
@@ -660,8 +668,14 @@ def test_address_add_stays(case):
         instrs = [add, (Op.MOV, 1, I(0)), ld]
     elif case == "other block":
         instrs, later = [add], [ld]
-    else:                                       # (conservative: t's other definition is elsewhere)
+    elif case == "two defs":                    # (conservative: t's other definition is elsewhere)
         later = [(Op.MOV, 4, I(0))]
+    elif case == "x changes between":
+        instrs = [add, ld, (Op.ADD, 3, 3, I(1)), (Op.ST, None, 4, I(0), 5)]
+    elif case == "stored value":
+        instrs = [add, ld, (Op.ST, None, 4, I(0), 4)]      # stores its own address
+    else:
+        instrs = [add, ld, (Op.ST, None, 4, I(4), 5)]
     blocks = addr_ir(*instrs, later=later)
     cfg.fold_address_adds(blocks)
     assert any(i.op is Op.ADD and i.dst == 4 for b in blocks for i in b.instrs)

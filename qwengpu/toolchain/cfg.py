@@ -294,8 +294,9 @@ def drop_redundant_masks(blocks: list[VBlock]) -> None:
 def fold_address_adds(blocks: list[VBlock]) -> None:
     """`t = ADD x, y; LD d, t, 0` is `LD d, x, y` (and the same for ST's address): a memory
     op's address is the sum of its two operands, register or immediate. Only where t has
-    that one definition, in the same block, nothing else reads t, and neither x nor y is
-    written in between; the ADD goes."""
+    that one definition, every reader of t is such an access later in the same block (as
+    the address, offset 0), and neither x nor y is written before the last of them; the ADD
+    goes."""
     defs = definitions(blocks)
     readers: dict[int, int] = {}
     for b in blocks:
@@ -306,19 +307,25 @@ def fold_address_adds(blocks: list[VBlock]) -> None:
             readers[b.term.cond] = readers.get(b.term.cond, 0) + 1
     for b in blocks:
         dead = set()
-        for k, ins in enumerate(b.instrs):
-            if ins.op not in (Op.LD, Op.ST) or ins.srcs[1] != Imm(0) or not isinstance(ins.srcs[0], int):
+        for j, add in enumerate(b.instrs):
+            t = add.dst
+            if add.op is not Op.ADD or len(defs.get(t, ())) != 1 or not readers.get(t):
                 continue
-            t = ins.srcs[0]
-            if len(defs.get(t, ())) != 1 or readers.get(t) != 1 or defs[t][0].op is not Op.ADD:
+            sites, n = [], readers[t]
+            for ins in b.instrs[j + 1:]:
+                if len(sites) == n:
+                    break
+                if t in uses(ins):
+                    if ins.op not in (Op.LD, Op.ST) or ins.srcs[0] != t or ins.srcs[1] != Imm(0) \
+                            or t in ins.srcs[2:]:
+                        break
+                    sites.append(ins)
+                if ins.dst is not None and ins.dst in uses(add) and len(sites) < n:
+                    break
+            if len(sites) != n:
                 continue
-            j = next((j for j in range(k - 1, -1, -1) if b.instrs[j] is defs[t][0]), None)
-            if j is None:
-                continue
-            add = b.instrs[j]
-            if any(i.dst in uses(add) for i in b.instrs[j + 1:k]):
-                continue
-            ins.srcs = list(add.srcs) + ins.srcs[2:]
+            for ins in sites:
+                ins.srcs = list(add.srcs) + ins.srcs[2:]
             dead.add(j)
         if dead:
             b.instrs = [ins for j, ins in enumerate(b.instrs) if j not in dead]
