@@ -7,7 +7,8 @@ Pipeline (docs/lowering.md describes each stage):
                  basic blocks with machine terminators); 64-bit values become
                  register pairs, 8/16-bit values live zero-extended in one register
   4. clean up    constant/copy propagation, dead-code elimination, CFG
-                 simplification, redundant masks, if-conversion (off by default),
+                 simplification, redundant masks, address adds into LD/ST,
+                 if-conversion (off by default),
                  branches on values, fold-friendly order (cfg.py)
   5. regalloc    liveness, interference graph, colouring into r1..r15,
                  rematerialisation and spilling (regalloc.py)
