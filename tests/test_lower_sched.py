@@ -716,3 +716,23 @@ def test_gather_kernel(frontend, opt):
             want[i] = s[(t * 3) & 15] - s[16 + ((t + 1) & 15)]
             want[n + i] = int(a[n - 1 - i]) * 2
     assert out.tolist() == [(int(v) + 2**31) % 2**32 - 2**31 for v in want]
+
+
+def bool_ir(op, srcs, mask=1):
+    # 0: x = r1 & mask; c = op(srcs); BRC c ? 1 : 2.   1: r = 10 -> 3.   2: r = 20 -> 3.   3: exit
+    return vir([([(Op.AND, 2, 1, I(mask)), (op, 10, *srcs)], VTerm(Term.BRC, 1, 10, 2)),
+                ([(Op.MOV, 5, I(10))], VTerm(Term.JMP, 3)),
+                ([(Op.MOV, 5, I(20))], VTerm(Term.JMP, 3)),
+                ([], VTerm(Term.EXIT))])
+
+
+@pytest.mark.parametrize("op,srcs", [(Op.SETEQ, (2, I(1))), (Op.SETNE, (I(1), 2)), (Op.XOR, (2, I(1))),
+                                     (Op.XOR, (I(1), 2))])
+@pytest.mark.parametrize("mask", [1, 2])
+def test_branch_on_boolean(op, srcs, mask):
+    blocks = bool_ir(op, srcs, mask)
+    cfg.branch_on_values(blocks)
+    # x is 0 or 1 only with mask 1; x & 2 may be 2, where x == 1 and x are not the same test
+    assert (blocks[0].term.cond == 2) == (mask == 1)
+    for x in (0, 1, 2, 3, 2**32 - 1):
+        assert run_vir(blocks, {1: x})[5] == run_vir(bool_ir(op, srcs, mask), {1: x})[5]

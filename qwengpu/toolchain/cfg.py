@@ -434,11 +434,13 @@ def if_convert(blocks: list[VBlock], next_vreg: int) -> int:
 
 def branch_on_values(blocks: list[VBlock]) -> None:
     """`c = SETNE x, 0; BRC c ? T : F` is `BRC x ? T : F` (BRC takes the lanes whose condition
-    register is nonzero, all 32 bits), and `c = SETEQ x, 0` the same with the targets swapped:
+    register is nonzero, all 32 bits), and `c = SETEQ x, 0` the same with the targets swapped;
+    for x that is 0 or 1 (upper_bounds), `SETEQ x, 1` is x, `SETNE x, 1` and `XOR x, 1` are !x:
     the comparison goes when c has that one definition, in the branch's block, nothing else
     reads c (no instruction, no other branch), and x is not written between it and the branch."""
     defs = definitions(blocks)
     read = {x for b in blocks for ins in b.instrs for x in uses(ins)}
+    ub = None           # upper_bounds, when a test against 1 needs them
     branches: dict[int, int] = {}
     for b in blocks:
         if b.term.kind is Term.BRC:
@@ -451,14 +453,19 @@ def branch_on_values(blocks: list[VBlock]) -> None:
         if k is None:
             continue
         ins = b.instrs[k]
-        if ins.op not in (Op.SETNE, Op.SETEQ) or Imm(0) not in ins.srcs:
+        if ins.op not in (Op.SETNE, Op.SETEQ, Op.XOR) or len(ins.srcs) != 2:
             continue
-        x = ins.srcs[1] if ins.srcs[0] == Imm(0) else ins.srcs[0]
-        if not isinstance(x, int) or any(later.dst == x for later in b.instrs[k + 1:]):
+        x, k_imm = (ins.srcs[1], ins.srcs[0]) if isinstance(ins.srcs[0], Imm) else ins.srcs
+        if not isinstance(x, int) or not isinstance(k_imm, Imm) or any(later.dst == x for later in b.instrs[k + 1:]):
+            continue
+        if k_imm.value == 0 and ins.op is not Op.XOR:
+            same = ins.op is Op.SETNE                       # x != 0: taken where x is nonzero
+        elif k_imm.value == 1 and (ub := upper_bounds(blocks) if ub is None else ub).get(x, M32) <= 1:
+            same = ins.op is Op.SETEQ                       # x is 0 or 1: x == 1 is x, x != 1 and x ^ 1 are !x
+        else:
             continue
         del b.instrs[k]
-        b.term = VTerm(Term.BRC, t.target, x, t.fallthrough) if ins.op is Op.SETNE else \
-            VTerm(Term.BRC, t.fallthrough, x, t.target)
+        b.term = VTerm(Term.BRC, t.target, x, t.fallthrough) if same else VTerm(Term.BRC, t.fallthrough, x, t.target)
 
 
 def pure(op: Op) -> bool:
