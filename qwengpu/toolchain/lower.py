@@ -26,9 +26,10 @@ from qwengpu import isa
 from qwengpu.errors import CompileError, MachineLimitError, UnsupportedError
 from qwengpu.toolchain import ptx
 from qwengpu.toolchain.inline import inline_calls
-from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, branch_on_values, drop_redundant_masks, eliminate_dead_code, fold_address_adds, fold_friendly, if_convert,
-                                   immediate_post_dominators, movable_to_end, pure, propagate_constants, propagate_copies, simplify,
-                                   simplify_cfg)
+from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, branch_on_values, drop_redundant_masks,
+                                   eliminate_dead_code, fold_address_adds, fold_friendly, if_convert,
+                                   immediate_post_dominators, movable_to_end, propagate_constants, propagate_copies,
+                                   pure, simplify, simplify_cfg)
 from qwengpu.toolchain.ptx import plain_name
 from qwengpu.toolchain.regalloc import allocate_registers
 from qwengpu.toolchain.writes import kernel_writes
@@ -1487,18 +1488,17 @@ def form_blocks(blocks: list[VBlock], reg_of) -> list[isa.MachineBlock]:
 
 
 def schedule(instrs: list[isa.Instr], cond: isa.Reg | None = None) -> list[list[isa.Instr]]:
-    """Pack one basic block's instructions into machine blocks of BLOCK_SLOTS, in order except
-    for one move: when the block ends in `BRC cond` and its last instruction writes `cond`, the
+    """Pack one basic block's instructions into machine blocks of BLOCK_SLOTS, in order but for
+    one move: when the block ends in `BRC cond` and its last instruction writes `cond`, the
     terminator would need a pass of its own (encoding.term_slot), so the last instruction that
-    may go last (cfg.movable_to_end) moves to the end, and the terminator folds
-    into its pass (cfg.fold_friendly did the same before register allocation, which may have
-    added dependences or removed that instruction as a copy to itself). The machine runs one instruction per pass, so a memory or warp op may take
-    any slot; a machine with more instructions per pass would limit where they go
-    (docs/isa.md)."""
+    may go last (cfg.movable_to_end) moves to the end and the terminator folds into its pass.
+    (cfg.fold_friendly did the same before register allocation, which may since have added
+    dependences, or deleted the moved instruction as a copy to itself.) The machine runs one
+    instruction per pass, so a memory or warp op may take any slot; a machine with more
+    instructions per pass would limit where they go (docs/isa.md)."""
     instrs = list(instrs)
     if cond is not None and cond.n and instrs and instrs[-1].dst == cond:
-        ks = movable_to_end(instrs, lambda i: [s.n for s in i.srcs if isinstance(s, isa.Reg) and s.n],
-                            lambda i: i.dst.n or None)          # r0: no result
+        ks = movable_to_end(instrs, _reads, _writes)
         if ks:
             instrs.append(instrs.pop(ks[-1]))
     return [instrs[i:i + isa.BLOCK_SLOTS] for i in range(0, len(instrs), isa.BLOCK_SLOTS)]
@@ -1562,7 +1562,9 @@ def balance_barriers(blocks: list[VBlock], machine: list[list[isa.Instr]], conds
         best, choice = _cost(machine[i], b.term, None) + _cost(machine[s], blocks[s].term, conds[s]), None
         for n in range(1, isa.BLOCK_SLOTS + 1):
             up, down = _hoist(machine[s], n), _sink(machine[i], n)
-            for mb, ms in ([(machine[i] + up[0], up[1])] if up else []) + ([(down[0], down[1] + machine[s])] if down else []):
+            options = ([(machine[i] + up[0], up[1])] if up else []) + \
+                ([(down[0], down[1] + machine[s])] if down else [])
+            for mb, ms in options:
                 cost = _cost(mb, b.term, None) + _cost(ms, blocks[s].term, conds[s])
                 if cost < best:
                     best, choice = cost, (mb, ms)
