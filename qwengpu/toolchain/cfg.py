@@ -185,6 +185,10 @@ def eliminate_dead_code(blocks: list[VBlock]) -> None:
         b.instrs = [i for i in b.instrs if id(i) in keep]
 
 
+_COMPARES = frozenset({Op.SETEQ, Op.SETNE, Op.SETLT, Op.SETLE, Op.SETGT, Op.SETGE,
+                       Op.SETLTU, Op.SETLEU, Op.SETGTU, Op.SETGEU})       # 0 or 1
+
+
 def upper_bounds(blocks: list[VBlock]) -> dict[int, int]:
     """The largest unsigned value each register can hold, over all its definitions (a least
     fixpoint; a bound that keeps growing, a loop counter's, widens to 2**32 - 1). Registers
@@ -213,7 +217,7 @@ def upper_bounds(blocks: list[VBlock]) -> dict[int, int]:
                 0 if isinstance(s[1], Imm) else of(s[0])
         if op is Op.SEL:
             return max(of(s[1]), of(s[2]))
-        if op.name.startswith("SET"):
+        if op in _COMPARES:
             return 1
         if op is Op.DIVU and isinstance(s[1], Imm) and s[1].value:
             return of(s[0]) // s[1].value
