@@ -1161,8 +1161,11 @@ def test_red_and_atom_sub_as_negated_add():
     assert mem[1] == 7 and mem[2] == 10
 
 
-def test_small_if_becomes_select():
-    # if (a < b) d = a * 3 + b;  -- a triangle of ALU ops: no branch is left
+def test_small_if_becomes_select(monkeypatch):
+    # if (a < b) d = a * 3 + b;  -- a triangle of ALU ops: no branch is left (if-conversion is
+    # off by default, cfg.IF_CONVERT_MAX = 0: it costs tokens on the suite)
+    from qwengpu.toolchain import cfg
+    monkeypatch.setattr(cfg, "IF_CONVERT_MAX", 6)
     body = """    setp.lt.s32 {c}, {a}, {b};
     @!{c} bra SKIP;
     mul.lo.s32 %r7, {a}, 3;

@@ -185,6 +185,156 @@ def eliminate_dead_code(blocks: list[VBlock]) -> None:
         b.instrs = [i for i in b.instrs if id(i) in keep]
 
 
+_COMPARES = frozenset({Op.SETEQ, Op.SETNE, Op.SETLT, Op.SETLE, Op.SETGT, Op.SETGE,
+                       Op.SETLTU, Op.SETLEU, Op.SETGTU, Op.SETGEU})       # 0 or 1
+
+
+def upper_bounds(blocks: list[VBlock]) -> dict[int, int]:
+    """The largest unsigned value each register can hold, over all its definitions (a least
+    fixpoint; a bound that keeps growing, a loop counter's, widens to 2**32 - 1). Registers
+    without a definition, loads, warp ops and ops not listed are 2**32 - 1."""
+    defs = definitions(blocks)
+    ub = {v: 0 for v in defs}
+    grown: dict[int, int] = {}
+
+    def of(x):
+        return x.value if isinstance(x, Imm) else ub.get(x, M32)
+
+    def bound(ins: VInstr) -> int:
+        op, s = ins.op, ins.srcs
+        if op is Op.MOV:
+            return of(s[0])
+        if op in (Op.AND, Op.MINU):
+            return min(of(s[0]), of(s[1]))
+        if op in (Op.OR, Op.XOR, Op.MAXU):
+            return (1 << max(of(s[0]), of(s[1])).bit_length()) - 1
+        if op is Op.ADD:
+            return min(M32, of(s[0]) + of(s[1]))
+        if op is Op.MUL:
+            return min(M32, of(s[0]) * of(s[1]))
+        if op is Op.SHR:
+            return of(s[0]) >> s[1].value if isinstance(s[1], Imm) and s[1].value < 32 else \
+                0 if isinstance(s[1], Imm) else of(s[0])
+        if op is Op.SEL:
+            return max(of(s[1]), of(s[2]))
+        if op in _COMPARES:
+            return 1
+        if op is Op.DIVU and isinstance(s[1], Imm) and s[1].value:
+            return of(s[0]) // s[1].value
+        if op is Op.REMU:
+            return min(of(s[0]), s[1].value - 1) if isinstance(s[1], Imm) and s[1].value else of(s[0])
+        if op is Op.BFEU and isinstance(s[2], Imm) and (s[2].value & 0xFF) < 32:
+            return (1 << (s[2].value & 0xFF)) - 1
+        if op in (Op.POPC, Op.CLZ):
+            return 32
+        return M32
+
+    changed = True
+    while changed:
+        changed = False
+        for b in blocks:
+            for ins in b.instrs:
+                if ins.dst is None:
+                    continue
+                new = bound(ins)
+                if new > ub[ins.dst]:
+                    grown[ins.dst] = grown.get(ins.dst, 0) + 1
+                    ub[ins.dst] = new if grown[ins.dst] <= 4 else M32
+                    changed = True
+    return ub
+
+
+def drop_redundant_masks(blocks: list[VBlock]) -> None:
+    """`d = AND x, 2**k - 1` (and `d = BFEU x, 0, k`) where x < 2**k already (upper_bounds:
+    narrow arithmetic masks its results, often values that cannot have grown) is `d = x`;
+    when d and x have one definition each, d's readers read x and the copy goes."""
+    ub = upper_bounds(blocks)
+    made = []
+    for b in blocks:
+        for ins in b.instrs:
+            s = ins.srcs
+            if ins.op is Op.AND and len(s) == 2:
+                x, m = (s[0], s[1]) if isinstance(s[1], Imm) else (s[1], s[0])
+                if isinstance(x, int) and isinstance(m, Imm) and m.value & (m.value + 1) == 0 \
+                        and ub.get(x, M32) <= m.value:
+                    ins.op, ins.srcs = Op.MOV, [x]
+                    made.append((b, ins))
+            elif ins.op is Op.BFEU and isinstance(s[0], int) and s[1] == Imm(0) and isinstance(s[2], Imm) \
+                    and 0 < (s[2].value & 0xFF) < 32 and ub.get(s[0], M32) < 1 << (s[2].value & 0xFF):
+                ins.op, ins.srcs = Op.MOV, [s[0]]
+                made.append((b, ins))
+    # d = x: d's readers read x instead when they all follow in the same block and x keeps its
+    # value until the last of them (else the copy stays, for the register allocator to coalesce)
+    defs = definitions(blocks)
+    readers: dict[int, int] = {}
+    for b in blocks:
+        for ins in b.instrs:
+            for x in uses(ins):
+                readers[x] = readers.get(x, 0) + 1
+        if b.term.cond is not None:
+            readers[b.term.cond] = readers.get(b.term.cond, 0) + 1
+    made = [(b, ins) for b in blocks for ins in b.instrs if ins.op is Op.MOV and isinstance(ins.srcs[0], int)]
+    for b, mov in made:
+        d, x = mov.dst, mov.srcs[0]
+        if len(defs[d]) != 1 or d == x:
+            continue
+        k = next(k for k, ins in enumerate(b.instrs) if ins is mov)
+        after, local = b.instrs[k + 1:], 0
+        for ins in after:
+            local += sum(1 for y in uses(ins) if y == d)
+            if ins.dst == x:
+                break
+        else:
+            local += b.term.cond == d
+        if local != readers.get(d, 0):
+            continue
+        for ins in after:
+            ins.srcs = [x if y == d else y for y in ins.srcs]
+        if b.term.cond == d:
+            b.term.cond = x
+        del b.instrs[k]
+
+
+def fold_address_adds(blocks: list[VBlock]) -> None:
+    """`t = ADD x, y; LD d, t, 0` is `LD d, x, y` (and the same for ST's address): a memory
+    op's address is the sum of its two operands, register or immediate. Only where t has
+    that one definition, every reader of t is such an access later in the same block (as
+    the address, offset 0), and neither x nor y is written before the last of them; the ADD
+    goes."""
+    defs = definitions(blocks)
+    readers: dict[int, int] = {}
+    for b in blocks:
+        for ins in b.instrs:
+            for x in uses(ins):
+                readers[x] = readers.get(x, 0) + 1
+        if b.term.cond is not None:
+            readers[b.term.cond] = readers.get(b.term.cond, 0) + 1
+    for b in blocks:
+        dead = set()
+        for j, add in enumerate(b.instrs):
+            t = add.dst
+            if add.op is not Op.ADD or len(defs.get(t, ())) != 1 or not readers.get(t):
+                continue
+            sites, n = [], readers[t]
+            for ins in b.instrs[j + 1:]:
+                if len(sites) == n:
+                    break
+                if t in uses(ins):
+                    if ins.op not in (Op.LD, Op.ST) or ins.srcs[0] != t or ins.srcs[1] != Imm(0) \
+                            or t in ins.srcs[2:]:
+                        break
+                    sites.append(ins)
+                if ins.dst is not None and ins.dst in uses(add) and len(sites) < n:
+                    break
+            if len(sites) != n:
+                continue
+            for ins in sites:
+                ins.srcs = list(add.srcs) + ins.srcs[2:]
+            dead.add(j)
+        if dead:
+            b.instrs = [ins for j, ins in enumerate(b.instrs) if j not in dead]
+
+
 def simplify_cfg(blocks: list[VBlock]) -> list[VBlock]:
     """Drop unreachable blocks, turn trivial BRCs into JMPs, merge a block into
     its only predecessor when that predecessor just jumps to it."""
@@ -217,15 +367,40 @@ def simplify_cfg(blocks: list[VBlock]) -> list[VBlock]:
     return out
 
 
-IF_CONVERT_MAX = 6      # instructions in a branch side worth executing unconditionally
+IF_CONVERT_MAX = 0      # instructions in a branch side worth executing unconditionally (see below)
+DIAMOND_MAX = 0         # instructions in the two sides of an if/else together
 
 
 def if_convert(blocks: list[VBlock], next_vreg: int) -> int:
-    """Turn `if (c) { few ALU ops }` triangles into straight-line code: the
-    side's instructions run on every lane into fresh registers (ALU ops are
-    total functions without side effects, so that is safe), then
-    `d = SEL c, new, d` commits them. Saves the branch, the divergence and a
-    machine block. Returns the next free virtual register."""
+    """Turn branches around a few ALU instructions into straight-line code: `if (c) { ... }`
+    triangles (a side with one way in that jumps on to the other side) and `if (c) { ... }
+    else { ... }` diamonds (two such sides that jump to the same join). Each side's
+    instructions run on every lane into fresh registers (ALU ops are total functions without
+    side effects, so that is safe), then `d = SEL c, new, d` commits them (`SEL c, t, f` for a
+    register both sides write). Saves the branch, the divergence and block ends. Returns the
+    next free virtual register."""
+    def side_ok(side, i, limit):
+        sb = blocks[side]
+        return (side not in (0, i) and preds.get(side) == 1 and sb.term.kind is Term.JMP
+                and len(sb.instrs) <= limit and not any(ins.op.is_unit for ins in sb.instrs))
+
+    def speculate(a: VBlock, sb: VBlock) -> dict[int, int]:
+        """Append sb's instructions to a, writing fresh registers; returns old -> fresh for the
+        registers read anywhere but in sb (flow-insensitive). A register sb reads before
+        writing it (the previous loop iteration's value, say) counts: its copy in a reads it."""
+        nonlocal next_vreg
+        rename: dict[int, int] = {}
+        for ins in sb.instrs:
+            next_vreg += 1
+            a.instrs.append(VInstr(ins.op, next_vreg, [rename.get(x, x) if isinstance(x, int) else x
+                                                        for x in ins.srcs], ins.mod, ins.line))
+            rename[ins.dst] = next_vreg
+        local = {id(ins) for ins in sb.instrs}
+        read_after = {x for b in blocks for ins in b.instrs if id(ins) not in local for x in uses(ins)}
+        read_after |= {b.term.cond for b in blocks if b.term.kind is Term.BRC}
+        sb.instrs, sb.term = [], VTerm(Term.EXIT)     # unreachable now
+        return {d: v for d, v in rename.items() if d in read_after}
+
     changed = True
     while changed:
         changed = False
@@ -238,27 +413,105 @@ def if_convert(blocks: list[VBlock], next_vreg: int) -> int:
             if t.kind is not Term.BRC:
                 continue
             for side, other in ((t.target, t.fallthrough), (t.fallthrough, t.target)):
-                sb = blocks[side]
-                if (side in (0, i, other) or preds.get(side) != 1 or sb.term.kind is not Term.JMP
-                        or sb.term.target != other or len(sb.instrs) > IF_CONVERT_MAX
-                        or any(ins.op.is_unit for ins in sb.instrs)):
+                if side != other and side_ok(side, i, IF_CONVERT_MAX) and blocks[side].term.target == other:
+                    new = speculate(a, blocks[side])
+                    taken, fallen = (new, {}) if side == t.target else ({}, new)
+                    join = other
+                    break
+            else:
+                tb, fb = blocks[t.target], blocks[t.fallthrough]
+                if not (side_ok(t.target, i, DIAMOND_MAX) and side_ok(t.fallthrough, i, DIAMOND_MAX)
+                        and t.target != t.fallthrough and tb.term.target == fb.term.target
+                        and tb.term.target not in (i, t.target, t.fallthrough)
+                        and len(tb.instrs) + len(fb.instrs) <= DIAMOND_MAX):
                     continue
-                rename: dict[int, int] = {}
-                for ins in sb.instrs:
-                    next_vreg += 1
-                    a.instrs.append(VInstr(ins.op, next_vreg, [rename.get(x, x) if isinstance(x, int) else x
-                                                                for x in ins.srcs], ins.mod, ins.line))
-                    rename[ins.dst] = next_vreg
-                taken = side == t.target
-                # commit; the condition register itself (if the side writes it) last
-                for d in sorted(rename, key=lambda d: d == t.cond):
-                    new = rename[d]
-                    a.instrs.append(VInstr(Op.SEL, d, [t.cond, new, d] if taken else [t.cond, d, new]))
-                a.term = VTerm(Term.JMP, other)
-                sb.instrs, sb.term = [], VTerm(Term.EXIT)     # unreachable now
-                changed = True
-                break
+                join = tb.term.target
+                taken, fallen = speculate(a, tb), speculate(a, fb)
+            # commit; the condition register itself (if a side writes it) last
+            for d in sorted(set(taken) | set(fallen), key=lambda d: d == t.cond):
+                a.instrs.append(VInstr(Op.SEL, d, [t.cond, taken.get(d, d), fallen.get(d, d)]))
+            a.term = VTerm(Term.JMP, join)
+            changed = True
+            break
     return next_vreg
+
+
+def branch_on_values(blocks: list[VBlock]) -> None:
+    """`c = SETNE x, 0; BRC c ? T : F` is `BRC x ? T : F` (BRC takes the lanes whose condition
+    register is nonzero, all 32 bits), and `c = SETEQ x, 0` the same with the targets swapped;
+    for x that is 0 or 1 (upper_bounds), `SETEQ x, 1` is x, `SETNE x, 1` and `XOR x, 1` are !x:
+    the comparison goes when c has that one definition, in the branch's block, nothing else
+    reads c (no instruction, no other branch), and x is not written between it and the branch."""
+    defs = definitions(blocks)
+    read = {x for b in blocks for ins in b.instrs for x in uses(ins)}
+    ub = None           # upper_bounds, when a test against 1 needs them
+    branches: dict[int, int] = {}
+    for b in blocks:
+        if b.term.kind is Term.BRC:
+            branches[b.term.cond] = branches.get(b.term.cond, 0) + 1
+    for b in blocks:
+        t = b.term
+        if t.kind is not Term.BRC or len(defs.get(t.cond, ())) != 1 or t.cond in read or branches[t.cond] != 1:
+            continue
+        k = next((k for k in range(len(b.instrs) - 1, -1, -1) if b.instrs[k].dst == t.cond), None)
+        if k is None:
+            continue
+        ins = b.instrs[k]
+        if ins.op not in (Op.SETNE, Op.SETEQ, Op.XOR) or len(ins.srcs) != 2:
+            continue
+        x, k_imm = (ins.srcs[1], ins.srcs[0]) if isinstance(ins.srcs[0], Imm) else ins.srcs
+        if not isinstance(x, int) or not isinstance(k_imm, Imm) or any(later.dst == x for later in b.instrs[k + 1:]):
+            continue
+        if k_imm.value == 0 and ins.op is not Op.XOR:
+            same = ins.op is Op.SETNE                       # x != 0: taken where x is nonzero
+        elif k_imm.value == 1 and (ub := upper_bounds(blocks) if ub is None else ub).get(x, M32) <= 1:
+            same = ins.op is Op.SETEQ                       # x is 0 or 1: x == 1 is x, x != 1 and x ^ 1 are !x
+        else:
+            continue
+        del b.instrs[k]
+        b.term = VTerm(Term.BRC, t.target, x, t.fallthrough) if same else VTerm(Term.BRC, t.fallthrough, x, t.target)
+
+
+def pure(op: Op) -> bool:
+    """A per-lane function of its sources (ALU) or a special register read: free to reorder.
+    Everything else (memory, warp ops: Op.is_unit) keeps its order."""
+    return op.kind in (isa.Kind.ALU, isa.Kind.SREG)
+
+
+def movable_to_end(instrs: list, reads, writes) -> list[int]:
+    """The indices k < len(instrs) - 1 of the instructions that may move to the end of the
+    list: no later instruction reads what k writes, writes what k reads or writes, or is,
+    like k, impure (`reads(i)`: the registers i reads, `writes(i)`: the one it writes or None).
+    Swapping k with each later one then keeps every dependence."""
+    out = []
+    later_reads, later_writes, later_impure = set(), set(), False
+    for k in range(len(instrs) - 1, -1, -1):
+        x = instrs[k]
+        w, r = writes(x), set(reads(x))
+        if k < len(instrs) - 1 and not ((w is not None and (w in later_reads or w in later_writes))
+                                        or r & later_writes or (later_impure and not pure(x.op))):
+            out.append(k)
+        later_reads |= r
+        if w is not None:
+            later_writes.add(w)
+        later_impure |= not pure(x.op)
+    return out[::-1]
+
+
+def fold_friendly(blocks: list[VBlock]) -> None:
+    """In a block ending in `BRC c` whose last instruction writes c, move an instruction that
+    may go last (movable_to_end) to the end, so that the terminator can run in the last
+    instruction's pass instead of a pass of its own (encoding.term_slot). This runs before
+    register allocation, where the only dependences are the program's own; it prefers the
+    last such instruction that is not a copy (a copy may be coalesced away, leaving the
+    condition's definition last again). lower.schedule repeats this on machine registers."""
+    for b in blocks:
+        if b.term.kind is not Term.BRC or not b.instrs or b.instrs[-1].dst != b.term.cond:
+            continue
+        ks = movable_to_end(b.instrs, uses, lambda i: i.dst)
+        if ks:
+            k = next((k for k in reversed(ks) if b.instrs[k].op is not Op.MOV), ks[-1])
+            b.instrs.append(b.instrs.pop(k))
 
 
 def _reachable(blocks: list[VBlock]) -> list[int]:

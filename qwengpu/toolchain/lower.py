@@ -7,10 +7,14 @@ Pipeline (docs/lowering.md describes each stage):
                  basic blocks with machine terminators); 64-bit values become
                  register pairs, 8/16-bit values live zero-extended in one register
   4. clean up    constant/copy propagation, dead-code elimination, CFG
-                 simplification (cfg.py)
+                 simplification, redundant masks, address adds into LD/ST,
+                 if-conversion (off by default),
+                 branches on values, fold-friendly order (cfg.py)
   5. regalloc    liveness, interference graph, colouring into r1..r15,
                  rematerialisation and spilling (regalloc.py)
-  6. blocks      pack into machine blocks (<= BLOCK_SLOTS instructions, in order),
+  6. blocks      balance pure instructions across barriers, pack into machine
+                 blocks (<= BLOCK_SLOTS instructions, in order but for one move
+                 that lets a BRC fold into the last instruction's pass),
                  fold empty jumps, reconvergence = immediate post-dominator
                  (with the return-path rule)
 """
@@ -22,9 +26,10 @@ from qwengpu import isa
 from qwengpu.errors import CompileError, MachineLimitError, UnsupportedError
 from qwengpu.toolchain import ptx
 from qwengpu.toolchain.inline import inline_calls
-from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, eliminate_dead_code, if_convert,
-                                   immediate_post_dominators, propagate_constants, propagate_copies, simplify,
-                                   simplify_cfg)
+from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, branch_on_values, drop_redundant_masks,
+                                   eliminate_dead_code, fold_address_adds, fold_friendly, if_convert,
+                                   immediate_post_dominators, movable_to_end, propagate_constants, propagate_copies,
+                                   pure, simplify, simplify_cfg)
 from qwengpu.toolchain.ptx import plain_name
 from qwengpu.toolchain.regalloc import allocate_registers
 from qwengpu.toolchain.writes import kernel_writes
@@ -1414,12 +1419,14 @@ _PURE_OPS = {"mov", "cvta", "cvt", "selp", "slct", "add", "sub", "and", "or", "x
 # ---------------------------------------------------------------------------
 def form_blocks(blocks: list[VBlock], reg_of) -> list[isa.MachineBlock]:
     """Split IR blocks into machine blocks and fold blocks that only jump."""
+    machine = [[mi for mi in (_machine_instr(ins, reg_of) for ins in b.instrs) if mi is not None] for b in blocks]
+    conds = [isa.Reg(reg_of(b.term.cond)) if b.term.kind is Term.BRC else None for b in blocks]
+    balance_barriers(blocks, machine, conds)
     chunks: list[list] = []     # [instrs, VTerm-or-("next")]
     first = []
-    for b in blocks:
+    for b, instrs, cond in zip(blocks, machine, conds):
         first.append(len(chunks))
-        machine = [mi for mi in (_machine_instr(ins, reg_of) for ins in b.instrs) if mi is not None]
-        pieces = schedule(machine) or [[]]
+        pieces = schedule(instrs, cond) or [[]]
         for j, p in enumerate(pieces):
             chunks.append([p, b.term if j == len(pieces) - 1 else None])
     # terminators with machine block numbers
@@ -1480,11 +1487,89 @@ def form_blocks(blocks: list[VBlock], reg_of) -> list[isa.MachineBlock]:
     return out
 
 
-def schedule(instrs: list[isa.Instr]) -> list[list[isa.Instr]]:
-    """Pack one basic block's instructions, in order, into machine blocks of BLOCK_SLOTS. The
-    machine runs one instruction per pass, so a memory or warp op may take any slot; a
-    machine with more instructions per pass would limit where they go (docs/isa.md)."""
+def schedule(instrs: list[isa.Instr], cond: isa.Reg | None = None) -> list[list[isa.Instr]]:
+    """Pack one basic block's instructions into machine blocks of BLOCK_SLOTS, in order but for
+    one move: when the block ends in `BRC cond` and its last instruction writes `cond`, the
+    terminator would need a pass of its own (encoding.term_slot), so the last instruction that
+    may go last (cfg.movable_to_end) moves to the end and the terminator folds into its pass.
+    (cfg.fold_friendly did the same before register allocation, which may since have added
+    dependences, or deleted the moved instruction as a copy to itself.) The machine runs one
+    instruction per pass, so a memory or warp op may take any slot; a machine with more
+    instructions per pass would limit where they go (docs/isa.md)."""
+    instrs = list(instrs)
+    if cond is not None and cond.n and instrs and instrs[-1].dst == cond:
+        ks = movable_to_end(instrs, _reads, _writes)
+        if ks:
+            instrs.append(instrs.pop(ks[-1]))
     return [instrs[i:i + isa.BLOCK_SLOTS] for i in range(0, len(instrs), isa.BLOCK_SLOTS)]
+
+
+def _reads(i: isa.Instr) -> list[int]:
+    return [s.n for s in i.srcs if isinstance(s, isa.Reg) and s.n]
+
+
+def _writes(i: isa.Instr) -> int | None:
+    return i.dst.n or None          # r0: no result
+
+
+def _conflict(x: isa.Instr, y: isa.Instr) -> bool:
+    """Whether x and y must keep their order (cfg.movable_to_end's rule for one pair)."""
+    wx, wy = _writes(x), _writes(y)
+    return (wx is not None and (wx in _reads(y) or wx == wy)) or (wy is not None and wy in _reads(x)) \
+        or (not pure(x.op) and not pure(y.op))
+
+
+def _hoist(instrs: list[isa.Instr], n: int) -> tuple[list, list] | None:
+    """The first n pure instructions that may go before all the others, and the others."""
+    up, rest = [], []
+    for x in instrs:
+        if len(up) < n and pure(x.op) and not any(_conflict(y, x) for y in rest):
+            up.append(x)
+        else:
+            rest.append(x)
+    return (up, rest) if len(up) == n else None
+
+
+def _sink(instrs: list[isa.Instr], n: int) -> tuple[list, list] | None:
+    """The instructions but the last n pure ones that may go after all the others, and those."""
+    r = _hoist(instrs[::-1], n)
+    return (r[1][::-1], r[0][::-1]) if r else None
+
+
+def _cost(instrs: list[isa.Instr], term: VTerm, cond: isa.Reg | None) -> int:
+    """Block ends (CT1) and terminator passes of their own (EXEC) of one IR block's pieces."""
+    if not instrs:
+        return 0 if term.kind is Term.JMP else 2        # an empty jump is folded away
+    pieces = schedule(instrs, cond)
+    return len(pieces) + (cond is not None and pieces[-1][-1].dst == cond)
+
+
+def balance_barriers(blocks: list[VBlock], machine: list[list[isa.Instr]], conds: list) -> None:
+    """Move pure instructions across a barrier: a block ending in `BAR S`, where S has no other
+    way in, and S run on the same lanes one after the other, and register-only work may run on
+    either side of the barrier. Shifting a few instructions between them can save a block end
+    (both sides' last pieces were partly empty) or the pass of an empty BAR block's
+    terminator. `machine[i]`: block i's machine instructions, updated in place; `conds[i]`:
+    the register of its BRC's condition, or None."""
+    preds: dict[int, int] = {}
+    for b in blocks:
+        for t in b.term.succs():
+            preds[t] = preds.get(t, 0) + 1
+    for i, b in enumerate(blocks):
+        s = b.term.target
+        if b.term.kind is not Term.BAR or s in (0, i) or preds.get(s) != 1:
+            continue
+        best, choice = _cost(machine[i], b.term, None) + _cost(machine[s], blocks[s].term, conds[s]), None
+        for n in range(1, isa.BLOCK_SLOTS + 1):
+            up, down = _hoist(machine[s], n), _sink(machine[i], n)
+            options = ([(machine[i] + up[0], up[1])] if up else []) + \
+                ([(down[0], down[1] + machine[s])] if down else [])
+            for mb, ms in options:
+                cost = _cost(mb, b.term, None) + _cost(ms, blocks[s].term, conds[s])
+                if cost < best:
+                    best, choice = cost, (mb, ms)
+        if choice:
+            machine[i], machine[s] = choice
 
 
 def _machine_instr(ins: VInstr, reg_of) -> isa.Instr | None:
@@ -1730,9 +1815,13 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
         propagate_constants(blocks)
         propagate_copies(blocks)
         eliminate_dead_code(blocks)
+    drop_redundant_masks(blocks)
+    fold_address_adds(blocks)
     blocks = simplify_cfg(blocks)
     tr.nvreg = if_convert(blocks, tr.nvreg)
     blocks = simplify_cfg(blocks)
+    branch_on_values(blocks)
+    fold_friendly(blocks)
     alloc = allocate_registers(blocks, plain_name(fn.name), tr.nvreg, lay.shared_words)
     machine = form_blocks(blocks, lambda v: alloc.colours.get(v, 0))
     set_reconvergence(machine)

@@ -69,7 +69,8 @@ def allocate_registers(blocks: list[VBlock], kernel: str, next_vreg: int, shared
         inv = invariant_registers(blocks)
         cands = [v for v in inv if v in graph and v not in tried and _remat_cost(v, inv) <= 6]
         if cands:
-            v = max(cands, key=lambda x: (len(graph[x]) / _remat_cost(x, inv), -x))
+            weight = _read_weights(blocks)
+            v = max(cands, key=lambda x: (len(graph[x]) / (_remat_cost(x, inv) * weight.get(x, 1)), -x))
             tried.add(v)
             before = spill.next_vreg
             spill.next_vreg = rematerialize(blocks, v, inv, spill.next_vreg)
@@ -154,6 +155,55 @@ class _Spiller:
                 new.append(VInstr(Op.LD, t, [off, base], isa.Space.SHARED))
                 blk.term.cond = t
             blk.instrs = new
+
+
+LOOP_WEIGHT = 8      # a read in a loop counts as this many reads outside it, per loop around it
+
+
+def loop_depths(blocks: list[VBlock]) -> list[int]:
+    """How many natural loops contain each block (a back edge u -> h found by a depth-first
+    search from the entry; its loop: h and the blocks that reach u without passing h)."""
+    preds: list[list[int]] = [[] for _ in blocks]
+    for i, b in enumerate(blocks):
+        for t in b.term.succs():
+            preds[t].append(i)
+    depth = [0] * len(blocks)
+    on_stack, seen, stack = {0}, {0}, [(0, iter(blocks[0].term.succs()))]
+    while stack:
+        node, it = stack[-1]
+        nxt = next(it, None)
+        if nxt is None:
+            on_stack.discard(node)
+            stack.pop()
+        elif nxt in on_stack:               # back edge node -> nxt
+            body, work = {nxt, node}, [node]
+            while work:
+                x = work.pop()
+                if x == nxt:
+                    continue
+                for p in preds[x]:
+                    if p not in body:
+                        body.add(p)
+                        work.append(p)
+            for x in body:
+                depth[x] += 1
+        elif nxt not in seen:
+            seen.add(nxt)
+            on_stack.add(nxt)
+            stack.append((nxt, iter(blocks[nxt].term.succs())))
+    return depth
+
+
+def _read_weights(blocks: list[VBlock]) -> dict[int, int]:
+    """Each register's reads, a read in a loop nest of depth d counting LOOP_WEIGHT ** d."""
+    w: dict[int, int] = {}
+    for b, d in zip(blocks, loop_depths(blocks)):
+        for ins in b.instrs:
+            for v in uses(ins):
+                w[v] = w.get(v, 0) + LOOP_WEIGHT ** d
+        if b.term.cond is not None:
+            w[b.term.cond] = w.get(b.term.cond, 0) + LOOP_WEIGHT ** d
+    return w
 
 
 def _remat_cost(v: int, inv: dict[int, VInstr]) -> int:
