@@ -244,6 +244,18 @@ def upper_bounds(blocks: list[VBlock]) -> dict[int, int]:
     return ub
 
 
+def read_counts(blocks: list[VBlock]) -> dict[int, int]:
+    """How many times each virtual register is read, by instructions and branch conditions."""
+    readers: dict[int, int] = {}
+    for b in blocks:
+        for ins in b.instrs:
+            for x in uses(ins):
+                readers[x] = readers.get(x, 0) + 1
+        if b.term.cond is not None:
+            readers[b.term.cond] = readers.get(b.term.cond, 0) + 1
+    return readers
+
+
 def drop_redundant_masks(blocks: list[VBlock]) -> None:
     """`d = AND x, 2**k - 1` (and `d = BFEU x, 0, k`) where x < 2**k already (upper_bounds:
     narrow arithmetic masks its results, often values that cannot have grown) is `d = x`;
@@ -266,13 +278,7 @@ def drop_redundant_masks(blocks: list[VBlock]) -> None:
     # d = x: d's readers read x instead when they all follow in the same block and x keeps its
     # value until the last of them (else the copy stays, for the register allocator to coalesce)
     defs = definitions(blocks)
-    readers: dict[int, int] = {}
-    for b in blocks:
-        for ins in b.instrs:
-            for x in uses(ins):
-                readers[x] = readers.get(x, 0) + 1
-        if b.term.cond is not None:
-            readers[b.term.cond] = readers.get(b.term.cond, 0) + 1
+    readers = read_counts(blocks)
     made = [(b, ins) for b in blocks for ins in b.instrs if ins.op is Op.MOV and isinstance(ins.srcs[0], int)]
     for b, mov in made:
         d, x = mov.dst, mov.srcs[0]
@@ -302,13 +308,7 @@ def fold_address_adds(blocks: list[VBlock]) -> None:
     the address, offset 0), and neither x nor y is written before the last of them; the ADD
     goes."""
     defs = definitions(blocks)
-    readers: dict[int, int] = {}
-    for b in blocks:
-        for ins in b.instrs:
-            for x in uses(ins):
-                readers[x] = readers.get(x, 0) + 1
-        if b.term.cond is not None:
-            readers[b.term.cond] = readers.get(b.term.cond, 0) + 1
+    readers = read_counts(blocks)
     for b in blocks:
         dead = set()
         for j, add in enumerate(b.instrs):
