@@ -58,13 +58,8 @@ def build_copy_unit(m) -> None:
     m.copy_row = row
     c.clear(explicit, L + 2)
     c.clear(inc, L + 2)
-
-
-def build_copy_addresses(m) -> None:
-    """Each lane's address on a COPY pass: word LANES * g + l, as a byte address, where the ALU's
-    result goes (built after the ALU, the rest of the unit before the execute stage, so that its
-    long-lived fields take low residual dims)."""
-    c, k, g, at = m.c, m.k, m.f["CG"], EXEC_END - 1
+    # each lane's address: word LANES * g + l, as a byte address where the ALU's result goes
+    at = EXEC_END - 1
     for l in range(isa.LANES):
         for i in range(2):
             if l >> i & 1:
