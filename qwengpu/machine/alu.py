@@ -31,11 +31,15 @@ Units (layer offsets from `at`; all lanes side by side):
   division steps      DIVR (a - b if a >= b, else a) and DIVQ (2 cc + [a >= b]): the test
                       t = [a >= b] at L1 from the compare unit's byte order, then adder digits
                       at L3 (DIVR: SUB's when t, a's when not).
+  radix-4 steps       DIVR4 (a - k b) and DIVQ4 (4 cc + k), k = how many of b, 2b, 3b fit in a:
+                      a - b in r (L0-L1), the three tests (L1-L3), the result (L4-L5); see
+                      _radix4.
 
 Not here: MULHI/MULHIU need the full 64-bit product (twice the bit products and column
 splits: about 4700 neurons in each of the first two layers, and 8 layers in all) and
 DIV/DIVU/REM/REMU a long chain of compare-subtract steps; neither fits this stage's budget.
-The lowering builds division from DIVR and DIVQ, one quotient bit per pair.
+The lowering builds 32-bit division from DIVR4 and DIVQ4 (two quotient bits a step) and its
+64-bit loops from DIVR and DIVQ (one).
 """
 from __future__ import annotations
 
