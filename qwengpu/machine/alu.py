@@ -188,12 +188,8 @@ def _division_test(c: Circuit, at: int, flags: dict[str, Field], lam_ab: dict[in
     Lambda of (a, b) from _compare_pick, sign(Lambda) = sign(b - a)."""
     t = c.field(f"{tag}.divtest", 1, at)
     # Lambda carries the read noise of both operands (1e-3 for equal words): a plain step
-    # would pass it on, and DIVR's digits weigh t by up to 31, so t is made exact:
-    # [S >= 0] = relu(4S + 3) - relu(4S + 2) for S within 1/4 of an integer
-    s4 = {d: -4 * k for d, k in lam_ab.items()}
-    gate = [flags["DIVR"], flags["DIVQ"]]
-    G.gated(c, at, s4, 3, {t[0]: 1}, gate)
-    G.gated(c, at, s4, 2, {t[0]: -1}, gate)
+    # would pass it on, and DIVR's digits weigh t by up to 31, so t is made exact
+    _exact_nonneg(c, at, G.neg(lam_ab), 0, t, [flags["DIVR"], flags["DIVQ"]])
     return t
 
 

@@ -70,10 +70,10 @@ def _decode(m):
     for n in names:
         G.relu(c, L, *_is_op(m, n), {m.op[n][0]: 1})
     m.alu_op = {n: m.op[n] for n in ALU_OPS}
-    for n in names:                     # exact flags: the ALU's gated units multiply their error
-        G.requantize(c, L + 1, m.op[n])
     for n, alias in (("LD", "ADD"), ("ST", "ADD"), ("S2R", "MOV"), ("ATOM", "MOV")):
         G.relu(c, L, *_is_op(m, n), {m.op[alias][0]: 1})
+    for n in names:                     # exact flags: the ALU's gated units multiply their error
+        G.requantize(c, L + 1, m.op[n])
     # loads and stores by space; S2R by special register
     m.ld_space = c.field("ld_space", 3, L)
     m.st_space = c.field("st_space", 3, L)          # ST and ATOM

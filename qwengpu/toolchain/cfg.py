@@ -261,7 +261,6 @@ def drop_redundant_masks(blocks: list[VBlock]) -> None:
     narrow arithmetic masks its results, often values that cannot have grown) is `d = x`;
     when d and x have one definition each, d's readers read x and the copy goes."""
     ub = upper_bounds(blocks)
-    made = []
     for b in blocks:
         for ins in b.instrs:
             s = ins.srcs
@@ -270,17 +269,15 @@ def drop_redundant_masks(blocks: list[VBlock]) -> None:
                 if isinstance(x, int) and isinstance(m, Imm) and m.value & (m.value + 1) == 0 \
                         and ub.get(x, M32) <= m.value:
                     ins.op, ins.srcs = Op.MOV, [x]
-                    made.append((b, ins))
             elif ins.op is Op.BFEU and isinstance(s[0], int) and s[1] == Imm(0) and isinstance(s[2], Imm) \
                     and 0 < (s[2].value & 0xFF) < 32 and ub.get(s[0], M32) < 1 << (s[2].value & 0xFF):
                 ins.op, ins.srcs = Op.MOV, [s[0]]
-                made.append((b, ins))
     # d = x: d's readers read x instead when they all follow in the same block and x keeps its
     # value until the last of them (else the copy stays, for the register allocator to coalesce)
     defs = definitions(blocks)
     readers = read_counts(blocks)
-    made = [(b, ins) for b in blocks for ins in b.instrs if ins.op is Op.MOV and isinstance(ins.srcs[0], int)]
-    for b, mov in made:
+    copies = [(b, ins) for b in blocks for ins in b.instrs if ins.op is Op.MOV and isinstance(ins.srcs[0], int)]
+    for b, mov in copies:
         d, x = mov.dst, mov.srcs[0]
         if len(defs[d]) != 1 or d == x:
             continue
@@ -478,24 +475,20 @@ def pure(op: Op) -> bool:
     return op.kind in (isa.Kind.ALU, isa.Kind.SREG)
 
 
+def ordered(x, y, reads, writes) -> bool:
+    """Whether x, then y, must keep that order: one writes what the other reads or writes, or
+    both are impure (`reads(i)`: the registers i reads, `writes(i)`: the one it writes or None)."""
+    wx, wy = writes(x), writes(y)
+    return (wx is not None and (wx in reads(y) or wx == wy)) or (wy is not None and wy in reads(x)) \
+        or (not pure(x.op) and not pure(y.op))
+
+
 def movable_to_end(instrs: list, reads, writes) -> list[int]:
     """The indices k < len(instrs) - 1 of the instructions that may move to the end of the
-    list: no later instruction reads what k writes, writes what k reads or writes, or is,
-    like k, impure (`reads(i)`: the registers i reads, `writes(i)`: the one it writes or None).
-    Swapping k with each later one then keeps every dependence."""
-    out = []
-    later_reads, later_writes, later_impure = set(), set(), False
-    for k in range(len(instrs) - 1, -1, -1):
-        x = instrs[k]
-        w, r = writes(x), set(reads(x))
-        if k < len(instrs) - 1 and not ((w is not None and (w in later_reads or w in later_writes))
-                                        or r & later_writes or (later_impure and not pure(x.op))):
-            out.append(k)
-        later_reads |= r
-        if w is not None:
-            later_writes.add(w)
-        later_impure |= not pure(x.op)
-    return out[::-1]
+    list: ordered with no later instruction. Swapping k with each later one then keeps every
+    dependence."""
+    return [k for k in range(len(instrs) - 1)
+            if not any(ordered(instrs[k], y, reads, writes) for y in instrs[k + 1:])]
 
 
 def fold_friendly(blocks: list[VBlock]) -> None:

@@ -28,8 +28,8 @@ from qwengpu.toolchain import ptx
 from qwengpu.toolchain.inline import inline_calls
 from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, branch_on_values, drop_redundant_masks,
                                    eliminate_dead_code, fold_address_adds, fold_friendly, if_convert,
-                                   immediate_post_dominators, movable_to_end, propagate_constants, propagate_copies,
-                                   pure, simplify, simplify_cfg)
+                                   immediate_post_dominators, movable_to_end, ordered, propagate_constants,
+                                   propagate_copies, pure, simplify, simplify_cfg)
 from qwengpu.toolchain.ptx import plain_name
 from qwengpu.toolchain.regalloc import allocate_registers
 from qwengpu.toolchain.writes import kernel_writes
@@ -1512,18 +1512,11 @@ def _writes(i: isa.Instr) -> int | None:
     return i.dst.n or None          # r0: no result
 
 
-def _conflict(x: isa.Instr, y: isa.Instr) -> bool:
-    """Whether x and y must keep their order (cfg.movable_to_end's rule for one pair)."""
-    wx, wy = _writes(x), _writes(y)
-    return (wx is not None and (wx in _reads(y) or wx == wy)) or (wy is not None and wy in _reads(x)) \
-        or (not pure(x.op) and not pure(y.op))
-
-
 def _hoist(instrs: list[isa.Instr], n: int) -> tuple[list, list] | None:
     """The first n pure instructions that may go before all the others, and the others."""
     up, rest = [], []
     for x in instrs:
-        if len(up) < n and pure(x.op) and not any(_conflict(y, x) for y in rest):
+        if len(up) < n and pure(x.op) and not any(ordered(y, x, _reads, _writes) for y in rest):
             up.append(x)
         else:
             rest.append(x)
