@@ -11,12 +11,11 @@ shares, else each lane's); and with a machine block per pass that writes back on
 live after the block (an estimate for machine v2, docs/machine.md, "Next"). `--block-slots N`
 lowers the suite as if isa.BLOCK_SLOTS were N (the circuit is not built, so any N counts).
 
-Last, tokens two other designs would save (estimates, docs/machine.md "Next"): the terminator run
+Last, tokens another design would save (an estimate, docs/machine.md "Next"): the terminator run
 in the pass of the block's last instruction where that instruction writes the branch condition
 (the condition forwarded from the ALU; where it does not, the machine already folds it:
-encoding.term_slot), its EXEC saved; and pairs,
-an ALU op run in the pass before the next instruction when its result is read by nothing after
-that one (its EXEC and its 12-bit writeback saved), paired greedily in block order.
+encoding.own_terminator_pass), its EXEC saved. A pair's first instruction (encoding.py) is
+forwarded, never written back, so the writeback columns leave it out.
 """
 from __future__ import annotations
 
@@ -29,7 +28,7 @@ from qwengpu import isa
 from qwengpu.api import Device
 from qwengpu.launch import Launch
 from qwengpu.machine import protocol
-from qwengpu.machine.encoding import term_slot
+from qwengpu.machine.encoding import encode, live_out, own_terminator_pass
 from qwengpu.machine.words import WORD_BITS
 from qwengpu.suite import discover, load_spec
 
@@ -57,52 +56,6 @@ def ids(width: int) -> int:
     return (isa.LANES + 2) * per_word
 
 
-def live_out(program: isa.Program) -> list[set[int]]:
-    """Registers live at each block's end (the terminator's condition counts as read in the block)."""
-    blocks = program.blocks
-
-    def succs(t):
-        return [] if t.kind is isa.Term.EXIT else [s for s in (t.target, t.fallthrough, t.reconv) if s >= 0]
-
-    live_in, out = [set() for _ in blocks], [set() for _ in blocks]
-    changed = True
-    while changed:
-        changed = False
-        for i in reversed(range(len(blocks))):
-            o = set().union(*(live_in[s] for s in succs(blocks[i].term)))
-            live = o | ({blocks[i].term.cond.n} - {0})
-            for ins in reversed(blocks[i].instrs):
-                live.discard(ins.dst.n)
-                live |= {s.n for s in ins.srcs if isinstance(s, isa.Reg) and s.n}
-            if (o, live) != (out[i], live_in[i]):
-                out[i], live_in[i], changed = o, live, True
-    return out
-
-
-def dead_after_next(block: isa.Block, i: int, live: set[int]) -> bool:
-    """Whether instruction i's result is read by nothing after instruction i + 1 (the terminator
-    when i + 1 is the last instruction counts as after it)."""
-    d = block.instrs[i].dst.n
-    later = block.instrs[i + 2:]
-    if any(isinstance(s, isa.Reg) and s.n == d for ins in later for s in ins.srcs):
-        return False
-    if i + 1 < len(block.instrs) and block.term.cond.n == d:
-        return False
-    return any(ins.dst.n == d for ins in block.instrs[i + 1:]) or d not in live
-
-
-def pairs(block: isa.Block, live: set[int]) -> list[int]:
-    """The first instructions of greedy pairs (i, i + 1; i + 1 may be the terminator)."""
-    out, i = [], 0
-    while i < len(block.instrs):
-        if block.instrs[i].op.kind is isa.Kind.ALU and dead_after_next(block, i, live):
-            out.append(i)
-            i += 2
-        else:
-            i += 1
-    return out
-
-
 def kernel_census(case) -> dict:
     spec = load_spec(case)
     grid, block, args = spec.launch()
@@ -110,26 +63,26 @@ def kernel_census(case) -> dict:
     L = Launch.build(fn.program, grid, block, list(args))
     stream = protocol.expected_stream(L.program, L.grid, L.block, L.params, L.memory, L.output_words())
     kinds = collections.Counter(t.kind for t in stream.tokens)
-    kinds["EXEC (terminator passes)"] = sum(not protocol.runs_instruction(L.program, t)
-                                            for t in stream.tokens if t.kind == "EXEC")
+    outs, codes = live_out(L.program), encode(L.program)
+    for t in stream.tokens:
+        if t.kind == "EXEC":
+            p = next(p for p in codes[t.args[1]].passes if p.slot == t.args[2])
+            kinds["EXEC (terminator passes)"] += p.main is None
+            kinds["EXEC (pairs)"] += p.pre is not None
     steps, _ = protocol._traced_run(L.program, L.grid, L.block, L.params, L.memory.copy())
-    outs = live_out(L.program)
     every, by_part, live, saved = (collections.Counter() for _ in range(4))
-    paired = [pairs(b, out) for b, out in zip(L.program.blocks, outs)]
     for step in steps:
         b, writes = L.program.blocks[step.pc], iter(step.reg_writes)
         nlanes = bin(step.mask).count("1")
-        if b.instrs and term_slot(b) == len(b.instrs):     # folding is done where the condition needs no forwarding
+        if b.instrs and own_terminator_pass(b):     # folding is done where the condition needs no forwarding
             saved["fold (forwarded)"] += 1
-        saved["pairs"] += len(paired[step.pc])
+        paired = {p.pre for p in codes[step.pc].passes}
         for i, ins in enumerate(b.instrs):
             if not ins.dst.n:
                 continue
             values = [next(writes)[2] for _ in range(nlanes)]
-            if i in paired[step.pc]:
-                saved["pairs"] += writeback(values, 12)
-            if ins.op is isa.Op.ATOM:
-                continue                    # an atomic's old value goes lane by lane, between its AT and AW
+            if ins.op is isa.Op.ATOM or i in paired:
+                continue                    # an atomic's old value goes lane by lane; a pair's first is forwarded
             last = all(later.dst.n != ins.dst.n for later in b.instrs[i + 1:])
             for w in WIDTHS:
                 every[w] += writeback(values, w)
@@ -166,7 +119,7 @@ def main() -> int:
     for w in WIDTHS:
         print(f"{w:9} {ids(w):8,} {every[w]:10,} {by_part[w]:13,} {live[w]:14,}")
     print("\ntokens other designs would save:")
-    for name in ("fold (forwarded)", "pairs"):
+    for name in ("fold (forwarded)",):
         print(f"  {name:20} {saved[name]:9,} {saved[name] / total:6.1%}")
     return 0
 

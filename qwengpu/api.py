@@ -61,8 +61,8 @@ class LaunchResult:
     """What a launch cost. `instructions` (warp-instructions) and `blocks` (machine blocks
     executed, one per warp scheduling turn) are counted the same on both engines; `passes` is
     the engine's own count: the interpreter's machine blocks (= blocks), the model engine's EXEC
-    tokens (one per instruction, plus one per block whose terminator cannot be folded into its
-    last instruction's pass: qwengpu.machine.encoding.term_slot). All three are None on the
+    tokens (one per instruction or pair of instructions, plus one per block whose terminator
+    cannot be folded into its last instruction's pass: qwengpu.machine.encoding). All three are None on the
     cuda engine. `tokens` (generated tokens, one forward pass of the model each) is set by the
     model engine only, as are its times: `load_seconds` (loading the model during this launch,
     0 when it was loaded), `prefill_seconds` and `decode_seconds` (`seconds` is their sum

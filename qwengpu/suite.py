@@ -221,7 +221,7 @@ def _finish(p: _Prepared, result) -> None:
             raise result
         report.seconds += result.seconds
         report.passes, report.instructions, report.tokens = result.passes, result.instructions, result.tokens
-        report.blocks = result.passes - result.instructions      # EXEC tokens less the instructions
+        report.blocks = result.blocks
         p.launch.copy_back()
         report.reason = "; ".join(mismatches(p.args, p.expected, p.names))
         report.passed = not report.reason

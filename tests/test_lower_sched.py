@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from qwengpu import isa, suite
 from qwengpu.api import Device
-from qwengpu.machine.encoding import term_slot
+from qwengpu.machine.encoding import own_terminator_pass
 from qwengpu.toolchain import cfg
 from qwengpu.toolchain.cfg import VBlock, VInstr, VTerm, movable_to_end
 from qwengpu.toolchain.lower import balance_barriers, schedule
@@ -137,7 +137,7 @@ def test_suite_has_no_avoidable_terminator_pass():
         spec = suite.load_spec(case)
         prog = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL).program
         for pc, b in enumerate(prog.blocks):
-            if b.instrs and term_slot(b) == len(b.instrs):
+            if b.instrs and own_terminator_pass(b):
                 if movable_to_end(b.instrs, lambda i: [s.n for s in i.srcs if isinstance(s, R) and s.n],
                                   lambda i: i.dst.n or None):
                     avoidable.append(f"{case.name} B{pc}")
@@ -179,7 +179,7 @@ def test_loop_with_moved_instruction(frontend, opt):
             k += int(a[j & 15])
         assert (out[t], trips[t]) == (s, k)
     loops = [b for k, b in enumerate(prog.blocks) if b.term.kind is isa.Term.BRC and b.term.target <= k]
-    assert loops and all(term_slot(b) < len(b.instrs) for b in loops)
+    assert loops and not any(own_terminator_pass(b) for b in loops)
 
 
 # ---------------------------------------------------------------------------

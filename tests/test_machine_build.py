@@ -15,7 +15,7 @@ def machine():
 
 def test_fits_the_2b_host(machine):
     c = machine.c
-    assert len(c.layers) <= 24, f"{len(c.layers)} circuit layers; the goal is <= 24"
+    assert len(c.layers) <= 32, f"{len(c.layers)} circuit layers; issue 13's limit is 32"
     assert c.layout.width == 2048 and c.layout.total == 4096       # the residual grows by 2048
     assert max(lay.neuron_count for lay in c.layers) <= QWEN35_2B.intermediate
     assert max(lay.heads_used for lay in c.layers) <= QWEN35_2B.gdn_heads

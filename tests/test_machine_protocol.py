@@ -8,7 +8,7 @@ import pytest
 from qwengpu import isa
 from qwengpu.errors import DeadlockError, MemoryFault
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Param, Program, Reg, SReg, Space, Term, Terminator
-from qwengpu.machine.encoding import block_words, term_slot, term_word
+from qwengpu.machine.encoding import Pass, encode, encode_block
 from qwengpu.machine.protocol import Stream, compare, expected_stream, prompt
 from qwengpu.machine.tokens import PUT_TARGETS, Token
 
@@ -92,11 +92,13 @@ def test_prompt_decodes_back_to_the_launch():
     grid, block = (3, 2), (3, 2, 2)                      # 6 thread blocks of 12 threads: 3 warps
     tables, latched = decode_prompt(prompt(program, grid, block, [0x1234, 0], memory))
     # ROM: every slot's words at row pc (unwritten rows read 0)
-    for pc, b in enumerate(program.blocks):
-        for s in range(isa.BLOCK_SLOTS + 1):
-            words = block_words(b)[s] if s < len(block_words(b)) else (0, 0, 0, 0)
+    for pc, code in enumerate(encode(program)):
+        for s in range(isa.BLOCK_SLOTS):
+            words = code.words[s] if s < len(code.words) else (0, 0, 0, 0)
             assert [tables[f"ROM{s}.{j}"].get(pc, 0) for j in range(4)] == list(words)
-        assert tables["TERM"].get(pc, 0) == term_word(b)
+        for s in range(isa.BLOCK_SLOTS - 1):
+            assert [tables[f"PRE{s}.{j}"].get(pc, 0) for j in range(2)] == list(code.pre_words.get(s, (0, 0)))
+        assert tables["TERM"].get(pc, 0) == code.term
     assert sorted(tables["GLOBAL"].items()) == [(0, 0x100), (7, 0xFFFF_FFFF), (1023, 3)]
     assert tables["CONST"] == {0: 0x1234, 5: 0xDEAD_BEEF}
     # special-register table, decoded field by field
@@ -148,9 +150,8 @@ def test_straight_line_with_store():
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
     got = expected_stream(Program("k", blocks, []), 1, 3, [], memory)
     want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1),
-            exec_(0, 0, 1),
-            exec_(0, 0, 2), *vals(0, 0, 1), *vals(1, 4, 1), *vals(2, 8, 1),
-            exec_(0, 0, 3), T("ST", 0), T("ST", 1), T("ST", 2),                # the JMP runs in the ST's pass
+            exec_(0, 0, 1), *vals(0, 0, 1), *vals(1, 4, 1), *vals(2, 8, 1),    # the ADD (dead) pairs with the SHL
+            exec_(0, 0, 2), T("ST", 0), T("ST", 1), T("ST", 2),                # the JMP runs in the ST's pass
             T("CT1", 1, 0b0111, 0),                                             # no change: no CT2
             exec_(0, 1, 0), *valu(1 << 24, 3),                                  # MOV and EXIT in one pass
             T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]                    # every lane exits
@@ -269,8 +270,7 @@ def test_atomics_run_lane_by_lane():
     for l in range(3):
         exch += [T("AT", l), T("PART", 0, 1), T("AW", l)]
     want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1),
-            exec_(0, 0, 1), *vals(0, 300, 1), *vals(1, 301, 1), *vals(2, 302, 1),
-            exec_(0, 0, 2), *atomics, T("CT1", 1, 0b0111, 0),
+            exec_(0, 0, 1), *atomics, T("CT1", 1, 0b0111, 0),       # the ADD runs in the ATOM's pre-ALU
             exec_(0, 1, 0), *exch, T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]
     assert got.tokens == want
     assert got.memory[1] == 1
@@ -279,14 +279,68 @@ def test_atomics_run_lane_by_lane():
 def test_term_slot_folds_the_terminator_into_the_last_instruction_unless_it_writes_the_condition():
     mov = lambda d: Instr(Op.MOV, r(d), (Imm(1),))
     brc = Terminator(Term.BRC, 1, r(2), 2, 3)
+    live = set(range(16))                  # every register live after the block: no pairs
+
+    def term_slot(block):
+        return encode_block(block, live).term_slot
     assert term_slot(MachineBlock([], EXIT)) == 0                      # no instruction: a pass of its own
     assert term_slot(MachineBlock([mov(1), mov(2)], brc)) == 2         # writes the condition
     assert term_slot(MachineBlock([mov(2), mov(1)], brc)) == 1         # an earlier one may
     assert term_slot(MachineBlock([mov(2)], Terminator(Term.BAR, 1))) == 0
     assert term_slot(MachineBlock([mov(0)], EXIT)) == 0
     # the TERM word carries the slot, the kind and the condition register
-    word = term_word(MachineBlock([mov(1), mov(2)], brc))
+    word = encode_block(MachineBlock([mov(1), mov(2)], brc), live).term
     from qwengpu.machine.words import TERM
     field = lambda name: word >> TERM[name].offset & (1 << TERM[name].width) - 1
     assert (field("slot"), field("op"), field("cond"), field("target"), field("fallthrough")) == (2, 1, 2, 1, 2)
     assert (field("reconv"), field("rvalid")) == (3, 1)
+
+
+# --- pairs (encoding.py): an ALU op whose result nothing after the next instruction reads ---------
+def test_a_pair_forwards_the_pre_alu_result_and_writes_nothing_back():
+    blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),)),
+                            Instr(Op.ADD, r(2), (r(1), Imm(5))),             # read by the SHL only
+                            Instr(Op.SHL, r(3), (r(1), r(2)))], jmp(1)),      # tid << (tid + 5)
+              MachineBlock([Instr(Op.MOV, r(4), (r(3),))], EXIT)]
+    program = Program("k", blocks, [])
+    code = encode(program)[0]
+    assert code.passes == (Pass(0, 0), Pass(1, 2, 1))
+    from qwengpu.machine.words import OPCODES, PRE, ROM0
+    field = lambda word, w, name: word >> w[name].offset & (1 << w[name].width) - 1
+    shl, pre = code.words[1][0], code.pre_words[1]
+    assert [field(shl, ROM0, n) for n in ("a", "b", "fwd")] == [1, 0, 0b010]      # b forwarded, reads r0
+    assert [field(pre[0], PRE, n) for n in ("op", "a", "b", "imm")] == [OPCODES.index("ADD"), 1, 0, 0b010]
+    assert pre[1] == 5
+    got = expected_stream(program, 1, 3, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
+    want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1),
+            exec_(0, 0, 1), *vals(0, 0, 1), *vals(1, 64, 1), *vals(2, 256, 1),   # no VAL of r2
+            T("CT1", 1, 0b0111, 0),
+            exec_(0, 1, 0), *vals(0, 0, 1), *vals(1, 64, 1), *vals(2, 256, 1),
+            T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]
+    assert got.tokens == want
+
+
+@pytest.mark.parametrize("first, then, live, pairs", [
+    (Instr(Op.ADD, r(2), (r(1), Imm(5))), [Instr(Op.MOV, r(3), (r(2),))], set(), True),
+    (Instr(Op.ADD, r(2), (r(1), Imm(5))), [Instr(Op.MOV, r(3), (r(2),))], {2}, False),      # live after the block
+    (Instr(Op.ADD, r(2), (r(1), Imm(5))), [Instr(Op.MOV, r(3), (r(2),))], {2, 3}, False),
+    (Instr(Op.ADD, r(2), (r(1), Imm(5))), [Instr(Op.MOV, r(3), (r(2),)), Instr(Op.MOV, r(2), (r(3),))],
+     {2}, True),                                                                       # overwritten before the end
+    (Instr(Op.ADD, r(2), (r(1), Imm(5))), [Instr(Op.MOV, r(3), (r(1),)), Instr(Op.MOV, r(4), (r(2),))],
+     set(), False),                                                                    # read after the next one
+    (Instr(Op.SEL, r(2), (r(1), Imm(5), Imm(6))), [Instr(Op.MOV, r(3), (r(2),))], set(), False),   # two immediates
+    (Instr(Op.LD, r(2), (r(1), Imm(0)), Space.GLOBAL), [Instr(Op.MOV, r(3), (r(2),))], set(), False),  # not ALU
+    (Instr(Op.ADD, r(2), (r(1), Imm(5))), [], set(), False),                           # no next instruction
+    (Instr(Op.SHL, r(2), (r(1), Imm(2))), [Instr(Op.LD, r(3), (r(4), r(2)), Space.GLOBAL)], set(), False),
+    (Instr(Op.SHL, r(2), (r(1), Imm(2))), [Instr(Op.ST, r(0), (r(4), Imm(0), r(2)), Space.GLOBAL)], set(),
+     True),                                 # a store's data may be forwarded, its address may not (faults.py)
+])
+def test_pairs_take_an_alu_op_whose_result_dies_in_the_next_instruction(first, then, live, pairs):
+    block = MachineBlock([first, *then], EXIT)
+    assert (encode_block(block, live).passes[0].pre == 0) == pairs
+
+
+def test_the_branch_condition_is_never_left_in_the_pre_alu():
+    block = MachineBlock([Instr(Op.SETLT, r(2), (r(1), Imm(5))), Instr(Op.MOV, r(3), (r(1),))],
+                         Terminator(Term.BRC, 0, r(2), 1, 1))
+    assert [p.pre for p in encode_block(block, set()).passes] == [None, None]

@@ -1,7 +1,7 @@
 """The copy-out unit, circuit side (copyout.py is the host side; docs/machine.md, "Copy-out"): a
 COPY(g) pass is a load by every lane it copies. L0-L1: the table bank's enables and g + 1; L4:
 group g's row of the copy-out table and COPY0; L5: the row's lanes join the pass's mask, the
-next group; the ALU's last layer (L9): the address of word 4g + l replaces lane l's result."""
+next group; the ALU's last layer (L16): the address of word 4g + l replaces lane l's result."""
 from __future__ import annotations
 
 from qwengpu import isa
@@ -9,14 +9,14 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as B
 from qwengpu.circuit.memory import declare_bank
 from qwengpu.machine.lsu import ROW_BITS
-from qwengpu.machine.plan import EXEC_END, L_EXEC, L_IN, L_ROM
+from qwengpu.machine.plan import EXEC_END, L_BRANCH, L_IN, L_ROM
 from qwengpu.machine.wiring import flag_if, match, part, view
 from qwengpu.machine.words import COPY0, COPYROW, GROUP_BITS
 
 
 def build_copy_unit(m) -> None:
     """Adds the copy-out table, COPY0, the next group (copy_next) and the lanes' addresses to machine m."""
-    c, k, g, L = m.c, m.k, m.f["CG"], L_EXEC
+    c, k, g, L = m.c, m.k, m.f["CG"], L_BRANCH
     high = GROUP_BITS - ROW_BITS                          # group bits above a bank's row
     banks = 1 << high
     rd, wr = c.field("copy.rd", banks, L_IN), c.field("copy.wr", banks, L_IN)

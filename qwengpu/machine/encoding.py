@@ -1,48 +1,140 @@
-"""ROM encoding: each instruction slot of a machine block is four 32-bit words, and each block
-has one TERM word (its terminator).
+"""ROM encoding: a machine block runs as EXEC passes; ROM slot s holds the instruction that pass s
+runs (four 32-bit words), PRE slot s the instruction its pre-ALU runs first (two words), and
+each block has one TERM word (its terminator).
 
     word 0   ROM0 (qwengpu/machine/words.py): opcode (OPCODES index), dst, reg a, reg b, reg c,
              space (MEM ops: SPACES index), mod: special register (S2R), mode (SHFL, VOTE),
-             atomic op; as laid out now bits 0-5, 6-9, 10-13, 14-17, 18-21, 22-23, 24-27
+             atomic op; fwd: which of a, b, c take the pre-ALU's result
     word 1-3 immediates of operands a, b, c (0 for a register operand)
+    PRE      words.PRE: opcode, reg a, reg b, reg c, which operand takes the immediate; then
+             that immediate (at most one of a pre-ALU instruction's immediates is nonzero)
 
 An operand's value is register + immediate: an immediate operand names r0 (always 0),
-a register operand has immediate 0, so the circuit adds the two without a select.
-Slots past the last instruction are empty (all zero).
+a register operand has immediate 0, so the circuit adds the two without a select; a forwarded
+operand names r0 too, and the circuit adds the pre-ALU's result.
 
-TERM (one word per pc): target, fallthrough, reconv (PC_BITS each), reconv valid, the
-terminator's kind (isa.Term index), its condition register, and `term_slot`: the slot whose
-pass runs it. That is the last instruction's pass (the terminator is folded into it) unless
-the block has no instruction or its last instruction writes the condition register of a BRC
-(the instruction and the terminator read the register file as it was before the pass); then
-the terminator runs in a pass of its own, slot n = the instruction count, which has no ROM words.
-`term_slot` is the one place that decides this: the ROM (TERM.slot), the reference stream
-(protocol.expected_stream) and the pass counts (protocol.runs_terminator) all use it.
+Passes (`block_passes`): one instruction a pass, except that an ALU instruction whose result
+nothing after the next instruction reads (not a later instruction, not the terminator, not a
+later block: `live_out`) and that is not the address of a memory access (a fault's lane and
+address are read from the tokens: faults.py) runs in the pre-ALU of the next instruction's pass, its result
+forwarded to that instruction and never written back (a *pair*, docs/machine.md). The
+terminator runs in the pass of the last instruction unless the block has none or its last
+instruction writes the condition register of a BRC (the instructions and the terminator read
+the register file as it was before the pass); then it runs in a pass of its own, which has no
+ROM words. `encode` is the one place that decides passes: the ROM, the TERM word's slot, the
+reference stream (protocol.expected_stream) and the pass counts all use it.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from qwengpu import isa
-from qwengpu.machine.words import OPCODES, ROM0, SPACES, TERM
+from qwengpu.machine.words import OPCODES, PRE, ROM0, SPACES, TERM
 
 
-def term_slot(block: isa.MachineBlock) -> int:
-    """The slot whose pass runs the block's terminator: n - 1 (folded into the last instruction's
-    pass) when the block has n >= 1 instructions and the last one does not write the condition
-    register of a BRC, else n (a terminator pass of its own)."""
-    n = len(block.instrs)
-    if n and not (block.term.kind is isa.Term.BRC and block.instrs[-1].dst.n == block.term.cond.n):
-        return n - 1
-    return n
+@dataclass(frozen=True)
+class Pass:
+    """One EXEC pass: its slot (its index in the block), the instruction it runs (an index into
+    the block's instructions; None in a terminator pass of its own) and the one its pre-ALU runs
+    first (or None)."""
+    slot: int
+    main: int | None
+    pre: int | None = None
 
 
-def instr_words(ins: isa.Instr) -> tuple[int, int, int, int]:
-    regs, imms = [0, 0, 0], [0, 0, 0]
+@dataclass(frozen=True)
+class BlockCode:
+    """A block as the machine runs it: its passes (the last one runs the terminator), the words
+    of its ROM slots and PRE slots (slot -> words) and its TERM word."""
+    passes: tuple[Pass, ...]
+    words: tuple[tuple[int, int, int, int], ...]
+    pre_words: dict[int, tuple[int, int]]
+    term: int
+
+    @property
+    def term_slot(self) -> int:
+        return self.passes[-1].slot
+
+
+def own_terminator_pass(block: isa.MachineBlock) -> bool:
+    """Whether the block's terminator needs a pass of its own: the block has no instruction, or
+    its last instruction writes the condition register of its BRC."""
+    return not block.instrs or (block.term.kind is isa.Term.BRC
+                                and block.instrs[-1].dst.n == block.term.cond.n)
+
+
+def live_out(program: isa.Program) -> list[set[int]]:
+    """Registers live at each block's end (a terminator's condition counts as read in its block)."""
+    blocks = program.blocks
+
+    def succs(t):
+        return [] if t.kind is isa.Term.EXIT else [s for s in (t.target, t.fallthrough, t.reconv) if s >= 0]
+
+    live_in, out = [set() for _ in blocks], [set() for _ in blocks]
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(len(blocks))):
+            o = set().union(*(live_in[s] for s in succs(blocks[i].term)))
+            live = o | ({blocks[i].term.cond.n} - {0})
+            for ins in reversed(blocks[i].instrs):
+                live.discard(ins.dst.n)
+                live |= {s.n for s in ins.srcs if isinstance(s, isa.Reg) and s.n}
+            if (o, live) != (out[i], live_in[i]):
+                out[i], live_in[i], changed = o, live, True
+    return out
+
+
+def _reads(operands: tuple[isa.Operand, ...], reg: int) -> bool:
+    return any(isinstance(s, isa.Reg) and s.n == reg for s in operands)
+
+
+def _pairs_with_next(block: isa.MachineBlock, i: int, live: set[int]) -> bool:
+    """Whether instruction i can run in the pre-ALU of instruction i + 1's pass: it is an ALU op
+    with at most one nonzero immediate, nothing after instruction i + 1 reads its result (the
+    terminator counts as after it), and it is not the address of a load, store or atomic i + 1."""
+    instrs = block.instrs
+    if i + 1 >= len(instrs) or isa.OP_SPEC[instrs[i].op][0] is not isa.Kind.ALU:
+        return False
+    if sum(isinstance(s, isa.Imm) and s.value != 0 for s in instrs[i].srcs) > 1:
+        return False
+    d, then = instrs[i].dst.n, instrs[i + 1]
+    if any(_reads(ins.srcs, d) for ins in instrs[i + 2:]):
+        return False
+    address = then.srcs[:1 if then.op is isa.Op.ATOM else 2]        # an atomic's is a, a load's or store's a + b
+    if isa.OP_SPEC[then.op][0] is isa.Kind.MEM and _reads(address, d):
+        return False        # a memory fault's lane and address are told from the tokens (faults.py)
+    if block.term.kind is isa.Term.BRC and block.term.cond.n == d:
+        return False
+    return d not in live or any(ins.dst.n == d for ins in instrs[i + 1:])
+
+
+def block_passes(block: isa.MachineBlock, live: set[int]) -> tuple[Pass, ...]:
+    """The block's passes, pairs taken greedily in block order (`live`: registers live after it)."""
+    out, i = [], 0
+    while i < len(block.instrs):
+        pair = _pairs_with_next(block, i, live)
+        out.append(Pass(len(out), i + pair, i if pair else None))
+        i += 1 + pair
+    if own_terminator_pass(block):
+        out.append(Pass(len(out), None))
+    return tuple(out)
+
+
+def instr_words(ins: isa.Instr, pre: isa.Instr | None = None) -> tuple[int, int, int, int]:
+    """An instruction's ROM words; with `pre`, the instruction its pass runs first in the
+    pre-ALU: operands that read pre's result are forwarded (register field r0, fwd bit set)."""
+    regs, imms, fwd = [0, 0, 0], [0, 0, 0], 0
     for i, src in enumerate(ins.srcs):
         if isinstance(src, isa.Reg):
-            regs[i] = src.n
+            if pre is not None and src.n and src.n == pre.dst.n:
+                fwd |= 1 << i
+            else:
+                regs[i] = src.n
         else:
             imms[i] = src.value
-    fields = {"op": OPCODES.index(ins.op.name), "dst": ins.dst.n, "a": regs[0], "b": regs[1], "c": regs[2]}
+    fields = {"op": OPCODES.index(ins.op.name), "dst": ins.dst.n, "a": regs[0], "b": regs[1], "c": regs[2],
+              "fwd": fwd}
     if ins.op is isa.Op.S2R:
         fields["mod"], imms[0] = imms[0], 0
     elif isinstance(ins.mod, (isa.ShflMode, isa.VoteMode)):
@@ -55,14 +147,31 @@ def instr_words(ins: isa.Instr) -> tuple[int, int, int, int]:
     return (ROM0.pack(**fields), *imms)
 
 
-def term_word(block: isa.MachineBlock) -> int:
-    """The block's TERM word."""
+def pre_words(ins: isa.Instr) -> tuple[int, int]:
+    """A pre-ALU instruction's PRE word and its immediate (the one nonzero immediate, or 0)."""
+    regs, imm, which = [0, 0, 0], 0, 0
+    for i, src in enumerate(ins.srcs):
+        if isinstance(src, isa.Reg):
+            regs[i] = src.n
+        elif src.value:
+            imm, which = src.value, 1 << i
+    return PRE.pack(op=OPCODES.index(ins.op.name), a=regs[0], b=regs[1], c=regs[2], imm=which), imm
+
+
+def encode_block(block: isa.MachineBlock, live: set[int]) -> BlockCode:
+    """The block's passes, ROM and PRE slots and TERM word (`live`: registers live after it)."""
+    passes = block_passes(block, live)
+    ins = block.instrs
+    words = tuple(instr_words(ins[p.main], None if p.pre is None else ins[p.pre])
+                  for p in passes if p.main is not None)
+    pre = {p.slot: pre_words(ins[p.pre]) for p in passes if p.pre is not None}
     term = block.term
-    return TERM.pack(target=max(term.target, 0), fallthrough=max(term.fallthrough, 0),
+    word = TERM.pack(target=max(term.target, 0), fallthrough=max(term.fallthrough, 0),
                      reconv=max(term.reconv, 0), rvalid=int(term.reconv >= 0),
-                     op=list(isa.Term).index(term.kind), cond=term.cond.n, slot=term_slot(block))
+                     op=list(isa.Term).index(term.kind), cond=term.cond.n, slot=passes[-1].slot)
+    return BlockCode(passes, words, pre, word)
 
 
-def block_words(block: isa.MachineBlock) -> list[tuple[int, int, int, int]]:
-    """The ROM words of each instruction slot of a block (the terminator is its TERM word)."""
-    return [instr_words(ins) for ins in block.instrs]
+def encode(program: isa.Program) -> list[BlockCode]:
+    """Every block of the program, as the machine runs it."""
+    return [encode_block(b, live) for b, live in zip(program.blocks, live_out(program))]

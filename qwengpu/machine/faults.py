@@ -2,15 +2,16 @@
 
 The FAULT token carries no payload; the tokens before it say the rest:
 
-* FAULT right after an `EXEC(w, pc, s)`: instruction s of block pc (a load, store or atomic: the
-  host looks it up in the ROM it compiled) made a bad memory access for warp w of the thread
+* FAULT right after an `EXEC(w, pc, s)`: the instruction of pass s of block pc (a load, store or
+  atomic: the host looks it up in the passes it compiled, encoding.py) made a bad memory access for warp w of the thread
   block of the last `CTA` token. Which lane and which address: every register value the model
   computed reached the token stream as `VAL` tokens (a register is written only through them),
   and the warp's active lanes are the mask of its last `CT1` (its launch mask before its first
   terminator). Replaying those tokens gives each active lane's address operands, hence the
   first lane, in lane order, whose address is misaligned, past the end of its space, or a
   write to CONST: the lane the interpreter names for the same launch. No instruction is run
-  on the host: the operands are the model's values, the rule is the memory's bounds.
+  on the host: the operands are the model's values, the rule is the memory's bounds (a pair
+  never forwards an address, encoding.py, so they all reached the tokens).
 * FAULT after `CT1 CT2` with wait = 1 and CT1's mask (the lanes that arrived) not CT2's
   alive: a deadlock at a divergent barrier, ended by the pass of the last `EXEC` (the BAR's own
   pass, or its block's last instruction's with the BAR folded in, then that instruction's
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from qwengpu import isa
 from qwengpu.errors import DeadlockError, ExecutionError, MemoryFault
+from qwengpu.machine.encoding import encode
 from qwengpu.machine.tokens import Token
 from qwengpu.machine.words import PARTS
 
@@ -54,19 +56,24 @@ def _cta(stream: list[Token]) -> int:
     return next((t.args[0] for t in reversed(stream) if t.kind == "CTA"), 0)    # the prompt ends in CTA(0)
 
 
+def _instruction(program, passes, pc: int, s: int) -> isa.Instr | None:
+    """The instruction of the pass EXEC(w, pc, s) names (None in a terminator pass of its own)."""
+    p = next((p for p in passes[pc].passes if p.slot == s), None) if pc < len(passes) else None
+    return None if p is None or p.main is None else program.blocks[pc].instrs[p.main]
+
+
 def _memory_cause(stream: list[Token], program, block) -> str:
     w, pc, s = stream[-2].args
     cta = _cta(stream)
-    ins = None
-    if program is not None and pc < len(program.blocks) and s < len(program.blocks[pc].instrs):
-        ins = program.blocks[pc].instrs[s]
+    passes = encode(program) if program is not None else []
+    ins = _instruction(program, passes, pc, s)
     if ins is None or ins.op not in _WHAT:
         what = f" by {ins}" if ins is not None else " (misaligned, out of range, or a store to CONST)"
         return f"{what} (thread block {cta}, warp {w}, pc B{pc} slot {s})"
     what = _WHAT[ins.op]
     space = ins.mod[0] if ins.op is isa.Op.ATOM else ins.mod
     here = f"pc B{pc} slot {s}: {ins}"
-    found = _bad_lane(stream, program, block, ins, space) if block is not None else None
+    found = _bad_lane(stream, program, passes, block, ins, space) if block is not None else None
     if found is None:
         return (f": a {what} in {space.value} memory (thread block {cta}, warp {w}, {here}); which lane is not "
                 f"known: by the register values in the model's VAL tokens no active lane's address is bad")
@@ -75,7 +82,7 @@ def _memory_cause(stream: list[Token], program, block) -> str:
             f"lane {lane}, pc B{pc}); {here}; lane and address from the model's VAL, VALU and CT1 tokens")
 
 
-def _bad_lane(stream, program, block, ins, space):
+def _bad_lane(stream, program, passes, block, ins, space):
     """(lane, byte address, problem) of the first active lane whose access is bad, by the
     register values and masks in the stream's VAL, VALU and CT1 tokens; None if none is."""
     nthreads = block[0] * block[1] * block[2] if isinstance(block, tuple) else int(block)
@@ -88,8 +95,8 @@ def _bad_lane(stream, program, block, ins, space):
             mask = list(initial)                 # registers keep their values across thread blocks
         elif t.kind == "EXEC":
             w, pc, s = t.args
-            instrs = program.blocks[pc].instrs if pc < len(program.blocks) else []
-            dst = instrs[s].dst.n if s < len(instrs) else None
+            main = _instruction(program, passes, pc, s)
+            dst = None if main is None else main.dst.n
         elif t.kind in ("VAL", "VALU") and w is not None and dst:
             k, d = t.args[-2:]
             lanes = [t.args[0]] if t.kind == "VAL" else [l for l in range(isa.LANES) if mask[w] >> l & 1]

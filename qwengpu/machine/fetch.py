@@ -11,11 +11,11 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as B
 from qwengpu.circuit.memory import declare_bank
 from qwengpu.machine.alu import ALU_OPS
-from qwengpu.machine.plan import L_ROM, L_STATUS
-from qwengpu.machine.tokens import SLOTS
+from qwengpu.machine.plan import L_PRE_REG, L_ROM, L_STATUS
+from qwengpu.machine.tokens import ROM_WORDS, SLOTS
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES
 from qwengpu.machine.wiring import flag_if, match, part, view
-from qwengpu.machine.words import CONFIG, OPCODES, PC_BITS, ROM0, SPACES, TERM
+from qwengpu.machine.words import CONFIG, OPCODES, PC_BITS, PRE, PRE_SLOTS, ROM0, SPACES, TERM
 
 TERMS = tuple(t.name for t in isa.Term)
 OP_BITS = ROM0["op"].width
@@ -28,22 +28,30 @@ def build_fetch(m) -> None:
     m.config = c.field("config", 32, L_ROM)
     B.write_bits(c, config, m.zero, B.bits(m.staged), [m.put["CONFIG"]])
     B.read_into(c, config, m.zero, m.config.dims)
-    m.words = []
     row = B.bits(view(m.latch, 0, PC_BITS))          # the ROM has a row per pc value
-    for j in range(4):
-        layer = L_ROM if j < 3 else L_STATUS      # GDN heads: L1 holds the config and 3 words per slot
-        word = c.field(f"w{j}", 32, layer)
-        for s in range(SLOTS):
-            bank = declare_bank(c, layer, f"rom{s}.{j}", 1 << PC_BITS, 32)
-            B.write_bits(c, bank, row, B.bits(m.staged), [m.put[f"ROM{s}.{j}"]])
-            B.read_into(c, bank, B.bits(f["PC"]), word.dims, enable=[f["SLOT"][s]])
+
+    def rom(target, layer, word, enable):
+        bank = declare_bank(c, layer, target.lower(), 1 << PC_BITS, 32)
+        B.write_bits(c, bank, row, B.bits(m.staged), [m.put[target]])
+        B.read_into(c, bank, B.bits(f["PC"]), word.dims, enable=[enable])
+
+    m.words = []
+    for j in range(ROM_WORDS):
+        word = c.field(f"w{j}", 32, L_ROM if j < 3 else L_STATUS)   # GDN heads: L1 holds the config and 3 words per slot
+        for s in range(isa.BLOCK_SLOTS):
+            rom(f"ROM{s}.{j}", word.born, word, f["SLOT"][s])
         m.words.append(word)
+    # the pre-ALU's instruction (PRE word at L1, its immediate at L_PRE_REG, where its operands are read)
+    m.pre = c.field("pre", PRE.width, L_ROM)
+    m.pre_imm = c.field("pre.imm", 32, L_PRE_REG)
+    for s in range(PRE_SLOTS):
+        rom(f"PRE{s}.0", L_ROM, m.pre, f["SLOT"][s])
+        rom(f"PRE{s}.1", L_PRE_REG, m.pre_imm, f["SLOT"][s])
+    m.pw = {name: part(m.pre, PRE, name) for name in PRE.fields}
     w0 = m.words[0]
     m.w0 = {name: part(w0, ROM0, name) for name in ROM0.fields}
     m.term = term = c.field("term", 32, L_STATUS)
-    bank = declare_bank(c, L_STATUS, "term", 1 << PC_BITS, 32)
-    B.write_bits(c, bank, row, B.bits(m.staged), [m.put["TERM"]])
-    B.read_into(c, bank, B.bits(f["PC"]), term.dims, enable=[m.k["EXEC"]])
+    rom("TERM", L_STATUS, term, m.k["EXEC"])
     m.tw = {name: part(term, TERM, name) for name in TERM.fields}
     _decode(m)
     _decode_term(m)
@@ -72,8 +80,13 @@ def _decode(m):
     m.alu_op = {n: m.op[n] for n in ALU_OPS}
     for n, alias in (("LD", "ADD"), ("ST", "ADD"), ("S2R", "MOV"), ("ATOM", "MOV")):
         G.relu(c, L, *_is_op(m, n), {m.op[alias][0]: 1})
-    for n in names:                     # exact flags: the ALU's gated units multiply their error
-        G.requantize(c, L + 1, m.op[n])
+    # the pre-ALU's op flags (a pre slot holds only ALU ops; NOP: none is set)
+    m.pre_op = {n: c.field(f"pre.{n}", 1, L) for n in ALU_OPS}
+    for n, fld in m.pre_op.items():
+        t, k0 = match(m.pw["op"], OPCODES.index(n))
+        G.relu(c, L, t, k0 - (OP_BITS - 1), {fld[0]: 1})
+    for fld in [*m.op.values(), *m.pre_op.values(), m.w0["fwd"]]:   # exact flags: the ALU's gated units
+        G.requantize(c, L + 1, fld)                                 # multiply their error
     # loads and stores by space; S2R by special register
     m.ld_space = c.field("ld_space", 3, L)
     m.st_space = c.field("st_space", 3, L)          # ST and ATOM

@@ -1,6 +1,7 @@
 """The machine's layer plan: where each unit sits, in one table (docs/machine.md, "Layer plan").
 
-The front is one stage a layer (L0-L4). From the execute stage on, each first layer follows from
+The front is one stage a layer (L0-L4); the pre-ALU (a pair's first instruction, encoding.py)
+runs beside the terminator, then the operands of the ALU are read with its result forwarded. From the execute stage on, each first layer follows from
 the depths of the units before it, computed here: the units (alu.py, warp.py, branch.py,
 scheduler.py, atomic.py) take their depth from this module and the machine's stages their
 layers. `PLAN` maps each unit to the span of layers its neurons and GDN heads use; the build
@@ -41,15 +42,18 @@ NEXT_TOKEN_LAYERS = 4     # next_token.py: E1-E4
 
 # ---- first layers ----
 L_IN = 0                  # registers written by tokens
-L_ROM = 1                 # config, ROM words 0-2, decode
+L_ROM = 1                 # config, ROM words 0-2, the pre-ALU's words, decode
 L_STATUS = 2              # warp status, pending writeback, ROM word 3, TERM, the scheduler's turn
-L_REG = 3                 # special registers, register file, operands
-L_EXEC = 4                # ALU, warp unit, terminator (and the copy-out table)
+L_PRE_REG = 3             # the pre-ALU's operands (register file)
+L_PRE = 4                 # the pre-ALU (a pair's first instruction)
+L_BRANCH = L_PRE          # terminator and SIMT stack, the copy-out table: beside the pre-ALU
+L_REG = L_PRE + ALU_LAYERS        # special registers, register file, operands (the pre-ALU's result forwarded)
+L_EXEC = L_REG + 1        # ALU, warp unit
 L_SCHED = L_STATUS + 1    # the scheduler reads the statuses
-L_STACK = L_EXEC + STACK_AT
-EXEC_END = max(L_EXEC + ALU_LAYERS, L_EXEC + WARP_LAYERS, L_EXEC + TERMINATOR_LAYERS,
+L_STACK = L_BRANCH + STACK_AT
+L_CT2 = L_BRANCH + TERMINATOR_LAYERS      # whether the terminator changed CT2's half
+EXEC_END = max(L_EXEC + ALU_LAYERS, L_EXEC + WARP_LAYERS, L_CT2 + CT2_LAYERS,
                L_SCHED + SCHEDULER_LAYERS)      # the first layer that reads every execute result
-L_CT2 = EXEC_END          # whether the terminator changed CT2's half
 L_Q = EXEC_END            # the load/store unit: store queue, memories
 L_LOAD = L_Q + LSU_LAYERS - 1     # shared and CONST memory, a load's result in place of its address
 L_WB = L_Q + LSU_LAYERS   # writeback queues; the atomic's old value
@@ -60,14 +64,17 @@ LAYERS = L_NEXT + NEXT_TOKEN_LAYERS
 # ---- each unit's layers, as the build lays them out (checked against the circuit) ----
 PLAN: dict[str, Span] = {
     "inputs": Span(L_IN, 1),
-    "fetch": Span(L_ROM, 2),                                  # ROM word 3, TERM, the terminator's flag at L_STATUS
+    "fetch": Span(L_ROM, L_PRE_REG + 1 - L_ROM),              # ROM word 3, TERM, the terminator's flag at
+                                                              # L_STATUS, the pre-immediate at L_PRE_REG
     "status": Span(L_ROM, 2),                                 # the CTA pass's initial masks at L_ROM
-    "operands": Span(L_REG, 2),                               # the condition replica; read-once fields cleared at L_EXEC
+    "operands": Span(L_PRE_REG, L_EXEC + 1 - L_PRE_REG),      # the pre-ALU's (L_PRE_REG), the condition
+                                                              # replica (L_BRANCH), the ALU's (L_REG), cleared at L_EXEC
     "scheduler": Span(L_STATUS, L_SCHED + SCHEDULER_LAYERS - L_STATUS),    # the turn at L_STATUS
+    "pre_alu": Span(L_PRE, ALU_LAYERS),
     "warp": Span(L_EXEC, WARP_LAYERS),
     "alu": Span(L_EXEC, ALU_LAYERS),                          # the warp unit's result joins at its last
-    "branch": Span(L_EXEC, L_CT2 + CT2_LAYERS - L_EXEC),      # terminator, then the CT2 change
-    "copy_unit": Span(L_IN, EXEC_END - L_IN),                 # enables L0-L1, table L_EXEC, addresses EXEC_END - 1
+    "branch": Span(L_BRANCH, L_CT2 + CT2_LAYERS - L_BRANCH),  # terminator, then the CT2 change
+    "copy_unit": Span(L_IN, EXEC_END - L_IN),                 # enables L0-L1, table L_BRANCH, addresses EXEC_END - 1
     "lsu": Span(L_Q, LSU_LAYERS),
     "writeback": Span(L_WB, WRITEBACK_LAYERS),
     "atomic": Span(L_WB, L_NEXT + 1 - L_WB),                  # old at L_WB, the unit, its queue at L_NEXT

@@ -16,7 +16,7 @@ from qwengpu import interp, isa
 from qwengpu.errors import DeadlockError, LaunchError, MachineLimitError, MemoryFault
 from qwengpu.launch import check_grid_block
 from qwengpu.machine import copyout
-from qwengpu.machine.encoding import block_words, term_slot, term_word
+from qwengpu.machine.encoding import BlockCode, encode
 from qwengpu.machine.tokens import LATCH_BITS, PUT_TARGETS, Token, part_tokens, tok, writeback_tokens
 from qwengpu.machine.words import CONFIG, PHASES, SREG
 
@@ -102,8 +102,9 @@ def prompt(program: isa.Program, grid, block, const_words: list[int], global_wor
     glob = np.asarray(global_words)
     if glob.shape != (isa.GLOBAL_WORDS,):
         raise LaunchError(f"global memory must have {isa.GLOBAL_WORDS} words; got shape {list(glob.shape)}")
-    rom = {pc: [(f"ROM{s}.{j}", w) for s, words in enumerate(block_words(b)) for j, w in enumerate(words)]
-           + [("TERM", term_word(b))] for pc, b in enumerate(program.blocks)}
+    rom = {pc: [(f"ROM{s}.{j}", w) for s, words in enumerate(code.words) for j, w in enumerate(words)]
+           + [(f"PRE{s}.{j}", w) for s, words in code.pre_words.items() for j, w in enumerate(words)]
+           + [("TERM", code.term)] for pc, code in enumerate(encode(program))}
     memory = {i: [("GLOBAL", int(v) & isa.MASK32)] for i, v in enumerate(glob.tolist())}
     const = {i: [("CONST", v)] for i, v in enumerate(const_image(program, const_words))}
     ctas, warps = grid[0] * grid[1] * grid[2], len(thread_masks(block))
@@ -149,7 +150,9 @@ def _next_pass_of_same_warp(steps: list[interp.Step]) -> list[interp.Step | None
     return out
 
 
-def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Instr]) -> None:
+def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Instr], code: BlockCode,
+                        until: int | None = None) -> None:
+    """The block's passes (those before the pass of instruction `until`, and that pass's EXEC)."""
     lanes = [l for l in range(isa.LANES) if step.mask >> l & 1]
     writes, stores = iter(step.reg_writes), iter(step.mem_writes)
 
@@ -158,8 +161,14 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
         assert (lane, r) == (l, reg), "interp trace out of step with the program"
         return value
 
-    for s, ins in enumerate(instrs):
-        stream.add(tok("EXEC", step.warp, step.pc, s))
+    for p in code.passes:
+        stream.add(tok("EXEC", step.warp, step.pc, p.slot))
+        if p.pre is not None and instrs[p.pre].dst.n:      # forwarded in the pass, never written back
+            for l in lanes:
+                val(l, instrs[p.pre].dst.n)
+        if p.main is None or p.main == until:
+            break
+        ins = instrs[p.main]
         if ins.op is isa.Op.ST:
             for l in lanes:
                 next(stores)
@@ -215,19 +224,17 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
     masks = thread_masks(block)
     stream = Stream(memory=final, fault=fault)
     following = _next_pass_of_same_warp(steps)
+    codes = encode(program)
     for i, step in enumerate(steps):
         if not i or step.block_id != steps[i - 1].block_id:
             if i:
                 stream.add(tok("CTA", step.block_id))
             status = [(mask, 0, 0) for mask in masks]          # alive, phase mod PHASES, wait
         instrs, term = program.blocks[step.pc].instrs, program.blocks[step.pc].term
-        if isinstance(fault, MemoryFault) and i == len(steps) - 1:
-            _instruction_tokens(stream, step, instrs[:step.ran])     # then the faulting memory op
-            stream.add(tok("EXEC", step.warp, step.pc, step.ran))
+        if isinstance(fault, MemoryFault) and i == len(steps) - 1:     # up to the faulting memory op's EXEC
+            _instruction_tokens(stream, step, instrs, codes[step.pc], until=step.ran)
             break
-        _instruction_tokens(stream, step, instrs)
-        if term_slot(program.blocks[step.pc]) == len(instrs):     # a terminator pass of its own
-            stream.add(tok("EXEC", step.warp, step.pc, len(instrs)))
+        _instruction_tokens(stream, step, instrs, codes[step.pc])
         w, bar = step.warp, term.kind is isa.Term.BAR
         alive, phase, _ = status[w]
         if term.kind is isa.Term.EXIT:
@@ -250,17 +257,20 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
     return stream
 
 
-def runs_terminator(program: isa.Program, token: Token) -> bool:
-    """An EXEC whose pass runs its block's terminator (encoding.term_slot: the last instruction's
-    pass, or a terminator pass of its own)."""
-    _, pc, slot = token.args
-    return pc < len(program.blocks) and slot == term_slot(program.blocks[pc])
-
-
-def runs_instruction(program: isa.Program, token: Token) -> bool:
-    """An EXEC whose pass runs an instruction (every slot but a terminator pass of its own)."""
-    _, pc, slot = token.args
-    return pc < len(program.blocks) and slot < len(program.blocks[pc].instrs)
+def pass_counts(program: isa.Program, stream: Iterable[Token]) -> tuple[int, int]:
+    """(instructions, blocks) the stream's EXEC passes ran: a pair's pass runs two instructions,
+    a terminator pass of its own none; a block's last pass ends it."""
+    by_slot = [{p.slot: p for p in code.passes} for code in encode(program)]
+    instructions = blocks = 0
+    for t in stream:
+        if t.kind != "EXEC":
+            continue
+        _, pc, slot = t.args
+        p = by_slot[pc].get(slot) if pc < len(by_slot) else None
+        if p is not None:
+            instructions += (p.main is not None) + (p.pre is not None)
+            blocks += p is by_slot[pc][max(by_slot[pc])]
+    return instructions, blocks
 
 
 # ---------------------------------------------------------------------------

@@ -32,9 +32,9 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 @dataclass
 class ModelRun:
-    """tokens: generated tokens (HALT included); passes: EXEC tokens; instructions: EXEC
-    tokens that run an instruction (not a terminator pass of its own); blocks: EXEC tokens that
-    run a terminator (a folded pass runs both: encoding.term_slot); stream: the generated tokens themselves; seconds: prefill
+    """tokens: generated tokens (HALT included); passes: EXEC tokens; instructions: the
+    instructions they run (a pair's pass two, a terminator pass of its own none); blocks: EXEC
+    tokens that run a terminator (protocol.pass_counts, encoding.py); stream: the generated tokens themselves; seconds: prefill
     and decode (and memory read-back); prefill_seconds: the prefill alone (launch_on_model);
     copied: the words of the copy-out, decoded from the stream (word -> value)."""
     tokens: int
@@ -411,10 +411,9 @@ def _advance(fast, machine, state, row: int, r: _Running, out, max_tokens: int, 
 
 def _model_run(program: isa.Program, stream: list[Token], seconds: float,
                copied: dict[int, int] | None = None) -> ModelRun:
-    passes = [t for t in stream if t.kind == "EXEC"]
-    instructions = sum(protocol.runs_instruction(program, t) for t in passes)
-    blocks = sum(protocol.runs_terminator(program, t) for t in passes)
-    return ModelRun(len(stream), len(passes), instructions, seconds, stream, copied=copied or {}, blocks=blocks)
+    instructions, blocks = protocol.pass_counts(program, stream)
+    passes = sum(t.kind == "EXEC" for t in stream)
+    return ModelRun(len(stream), passes, instructions, seconds, stream, copied=copied or {}, blocks=blocks)
 
 
 def check_copy_out(stream: list[Token], copy_out: Sequence[int], before: np.ndarray,

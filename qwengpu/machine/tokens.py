@@ -15,12 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from qwengpu import isa
-from qwengpu.machine.words import CT1, CT2, CTA_BITS, GROUP_BITS, PARTS, PHASES, SREG, WARP_BITS, WORD_BITS, bits_for
+from qwengpu.machine.words import (CT1, CT2, CTA_BITS, GROUP_BITS, PARTS, PHASES, PRE_SLOTS, SREG, WARP_BITS, WORD_BITS,
+                                   bits_for)
 
-SLOTS = isa.BLOCK_SLOTS + 1          # instruction slots of a machine block, then its terminator
-ROM_WORDS = 4                        # 32-bit ROM words per slot (qwengpu/machine/encoding.py)
+SLOTS = isa.BLOCK_SLOTS + 1          # a machine block's passes: its instructions', then its terminator's
+ROM_WORDS = 4                        # 32-bit ROM words per slot (qwengpu/machine/encoding.py); a pre slot has 2
 SREG_WORDS = len(SREG)               # 32-bit words of a special-register table row
-PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(SLOTS) for j in range(ROM_WORDS)] + ["TERM"]
+PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(isa.BLOCK_SLOTS) for j in range(ROM_WORDS)] + ["TERM"]
+                    + [f"PRE{p}.{j}" for p in range(PRE_SLOTS) for j in range(2)]
                     + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)]
                    + ["COPY0", "COPYTAB"])
 KINDS = ("LATCH", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "ST", "AT", "AW", "CT1", "CT2", "COPY", "HALT", "FAULT")

@@ -494,7 +494,7 @@ def movable_to_end(instrs: list, reads, writes) -> list[int]:
 def fold_friendly(blocks: list[VBlock]) -> None:
     """In a block ending in `BRC c` whose last instruction writes c, move an instruction that
     may go last (movable_to_end) to the end, so that the terminator can run in the last
-    instruction's pass instead of a pass of its own (encoding.term_slot). This runs before
+    instruction's pass instead of a pass of its own (encoding.own_terminator_pass). This runs before
     register allocation, where the only dependences are the program's own; it prefers the
     last such instruction that is not a copy (a copy may be coalesced away, leaving the
     condition's definition last again). lower.schedule repeats this on machine registers."""

@@ -1490,7 +1490,7 @@ def form_blocks(blocks: list[VBlock], reg_of) -> list[isa.MachineBlock]:
 def schedule(instrs: list[isa.Instr], cond: isa.Reg | None = None) -> list[list[isa.Instr]]:
     """Pack one basic block's instructions into machine blocks of BLOCK_SLOTS, in order but for
     one move: when the block ends in `BRC cond` and its last instruction writes `cond`, the
-    terminator would need a pass of its own (encoding.term_slot), so the last instruction that
+    terminator would need a pass of its own (encoding.own_terminator_pass), so the last instruction that
     may go last (cfg.movable_to_end) moves to the end and the terminator folds into its pass.
     (cfg.fold_friendly did the same before register allocation, which may since have added
     dependences, or deleted the moved instruction as a copy to itself.) The machine runs one
