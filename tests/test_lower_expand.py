@@ -229,8 +229,9 @@ def test_suite_kernel_with_expansion(case, monkeypatch):
 
 # ---------------------------------------------------------------------------
 # 64-bit division: lowered into loops on both engines (the word-by-word path
-# for divisors 1..2^31, the 64-bit loop for the rest); operands chosen to hit
-# each path and its edges, against Python's ints
+# for divisors 1..2^31, radix 4 up to 2^30 and radix 2 above, the 64-bit loop
+# for the rest); operands chosen to hit each path and its edges, against
+# Python's ints
 # ---------------------------------------------------------------------------
 M64 = 2**64 - 1
 CUDA64 = r"""
@@ -268,21 +269,21 @@ REFERENCE64 = {     # x%0 = x, INT64_MIN / -1 wraps
     "div64": lambda a, b: trunc_div64(a, b) if b else by_zero64(a, True),
     "rem64": lambda a, b: (signed64(a) - signed64(trunc_div64(a, b)) * signed64(b)) & M64 if b else a,
 }
-EDGES64 = [0, 1, 2, 3, 7, 10, 0xFFFF, 0x10000, 0x1234_5678, INT_MAX, INT_MIN, INT_MIN + 1, M - 1, M,
-           M + 1, M + 2, 0x1_0000_0001, 0x1234_5678_9ABC_DEF0, 2**63 - 1, 2**63, 2**63 + 1, M64 - 1, M64,
-           (-3) & M64, (-(2**31)) & M64, (-(2**31) - 1) & M64]
+EDGES64 = [0, 1, 2, 3, 7, 10, 0xFFFF, 0x10000, 0x1234_5678, 2**30 - 1, 2**30, 2**30 + 1, INT_MAX, INT_MIN,
+           INT_MIN + 1, M - 1, M, M + 1, M + 2, 0x1_0000_0001, 0x1234_5678_9ABC_DEF0, 2**63 - 1, 2**63,
+           2**63 + 1, M64 - 1, M64, (-3) & M64, (-(2**31)) & M64, (-(2**31) - 1) & M64]
 
 
 def operands64(seed: int, n_random: int = 2000) -> tuple[np.ndarray, np.ndarray]:
     """Every pair of edge values, then random words of random bit lengths: divisors
-    around 2^31 and 2^32 (the fast path's bounds) and small ones, and dividends
-    with high words below and above the divisor."""
+    around 2^30 (the radix-4 steps' bound), 2^31 and 2^32 (the fast path's bounds)
+    and small ones, and dividends with high words below and above the divisor."""
     rng = np.random.default_rng(seed)
     pairs = [(x, y) for x in EDGES64 for y in EDGES64]
     words = rng.integers(0, 2**64, (2, n_random), dtype=np.uint64)
     lengths = rng.integers(1, 65, (2, n_random), dtype=np.uint64)
     rand = (words & ((np.uint64(1) << lengths) - np.uint64(1)) | (lengths == 64) * words).tolist()
-    near = [(2**31 + k) & M64 for k in range(-3, 4)] + [(2**32 + k) for k in range(-3, 4)]
+    near = [2**p + k for p in (30, 31, 32) for k in range(-3, 4)]
     rand[1][:len(near) * 20] = [near[k % len(near)] for k in range(len(near) * 20)]
     sign = rng.integers(0, 2, n_random)         # negative divisors of every size for the signed ops
     rand[1] = [(-y) & M64 if s and k % 3 == 0 else y for k, (y, s) in enumerate(zip(rand[1], sign))]

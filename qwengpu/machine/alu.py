@@ -38,8 +38,8 @@ Units (layer offsets from `at`; all lanes side by side):
 Not here: MULHI/MULHIU need the full 64-bit product (twice the bit products and column
 splits: about 4700 neurons in each of the first two layers, and 8 layers in all) and
 DIV/DIVU/REM/REMU a long chain of compare-subtract steps; neither fits this stage's budget.
-The lowering builds 32-bit division from DIVR4 and DIVQ4 (two quotient bits a step) and its
-64-bit loops from DIVR and DIVQ (one).
+The lowering builds 32-bit division from DIVR4 and DIVQ4 (two quotient bits a step), 64-bit
+division by a divisor up to 2^30 too, and its other 64-bit loops from DIVR and DIVQ (one).
 """
 from __future__ import annotations
 

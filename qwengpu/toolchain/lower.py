@@ -698,56 +698,76 @@ class _Translator:
         dozen-odd; the rest (d = 0, d > 2^31) take the 64-bit loop."""
         e = self.emit
         q, r = [self.new_vreg(), self.new_vreg()], [self.new_vreg(), self.new_vreg()]
+
+        def into_qr(path, *args):       # a path whose quotient and remainder go into q and r
+            def run():
+                qv, rv = path(*args)
+                for dst, v in zip(q + r, qv + rv):
+                    e(Op.MOV, v, dst=dst)
+            return run
         narrow = e(Op.AND, e(Op.SETEQ, d[1], Imm(0)), e(Op.SETLTU, e(Op.SUB, d[0], Imm(1)), Imm(1 << 31)))
-        if isinstance(narrow, Imm):     # a constant divisor: one path, chosen now
-            parts = self.udivmod64_by_word(n, d[0]) if narrow.value else self.udivmod64_loop(n, d)
-            for dst, v in zip(q + r, parts[0] + parts[1]):
-                e(Op.MOV, v, dst=dst)
-            return q, r
-        fast, slow, after = self.new_block(), self.new_block(), self.new_block()
-        self.terminate(VTerm(Term.BRC, fast, narrow, slow))
-        for block, path in ((fast, lambda: self.udivmod64_by_word(n, d[0])), (slow, lambda: self.udivmod64_loop(n, d))):
+        self.branch(narrow, into_qr(self.udivmod64_by_word, n, d[0]), into_qr(self.udivmod64_loop, n, d))
+        return q, r
+
+    def branch(self, cond, taken, other) -> None:
+        """taken() where cond holds, other() where not, both going on in one block
+        after; a constant cond (say, from a constant divisor) emits only the path
+        it picks, in place."""
+        if isinstance(cond, Imm):
+            (taken if cond.value else other)()
+            return
+        yes, no, after = self.new_block(), self.new_block(), self.new_block()
+        self.terminate(VTerm(Term.BRC, yes, cond, no))
+        for block, path in ((yes, taken), (no, other)):
             self.cur = block
-            qv, rv = path()
-            for dst, v in zip(q + r, qv + rv):
-                e(Op.MOV, v, dst=dst)
+            path()
             self.terminate(VTerm(Term.JMP, after))
         self.cur = after
-        return q, r
 
     def udivmod64_by_word(self, n, d):
         """n / d for 1 <= d <= 2^31, schoolbook on words: the high word by a
         32-bit division (DIVU/REMU, micro-coded where the engine lacks them),
         then the low word with that remainder h < d in front: h:lo / d. When
-        h = 0 that is a 32-bit division too; else 32 steps of shift-subtract
-        with the remainder R and the dividend/quotient word Q shifting left
-        together (R:Q <<= 1, then R -= d and Q's new low bit = 1 when R >= d).
-        R < d <= 2^31 keeps 2R + 1 within 32 bits, so d stays put: no aligned
-        divisor is shifted, and the step count is a constant every lane shares."""
+        h = 0 that is a 32-bit division too; else a loop of radix-4 steps
+        (two quotient bits each) for d <= 2^30, radix-2 steps for larger d,
+        where the remainder has no room for two more bits (word_steps)."""
         e = self.emit
         qh, h = e(Op.DIVU, n[1], d), e(Op.REMU, n[1], d)
-        if isinstance(h, Imm):          # a branch tests a register (a constant one folds away later)
-            h = e(Op.MOV, h, dst=self.new_vreg())
         ql, rl = self.new_vreg(), self.new_vreg()
-        word, steps, after = self.new_block(), self.new_block(), self.new_block()
-        self.terminate(VTerm(Term.BRC, steps, h, word))
-        self.cur = word
-        e(Op.MOV, e(Op.DIVU, n[0], d), dst=ql)
-        e(Op.MOV, e(Op.REMU, n[0], d), dst=rl)
-        self.terminate(VTerm(Term.JMP, after))
-        self.cur = steps
-        e(Op.MOV, h, dst=rl)
-        e(Op.MOV, n[0], dst=ql)
-        count = e(Op.MOV, Imm(32), dst=self.new_vreg())
-        loop = self.new_block()
-        self.switch_to(loop)
-        e(Op.DIVQ, ql, Imm(1 << 31), rl, dst=rl)    # R = 2R + Q's top bit
-        e(Op.DIVQ, rl, d, ql, dst=ql)               # Q = 2Q + [R >= d]
-        e(Op.DIVR, rl, d, dst=rl)                   # R -= d when R >= d
-        e(Op.SUB, count, Imm(1), dst=count)
-        self.terminate(VTerm(Term.BRC, loop, count, after))
-        self.cur = after
+
+        def word():
+            e(Op.MOV, e(Op.DIVU, n[0], d), dst=ql)
+            e(Op.MOV, e(Op.REMU, n[0], d), dst=rl)
+
+        def steps():
+            e(Op.MOV, h, dst=rl)
+            e(Op.MOV, n[0], dst=ql)
+            left = e(Op.MOV, Imm(32), dst=self.new_vreg())     # bits to go: set here, either loop counts it down
+            self.branch(e(Op.SETLEU, d, Imm(1 << 30)),
+                        lambda: self.word_steps(ql, rl, d, left, 2), lambda: self.word_steps(ql, rl, d, left, 1))
+        self.branch(h, steps, word)
         return [ql, qh], [rl, Imm(0)]
+
+    def word_steps(self, q, r, d, left, bits):
+        """r:q / d for r < d, a loop of radix-2^bits steps that leaves the
+        quotient in q and the remainder in r (`left` = 32 counts the bits to
+        go). A step shifts r:q left by bits (DIVQ/DIVQ4 of q by 2^(32 - bits)
+        is q's top bits), then q's new low digit is r / d, which r < 2^bits d
+        keeps below 2^bits, and r loses that many d (DIVQ, DIVR or DIVQ4,
+        DIVR4). r < d before a step must keep 2^bits r + 2^bits - 1 within 32
+        bits: d <= 2^31 for radix 2, d <= 2^30 for radix 4. So d stays put (no
+        aligned divisor shifts), and the step count is a constant every lane
+        shares."""
+        e = self.emit
+        qop, rop = (Op.DIVQ, Op.DIVR) if bits == 1 else (Op.DIVQ4, Op.DIVR4)
+        loop, done = self.new_block(), self.new_block()
+        self.switch_to(loop)
+        e(qop, q, Imm(1 << 32 - bits), r, dst=r)    # r = 2^bits r + q's top bits
+        e(qop, r, d, q, dst=q)                      # q = 2^bits q + r / d
+        e(rop, r, d, dst=r)                         # r -= (r / d) d
+        e(Op.SUB, left, Imm(bits), dst=left)
+        self.terminate(VTerm(Term.BRC, loop, left, done))
+        self.cur = done
 
     def udivmod64_loop(self, n, d):
         """Restoring division with the divisor aligned under the dividend's top
