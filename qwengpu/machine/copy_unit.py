@@ -14,8 +14,8 @@ from qwengpu.machine.wiring import flag_if, match, part, view
 from qwengpu.machine.words import COPY0, COPYROW, GROUP_BITS
 
 
-def build_copy_unit(m) -> None:
-    """Adds the copy-out table, COPY0, the next group (copy_next) and the lanes' addresses to machine m."""
+def build_copy_table(m) -> None:
+    """Adds the copy-out table, COPY0 and the next group (copy_next) to machine m."""
     c, k, g, L = m.c, m.k, m.f["CG"], L_BRANCH
     high = GROUP_BITS - ROW_BITS                          # group bits above a bank's row
     banks = 1 << high
@@ -58,7 +58,13 @@ def build_copy_unit(m) -> None:
     m.copy_row = row
     c.clear(explicit, L + 2)
     c.clear(inc, L + 2)
-    # each lane's address: word LANES * g + l, as a byte address where the ALU's result goes
+
+
+def build_copy_addresses(m) -> None:
+    """Each lane's address: word LANES * g + l, as a byte address where the ALU's result goes
+    (built after the ALU; the table is built before the execute stage, so that its fields, born
+    early, take low residual dims)."""
+    c, k, g = m.c, m.k, m.f["CG"]
     at = EXEC_END - 1
     for l in range(isa.LANES):
         for i in range(2):

@@ -11,7 +11,7 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.alu import build_alu
 from qwengpu.machine.branch import build_ct2_change, build_terminator
-from qwengpu.machine.fetch import TERMS
+from qwengpu.machine.fetch import TERMS, build_immediates
 from qwengpu.machine.operands import build_alu_operands
 from qwengpu.machine.plan import (CT2_LAYERS, EXEC_END, L_BRANCH, L_CT2, L_EXEC, L_PRE, L_REG, L_SCHED, L_STACK,
                                   L_STATUS)
@@ -45,6 +45,8 @@ def build_execute(m) -> None:
         pre_r, pre_end = build_alu(c, L_PRE, m.pre_op, *m.pre_abc, name="pre")
     if pre_end != L_REG:
         raise CircuitError(f"the pre-ALU's result is readable from L{pre_end}; the plan reads it at L{L_REG}")
+    with m.unit("fetch"):
+        build_immediates(m)
     with m.unit("operands"):
         build_alu_operands(m, pre_r)
     with m.unit("warp"):

@@ -1,9 +1,10 @@
-"""ROM fetch and decode: the config register and the ROM (GDN heads: words 0-2 of every slot at L1,
-word 3, operand c's immediate, at L2) read at the pass's pc and slot; the L1 MLP decodes word 0 into
-one flag per opcode in use, the space of a load or store, S2R's special register, and the
-warp's initial mask. The TERM bank (one head at L2) holds each pc's terminator; the L2 MLP sets
-the terminator's flag (m.op["JMP"/"BRC"/"BAR"/"EXIT"]) on the EXEC pass whose slot is the one that
-runs it (TERM.slot: encoding.term_slot), and 0 on every other pass."""
+"""ROM fetch and decode: the config register and the ROM (GDN heads, read at the pass's pc and slot:
+word 0 of every slot and the pre-ALU's PRE word at L1, TERM at L2, the pre-immediate at L3, words
+1-3, the immediates, at L9 where the ALU's operands are read); the L1 MLP decodes word 0 into one
+flag per opcode in use, the space of a load or store, S2R's special register, and the warp's
+initial mask, and the PRE word into the pre-ALU's op flags. The TERM bank holds each pc's
+terminator; the L2 MLP sets the terminator's flag (m.op["JMP"/"BRC"/"BAR"/"EXIT"]) on the EXEC
+pass whose slot is the one that runs it (TERM.slot: encoding.py), and 0 on every other pass."""
 from __future__ import annotations
 
 from qwengpu import isa
@@ -11,7 +12,7 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as B
 from qwengpu.circuit.memory import declare_bank
 from qwengpu.machine.alu import ALU_OPS
-from qwengpu.machine.plan import L_PRE_REG, L_ROM, L_STATUS
+from qwengpu.machine.plan import L_IMM, L_PRE_REG, L_ROM, L_STATUS
 from qwengpu.machine.tokens import ROM_WORDS, SLOTS
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES
 from qwengpu.machine.wiring import flag_if, match, part, view
@@ -28,33 +29,45 @@ def build_fetch(m) -> None:
     m.config = c.field("config", 32, L_ROM)
     B.write_bits(c, config, m.zero, B.bits(m.staged), [m.put["CONFIG"]])
     B.read_into(c, config, m.zero, m.config.dims)
-    row = B.bits(view(m.latch, 0, PC_BITS))          # the ROM has a row per pc value
-
-    def rom(target, layer, word, enable):
-        bank = declare_bank(c, layer, target.lower(), 1 << PC_BITS, 32)
-        B.write_bits(c, bank, row, B.bits(m.staged), [m.put[target]])
-        B.read_into(c, bank, B.bits(f["PC"]), word.dims, enable=[enable])
-
-    m.words = []
-    for j in range(ROM_WORDS):
-        word = c.field(f"w{j}", 32, L_ROM if j < 3 else L_STATUS)   # GDN heads: L1 holds the config and 3 words per slot
-        for s in range(isa.BLOCK_SLOTS):
-            rom(f"ROM{s}.{j}", word.born, word, f["SLOT"][s])
-        m.words.append(word)
+    m.words = [_rom_word(m, 0, L_ROM)]
     # the pre-ALU's instruction (PRE word at L1, its immediate at L_PRE_REG, where its operands are read)
     m.pre = c.field("pre", PRE.width, L_ROM)
     m.pre_imm = c.field("pre.imm", 32, L_PRE_REG)
     for s in range(PRE_SLOTS):
-        rom(f"PRE{s}.0", L_ROM, m.pre, f["SLOT"][s])
-        rom(f"PRE{s}.1", L_PRE_REG, m.pre_imm, f["SLOT"][s])
+        _rom(m, f"PRE{s}.0", L_ROM, m.pre, f["SLOT"][s])
+        _rom(m, f"PRE{s}.1", L_PRE_REG, m.pre_imm, f["SLOT"][s])
     m.pw = {name: part(m.pre, PRE, name) for name in PRE.fields}
     w0 = m.words[0]
     m.w0 = {name: part(w0, ROM0, name) for name in ROM0.fields}
     m.term = term = c.field("term", 32, L_STATUS)
-    rom("TERM", L_STATUS, term, m.k["EXEC"])
+    _rom(m, "TERM", L_STATUS, term, m.k["EXEC"])
     m.tw = {name: part(term, TERM, name) for name in TERM.fields}
     _decode(m)
     _decode_term(m)
+    for name in ("op", "dst", "space", "mod"):       # decoded, and kept by the pending writeback (L_STATUS)
+        c.clear(m.w0[name], L_PRE_REG)
+
+
+def build_immediates(m) -> None:
+    """ROM words 1-3, the immediates of the ALU's operands, read at L_IMM (built after the pre-ALU,
+    whose fields, born earlier, then take the residual dims first)."""
+    m.words += [_rom_word(m, j, L_IMM) for j in range(1, ROM_WORDS)]
+
+
+def _rom(m, target: str, layer: int, word, enable) -> None:
+    """A ROM bank (a row per pc) that PUT(target) writes and EXEC passes with `enable` read into word."""
+    c = m.c
+    bank = declare_bank(c, layer, target.lower(), 1 << PC_BITS, 32)
+    B.write_bits(c, bank, B.bits(view(m.latch, 0, PC_BITS)), B.bits(m.staged), [m.put[target]])
+    B.read_into(c, bank, B.bits(m.f["PC"]), word.dims, enable=[enable])
+
+
+def _rom_word(m, j: int, layer: int):
+    """Word j of the running pass's ROM slot, read at `layer`."""
+    word = m.c.field(f"w{j}", 32, layer)
+    for s in range(isa.BLOCK_SLOTS):
+        _rom(m, f"ROM{s}.{j}", layer, word, m.f["SLOT"][s])
+    return word
 
 
 def _decode_term(m):

@@ -63,7 +63,7 @@ def build_alu_operands(m, pre_r: list[Field]) -> None:
     _s2r(m)
     for fld in (*m.pre_abc[0], *m.pre_abc[1], *m.pre_abc[2]):     # the pre-ALU has read them
         c.clear(fld, L)
-    for done in (*pre_r, *m.words, m.sregs, m.valu_lane):
+    for done in (*pre_r, *(m.w0[q] for q in (*OPERANDS, "fwd")), *m.words[1:], m.sregs, m.valu_lane):
         c.clear(done, L_EXEC)
 
 

@@ -42,12 +42,13 @@ NEXT_TOKEN_LAYERS = 4     # next_token.py: E1-E4
 
 # ---- first layers ----
 L_IN = 0                  # registers written by tokens
-L_ROM = 1                 # config, ROM words 0-2, the pre-ALU's words, decode
-L_STATUS = 2              # warp status, pending writeback, ROM word 3, TERM, the scheduler's turn
+L_ROM = 1                 # config, ROM word 0, the pre-ALU's word, decode
+L_STATUS = 2              # warp status, pending writeback, TERM, the scheduler's turn
 L_PRE_REG = 3             # the pre-ALU's operands (register file)
 L_PRE = 4                 # the pre-ALU (a pair's first instruction)
 L_BRANCH = L_PRE          # terminator and SIMT stack, the copy-out table: beside the pre-ALU
 L_REG = L_PRE + ALU_LAYERS        # special registers, register file, operands (the pre-ALU's result forwarded)
+L_IMM = L_REG - 1         # the ALU's immediates (ROM words 1-3): read late, so the residual holds them briefly
 L_EXEC = L_REG + 1        # ALU, warp unit
 L_SCHED = L_STATUS + 1    # the scheduler reads the statuses
 L_STACK = L_BRANCH + STACK_AT
@@ -64,8 +65,8 @@ LAYERS = L_NEXT + NEXT_TOKEN_LAYERS
 # ---- each unit's layers, as the build lays them out (checked against the circuit) ----
 PLAN: dict[str, Span] = {
     "inputs": Span(L_IN, 1),
-    "fetch": Span(L_ROM, L_PRE_REG + 1 - L_ROM),              # ROM word 3, TERM, the terminator's flag at
-                                                              # L_STATUS, the pre-immediate at L_PRE_REG
+    "fetch": Span(L_ROM, L_IMM + 1 - L_ROM),                  # TERM, the terminator's flag at L_STATUS, the
+                                                              # pre-immediate at L_PRE_REG, words 1-3 at L_IMM
     "status": Span(L_ROM, 2),                                 # the CTA pass's initial masks at L_ROM
     "operands": Span(L_PRE_REG, L_EXEC + 1 - L_PRE_REG),      # the pre-ALU's (L_PRE_REG), the condition
                                                               # replica (L_BRANCH), the ALU's (L_REG), cleared at L_EXEC
