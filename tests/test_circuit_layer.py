@@ -105,3 +105,30 @@ def test_bank_refuses_more_rows_than_a_head():
     c = Circuit(QWEN35_2B, 1024)
     with pytest.raises(CircuitError, match="129 rows; a GDN head has 128"):
         Mem.declare_bank(c, 0, "big", 129, 8)
+
+
+def test_compact_packs_fields_allocated_out_of_birth_order_and_computes_the_same():
+    """A field allocated before earlier-born ones takes dims they could have shared; compact() moves
+    every field to the lowest dims free over its lifetime and the weights with it."""
+    import numpy as np
+    from qwengpu.circuit.check import MLP_HOST
+    from qwengpu.circuit.model import build_model, decode, encode, run_prefill
+    c = Circuit(MLP_HOST, circuit_width(MLP_HOST, 448), slack=64)
+    a = c.input("a", 32)
+    late = c.field("late", 32, 2)            # allocated first: early's dims are not free for it
+    early, mid = c.field("early", 32, 0), c.field("mid", 32, 1)
+    G.copy_bits(c, 0, a, early)
+    G.copy_bits(c, 1, early, mid)
+    c.clear(early, 1)
+    G.copy_bits(c, 2, mid, late)
+    c.clear(mid, 2)
+    c.layer(3)                               # the residual after layer 2 is layer 3's input
+    with pytest.raises(CircuitError, match="compact"):
+        c.weights()
+    spread = c.layout.high_water()
+    c.compact()
+    assert c.layout.high_water() == spread - 32 and set(late.dims) == {d for d in early.dims}
+    values = np.random.default_rng(0).integers(0, 1 << 32, 64, dtype=np.uint64)
+    hs, _ = run_prefill(build_model(c), encode(c, {a: values}, 64)[None])
+    got, err = decode(hs[3][0], late)
+    assert (got == values).all() and err < 1e-3

@@ -34,7 +34,7 @@ class CompiledLayer:
         host = layout.host
         self.host = host
         self.neurons: list[tuple[dict[int, int], int, dict[int, float]]] = []
-        N, H, dk, dv = layout.total, host.gdn_heads, host.key_dim, host.value_dim
+        N, H, dk, dv = layout.columns, host.gdn_heads, host.key_dim, host.value_dim
         self.heads_used = 0
         self.qkv = np.zeros((2 * H * dk + H * dv, N), np.float32)   # bf16-exact values: fp32 holds them
         self.z = np.zeros((H * dv, N), np.float32)
@@ -75,10 +75,32 @@ class CompiledLayer:
         H, dk, dv = self.host.gdn_heads, self.host.key_dim, self.host.value_dim
         return self.qkv[2 * H * dk + head * dv + col]
 
+    def remap(self, perm: np.ndarray, columns: int) -> None:
+        """Moves residual dim d to perm[d] (-1: no field holds d at this layer, so nothing may
+        use it) in every matrix and neuron, which then address `columns` dims."""
+        for name in ("qkv", "z", "b"):
+            self._check_unused(getattr(self, name), perm, f"{name} reads")
+            setattr(self, name, _moved(getattr(self, name), perm, columns))
+        self._check_unused(self.out.T, perm, "the GDN writes")
+        self.out = _moved(self.out.T, perm, columns).T.copy()
+        dims = {d for terms, _, out in self.neurons for d in (*terms, *out)}
+        unused = sorted(d for d in dims if perm[d] < 0)
+        if unused:
+            raise CircuitError(f"layer {self.index}: a neuron uses residual dim {unused[0]}, which no field holds here")
+        self.neurons = [({int(perm[d]): k for d, k in terms.items()}, bias, {int(perm[d]): k for d, k in out.items()})
+                        for terms, bias, out in self.neurons]
+
+    def _check_unused(self, m: np.ndarray, perm: np.ndarray, what: str) -> None:
+        bad = np.flatnonzero((perm < 0) & np.any(m != 0, axis=0))
+        if bad.size:
+            raise CircuitError(f"layer {self.index}: {what} residual dim {bad[0]}, which no field holds here")
+
     # ---- weights -----------------------------------------------------------
     def weights(self, intermediate: int | None = None) -> dict[str, np.ndarray]:
         """Parameters of a Qwen3_5DecoderLayer (linear_attention), float64, names relative to the layer."""
         lay, host = self.layout, self.host
+        if lay.columns != lay.total:
+            raise CircuitError(f"layer {self.index}: the circuit was built with slack; compact() it first")
         N, n, H, dk, dv = lay.total, lay.n, host.gdn_heads, host.key_dim, host.value_dim
         I = intermediate or max(len(self.neurons), 1)
         if len(self.neurons) > I or len(self.neurons) > host.intermediate:
@@ -116,6 +138,14 @@ class CompiledLayer:
     @property
     def neuron_count(self) -> int:
         return len(self.neurons)
+
+
+def _moved(m: np.ndarray, perm: np.ndarray, columns: int) -> np.ndarray:
+    """m's columns moved by perm (columns with perm -1 dropped) into a matrix of `columns` columns."""
+    out = np.zeros((m.shape[0], columns), m.dtype)
+    keep = np.flatnonzero(perm >= 0)
+    out[:, perm[keep]] = m[:, keep]
+    return out
 
 
 def split_bias(bias: int) -> tuple[int, int]:
@@ -156,10 +186,26 @@ def check_silence(w: dict[str, np.ndarray], n: int, index: int) -> None:
 class Circuit:
     """A stack of compiled layers over one residual layout."""
 
-    def __init__(self, host, width: int):
+    def __init__(self, host, width: int, slack: int = 0):
+        """`width` circuit dims; the allocator may hand out `slack` more while the circuit is built,
+        which compact() then packs into `width`."""
         self.host = host
-        self.layout = ResidualLayout(host, width)
+        self.layout = ResidualLayout(host, width, slack)
         self.layers: list[CompiledLayer] = []
+
+    def compact(self) -> None:
+        """Packs every field into the lowest dims free over its lifetime (ResidualLayout.pack) and
+        moves the layers' weights with them: a dim's field at layer L is the one born <= L <= died."""
+        lay, n, last = self.layout, self.layout.n, len(self.layers) - 1
+        columns = lay.columns
+        moved = lay.pack()
+        for layer in self.layers:
+            perm = np.full(columns, -1)
+            perm[:n] = np.arange(n)
+            for f, old in moved:
+                if f.born <= layer.index <= min(f.died, last):
+                    perm[list(old)] = f.dims
+            layer.remap(perm, lay.total)
 
     def layer(self, index: int) -> CompiledLayer:
         while len(self.layers) <= index:

@@ -59,15 +59,16 @@ class Field:
 
 
 class ResidualLayout:
-    def __init__(self, host: HostSpec, width: int):
+    def __init__(self, host: HostSpec, width: int, slack: int = 0):
         self.host, self.width = host, width
         self.n = host.hidden
         self.total = host.hidden + width
+        self.capacity = width + slack     # dims the allocator may hand out until pack() fits them into width
         t, m = anchor_split(self.total)
         self.anchor_value = 2.0 ** (m + ANCHOR_LOG2)
         self.normed_anchor = self.anchor_value * NORM_OUT     # the anchor after a decoder norm
         self.fields: list[Field] = []
-        self._free_after = [-2] * width          # a dim is free for fields born after this layer
+        self._free_after = [-2] * self.capacity  # a dim is free for fields born after this layer
         self.dim_vmax: dict[int, int] = {}       # dim -> largest value of the field now holding it
         self.dim_scale: dict[int, float] = {}    # dim -> residual value per unit of that field
         self.holder: dict[int, Field] = {}       # dim -> the field allocated there last
@@ -81,7 +82,7 @@ class ResidualLayout:
         if len(picked) < width:
             live = sum(f == FOREVER for f in self._free_after)
             raise CircuitError(f"residual full: field {name!r} needs {width} dims at layer {born}; "
-                               f"the circuit has {self.width} dims, {live} live")
+                               f"the circuit has {self.capacity} dims, {live} live")
         for j in picked:
             self._free_after[j] = FOREVER
             self.dim_vmax[self.n + j] = vmax
@@ -98,6 +99,42 @@ class ResidualLayout:
         field.died = layer
         for d in field.dims:
             self._free_after[d - self.n] = layer
+
+    @property
+    def columns(self) -> int:
+        """Residual dims the layers' matrices address (n + capacity; n + width once packed)."""
+        return self.n + self.capacity
+
+    def pack(self) -> list[tuple[Field, tuple[int, ...]]]:
+        """Moves every field born in a layer to the lowest dims free over its whole lifetime (interval
+        colouring in birth order: optimal, so the high water becomes the peak number of live dims),
+        within `width`; inputs and the anchor stay where they are. alloc() hands dims out in build
+        order, not birth order: a unit built after another whose fields are born later finds the
+        dims it could share taken. Returns (field, its old dims) for every field."""
+        fixed = [f for f in self.fields if f.born < 0]
+        free_after = [-2] * self.width
+        for f in fixed:
+            for d in f.dims:
+                if d - self.n >= self.width:
+                    raise CircuitError(f"input {f.name!r} lies past the circuit's {self.width} dims")
+                free_after[d - self.n] = FOREVER
+        moved = [(f, f.dims) for f in fixed]
+        for f in sorted((f for f in self.fields if f.born >= 0), key=lambda f: (f.born, f.dims[0])):
+            picked = [j for j, after in enumerate(free_after) if after < f.born][:f.width]
+            if len(picked) < f.width:
+                live = sum(g.width for g in self.live(f.born))
+                raise CircuitError(f"residual full: {live} dims live at layer {f.born}; the circuit has {self.width}")
+            for j in picked:
+                free_after[j] = f.died
+            moved.append((f, f.dims))
+            f.dims = tuple(self.n + j for j in picked)
+        self.capacity = self.width
+        self._free_after = free_after
+        by_birth = sorted(self.fields, key=lambda f: f.born)      # each dim's last field wins
+        self.holder = {d: f for f in by_birth for d in f.dims}
+        self.dim_vmax = {d: f.vmax for f in by_birth for d in f.dims}
+        self.dim_scale = {d: f.scale for f in by_birth for d in f.dims}
+        return moved
 
     def live(self, layer: int) -> list[Field]:
         return [f for f in self.fields if f.born <= layer < f.died]

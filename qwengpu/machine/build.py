@@ -41,6 +41,9 @@ from qwengpu.machine.words import CTA_BITS, PC_BITS, ROM0, TERM, TID_BITS, WARP_
 from qwengpu.machine.writeback import build_writeback
 
 
+BUILD_SLACK = 1024      # residual dims the build may use past C before Circuit.compact packs them
+
+
 def check_limits() -> None:
     """MachineLimitError naming the first isa limit the circuit cannot follow, its value and what
     the machine supports. isa is read at call time; what words.py, tokens.py and this module
@@ -90,7 +93,7 @@ class Machine:
         check_limits()
         self.host = host
         self.vocab = Vocab()
-        self.c = c = Circuit(host, width or circuit_width(host, 6000, limit=8192))
+        self.c = c = Circuit(host, width or circuit_width(host, 6000, limit=8192), slack=BUILD_SLACK if width else 0)
         self.f = {name: c.input(name, w) for name, w in FEATURES.items()}
         self.zero = [[c.input("zero", 1)[0]]]          # an always-0 dim: the row-0 address
         self.k = {name: self.f["kind"][i] for i, name in enumerate(KINDS)}
@@ -105,6 +108,7 @@ class Machine:
             # the execute stage records the scheduler, warp unit, ALU and branch unit as units of their own
             with self.unit(name) if name else nullcontext():
                 build_unit(self)
+        c.compact()
 
     @contextmanager
     def unit(self, name: str):
