@@ -132,3 +132,27 @@ def test_compact_packs_fields_allocated_out_of_birth_order_and_computes_the_same
     hs, _ = run_prefill(build_model(c), encode(c, {a: values}, 64)[None])
     got, err = decode(hs[3][0], late)
     assert (got == values).all() and err < 1e-3
+
+
+def test_compact_keeps_a_field_whose_part_a_view_released():
+    """Clearing a view frees those dims of its field only: a later field may take them, and packing
+    must tell the two apart on every layer (the machine clears the TERM word's tail early)."""
+    import numpy as np
+    from qwengpu.circuit.check import MLP_HOST
+    from qwengpu.circuit.model import build_model, decode, encode, run_prefill
+    from qwengpu.circuit.residual import Field
+    c = Circuit(MLP_HOST, circuit_width(MLP_HOST, 448), slack=64)
+    a = c.input("a", 32)
+    wide = c.field("wide", 32, 0)
+    G.copy_bits(c, 0, a, wide)
+    c.clear(Field("wide.top", wide.dims[16:], "bits", 0), 1)
+    other = c.field("other", 16, 2)                      # takes wide's released dims
+    assert set(other.dims) == set(wide.dims[16:])
+    G.copy_bits(c, 2, Field("wide.low", wide.dims[:16], "bits", 0), other)
+    c.layer(3)
+    c.compact()
+    values = np.random.default_rng(1).integers(0, 1 << 32, 64, dtype=np.uint64)
+    hs, _ = run_prefill(build_model(c), encode(c, {a: values}, 64)[None])
+    low = Field("low", wide.dims[:16], "bits", 0)
+    assert (decode(hs[3][0], other)[0] == values % (1 << 16)).all()
+    assert (decode(hs[3][0], low)[0] == values % (1 << 16)).all()

@@ -195,7 +195,8 @@ class Circuit:
 
     def compact(self) -> None:
         """Packs every field into the lowest dims free over its lifetime (ResidualLayout.pack) and
-        moves the layers' weights with them: a dim's field at layer L is the one born <= L <= died."""
+        moves the layers' weights with them: a dim's field at layer L is the one born <= L <= died
+        (or the layer a view's clear released that dim)."""
         lay, n, last = self.layout, self.layout.n, len(self.layers) - 1
         columns = lay.columns
         moved = lay.pack()
@@ -203,8 +204,9 @@ class Circuit:
             perm = np.full(columns, -1)
             perm[:n] = np.arange(n)
             for f, old in moved:
-                if f.born <= layer.index <= min(f.died, last):
-                    perm[list(old)] = f.dims
+                for d, new in zip(old, f.dims):
+                    if f.born <= layer.index <= min(f.ends.get(new, f.died), last):
+                        perm[d] = new
             layer.remap(perm, lay.total)
 
     def layer(self, index: int) -> CompiledLayer:

@@ -17,7 +17,7 @@ Encodings (see docs/circuit.md):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit.host import HostSpec, anchor_split
@@ -37,6 +37,7 @@ class Field:
     born: int
     died: int = FOREVER
     vmax: int = 1              # largest value one dim holds (1 for bits/onehot)
+    ends: dict[int, int] = field(default_factory=dict)      # dim -> layer: dims released before the rest
 
     @property
     def scale(self) -> float:
@@ -99,6 +100,7 @@ class ResidualLayout:
         field.died = layer
         for d in field.dims:
             self._free_after[d - self.n] = layer
+            self.holder[d].ends[d] = layer      # a view's release frees these dims of its field only
 
     @property
     def columns(self) -> int:
@@ -110,7 +112,8 @@ class ResidualLayout:
         colouring in birth order: optimal, so the high water becomes the peak number of live dims),
         within `width`; inputs and the anchor stay where they are. alloc() hands dims out in build
         order, not birth order: a unit built after another whose fields are born later finds the
-        dims it could share taken. Returns (field, its old dims) for every field."""
+        dims it could share taken. A field part of which a view's clear released (Field.ends) frees
+        those dims from then. Returns (field, its old dims) for every field."""
         fixed = [f for f in self.fields if f.born < 0]
         free_after = [-2] * self.width
         for f in fixed:
@@ -124,9 +127,10 @@ class ResidualLayout:
             if len(picked) < f.width:
                 live = sum(g.width for g in self.live(f.born))
                 raise CircuitError(f"residual full: {live} dims live at layer {f.born}; the circuit has {self.width}")
-            for j in picked:
-                free_after[j] = f.died
+            for j, d in zip(picked, f.dims):
+                free_after[j] = f.ends.get(d, f.died)
             moved.append((f, f.dims))
+            f.ends = {self.n + j: f.ends[d] for j, d in zip(picked, f.dims) if d in f.ends}
             f.dims = tuple(self.n + j for j in picked)
         self.capacity = self.width
         self._free_after = free_after
