@@ -11,11 +11,8 @@ shares, else each lane's); and with a machine block per pass that writes back on
 live after the block (an estimate for machine v2, docs/machine.md, "Next"). `--block-slots N`
 lowers the suite as if isa.BLOCK_SLOTS were N (the circuit is not built, so any N counts).
 
-Last, tokens another design would save (an estimate, docs/machine.md "Next"): the terminator run
-in the pass of the block's last instruction where that instruction writes the branch condition
-(the condition forwarded from the ALU; where it does not, the machine already folds it:
-encoding.own_terminator_pass), its EXEC saved. A pair's first instruction (encoding.py) is
-forwarded, never written back, so the writeback columns leave it out.
+A pair's first instruction (encoding.py) is forwarded, never written back, so the writeback
+columns leave it out.
 """
 from __future__ import annotations
 
@@ -28,7 +25,7 @@ from qwengpu import isa
 from qwengpu.api import Device
 from qwengpu.launch import Launch
 from qwengpu.machine import protocol
-from qwengpu.machine.encoding import encode, live_out, own_terminator_pass
+from qwengpu.machine.encoding import encode, live_out
 from qwengpu.machine.words import WORD_BITS
 from qwengpu.suite import discover, load_spec
 
@@ -67,15 +64,13 @@ def kernel_census(case) -> dict:
     for t in stream.tokens:
         if t.kind == "EXEC":
             p = next(p for p in codes[t.args[1]].passes if p.slot == t.args[2])
-            kinds["EXEC (terminator passes)"] += p.main is None
+            kinds["EXEC (terminator passes)"] += p.main is None and p.pre is None
             kinds["EXEC (pairs)"] += p.pre is not None
     steps, _ = protocol._traced_run(L.program, L.grid, L.block, L.params, L.memory.copy())
-    every, by_part, live, saved = (collections.Counter() for _ in range(4))
+    every, by_part, live = (collections.Counter() for _ in range(3))
     for step in steps:
         b, writes = L.program.blocks[step.pc], iter(step.reg_writes)
         nlanes = bin(step.mask).count("1")
-        if b.instrs and own_terminator_pass(b):     # folding is done where the condition needs no forwarding
-            saved["fold (forwarded)"] += 1
         paired = {p.pre for p in codes[step.pc].passes}
         for i, ins in enumerate(b.instrs):
             if not ins.dst.n:
@@ -89,8 +84,7 @@ def kernel_census(case) -> dict:
                 by_part[w] += partwise(values, w)
                 live[w] += writeback(values, w) if last and ins.dst.n in outs[step.pc] else 0
     return {"kernel": case.name, "tokens": len(stream.tokens), "kinds": dict(kinds),
-            "writeback": dict(every), "partwise_writeback": dict(by_part), "live_writeback": dict(live),
-            "saved": dict(saved)}
+            "writeback": dict(every), "partwise_writeback": dict(by_part), "live_writeback": dict(live)}
 
 
 def main() -> int:
@@ -100,9 +94,8 @@ def main() -> int:
     a = ap.parse_args()
     isa.BLOCK_SLOTS = a.block_slots
     rows = [kernel_census(c) for c in discover()]
-    kinds, every, by_part, live, saved = (collections.Counter() for _ in range(5))
+    kinds, every, by_part, live = (collections.Counter() for _ in range(4))
     for r in rows:
-        saved.update(r["saved"])
         kinds.update(r["kinds"])
         every.update(r["writeback"])
         by_part.update(r["partwise_writeback"])
@@ -110,7 +103,7 @@ def main() -> int:
     total = sum(r["tokens"] for r in rows)
     if a.json:
         json.dump({"kernels": rows, "tokens": total, "kinds": kinds, "writeback": every,
-                   "partwise_writeback": by_part, "live_writeback": live, "saved": saved}, sys.stdout, indent=1)
+                   "partwise_writeback": by_part, "live_writeback": live}, sys.stdout, indent=1)
         return 0
     print(f"suite: {total:,} generated tokens")
     for kind, n in kinds.most_common():
@@ -118,9 +111,6 @@ def main() -> int:
     print(f"\n{'part bits':>9} {'ids':>8} {'writeback':>10} {'part by part':>13} {'live-out only':>14}")
     for w in WIDTHS:
         print(f"{w:9} {ids(w):8,} {every[w]:10,} {by_part[w]:13,} {live[w]:14,}")
-    print("\ntokens other designs would save:")
-    for name in ("fold (forwarded)",):
-        print(f"  {name:20} {saved[name]:9,} {saved[name] / total:6.1%}")
     return 0
 
 

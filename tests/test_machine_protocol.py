@@ -166,8 +166,7 @@ def test_divergent_branch_partial_exit_and_reconvergence():
     memory[1] = 0xABCDEF
     got = expected_stream(divergent_program(), 1, 4, [0, 0], memory).tokens
     want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1), *vals(3, 3, 1),
-            exec_(0, 0, 1), *vals(0, 1, 1), *vals(1, 1, 1), *vals(2, 0, 1), *vals(3, 0, 1),
-            exec_(0, 0, 2), T("CT1", 1, 0b0011, 0),     # SETLT writes the BRC's r2: a pass of its own
+            exec_(0, 0, 1), T("CT1", 1, 0b0011, 0),     # SETLT runs in the pre-ALU of the BRC's pass: r2 forwarded
             exec_(0, 1, 0), *valu(5, 1),                                        # the others fold
             T("CT1", 2, 0b1100, 0), T("CT2", 0b1100, 0, 0),                     # lanes 0, 1 exit
             exec_(0, 2, 0), *valu(0x300, 1),
@@ -340,7 +339,26 @@ def test_pairs_take_an_alu_op_whose_result_dies_in_the_next_instruction(first, t
     assert (encode_block(block, live).passes[0].pre == 0) == pairs
 
 
-def test_the_branch_condition_is_never_left_in_the_pre_alu():
-    block = MachineBlock([Instr(Op.SETLT, r(2), (r(1), Imm(5))), Instr(Op.MOV, r(3), (r(1),))],
-                         Terminator(Term.BRC, 0, r(2), 1, 1))
-    assert [p.pre for p in encode_block(block, set()).passes] == [None, None]
+def test_the_branch_condition_is_forwarded_only_into_the_last_pass():
+    from qwengpu.machine.words import ROM0, TERM
+    field = lambda word, w, name: word >> w[name].offset & (1 << w[name].width) - 1
+    setlt, brc = Instr(Op.SETLT, r(2), (r(1), Imm(5))), Terminator(Term.BRC, 0, r(2), 1, 1)
+    mov = lambda d: Instr(Op.MOV, r(d), (r(1),))
+
+    def code(instrs, live=frozenset()):
+        return encode_block(MachineBlock(instrs, brc), set(live))
+    pair = code([setlt, mov(3)])               # the terminator runs in the MOV's pass, r2 from the pre-ALU
+    assert pair.passes == (Pass(0, 1, 0),)
+    assert field(pair.words[0][0], ROM0, "tfwd") == 1 and field(pair.term, TERM, "cond") == 0
+    alone = code([mov(3), setlt])              # the last instruction writes r2: the MOV pairs with it
+    assert alone.passes == (Pass(0, 1, 0), Pass(1, None))
+    assert field(alone.words[0][0], ROM0, "tfwd") == 0 and field(alone.term, TERM, "cond") == 2
+    only = code([setlt])                       # ... or with the terminator's pass
+    assert only.passes == (Pass(0, None, 0),) and field(only.words[0][0], ROM0, "tfwd") == 1
+    assert code([setlt], live={2}).passes == (Pass(0, 0), Pass(1, None))           # r2 live after the block
+    assert code([setlt, mov(3), mov(4)]).passes == (Pass(0, 0), Pass(1, 2, 1))     # read after the pair's pass
+    full = [Instr(Op.LD, r(d), (r(1), Imm(0)), Space.GLOBAL) for d in (3, 4, 5)] + [setlt]
+    assert code(full).passes[-1] == Pass(3, None, 3)        # the last of BLOCK_SLOTS pairs with the terminator
+    blocks = [MachineBlock(full, brc), MachineBlock([], EXIT)]
+    tables, _ = decode_prompt(prompt(Program("k", blocks, []), 1, 4, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)))
+    assert tables["PRE3.0"][0] == code(full).pre_words[3][0]

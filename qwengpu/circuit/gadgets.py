@@ -113,6 +113,17 @@ def requantize(c: Circuit, at: int, x: Field, gate: Field | list[Field] | None =
         gated(c, at, {}, 1, {d: 1 for d in x.dims}, gate)
 
 
+def add_exact(c: Circuit, at: int, x: int, out: dict[int, float], gate: Field | None = None) -> None:
+    """out += coef * the bit in dim x made exactly 0 or 1 (noise below 1/4): relu(4x - 1) -
+    relu(4x - 2); with `gate` (an exact flag), only when it is 1."""
+    for bias, sign in ((-1, 1), (-2, -1)):
+        terms, scaled = {x: 4}, {d: sign * k for d, k in out.items()}
+        if gate is None:
+            relu(c, at, terms, bias, scaled)
+        else:
+            gated(c, at, terms, bias, scaled, gate)
+
+
 def const_one(c: Circuit, at: int, out: dict[int, float]) -> None:
     """out += coef (a neuron on the anchor alone)."""
     c.layer(at).relu({}, 1, {d: k * c.layout.dim_scale[d] for d, k in out.items()})

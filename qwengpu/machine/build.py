@@ -27,7 +27,7 @@ from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.weights import CircuitWeights
 from qwengpu.machine.alu import ALU_OPS
 from qwengpu.machine.atomic import build_atomic_unit
-from qwengpu.machine.copy_unit import build_copy_addresses, build_copy_table
+from qwengpu.machine.copy_unit import build_copy_unit
 from qwengpu.machine.execute import build_execute
 from qwengpu.machine.fetch import TERMS, build_fetch
 from qwengpu.machine.inputs import build_inputs
@@ -101,8 +101,7 @@ class Machine:
         self.plan = PLAN
         self.footprint: dict[str, set[int]] = {}     # unit -> the layers it added neurons or GDN heads to
         for name, build_unit in (("inputs", build_inputs), ("fetch", build_fetch), ("status", build_status),
-                                 ("operands", build_operands), ("copy_unit", build_copy_table), (None, build_execute),
-                                 ("copy_unit", build_copy_addresses),
+                                 ("operands", build_operands), (None, build_execute), ("copy_unit", build_copy_unit),
                                  ("lsu", build_lsu), ("writeback", build_writeback), ("atomic", build_atomic_unit),
                                  ("next_token", build_next_token)):
             # the execute stage records the scheduler, warp unit, ALU and branch unit as units of their own

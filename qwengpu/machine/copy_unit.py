@@ -9,14 +9,14 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as B
 from qwengpu.circuit.memory import declare_bank
 from qwengpu.machine.lsu import ROW_BITS
-from qwengpu.machine.plan import EXEC_END, L_BRANCH, L_IN, L_ROM
+from qwengpu.machine.plan import EXEC_END, L_IN, L_PRE, L_ROM
 from qwengpu.machine.wiring import flag_if, match, part, view
 from qwengpu.machine.words import COPY0, COPYROW, GROUP_BITS
 
 
-def build_copy_table(m) -> None:
-    """Adds the copy-out table, COPY0 and the next group (copy_next) to machine m."""
-    c, k, g, L = m.c, m.k, m.f["CG"], L_BRANCH
+def build_copy_unit(m) -> None:
+    """Adds the copy-out table, COPY0, the next group (copy_next) and the lanes' addresses to machine m."""
+    c, k, g, L = m.c, m.k, m.f["CG"], L_PRE
     high = GROUP_BITS - ROW_BITS                          # group bits above a bank's row
     banks = 1 << high
     rd, wr = c.field("copy.rd", banks, L_IN), c.field("copy.wr", banks, L_IN)
@@ -58,13 +58,7 @@ def build_copy_table(m) -> None:
     m.copy_row = row
     c.clear(explicit, L + 2)
     c.clear(inc, L + 2)
-
-
-def build_copy_addresses(m) -> None:
-    """Each lane's address: word LANES * g + l, as a byte address where the ALU's result goes
-    (built after the ALU; the table is built before the execute stage, so that its fields, born
-    early, take low residual dims)."""
-    c, k, g = m.c, m.k, m.f["CG"]
+    # each lane's address: word LANES * g + l, as a byte address where the ALU's result goes
     at = EXEC_END - 1
     for l in range(isa.LANES):
         for i in range(2):

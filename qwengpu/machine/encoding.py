@@ -104,26 +104,43 @@ def _pairs_with_next(block: isa.MachineBlock, i: int, live: set[int]) -> bool:
     address = then.srcs[:1 if then.op is isa.Op.ATOM else 2]        # an atomic's is a, a load's or store's a + b
     if isa.OP_SPEC[then.op][0] is isa.Kind.MEM and _reads(address, d):
         return False        # a memory fault's lane and address are told from the tokens (faults.py)
-    if block.term.kind is isa.Term.BRC and block.term.cond.n == d:
-        return False
+    if block.term.kind is isa.Term.BRC and block.term.cond.n == d and i + 2 < len(instrs):
+        return False        # the terminator reads the pre-ALU's result only in the last instruction's pass
     return d not in live or any(ins.dst.n == d for ins in instrs[i + 1:])
+
+
+def _pairs_with_terminator(block: isa.MachineBlock, live: set[int]) -> bool:
+    """Whether the last instruction, which writes the BRC's condition, can run in the pre-ALU of
+    the terminator's pass (the condition forwarded to the branch unit)."""
+    last = block.instrs[-1]
+    return (isa.OP_SPEC[last.op][0] is isa.Kind.ALU and last.dst.n not in live
+            and sum(isinstance(s, isa.Imm) and s.value != 0 for s in last.srcs) <= 1)
 
 
 def block_passes(block: isa.MachineBlock, live: set[int]) -> tuple[Pass, ...]:
     """The block's passes, pairs taken greedily in block order (`live`: registers live after it)."""
     out, i = [], 0
-    while i < len(block.instrs):
+    n = len(block.instrs)
+    own = own_terminator_pass(block)
+    while i < n:
+        if i == n - 1 and own and _pairs_with_terminator(block, live):
+            out.append(Pass(len(out), None, i))
+            return tuple(out)
         pair = _pairs_with_next(block, i, live)
         out.append(Pass(len(out), i + pair, i if pair else None))
         i += 1 + pair
-    if own_terminator_pass(block):
+    if own:
         out.append(Pass(len(out), None))
     return tuple(out)
 
 
-def instr_words(ins: isa.Instr, pre: isa.Instr | None = None) -> tuple[int, int, int, int]:
-    """An instruction's ROM words; with `pre`, the instruction its pass runs first in the
-    pre-ALU: operands that read pre's result are forwarded (register field r0, fwd bit set)."""
+def instr_words(ins: isa.Instr | None, pre: isa.Instr | None = None, cond: int = 0) -> tuple[int, int, int, int]:
+    """An instruction's ROM words (None: a terminator's pass without one); with `pre`, the
+    instruction its pass runs first in the pre-ALU: operands that read pre's result are forwarded
+    (register field r0, fwd bit set), and so is the terminator's condition register `cond` (tfwd)."""
+    tfwd = int(pre is not None and cond != 0 and pre.dst.n == cond)
+    if ins is None:
+        return ROM0.pack(tfwd=tfwd), 0, 0, 0
     regs, imms, fwd = [0, 0, 0], [0, 0, 0], 0
     for i, src in enumerate(ins.srcs):
         if isinstance(src, isa.Reg):
@@ -134,7 +151,7 @@ def instr_words(ins: isa.Instr, pre: isa.Instr | None = None) -> tuple[int, int,
         else:
             imms[i] = src.value
     fields = {"op": OPCODES.index(ins.op.name), "dst": ins.dst.n, "a": regs[0], "b": regs[1], "c": regs[2],
-              "fwd": fwd}
+              "fwd": fwd, "tfwd": tfwd}
     if ins.op is isa.Op.S2R:
         fields["mod"], imms[0] = imms[0], 0
     elif isinstance(ins.mod, (isa.ShflMode, isa.VoteMode)):
@@ -161,14 +178,16 @@ def pre_words(ins: isa.Instr) -> tuple[int, int]:
 def encode_block(block: isa.MachineBlock, live: set[int]) -> BlockCode:
     """The block's passes, ROM and PRE slots and TERM word (`live`: registers live after it)."""
     passes = block_passes(block, live)
-    ins = block.instrs
-    words = tuple(instr_words(ins[p.main], None if p.pre is None else ins[p.pre])
-                  for p in passes if p.main is not None)
+    ins, term, last = block.instrs, block.term, passes[-1]
+    cond = term.cond.n if term.kind is isa.Term.BRC else 0
+    words = tuple(instr_words(None if p.main is None else ins[p.main], None if p.pre is None else ins[p.pre],
+                              cond if p is last else 0)
+                  for p in passes if p.main is not None or p.pre is not None)
     pre = {p.slot: pre_words(ins[p.pre]) for p in passes if p.pre is not None}
-    term = block.term
+    forwarded = last.pre is not None and ins[last.pre].dst.n == cond     # the branch unit reads r0 and the pre-ALU
     word = TERM.pack(target=max(term.target, 0), fallthrough=max(term.fallthrough, 0),
                      reconv=max(term.reconv, 0), rvalid=int(term.reconv >= 0),
-                     op=list(isa.Term).index(term.kind), cond=term.cond.n, slot=passes[-1].slot)
+                     op=list(isa.Term).index(term.kind), cond=0 if forwarded else cond, slot=last.slot)
     return BlockCode(passes, words, pre, word)
 
 

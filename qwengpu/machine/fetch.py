@@ -29,7 +29,8 @@ def build_fetch(m) -> None:
     m.config = c.field("config", 32, L_ROM)
     B.write_bits(c, config, m.zero, B.bits(m.staged), [m.put["CONFIG"]])
     B.read_into(c, config, m.zero, m.config.dims)
-    m.words = [_rom_word(m, 0, L_ROM)]
+    # word 0 at L_ROM; the immediates at L_IMM, where the ALU's operands need them
+    m.words = [_rom_word(m, j, L_IMM if j else L_ROM) for j in range(ROM_WORDS)]
     # the pre-ALU's instruction (PRE word at L1, its immediate at L_PRE_REG, where its operands are read)
     m.pre = c.field("pre", PRE.width, L_ROM)
     m.pre_imm = c.field("pre.imm", 32, L_PRE_REG)
@@ -46,12 +47,6 @@ def build_fetch(m) -> None:
     _decode_term(m)
     for name in ("op", "dst", "space", "mod"):       # decoded, and kept by the pending writeback (L_STATUS)
         c.clear(m.w0[name], L_PRE_REG)
-
-
-def build_immediates(m) -> None:
-    """ROM words 1-3, the immediates of the ALU's operands, read at L_IMM (built after the pre-ALU,
-    whose fields, born earlier, then take the residual dims first)."""
-    m.words += [_rom_word(m, j, L_IMM) for j in range(1, ROM_WORDS)]
 
 
 def _rom(m, target: str, layer: int, word, enable) -> None:
@@ -98,7 +93,7 @@ def _decode(m):
     for n, fld in m.pre_op.items():
         t, k0 = match(m.pw["op"], OPCODES.index(n))
         G.relu(c, L, t, k0 - (OP_BITS - 1), {fld[0]: 1})
-    for fld in [*m.op.values(), *m.pre_op.values(), m.w0["fwd"]]:   # exact flags: the ALU's gated units
+    for fld in [*m.op.values(), *m.pre_op.values(), m.w0["fwd"], m.w0["tfwd"], m.pw["imm"]]:   # exact flags: the ALU's gated units
         G.requantize(c, L + 1, fld)                                 # multiply their error
     # loads and stores by space; S2R by special register
     m.ld_space = c.field("ld_space", 3, L)

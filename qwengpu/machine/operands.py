@@ -3,9 +3,10 @@ VAL/VALU passes write.
 
     L3   the pre-ALU's operands a, b, c (a pair's first instruction: encoding.py) = register +
          the pre-immediate on the one operand PRE.imm names
-    L4   the terminator's condition register (TERM.cond) for the branch unit
+    L9   the terminator's condition register (TERM.cond) for the branch unit
     L10  the ALU's operands = register + immediate, plus the pre-ALU's result on the operands
-         ROM0.fwd names (their register field is r0); S2R's special register into operand a
+         ROM0.fwd names (their register field is r0), and on the terminator's condition where
+         ROM0.tfwd says; S2R's special register into operand a
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as B
 from qwengpu.circuit.memory import declare_bank
 from qwengpu.circuit.residual import INT_SCALE, Field
-from qwengpu.machine.plan import L_BRANCH, L_EXEC, L_PRE_REG, L_REG
+from qwengpu.machine.plan import L_EXEC, L_IMM, L_PRE_REG, L_REG
 from qwengpu.machine.wiring import view
 from qwengpu.machine.words import SREG, SREG_FIELDS, TERM, WORD_BITS
 
@@ -24,47 +25,52 @@ OPERANDS = "abc"
 
 
 def build_operands(m) -> None:
-    """Adds the pre-ALU's operands (m.pre_abc) and the terminator's condition (m.tcond) to machine m."""
-    c, f, k, L = m.c, m.f, m.k, L_PRE_REG
+    """Adds the pre-ALU's operands (m.pre_abc) to machine m."""
+    c, L = m.c, L_PRE_REG
     m.pre_abc = _registers(m, L, "pre.", [m.pw[q] for q in OPERANDS])
     for q, operands in enumerate(m.pre_abc):
         for l in range(isa.LANES):
             for i in range(32):
-                G.relu(c, L, {m.pre_imm[i]: 1, m.pw["imm"][q]: 1}, -1, {operands[l][i]: 1})
-    # the terminator's condition, one replica per lane at L4; the branch unit reads it there
-    # (only whether it is 0 matters: every bit of a lane's read goes into one dim, its popcount)
-    m.tcond = [c.field(f"tcond{l}", 1, L_BRANCH, kind="int", vmax=32) for l in range(4)]
-    tkey = B.bits(f["WB"]) + B.bits(m.tw["cond"])
-    for l in range(4):
-        bank = _register_bank(m, L_BRANCH, f"reg.t{l}", l)
-        B.read_into(c, bank, tkey, m.tcond[l].dims * 32, enable=[k["EXEC"]])
-    for fld in m.tcond:                 # an int field holds value * INT_SCALE
-        c.layer(L_BRANCH).out[fld[0], :] *= INT_SCALE
-    # read by these layers only (the TERM word's kind, slot and condition register: its targets
-    # stay for the branch unit)
+                G.add_exact(c, L, m.pre_imm[i], {operands[l][i]: 1}, view(m.pw["imm"], q, q + 1))
     c.clear(m.pre, L + 1)
     c.clear(m.pre_imm, L + 1)
-    c.clear(view(m.term, TERM["op"].offset, WORD_BITS, "term.tail"), L_BRANCH)
 
 
 def build_alu_operands(m, pre_r: list[Field]) -> None:
     """Adds the ALU's operands m.a, m.b, m.cc at L_REG: register + immediate + forwarded pre_r
-    (the pre-ALU's result, readable from L_REG), S2R's special register into a."""
+    (the pre-ALU's result, readable from L_REG), S2R's special register into a; and the
+    terminator's condition m.tcond."""
     c, L = m.c, L_REG
     abc = m.a, m.b, m.cc = _registers(m, L, "", [m.w0[q] for q in OPERANDS])
     for q, operands in enumerate(abc):
         fwd = view(m.w0["fwd"], q, q + 1)
         for l in range(isa.LANES):
             for i in range(32):
-                G.relu(c, L, {m.words[1 + q][i]: 1}, 0, {operands[l][i]: 1})     # 0 for a register operand
-                x = pre_r[l][i]             # forwarded exact: 4x - 1 and 4x - 2 cut at 1 leave 0 or 1
-                G.gated(c, L, {x: 4}, -1, {operands[l][i]: 1}, fwd)
-                G.gated(c, L, {x: 4}, -2, {operands[l][i]: -1}, fwd)
+                G.add_exact(c, L, m.words[1 + q][i], {operands[l][i]: 1})     # 0 for a register operand
+                G.add_exact(c, L, pre_r[l][i], {operands[l][i]: 1}, fwd)
     _s2r(m)
+    _condition(m, pre_r)
     for fld in (*m.pre_abc[0], *m.pre_abc[1], *m.pre_abc[2]):     # the pre-ALU has read them
         c.clear(fld, L)
-    for done in (*pre_r, *(m.w0[q] for q in (*OPERANDS, "fwd")), *m.words[1:], m.sregs, m.valu_lane):
+    for done in (*pre_r, *(m.w0[q] for q in (*OPERANDS, "fwd", "tfwd")), *m.words[1:], m.sregs, m.valu_lane):
         c.clear(done, L_EXEC)
+
+
+def _condition(m, pre_r: list[Field]) -> None:
+    """m.tcond: per lane, the popcount of the terminator's condition (only whether it is 0
+    matters), from a register-file replica at L_IMM (TERM.cond; r0 when forwarded), plus the
+    pre-ALU's result where ROM0.tfwd says, for the branch unit at L_BRANCH."""
+    c = m.c
+    m.tcond = [c.field(f"tcond{l}", 1, L_IMM, kind="int", vmax=32) for l in range(isa.LANES)]
+    key = B.bits(m.f["WB"]) + B.bits(m.tw["cond"])
+    for l, fld in enumerate(m.tcond):
+        bank = _register_bank(m, L_IMM, f"reg.t{l}", l)
+        B.read_into(c, bank, key, fld.dims * 32, enable=[m.k["EXEC"]])    # every bit into one dim
+        c.layer(L_IMM).out[fld[0], :] *= INT_SCALE                           # an int field holds value * INT_SCALE
+        for b in pre_r[l].dims:
+            G.add_exact(c, L_REG, b, {fld[0]: 1}, view(m.w0["tfwd"], 0, 1))
+    # the TERM word's kind, slot and condition register are read (its targets stay for the branch unit)
+    c.clear(view(m.term, TERM["op"].offset, WORD_BITS, "term.tail"), L_IMM + 1)
 
 
 def _register_bank(m, layer: int, name: str, lane: int) -> B.Bank:

@@ -1,7 +1,8 @@
 """The machine's layer plan: where each unit sits, in one table (docs/machine.md, "Layer plan").
 
-The front is one stage a layer (L0-L4); the pre-ALU (a pair's first instruction, encoding.py)
-runs beside the terminator, then the operands of the ALU are read with its result forwarded. From the execute stage on, each first layer follows from
+The front is one stage a layer (L0-L4); then the pre-ALU (a pair's first instruction,
+encoding.py), then the ALU's operands and the terminator's condition with its result forwarded,
+then the ALU beside the terminator. From the execute stage on, each first layer follows from
 the depths of the units before it, computed here: the units (alu.py, warp.py, branch.py,
 scheduler.py, atomic.py) take their depth from this module and the machine's stages their
 layers. `PLAN` maps each unit to the span of layers its neurons and GDN heads use; the build
@@ -45,15 +46,15 @@ L_IN = 0                  # registers written by tokens
 L_ROM = 1                 # config, ROM word 0, the pre-ALU's word, decode
 L_STATUS = 2              # warp status, pending writeback, TERM, the scheduler's turn
 L_PRE_REG = 3             # the pre-ALU's operands (register file)
-L_PRE = 4                 # the pre-ALU (a pair's first instruction)
-L_BRANCH = L_PRE          # terminator and SIMT stack, the copy-out table: beside the pre-ALU
+L_PRE = 4                 # the pre-ALU (a pair's first instruction), the copy-out table
 L_REG = L_PRE + ALU_LAYERS        # special registers, register file, operands (the pre-ALU's result forwarded)
-L_IMM = L_REG - 1         # the ALU's immediates (ROM words 1-3): read late, so the residual holds them briefly
+L_IMM = L_REG - 1         # the ALU's immediates (ROM words 1-3) and the terminator's condition register
 L_EXEC = L_REG + 1        # ALU, warp unit
+L_BRANCH = L_EXEC         # terminator and SIMT stack, beside the ALU (its condition may be forwarded too)
 L_SCHED = L_STATUS + 1    # the scheduler reads the statuses
 L_STACK = L_BRANCH + STACK_AT
 L_CT2 = L_BRANCH + TERMINATOR_LAYERS      # whether the terminator changed CT2's half
-EXEC_END = max(L_EXEC + ALU_LAYERS, L_EXEC + WARP_LAYERS, L_CT2 + CT2_LAYERS,
+EXEC_END = max(L_EXEC + ALU_LAYERS, L_EXEC + WARP_LAYERS, L_BRANCH + TERMINATOR_LAYERS,
                L_SCHED + SCHEDULER_LAYERS)      # the first layer that reads every execute result
 L_Q = EXEC_END            # the load/store unit: store queue, memories
 L_LOAD = L_Q + LSU_LAYERS - 1     # shared and CONST memory, a load's result in place of its address
@@ -61,6 +62,7 @@ L_WB = L_Q + LSU_LAYERS   # writeback queues; the atomic's old value
 L_ATOM = L_WB + 1         # the atomic unit
 L_NEXT = L_ATOM + ATOMIC_LAYERS   # the atomic queue; next-token logic E1
 LAYERS = L_NEXT + NEXT_TOKEN_LAYERS
+assert L_CT2 + CT2_LAYERS <= L_WB, "the writeback queues read the CT2 change"
 
 # ---- each unit's layers, as the build lays them out (checked against the circuit) ----
 PLAN: dict[str, Span] = {
@@ -69,13 +71,13 @@ PLAN: dict[str, Span] = {
                                                               # pre-immediate at L_PRE_REG, words 1-3 at L_IMM
     "status": Span(L_ROM, 2),                                 # the CTA pass's initial masks at L_ROM
     "operands": Span(L_PRE_REG, L_EXEC + 1 - L_PRE_REG),      # the pre-ALU's (L_PRE_REG), the condition
-                                                              # replica (L_BRANCH), the ALU's (L_REG), cleared at L_EXEC
+                                                              # replica (L_IMM), the ALU's (L_REG), cleared at L_EXEC
     "scheduler": Span(L_STATUS, L_SCHED + SCHEDULER_LAYERS - L_STATUS),    # the turn at L_STATUS
     "pre_alu": Span(L_PRE, ALU_LAYERS),
     "warp": Span(L_EXEC, WARP_LAYERS),
     "alu": Span(L_EXEC, ALU_LAYERS),                          # the warp unit's result joins at its last
     "branch": Span(L_BRANCH, L_CT2 + CT2_LAYERS - L_BRANCH),  # terminator, then the CT2 change
-    "copy_unit": Span(L_IN, EXEC_END - L_IN),                 # enables L0-L1, table L_BRANCH, addresses EXEC_END - 1
+    "copy_unit": Span(L_IN, EXEC_END - L_IN),                 # enables L0-L1, table L_PRE, addresses EXEC_END - 1
     "lsu": Span(L_Q, LSU_LAYERS),
     "writeback": Span(L_WB, WRITEBACK_LAYERS),
     "atomic": Span(L_WB, L_NEXT + 1 - L_WB),                  # old at L_WB, the unit, its queue at L_NEXT

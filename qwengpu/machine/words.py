@@ -134,17 +134,18 @@ COPYROW = Word("COPYROW", mask=isa.LANES, next=GROUP_BITS, last=1)
 # the ROM (qwengpu/machine/encoding.py): a slot is 4 words, word 0 the operation, words 1-3 the
 # immediates of operands a, b, c. The op field holds an index into OPCODES, space an index into
 # SPACES; mod holds S2R's special register, SHFL's or VOTE's mode or an atomic's op (its index in
-# isa's enum); fwd: which of operands a, b, c take the result of the pass's pre-ALU (encoding.py)
+# isa's enum); fwd: which of operands a, b, c take the result of the pass's pre-ALU, tfwd: whether
+# the terminator's condition is that result (encoding.py)
 OPCODES = ("NOP",) + tuple(op.name for op in isa.Op)     # terminators live in TERM, not a slot
 SPACES = (isa.Space.GLOBAL, isa.Space.SHARED, isa.Space.CONST)
 REG_BITS = bits_for(isa.NUM_REGS - 1)
 MOD_BITS = bits_for(max(max(isa.SReg), len(isa.ShflMode) - 1, len(isa.VoteMode) - 1, len(isa.AtomOp) - 1))
 ROM0 = Word("ROM0", op=bits_for(len(OPCODES) - 1), dst=REG_BITS, a=REG_BITS, b=REG_BITS, c=REG_BITS,
-            space=bits_for(len(SPACES) - 1), mod=MOD_BITS, fwd=3)
+            space=bits_for(len(SPACES) - 1), mod=MOD_BITS, fwd=3, tfwd=1)
 # a pair's first instruction (encoding.py), run in the pre-ALU of pass p: its opcode, registers, and
 # which of its operands a, b, c takes the pass's pre-immediate word (one-hot: at most one is nonzero)
 PRE = Word("PRE", op=ROM0["op"].width, a=REG_BITS, b=REG_BITS, c=REG_BITS, imm=3)
-PRE_SLOTS = isa.BLOCK_SLOTS - 1     # a pass with a pair leaves a block at most BLOCK_SLOTS - 1 passes
+PRE_SLOTS = isa.BLOCK_SLOTS         # the last may pair an instruction with the terminator (encoding.py)
 # a block's terminator, one word per pc (the TERM bank, not a slot): its branch target,
 # fallthrough and reconvergence pcs (0 when absent), whether it has a reconvergence point, its kind
 # (index in isa.Term), its condition register, and the slot whose pass runs it
