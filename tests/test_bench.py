@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from qwengpu import interp
 from qwengpu.cli import app
 from qwengpu.machine import protocol
+from qwengpu.machine.encoding import encode
 
 runner = CliRunner()
 KERNELS = ["dot"]
@@ -51,10 +52,14 @@ def test_rows_match_the_interpreter(report, interp_reference):
         assert row["tokens"] == row["expected_tokens"] == len(stream.tokens)
         assert row["passes"] == sum(t.kind == "EXEC" for t in stream.tokens)
         assert row["instructions"] == ex.instructions
-        # one EXEC per instruction, and per terminator that cannot share its last instruction's pass
-        own = sum(t.kind == "EXEC" and not protocol.runs_instruction(kernel_launch(row["kernel"]).launch.program, t)
-                  for t in stream.tokens)
-        assert row["passes"] == ex.instructions + own
+        # one EXEC per instruction, less one per pair (two instructions in a pass), plus one per
+        # terminator pass that runs no instruction (encoding.py)
+        codes = encode(kernel_launch(row["kernel"]).launch.program)
+        passes = [next(p for p in codes[t.args[1]].passes if p.slot == t.args[2])
+                  for t in stream.tokens if t.kind == "EXEC"]
+        pairs = sum(p.main is not None and p.pre is not None for p in passes)
+        alone = sum(p.main is None and p.pre is None for p in passes)
+        assert row["passes"] == ex.instructions - pairs + alone
         assert row["stock_tokens"] == 2 and row["identical_tokens"] and row["replay_exact"] and not row["error"]
 
 

@@ -77,12 +77,14 @@ class CompiledLayer:
 
     def remap(self, perm: np.ndarray, columns: int) -> None:
         """Moves residual dim d to perm[d] (-1: no field holds d at this layer, so nothing may
-        use it) in every matrix and neuron, which then address `columns` dims."""
+        use it) in every matrix and neuron, which then address `columns` dims. The matrices are
+        kept sparse from here on (a built machine's dense ones took gigabytes): matrix() gives
+        them dense."""
         for name in ("qkv", "z", "b"):
             self._check_unused(getattr(self, name), perm, f"{name} reads")
-            setattr(self, name, _moved(getattr(self, name), perm, columns))
+            setattr(self, name, _Sparse(_moved(getattr(self, name), perm, columns)))
         self._check_unused(self.out.T, perm, "the GDN writes")
-        self.out = _moved(self.out.T, perm, columns).T.copy()
+        self.out = _Sparse(_moved(self.out.T, perm, columns).T)
         dims = {d for terms, _, out in self.neurons for d in (*terms, *out)}
         unused = sorted(d for d in dims if perm[d] < 0)
         if unused:
@@ -96,6 +98,11 @@ class CompiledLayer:
             raise CircuitError(f"layer {self.index}: {what} residual dim {bad[0]}, which no field holds here")
 
     # ---- weights -----------------------------------------------------------
+    def matrix(self, name: str) -> np.ndarray:
+        """GDN matrix `name` (qkv, z, b, out), dense."""
+        m = getattr(self, name)
+        return m.dense() if isinstance(m, _Sparse) else m
+
     def weights(self, intermediate: int | None = None) -> dict[str, np.ndarray]:
         """Parameters of a Qwen3_5DecoderLayer (linear_attention), float64, names relative to the layer."""
         lay, host = self.layout, self.host
@@ -125,11 +132,11 @@ class CompiledLayer:
         w = {
             "input_layernorm.weight": norm, "post_attention_layernorm.weight": norm.copy(),
             "mlp.gate_proj.weight": gate, "mlp.up_proj.weight": up, "mlp.down_proj.weight": down,
-            "linear_attn.in_proj_qkv.weight": self.qkv, "linear_attn.in_proj_z.weight": self.z,
-            "linear_attn.in_proj_b.weight": self.b, "linear_attn.in_proj_a.weight": np.zeros((H, N)),
+            "linear_attn.in_proj_qkv.weight": self.matrix("qkv"), "linear_attn.in_proj_z.weight": self.matrix("z"),
+            "linear_attn.in_proj_b.weight": self.matrix("b"), "linear_attn.in_proj_a.weight": np.zeros((H, N)),
             "linear_attn.conv1d.weight": conv, "linear_attn.dt_bias": np.zeros(H),
             "linear_attn.A_log": np.full(H, A_LOG), "linear_attn.norm.weight": np.ones(dv),
-            "linear_attn.out_proj.weight": self.out,
+            "linear_attn.out_proj.weight": self.matrix("out"),
         }
         check_silence(w, n, self.index)
         check_bf16_exact(w, self.index)
@@ -138,6 +145,20 @@ class CompiledLayer:
     @property
     def neuron_count(self) -> int:
         return len(self.neurons)
+
+
+class _Sparse:
+    """A float32 matrix kept as its nonzero entries."""
+
+    def __init__(self, dense: np.ndarray):
+        self.shape, self.dtype = dense.shape, dense.dtype
+        self.rows, self.cols = np.nonzero(dense)
+        self.values = dense[self.rows, self.cols]
+
+    def dense(self) -> np.ndarray:
+        out = np.zeros(self.shape, self.dtype)
+        out[self.rows, self.cols] = self.values
+        return out
 
 
 def _moved(m: np.ndarray, perm: np.ndarray, columns: int) -> np.ndarray:

@@ -138,8 +138,8 @@ class Machine:
         h = hashlib.sha256(f"C={self.c.layout.width};V={len(self.vocab)}".encode())
         h.update(self.embeddings().astype(np.float32).tobytes())
         for lay in self.c.layers:
-            for a in (lay.qkv, lay.z, lay.b, lay.out):
-                h.update(a.tobytes())
+            for name in ("qkv", "z", "b", "out"):
+                h.update(lay.matrix(name).tobytes())
             h.update(repr(lay.neurons).encode())
         return h.hexdigest()
 
