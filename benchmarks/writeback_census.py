@@ -63,7 +63,7 @@ def kernel_census(case) -> dict:
     outs, codes = live_out(L.program), encode(L.program)
     for t in stream.tokens:
         if t.kind == "EXEC":
-            p = next(p for p in codes[t.args[1]].passes if p.slot == t.args[2])
+            p = codes[t.args[1]].pass_at(t.args[2])
             kinds["EXEC (terminator passes)"] += p.main is None and p.pre is None
             kinds["EXEC (pairs)"] += p.pre is not None
     steps, _ = protocol._traced_run(L.program, L.grid, L.block, L.params, L.memory.copy())

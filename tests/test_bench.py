@@ -55,8 +55,7 @@ def test_rows_match_the_interpreter(report, interp_reference):
         # one EXEC per instruction, less one per pair (two instructions in a pass), plus one per
         # terminator pass that runs no instruction (encoding.py)
         codes = encode(kernel_launch(row["kernel"]).launch.program)
-        passes = [next(p for p in codes[t.args[1]].passes if p.slot == t.args[2])
-                  for t in stream.tokens if t.kind == "EXEC"]
+        passes = [codes[t.args[1]].pass_at(t.args[2]) for t in stream.tokens if t.kind == "EXEC"]
         pairs = sum(p.main is not None and p.pre is not None for p in passes)
         alone = sum(p.main is None and p.pre is None for p in passes)
         assert row["passes"] == ex.instructions - pairs + alone

@@ -55,6 +55,10 @@ class BlockCode:
     def term_slot(self) -> int:
         return self.passes[-1].slot
 
+    def pass_at(self, slot: int) -> Pass | None:
+        """The pass EXEC(w, pc, slot) runs (slots number the passes from 0), None past the last."""
+        return self.passes[slot] if 0 <= slot < len(self.passes) else None
+
 
 def own_terminator_pass(block: isa.MachineBlock) -> bool:
     """Whether the block's terminator needs a pass of its own: the block has no instruction, or
@@ -89,14 +93,18 @@ def _reads(operands: tuple[isa.Operand, ...], reg: int) -> bool:
     return any(isinstance(s, isa.Reg) and s.n == reg for s in operands)
 
 
+def _fits_pre_alu(ins: isa.Instr) -> bool:
+    """An ALU op with at most one nonzero immediate (a PRE slot holds one)."""
+    return (isa.OP_SPEC[ins.op][0] is isa.Kind.ALU
+            and sum(isinstance(s, isa.Imm) and s.value != 0 for s in ins.srcs) <= 1)
+
+
 def _pairs_with_next(block: isa.MachineBlock, i: int, live: set[int]) -> bool:
     """Whether instruction i can run in the pre-ALU of instruction i + 1's pass: it is an ALU op
     with at most one nonzero immediate, nothing after instruction i + 1 reads its result (the
     terminator counts as after it), and it is not the address of a load, store or atomic i + 1."""
     instrs = block.instrs
-    if i + 1 >= len(instrs) or isa.OP_SPEC[instrs[i].op][0] is not isa.Kind.ALU:
-        return False
-    if sum(isinstance(s, isa.Imm) and s.value != 0 for s in instrs[i].srcs) > 1:
+    if i + 1 >= len(instrs) or not _fits_pre_alu(instrs[i]):
         return False
     d, then = instrs[i].dst.n, instrs[i + 1]
     if any(_reads(ins.srcs, d) for ins in instrs[i + 2:]):
@@ -113,8 +121,7 @@ def _pairs_with_terminator(block: isa.MachineBlock, live: set[int]) -> bool:
     """Whether the last instruction, which writes the BRC's condition, can run in the pre-ALU of
     the terminator's pass (the condition forwarded to the branch unit)."""
     last = block.instrs[-1]
-    return (isa.OP_SPEC[last.op][0] is isa.Kind.ALU and last.dst.n not in live
-            and sum(isinstance(s, isa.Imm) and s.value != 0 for s in last.srcs) <= 1)
+    return _fits_pre_alu(last) and last.dst.n not in live
 
 
 def block_passes(block: isa.MachineBlock, live: set[int]) -> tuple[Pass, ...]:

@@ -58,7 +58,7 @@ def _cta(stream: list[Token]) -> int:
 
 def _instruction(program, passes, pc: int, s: int) -> isa.Instr | None:
     """The instruction of the pass EXEC(w, pc, s) names (None in a terminator pass of its own)."""
-    p = next((p for p in passes[pc].passes if p.slot == s), None) if pc < len(passes) else None
+    p = passes[pc].pass_at(s) if pc < len(passes) else None
     return None if p is None or p.main is None else program.blocks[pc].instrs[p.main]
 
 

@@ -260,16 +260,16 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
 def pass_counts(program: isa.Program, stream: Iterable[Token]) -> tuple[int, int]:
     """(instructions, blocks) the stream's EXEC passes ran: a pair's pass runs two instructions,
     a terminator pass of its own none; a block's last pass ends it."""
-    by_slot = [{p.slot: p for p in code.passes} for code in encode(program)]
+    codes = encode(program)
     instructions = blocks = 0
     for t in stream:
         if t.kind != "EXEC":
             continue
         _, pc, slot = t.args
-        p = by_slot[pc].get(slot) if pc < len(by_slot) else None
+        p = codes[pc].pass_at(slot) if pc < len(codes) else None
         if p is not None:
             instructions += (p.main is not None) + (p.pre is not None)
-            blocks += p is by_slot[pc][max(by_slot[pc])]
+            blocks += p is codes[pc].passes[-1]
     return instructions, blocks
 
 
