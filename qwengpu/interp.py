@@ -33,6 +33,7 @@ class Step:
     reg_writes: list[tuple[int, int, int]] = field(default_factory=list)        # (lane, reg, value)
     mem_writes: list[tuple[isa.Space, int, int]] = field(default_factory=list)  # (space, word, value)
     ran: int = 0    # instructions of the block it completed: all of them, unless a fault stopped it
+    new_top: bool = False   # the warp's SIMT stack top is another entry after the pass (a push, a pop, an exit)
 
 
 DEFAULT_MAX_PASSES = 200_000
@@ -361,6 +362,8 @@ class _Machine:
                 step.ran += 1
         self.instructions += len(instrs)
         self._terminate(warp, term, top, rows, lanes)
+        if step is not None:
+            step.new_top = not warp.stack or warp.stack[-1] is not top
         if term.kind is isa.Term.BAR:
             self._check_arrival(warp, ctx, mask)
 

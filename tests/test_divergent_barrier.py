@@ -105,8 +105,8 @@ def test_barrier_reached_by_every_live_lane_completes(devices, engine, name):
 
 
 def test_model_tokens_match_the_interpreter_up_to_the_fault(devices):
-    """With replay every token agrees (CT1 carries the arrived lanes, CT2 the live ones), and the
-    FAULT follows the divergent BAR's CT2."""
+    """With replay every token agrees (CT1 carries the arrived lanes: the BAR's target is the if's
+    reconvergence point, a pop; CT2 the live ones), and the FAULT follows the divergent BAR's CT2."""
     seen = []
     dev = devices["model"]                 # its model stays loaded; replay and a token hook for this test
     fn = dev.compile(DIV8, filename="div8.cu").get_function("k")
@@ -126,9 +126,11 @@ def test_reference_stream_ends_with_the_barrier_pass():
     lau = Launch.build(fn.program, 1, 4, [np.zeros(4, np.int32)])
     got = expected_stream(fn.program, lau.grid, lau.block, lau.params, lau.memory)
     assert isinstance(got.fault, DeadlockError)
-    ct1, ct2 = got.tokens[-3], got.tokens[-2]
+    # the BAR's target is the if's reconvergence point: a pop, so the BAR's pass has a CT1, whose
+    # mask is the lanes that arrived
+    ct1 = got.tokens[-3]
     assert (ct1.kind, ct1.args[1], got.dont_care[-3]) == ("CT1", 0b0011, {"pc", "sp"})
-    assert (ct2.kind, ct2.args, got.tokens[-1].kind) == ("CT2", (0b1111, 1, 1), "FAULT")
+    assert (got.tokens[-2].kind, got.tokens[-2].args, got.tokens[-1].kind) == ("CT2", (0b1111, 1, 1), "FAULT")
 
 
 def T(kind, *args):
@@ -137,6 +139,12 @@ def T(kind, *args):
 
 @pytest.mark.parametrize("stream, error, text", [
     ([T("EXEC", 0, 3, 1), T("FAULT")], MemoryFault, "bad memory access"),
+    # no CT1 at the BAR: the lanes that arrived are the warp's mask from its last CT1 ...
+    ([T("EXEC", 1, 0, 0), T("CT1", 4, 0b0011, 1), T("EXEC", 0, 0, 0), T("EXEC", 1, 4, 0), T("CT2", 0b1111, 1, 1),
+      T("FAULT")], DeadlockError, "warp 1 reached the barrier ending B4 with lanes 0b0011 while its live lanes 0b1100"),
+    # ... or its launch mask (block 12: warp 2 has all 4 lanes)
+    ([T("EXEC", 2, 9, 0), T("CT2", 0b0111, 1, 1), T("FAULT")], DeadlockError,
+     "deadlock in thread block 0: no warp can run"),
     ([T("EXEC", 2, 9, 0), T("CT1", 4, 0b0101, 0), T("CT2", 0b0111, 1, 1), T("FAULT")], DeadlockError,
      "deadlock in thread block 0 at a divergent barrier: warp 2 reached the barrier ending B9 with lanes 0b0101 "
      "while its live lanes 0b0010"),
@@ -150,4 +158,4 @@ def T(kind, *args):
 ])
 def test_fault_cause_from_the_tokens(stream, error, text):
     with pytest.raises(error, match=text):
-        runtime._fault(stream, None)
+        runtime._fault(stream, None, block=(12, 1, 1))

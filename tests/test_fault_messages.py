@@ -179,4 +179,4 @@ def test_a_fault_the_tokens_do_not_explain():
     assert type(error).__name__ == "ExecutionError"
     assert str(error) == ("the model signalled FAULT at generated token 2 (last pass: EXEC w0 B1.2): the tokens "
                           "before it show neither a memory access (FAULT right after an EXEC) nor a barrier "
-                          "(CT1 CT2)")
+                          "([CT1] CT2)")

@@ -613,6 +613,7 @@ def test_round_robin_scheduling():
     p = prog(blk(jmp(1)), blk(jmp(2)), blk(EXIT))
     _, ex = launch(p, block=(12, 1, 1), trace=True)
     assert [(s.warp, s.pc) for s in ex.steps] == [(w, pc) for pc in range(3) for w in range(3)]
+    assert [s.new_top for s in ex.steps] == [False] * 6 + [True] * 3      # JMPs keep the top; EXIT empties it
 
 
 def test_exact_trace_of_a_tiny_program():
@@ -623,10 +624,12 @@ def test_exact_trace_of_a_tiny_program():
         blk(EXIT, ins(Op.ATOM, 4, 8, R(2), 0, mod=(Space.GLOBAL, AtomOp.ADD))))
     mem, ex = launch(p, block=(2, 1, 1), trace=True)
     G, S = Space.GLOBAL, Space.SHARED
+    # each pass leaves another stack top: the divergent BRC pushes, the JMP reaches the
+    # reconvergence point (a pop), the EXIT empties the stack
     assert ex.steps == [
-        interp.Step(0, 0, 0, 0b11, [(0, 1, 0), (1, 1, 1), (0, 2, 5), (1, 2, 6)], [], ran=2),
-        interp.Step(0, 0, 1, 0b10, [(1, 3, 4)], [(S, 1, 6)], ran=2),
-        interp.Step(0, 0, 2, 0b11, [(0, 4, 0), (1, 4, 5)], [(G, 2, 5), (G, 2, 11)], ran=1),
+        interp.Step(0, 0, 0, 0b11, [(0, 1, 0), (1, 1, 1), (0, 2, 5), (1, 2, 6)], [], ran=2, new_top=True),
+        interp.Step(0, 0, 1, 0b10, [(1, 3, 4)], [(S, 1, 6)], ran=2, new_top=True),
+        interp.Step(0, 0, 2, 0b11, [(0, 4, 0), (1, 4, 5)], [(G, 2, 5), (G, 2, 11)], ran=1, new_top=True),
     ]
     assert (ex.instructions, ex.passes) == (5, 3)
     assert mem[2] == 11

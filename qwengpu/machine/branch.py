@@ -1,6 +1,5 @@
-"""The branch unit (L4-L8, and L10-L11): the terminator of a machine block (JMP, BRC, BAR, EXIT)
-with the SIMT stack kept in GDN heads (bank at L6), and whether it changes CT2's half of the
-warp's status. It reproduces qwengpu/interp.py exactly (`_Machine._terminate`,
+"""The branch unit (plan.py): the terminator of a machine block (JMP, BRC, BAR, EXIT)
+with the SIMT stack kept in GDN heads, and which halves of the warp's status it changes. It reproduces qwengpu/interp.py exactly (`_Machine._terminate`,
 `_Warp.settle`/`exit_lanes`).
 
 The stack of warp w lives in STACK_DEPTH "pc" heads (depth d: the entry's pc) and
@@ -277,16 +276,19 @@ def _new_top(c, at, valid, pcs, metas, alive, init_mask, bar, arrived) -> tuple[
 # ---------------------------------------------------------------------------
 # CT2's half of the status
 # ---------------------------------------------------------------------------
-def build_ct2_change(c: Circuit, at: int, new: Status, old: Status) -> Field:
-    """Whether a terminator changes CT2's half of the warp's status (alive, phase, wait): only
-    then does CT2 follow CT1. Layer at: the bits that differ; at + 1: whether any does (the
-    returned flag)."""
-    diff = c.field("ct2.diff", 1, at, kind="int", vmax=CT2.width)
-    for name in CT2.fields:
-        for n, o in zip(getattr(new, name).dims, getattr(old, name).dims):
-            G.relu(c, at, {n: 1, o: -1}, 0, {diff[0]: 1})
-            G.relu(c, at, {o: 1, n: -1}, 0, {diff[0]: 1})
-    changed = c.field("ct2_changed", 1, at + 1)
-    G.step(c, at + 1, {diff[0]: 1}, 1, {changed[0]: 1})
-    c.clear(diff, at + 1)
+def build_status_change(c: Circuit, at: int, new: Status, old: Status) -> dict[str, Field]:
+    """Whether a terminator changes each half of the warp's status: CT1's top of stack (its
+    mask or depth; a new pc alone rides the warp's next EXEC) and CT2's (alive, phase, wait).
+    Only a changed half is written by its token. Layer at: the bits that differ; at + 1:
+    whether any does (the returned flags, by token name)."""
+    changed = {}
+    for word, names in (("CT1", ("mask", "sp")), ("CT2", CT2.fields)):
+        diff = c.field(f"{word.lower()}.diff", 1, at, kind="int", vmax=sum(getattr(new, n).width for n in names))
+        for name in names:
+            for n, o in zip(getattr(new, name).dims, getattr(old, name).dims):
+                G.relu(c, at, {n: 1, o: -1}, 0, {diff[0]: 1})
+                G.relu(c, at, {o: 1, n: -1}, 0, {diff[0]: 1})
+        changed[word] = c.field(f"{word.lower()}_changed", 1, at + 1)
+        G.step(c, at + 1, {diff[0]: 1}, 1, {changed[word][0]: 1})
+        c.clear(diff, at + 1)
     return changed

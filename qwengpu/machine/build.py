@@ -35,6 +35,7 @@ from qwengpu.machine.lsu import ADDRESS_BITS, ROW_BITS, build_lsu
 from qwengpu.machine.next_token import build_next_token
 from qwengpu.machine.operands import REG_ROWS, SREG_ROWS, build_operands
 from qwengpu.machine.plan import PLAN
+from qwengpu.machine.scheduler import build_warp_pcs
 from qwengpu.machine.status import build_status
 from qwengpu.machine.tokens import FEATURES, KINDS, PUT_TARGETS, SLOTS, Vocab
 from qwengpu.machine.words import CTA_BITS, PC_BITS, ROM0, TERM, TID_BITS, WARP_BITS
@@ -103,7 +104,7 @@ class Machine:
         for name, build_unit in (("inputs", build_inputs), ("fetch", build_fetch), ("status", build_status),
                                  ("operands", build_operands), (None, build_execute), ("copy_unit", build_copy_unit),
                                  ("lsu", build_lsu), ("writeback", build_writeback), ("atomic", build_atomic_unit),
-                                 ("next_token", build_next_token)):
+                                 ("warp_pcs", build_warp_pcs), ("next_token", build_next_token)):
             # the execute stage records the scheduler, warp unit, ALU and branch unit as units of their own
             with self.unit(name) if name else nullcontext():
                 build_unit(self)

@@ -1,7 +1,7 @@
 """The execute stage (L2-L17): wires the scheduler (scheduler.py; its round-robin turn at L2), the
 pre-ALU (alu.py, L4-L9: a pair's first instruction, encoding.py), the ALU's operands and the
 terminator's condition with the pre-ALU's result forwarded (operands.py, L9-L10), and the
-terminator with its SIMT stack and CT2 change (branch.py), the warp unit and the ALU (warp.py,
+terminator with its SIMT stack and status change (branch.py), the warp unit and the ALU (warp.py,
 alu.py), all three from L11, to the machine's operands and status, at the plan's layers
 (plan.py). Each is recorded as a unit of its own (Machine.footprint)."""
 from __future__ import annotations
@@ -10,10 +10,10 @@ from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.alu import build_alu
-from qwengpu.machine.branch import build_ct2_change, build_terminator
+from qwengpu.machine.branch import build_status_change, build_terminator
 from qwengpu.machine.fetch import TERMS
 from qwengpu.machine.operands import build_alu_operands
-from qwengpu.machine.plan import (EXEC_END, L_BRANCH, L_CT2, L_EXEC, L_PRE, L_REG, L_SCHED, L_STACK,
+from qwengpu.machine.plan import (EXEC_END, L_BRANCH, L_CHANGE, L_EXEC, L_PRE, L_REG, L_SCHED, L_STACK,
                                   L_STATUS)
 from qwengpu.machine.scheduler import build_scheduler
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
@@ -27,8 +27,8 @@ def build_execute(m) -> None:
     with m.unit("scheduler"):
         nwarps = part(m.config, CONFIG, "nwarps")
         turn = c.field("turn", 4, L_STATUS)
-        for w in range(4):      # round robin from the warp after the one that ended its block
-            G.relu(c, L_STATUS, {m.ct1h[(w - 1) % 4]: 1, m.cur1h[(w - 1) % 4]: 1}, 0, {turn[w]: 1})
+        for w in range(4):      # round robin from the warp after the one that ends its block
+            G.relu(c, L_STATUS, {m.ender[(w - 1) % 4]: 1}, 0, {turn[w]: 1})
         G.relu(c, L_STATUS, {m.k["CTA"]: 1}, 0, {turn[0]: 1})
         m.sched, sched_end = build_scheduler(c, L_SCHED, m.status, nwarps, turn)
     with m.unit("pre_alu"):
@@ -57,7 +57,7 @@ def build_execute(m) -> None:
         for fld in m.tcond:            # read by the terminator's first layer only
             c.clear(fld, L_BRANCH + 1)
         c.clear(view(m.term, 0, TERM["op"].offset), L_STACK)    # TERM's targets: last read by the stack writes
-        m.ct2_changed = build_ct2_change(c, L_CT2, m.ns, m.cs)
+        m.changed = build_status_change(c, L_CHANGE, m.ns, m.cs)
     end = max(alu_end, warp_end, ctl_end, sched_end)
     if end != EXEC_END:
         raise CircuitError(f"the execute stage ends at L{end}, the plan has L{EXEC_END}")

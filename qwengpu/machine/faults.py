@@ -6,14 +6,14 @@ The FAULT token carries no payload; the tokens before it say the rest:
   atomic: the host looks it up in the passes it compiled, encoding.py) made a bad memory access for warp w of the thread
   block of the last `CTA` token. Which lane and which address: every register value the model
   computed reached the token stream as `VAL` tokens (a register is written only through them),
-  and the warp's active lanes are the mask of its last `CT1` (its launch mask before its first
-  terminator). Replaying those tokens gives each active lane's address operands, hence the
+  and the warp's active lanes are the mask of its last `CT1` (its launch mask before any: a
+  CT1 comes whenever the mask changes). Replaying those tokens gives each active lane's address operands, hence the
   first lane, in lane order, whose address is misaligned, past the end of its space, or a
   write to CONST: the lane the interpreter names for the same launch. No instruction is run
   on the host: the operands are the model's values, the rule is the memory's bounds (a pair
   never forwards an address, encoding.py, so they all reached the tokens).
-* FAULT after `CT1 CT2` with wait = 1 and CT1's mask (the lanes that arrived) not CT2's
-  alive: a deadlock at a divergent barrier, ended by the pass of the last `EXEC` (the BAR's own
+* FAULT after `CT2` with wait = 1 and the warp's mask (the lanes that arrived: the last CT1's,
+  which comes whenever it changes) not CT2's alive: a deadlock at a divergent barrier, ended by the pass of the last `EXEC` (the BAR's own
   pass, or its block's last instruction's with the BAR folded in, then that instruction's
   writeback tokens).
 
@@ -39,11 +39,11 @@ def fault_error(stream: list[Token], program: isa.Program | None = None, block=N
     message = fault_where(stream)
     if len(stream) >= 2 and stream[-2].kind == "EXEC":
         return MemoryFault(f"{message}: bad memory access{_memory_cause(stream, program, block)}")
-    cause = _deadlock_cause(stream)
+    cause = _deadlock_cause(stream, block)
     if cause:
         return DeadlockError(f"{message}: {cause}")
     return ExecutionError(f"{message}: the tokens before it show neither a memory access (FAULT right after "
-                          f"an EXEC) nor a barrier (CT1 CT2)")
+                          f"an EXEC) nor a barrier ([CT1] CT2)")
 
 
 def fault_where(stream: list[Token]) -> str:
@@ -85,15 +85,11 @@ def _memory_cause(stream: list[Token], program, block) -> str:
 def _bad_lane(stream, program, passes, block, ins, space):
     """(lane, byte address, problem) of the first active lane whose access is bad, by the
     register values and masks in the stream's VAL, VALU and CT1 tokens; None if none is."""
-    nthreads = block[0] * block[1] * block[2] if isinstance(block, tuple) else int(block)
-    initial = [sum(1 << l for l in range(isa.LANES) if w * isa.LANES + l < nthreads) for w in range(isa.MAX_WARPS)]
     regs = [[[0] * isa.NUM_REGS for _ in range(isa.LANES)] for _ in range(isa.MAX_WARPS)]
-    mask = list(initial)
+    mask = _masks(stream[:-2], block)
     w = dst = None
-    for t in stream[:-2]:
-        if t.kind == "CTA":
-            mask = list(initial)                 # registers keep their values across thread blocks
-        elif t.kind == "EXEC":
+    for t in stream[:-2]:                        # registers keep their values across thread blocks
+        if t.kind == "EXEC":
             w, pc, s = t.args
             main = _instruction(program, passes, pc, s)
             dst = None if main is None else main.dst.n
@@ -103,8 +99,6 @@ def _bad_lane(stream, program, passes, block, ins, space):
             for l in lanes:
                 old = regs[w][l][dst] if k else 0
                 regs[w][l][dst] = (old & ((1 << PARTS[k].start) - 1)) | d << PARTS[k].start
-        elif t.kind == "CT1" and w is not None:
-            mask[w] = t.args[1]
     w = stream[-2].args[0]
 
     def read(op, lane):
@@ -125,15 +119,32 @@ def _bad_lane(stream, program, passes, block, ins, space):
     return None
 
 
-def _deadlock_cause(stream: list[Token]) -> str:
-    """What EXEC CT1 CT2 before FAULT say ("" when they are not there)."""
-    if len(stream) < 4 or [t.kind for t in stream[-3:-1]] != ["CT1", "CT2"]:
+def _masks(stream: list[Token], block) -> list[int]:
+    """Each warp's active lanes after `stream`: its last CT1's mask in the thread block, else its
+    launch mask (a CT1 comes whenever the mask changes)."""
+    nthreads = block[0] * block[1] * block[2] if isinstance(block, tuple) else int(block)
+    initial = [sum(1 << l for l in range(isa.LANES) if w * isa.LANES + l < nthreads) for w in range(isa.MAX_WARPS)]
+    mask, w = list(initial), None
+    for t in stream:
+        if t.kind == "CTA":
+            mask = list(initial)
+        elif t.kind == "EXEC":
+            w = t.args[0]
+        elif t.kind == "CT1" and w is not None:
+            mask[w] = t.args[1]
+    return mask
+
+
+def _deadlock_cause(stream: list[Token], block) -> str:
+    """What EXEC [CT1] CT2 before FAULT say ("" when they are not there, or without the launch's
+    `block` to tell the warps' launch masks)."""
+    if len(stream) < 3 or stream[-2].kind != "CT2" or block is None:
         return ""
     last = next((t for t in reversed(stream) if t.kind == "EXEC"), None)     # the pass that ran the BAR
     if last is None:
         return ""
     warp, pc, _ = last.args
-    _, mask, _ = stream[-3].args
+    mask = _masks(stream[:-2], block)[warp]      # the lanes that arrived
     alive, _, wait = stream[-2].args
     cta = _cta(stream)
     if wait and alive & ~mask:

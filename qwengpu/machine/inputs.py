@@ -1,6 +1,6 @@
 """Registers written by tokens (L0): the staged word (a PUT's or VAL's parts), the latch, the
 current warp, the thread block, and the per-lane enables the store queue and register file
-read; which warp ended a block (on its CT1 and CT2 passes)."""
+read; which warp ended a block (on its CT1 and CT2 passes) or may end it now."""
 from __future__ import annotations
 
 from qwengpu.circuit import gadgets as G
@@ -9,6 +9,8 @@ from qwengpu.circuit.residual import Field
 from qwengpu.machine.plan import L_IN
 from qwengpu.machine.wiring import flag_if, match, view
 from qwengpu.machine.words import PARTS
+
+ENDS = ("CT1", "CT2", "VAL", "VALU", "ST", "AW")    # passes after an EXEC of the same warp that may end its block
 
 
 def build_inputs(m) -> None:
@@ -21,15 +23,19 @@ def build_inputs(m) -> None:
         B.read_into(c, bank, m.zero, m.staged.dims[bits.start: bits.stop],
                     enable=[k["PUT"], k["VAL"], k["VALU"], k["AW"]])
     m.latch = _register(m, "latch", f["V"], k["LATCH"], [k["PUT"]])
-    m.cur = _register(m, "cur", f["WB"], k["EXEC"], [k["CT1"], k["CT2"]])
+    ends = [k[n] for n in ENDS]
+    m.cur = _register(m, "cur", f["WB"], k["EXEC"], ends)
     m.cta = _register(m, "cta", f["CTA"], k["CTA"], None)
     # L0 MLP: per-lane enables
     m.val_lane = c.field("val_lane", 4, L_IN)
     m.q_addr = c.field("q_addr", 4, L_IN)     # store queue lane reads: ST, AT, AW passes
     m.q_data = c.field("q_data", 4, L_IN)     # ST, AT
     m.q_b = c.field("q_b", 4, L_IN)           # AT
-    # the warp that ended a block, one-hot: ct1h on its CT1 pass, cur1h on its CT2 pass
+    # the warp that ended a block, one-hot: ct1h on its CT1 pass, cur1h on its CT2 pass; ender
+    # on every pass that may end its block (and so schedule the next warp): these, its EXEC
+    # and the writeback tokens that follow it
     m.ct1h, m.cur1h = c.field("ct1h", 4, L_IN), c.field("cur1h", 4, L_IN)
+    m.ender = c.field("ender", 4, L_IN)
     for l in range(4):
         G.relu(c, L_IN, {f["LANE"][l]: 1, k["VAL"]: 1}, -1, {m.val_lane[l]: 1})
         G.relu(c, L_IN, {f["LANE"][l]: 1, k["ST"]: 1, k["AT"]: 1, k["AW"]: 1}, -1, {m.q_addr[l]: 1})
@@ -38,6 +44,8 @@ def build_inputs(m) -> None:
         t, k0 = match(m.cur, l)
         flag_if(c, L_IN, [(t, k0, 2), ({k["CT1"]: 1}, 0, 1)], {m.ct1h[l]: 1})
         flag_if(c, L_IN, [(t, k0, 2), ({k["CT2"]: 1}, 0, 1)], {m.cur1h[l]: 1})
+        flag_if(c, L_IN, [(t, k0, 2), ({d: 1 for d in ends}, 0, 1)], {m.ender[l]: 1})
+        G.relu(c, L_IN, {f["W"][l]: 1, k["EXEC"]: 1}, -1, {m.ender[l]: 1})
 
 
 def _register(m, name, data: Field, write_en: int, read_en) -> Field:

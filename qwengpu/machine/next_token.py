@@ -4,10 +4,11 @@
         active; the lowest active lane; whether the active lanes' values differ; the next
         thread block's index; whether this block was the last
     E2  the first such lane; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1) cases
-    E3  one flag per case: next VAL lane, VALU(0), ST lane, EXEC(w, pc, s + 1), CT1 right after
-        a terminator's EXEC (no writeback tokens) or after its pass's last writeback token, the
-        scheduler's EXEC, CTA(c + 1), the copy-out's first or next COPY, HALT, FAULT (CT2
-        follows a CT1 whose warp's alive lanes, phase or wait change: no flag)
+    E3  one flag per case: next VAL lane, VALU(0), ST lane, EXEC(w, pc, s + 1); at a block's
+        end, right after a terminator's EXEC (no writeback tokens) or after its pass's last
+        writeback token, CT1 when the top of stack's mask or depth changed, else CT2 when the
+        warp's alive lanes, phase or wait did, else the scheduler's EXEC; CTA(c + 1), the
+        copy-out's first or next COPY, HALT, FAULT (CT2 after a CT1 when both changed: no flag)
     E4  the output code: every feature dim gets 2 * next - 1, the input's features and the
         anchor are cleared, so the tied head's argmax is exactly the next token
 """
@@ -17,7 +18,7 @@ from qwengpu import isa
 from qwengpu.circuit import gadgets as G
 from qwengpu.machine.plan import L_NEXT
 from qwengpu.machine.tokens import FEATURES, KINDS, SLOTS
-from qwengpu.machine.words import CONFIG, COPY0, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS
+from qwengpu.machine.words import CONFIG, COPY0, CT2, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS
 
 
 def build_next_token(m) -> None:
@@ -86,8 +87,8 @@ def build_next_token(m) -> None:
     anyc = {first[l]: 1 for l in lanes}
 
     # ---- E3: case flags
-    names = ("vlane", "ulane", "st", "at", "atval", "apart", "aw", "nexec", "ct1now", "ct1q", "sched", "cta",
-             "copy0", "copy", "halt", "fault")
+    names = ("vlane", "ulane", "st", "at", "atval", "apart", "aw", "nexec", "ct1now", "ct1q", "ct2now", "ct2q",
+             "sched", "cta", "copy0", "copy", "halt", "fault")
     flag = {name: c.field(f"next.{name}", 1, E3) for name in names}
     no_vn, no_c = {d: -1 for d in vnany}, {d: -1 for d in anyc}
     fault = m.fault[0]                      # EXEC passes only: FAULT replaces every other next token
@@ -113,22 +114,31 @@ def build_next_token(m) -> None:
     for end in ends:
         G.relu(c, E3, {**end, copying: 1, copy_last: -1}, -1, {flag["copy"][0]: 1})
         G.relu(c, E3, {**end, copying: 1, copy_last: 1}, -2, {flag["halt"][0]: 1})
-    # ... or, when the EXEC pass before ran the terminator too (tpend), CT1 from the control queue
+    # ... or, when the EXEC pass before ran the terminator too (tpend), the block's end: CT1 (from
+    # the control queue) when the top of stack's mask or depth changed, else CT2 when the other
+    # half did, else the scheduler's EXEC (its warp's new pc is in build_warp_pcs's registers)
     pend = m.tpend[0]
+    sched_ok = {m.sched["found"][0]: 1, m.sched["deadlock"][0]: -1}   # FAULT replaces a deadlock's EXEC
+    q1, q2 = m.changedq["CT1"][0], m.changedq["CT2"][0]
     for terms in ({**ends[0], patom: -1, copying: -1}, {**ends[1], copying: -1},
                   {k["ST"]: 1, **no_c}, {k["AW"]: 1, **no_c}):
         G.relu(c, E3, {**terms, pend: -1}, 0, {flag["nexec"][0]: 1})
-        G.relu(c, E3, {**terms, pend: 1}, -1, {flag["ct1q"][0]: 1})
-    # an EXEC pass without writeback tokens: the warp's next EXEC, or CT1 now when it ran the terminator
+        G.relu(c, E3, {**terms, pend: 1, q1: 1}, -2, {flag["ct1q"][0]: 1})
+        G.relu(c, E3, {**terms, pend: 1, q1: -1, q2: 1}, -2, {flag["ct2q"][0]: 1})
+        G.relu(c, E3, {**terms, pend: 1, q1: -1, q2: -1, **sched_ok}, -2, {flag["sched"][0]: 1})
+    # an EXEC pass without writeback tokens: the warp's next EXEC, or the block's end now when
+    # it ran the terminator (CT1, CT2 or the scheduler's EXEC, as above)
     term_flags = {m.op[t][0]: 1 for t in ("JMP", "BRC", "BAR", "EXIT")}
     quiet = {m.has_wb[0]: -1, m.op["ST"][0]: -1, m.op["ATOM"][0]: -1, fault: -1}
+    n1, n2 = m.changed["CT1"][0], m.changed["CT2"][0]
     G.relu(c, E3, {k["EXEC"]: 1, **quiet, **{d: -1 for d in term_flags}}, 0, {flag["nexec"][0]: 1})
-    G.relu(c, E3, {**quiet, **term_flags}, 0, {flag["ct1now"][0]: 1})
+    G.relu(c, E3, {**quiet, **term_flags, n1: 1}, -1, {flag["ct1now"][0]: 1})
+    G.relu(c, E3, {**quiet, **term_flags, n1: -1, n2: 1}, -1, {flag["ct2now"][0]: 1})
+    G.relu(c, E3, {**quiet, **term_flags, n1: -1, n2: -1, **sched_ok}, -1, {flag["sched"][0]: 1})
     # the scheduler's token follows CTA, CT2, and CT1 when no CT2 follows it
-    follows = m.ct2_follows[0]
+    follows = q2
     sched_pass = {k["CT2"]: 1, k["CTA"]: 1, k["CT1"]: 1, follows: -1}
-    # a divergent barrier's deadlock may leave a warp runnable: FAULT replaces its EXEC
-    G.relu(c, E3, {**sched_pass, m.sched["found"][0]: 1, m.sched["deadlock"][0]: -1}, -1, {flag["sched"][0]: 1})
+    G.relu(c, E3, {**sched_pass, **sched_ok}, -1, {flag["sched"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: -1}, -1, {flag["cta"][0]: 1})
     # after the last thread block: the copy-out's first group, or HALT when there is none
     any_copy = m.copy0[COPY0.bits("any").start]
@@ -219,10 +229,13 @@ def build_next_token(m) -> None:
         for name, fld in payload1.items():
             for i, d in enumerate(fld.dims):
                 emit(name, i, {case: 1, d: 1}, -1)
-    kind("CT2", {k["CT1"]: 1, follows: 1}, -1)
-    for name, fld in m.ctq.items():
-        for i, d in enumerate(fld.dims):
-            emit(name, i, {k["CT1"]: 1, follows: 1, d: 1}, -2)
+    # CT2(alive, phase, wait) after such a CT1, or at a block end whose CT1's half did not change
+    for case, payload2, bias in (({k["CT1"]: 1, follows: 1}, m.ctq, -1), ({fl["ct2q"]: 1}, m.ctq, 0),
+                                 ({fl["ct2now"]: 1}, {name.upper(): getattr(m.ns, name) for name in CT2.fields}, 0)):
+        kind("CT2", case, bias)
+        for name, fld in payload2.items():
+            for i, d in enumerate(fld.dims):
+                emit(name, i, {**case, d: 1}, bias - 1)
     # COPY(the first group) or COPY(the next group)
     kind("COPY", {fl["copy0"]: 1})
     kind("COPY", {fl["copy"]: 1})

@@ -35,7 +35,7 @@ WARP_LAYERS = 4           # warp.py: SHFL/VOTE
 SCHEDULER_LAYERS = 3      # scheduler.py
 STACK_AT = 2              # branch.py: the SIMT stack's bank layer, from the terminator's first
 TERMINATOR_LAYERS = STACK_AT + 3    # then the live entries and the new top
-CT2_LAYERS = 2            # branch.py: the bits of CT2's half that change, then whether any does
+CHANGE_LAYERS = 2         # branch.py: the status bits that change, then whether any of each half does
 LSU_LAYERS = 4            # store queue; global memory (2 layers of banks); shared, CONST, the load's result
 WRITEBACK_LAYERS = 2      # the queues; the copy-out's fields they took cleared
 ATOMIC_LAYERS = 2         # atomic.py: the read-modify-write unit
@@ -53,7 +53,7 @@ L_EXEC = L_REG + 1        # ALU, warp unit
 L_BRANCH = L_EXEC         # terminator and SIMT stack, beside the ALU (its condition may be forwarded too)
 L_SCHED = L_STATUS + 1    # the scheduler reads the statuses
 L_STACK = L_BRANCH + STACK_AT
-L_CT2 = L_BRANCH + TERMINATOR_LAYERS      # whether the terminator changed CT2's half
+L_CHANGE = L_BRANCH + TERMINATOR_LAYERS   # whether the terminator changed each half of the status
 EXEC_END = max(L_EXEC + ALU_LAYERS, L_EXEC + WARP_LAYERS, L_BRANCH + TERMINATOR_LAYERS,
                L_SCHED + SCHEDULER_LAYERS)      # the first layer that reads every execute result
 L_Q = EXEC_END            # the load/store unit: store queue, memories
@@ -62,7 +62,7 @@ L_WB = L_Q + LSU_LAYERS   # writeback queues; the atomic's old value
 L_ATOM = L_WB + 1         # the atomic unit
 L_NEXT = L_ATOM + ATOMIC_LAYERS   # the atomic queue; next-token logic E1
 LAYERS = L_NEXT + NEXT_TOKEN_LAYERS
-assert L_CT2 + CT2_LAYERS <= L_WB, "the writeback queues read the CT2 change"
+assert L_CHANGE + CHANGE_LAYERS <= L_WB, "the writeback queues read the status change"
 
 # ---- each unit's layers, as the build lays them out (checked against the circuit) ----
 PLAN: dict[str, Span] = {
@@ -76,10 +76,11 @@ PLAN: dict[str, Span] = {
     "pre_alu": Span(L_PRE, ALU_LAYERS),
     "warp": Span(L_EXEC, WARP_LAYERS),
     "alu": Span(L_EXEC, ALU_LAYERS),                          # the warp unit's result joins at its last
-    "branch": Span(L_BRANCH, L_CT2 + CT2_LAYERS - L_BRANCH),  # terminator, then the CT2 change
+    "branch": Span(L_BRANCH, L_CHANGE + CHANGE_LAYERS - L_BRANCH),  # terminator, then the status change
     "copy_unit": Span(L_IN, EXEC_END - L_IN),                 # enables L0-L1, table L_PRE, addresses EXEC_END - 1
     "lsu": Span(L_Q, LSU_LAYERS),
     "writeback": Span(L_WB, WRITEBACK_LAYERS),
     "atomic": Span(L_WB, L_NEXT + 1 - L_WB),                  # old at L_WB, the unit, its queue at L_NEXT
+    "warp_pcs": Span(L_NEXT - 1, 2),                          # the gated write at L_NEXT - 1, the registers
     "next_token": Span(L_NEXT, NEXT_TOKEN_LAYERS),
 }

@@ -208,15 +208,17 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
     """The tokens after the prompt, from the interpreter's trace (docs/protocol.md), ending
     with the copy-out of the words `copy_out` (when there is no fault) and HALT.
 
-    CT1 is the warp's new top of stack, which is where its next pass starts; its sp is
-    always don't-care (the lazy stack's depth may differ from interp's), and so is CT1 of
-    a warp whose lanes have all exited (or, before a deadlock's FAULT, that never runs
-    again). CT2 follows CT1 only when the warp's alive lanes, barrier phase or wait bit
-    change (EXIT, BAR, and the first block after a barrier's release). After a BAR, CT1's
-    mask is the lanes that arrived, also when the warp never runs again (it is its next
-    pass's mask when every live lane arrived): a divergent barrier (some live lanes of the
-    warp did not arrive, interp's DeadlockError) ends the stream with that BAR's CT1 (pc
-    don't-care), CT2 and FAULT. A memory fault ends the stream with FAULT right after the
+    CT1 is the warp's new top of stack, which is where its next pass starts, and comes only
+    when the top is another stack entry (a push, a pop, an exit: `Step.new_top`; the model's
+    stack depth changes exactly then) or its mask changed; otherwise the next EXEC of the
+    warp carries its new pc. Its sp is always don't-care (the lazy stack's depth may differ
+    from interp's), and so is CT1 of a warp whose lanes have all exited (or, before a
+    deadlock's FAULT, that never runs again). CT2 comes only when the warp's alive lanes,
+    barrier phase or wait bit change (EXIT, BAR, and the first block after a barrier's
+    release), after CT1 if there is one. After a BAR, the mask is the lanes that arrived,
+    also when the warp never runs again (it is its next pass's mask when every live lane
+    arrived): a divergent barrier (some live lanes of the warp did not arrive, interp's
+    DeadlockError) ends the stream with that BAR's [CT1 (pc don't-care)] CT2 and FAULT. A memory fault ends the stream with FAULT right after the
     faulting instruction's EXEC; other interpreter errors propagate. `memory` is not modified."""
     grid, block = check_grid_block(grid, block)
     final = np.array(memory, dtype=np.uint32, copy=True)
@@ -242,9 +244,11 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
         new = (alive, (phase + bar) % PHASES, int(bar))
         nxt = following[i]
         if alive and nxt is not None:
-            stream.add(tok("CT1", nxt.pc, nxt.mask, 0), frozenset({"sp"}))
+            if step.new_top or nxt.mask != step.mask:
+                stream.add(tok("CT1", nxt.pc, nxt.mask, 0), frozenset({"sp"}))
         elif alive and bar:                                 # never runs again: a deadlock follows
-            stream.add(tok("CT1", 0, step.mask, 0), frozenset({"pc", "sp"}))
+            if step.new_top:
+                stream.add(tok("CT1", 0, step.mask, 0), frozenset({"pc", "sp"}))
         else:
             assert not alive or fault, "a live warp without a next pass: interp should have raised"
             stream.add(tok("CT1", 0, 0, 0), frozenset({"pc", "mask", "sp"}))

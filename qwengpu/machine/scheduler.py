@@ -1,14 +1,17 @@
 """The warp scheduler (3 layers from L3; the round-robin turn at L2, execute.py): the next warp
-to run, or that the thread block is done, or a deadlock at a barrier. It reproduces
+to run, or that the thread block is done, or a deadlock at a barrier; and each warp's next pc
+(at L_NEXT), which the scheduler's EXEC carries. It reproduces
 qwengpu/interp.py exactly (`run_block`'s barrier release and `_next_runnable`)."""
 from __future__ import annotations
 
 from qwengpu import isa
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
+from qwengpu.circuit import memory as Mem
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
-from qwengpu.machine.plan import SCHEDULER_LAYERS
+from qwengpu.machine.fetch import TERMS
+from qwengpu.machine.plan import L_NEXT, SCHEDULER_LAYERS
 from qwengpu.machine.status import Status
 from qwengpu.machine.words import PC_BITS, PHASES
 
@@ -49,8 +52,8 @@ def build_scheduler(c: Circuit, at: int, statuses: list[Status], nwarps: Field,
     Layers: at: live_i, live-and-waiting, the count of live lanes that did not arrive at
     the barrier their warp waits at, a weighted count of live warps whose phase is 2 or 3
     ahead of phase_i;  at + 1: runnable_i, done, partial (that count >= 1);  at + 2: the
-    choice and its pc and mask, deadlock.
-    Returns ({"found", "warp" (one-hot bits), "pc", "mask", "deadlock", "done"}, end)."""
+    choice, deadlock. The chosen warp's pc comes later, from `build_warp_pcs`.
+    Returns ({"found", "warp" (one-hot bits), "deadlock", "done"}, end)."""
     if len(statuses) != WARPS or nwarps.width != WARPS or turn.width != WARPS:
         raise CircuitError(f"scheduler: needs {WARPS} statuses, nwarps and turn of {WARPS} dims")
     live, waiting, behind, divergent = _liveness(c, at, statuses, nwarps)
@@ -65,7 +68,7 @@ def build_scheduler(c: Circuit, at: int, statuses: list[Status], nwarps: Field,
     c.clear(live, at + 1)
     c.clear(behind, at + 1)
     c.clear(divergent, at + 1)
-    out = _choose(c, at + 2, statuses, runnable, turn, waiting, partial)
+    out = _choose(c, at + 2, runnable, turn, waiting, partial)
     out["done"] = done
     c.clear(runnable, at + 2)
     c.clear(waiting, at + 2)
@@ -105,23 +108,46 @@ def _liveness(c, at, statuses, nwarps):
     return live, waiting, behind, divergent
 
 
-def _choose(c, at, statuses, runnable, turn, waiting, partial) -> dict[str, Field]:
+def _choose(c, at, runnable, turn, waiting, partial) -> dict[str, Field]:
     """For each turn t and warp i: i is chosen iff turn == t, i is runnable and no warp between
-    t and i (cyclically) is; the chosen warp's pc and mask ride on the same neurons."""
+    t and i (cyclically) is."""
     found = c.field("sched.found", 1, at)
     warp = c.field("sched.warp", WARPS, at)
-    pc = c.field("sched.pc", PC_BITS, at)
-    mask = c.field("sched.mask", LANES, at)
     deadlock = c.field("sched.deadlock", 1, at)
     for t in range(WARPS):
-        for i, s in enumerate(statuses):
+        for i in range(WARPS):
             between = {runnable[(t + k) % WARPS]: -1 for k in range((i - t) % WARPS)}
             chosen = G.add_terms({turn[t]: 1, runnable[i]: 1}, between)
             G.relu(c, at, chosen, -1, {warp[i]: 1, found[0]: 1})
-            for src, dst in ((s.pc, pc), (s.mask, mask)):
-                for b in range(src.width):
-                    G.relu(c, at, G.add_terms(chosen, {src[b]: 1}), -2, {dst[b]: 1})
     # a divergent barrier (partial outweighs every runnable warp), or none runnable but some live warp waits
     G.step(c, at, G.add_terms(G.ones(waiting), G.ones(runnable, k=-WARPS), G.ones(partial, k=WARPS * WARPS + 1)), 1,
            {deadlock[0]: 1})
-    return {"found": found, "warp": warp, "pc": pc, "mask": mask, "deadlock": deadlock}
+    return {"found": found, "warp": warp, "deadlock": deadlock}
+
+
+def build_warp_pcs(m) -> None:
+    """Each warp's next pc (L_NEXT): written in the pass that runs the warp's terminator (its
+    new pc, at any block end; CT1 comes only when the top of stack's mask or depth changes),
+    0 on a CTA pass; the scheduler's choice reads it for its EXEC (m.sched["pc"]).
+    L_NEXT - 1: which warp's register a terminator writes, the gated pc; L_NEXT: the registers
+    and the chosen warp's pc."""
+    c, f, k = m.c, m.f, m.k
+    at, ran = L_NEXT - 1, {m.op[t][0]: 1 for t in TERMS}     # exactly one terminator flag on its pass
+    writes = c.field("pcs.write", WARPS, at)
+    for w in range(WARPS):
+        G.relu(c, at, {f["W"][w]: 1, **ran}, -1, {writes[w]: 1})
+    new = c.field("pcs.new", PC_BITS, at)
+    for b, d in enumerate(m.ns.pc.dims):
+        G.relu(c, at, {d: 1, **ran}, -1, {new[b]: 1})
+    pc = c.field("sched.pc", PC_BITS, L_NEXT)
+    for w in range(WARPS):
+        reg = Mem.register(c, L_NEXT, f"pc{w}", PC_BITS)
+        Mem.write_bits(c, reg, m.zero, Mem.bits(new), [writes[w], k["CTA"]])
+        held = c.field(f"pcs.{w}", PC_BITS, L_NEXT)
+        Mem.read_into(c, reg, m.zero, held.dims)
+        for b in range(PC_BITS):
+            G.relu(c, L_NEXT, {m.sched["warp"][w]: 1, held[b]: 1}, -1, {pc[b]: 1})
+        c.clear(held, L_NEXT)
+    c.clear(writes, L_NEXT)
+    c.clear(new, L_NEXT)
+    m.sched["pc"] = pc

@@ -1,7 +1,7 @@
 """Writeback (L14-L15): the queues that hold an EXEC, AT or COPY pass's outcome for the passes
 that write it back: each lane's result and the mask (for VAL/VALU/ST), the terminator's CT1
 payload (for the VAL/VALU/ST/AW that ends a folded pass's writeback and emits CT1), its CT2
-payload and whether it changed (for CT1), whether the last EXEC pass ran a terminator, and the
+payload (for CT1 or that pass) and whether each half changed, whether the last EXEC pass ran a terminator, and the
 copy-out's next group (for VAL/VALU)."""
 from __future__ import annotations
 
@@ -23,17 +23,18 @@ def build_writeback(m) -> None:
     B.write_bits(c, mq, m.zero, B.bits(m.cs.mask), [k["EXEC"], k["COPY"]])
     B.read_into(c, mq, m.zero, m.cs.mask.dims, enable=[k["VAL"], k["VALU"], k["ST"], k["AW"]])
     ns, w1, w2 = m.ns, CT1.width, CT2.width
-    ctl = c.field("ctl", w1 + w2 + 1, L)            # CT1's payload, CT2's, and whether CT2's changed
-    cq = B.register(c, L, "ctl", w1 + w2 + 1)
+    ctl = c.field("ctl", w1 + w2 + 2, L)            # CT1's payload, CT2's, and whether each half changed
+    cq = B.register(c, L, "ctl", w1 + w2 + 2)
     B.write_bits(c, cq, m.zero, sum((B.bits(getattr(ns, name)) for name in (*CT1.fields, *CT2.fields)), [])
-                 + B.bits(m.ct2_changed), [m.op[t][0] for t in TERMS])
-    # read by CT1 (CT2's half) and by the passes that may end a folded pass's writeback (CT1's half);
-    # the other half's bits are unused there (every reader is gated by the pass's kind)
+                 + B.bits(m.changed["CT1"]) + B.bits(m.changed["CT2"]), [m.op[t][0] for t in TERMS])
+    # read by CT1 (CT2's half) and by the passes that may end a folded pass's writeback; bits
+    # unused on a pass are harmless there (every reader is gated by the pass's kind)
     B.read_into(c, cq, m.zero, ctl.dims, enable=[k["CT1"], k["VAL"], k["VALU"], k["ST"], k["AW"]])
     head, tail = view(ctl, 0, w1), view(ctl, w1, w1 + w2)
     m.ct1q = {name.upper(): part(head, CT1, name) for name in CT1.fields}   # FEATURES' names
     m.ctq = {name.upper(): part(tail, CT2, name) for name in CT2.fields}
-    m.ct2_follows = view(ctl, w1 + w2, w1 + w2 + 1, "ct2_follows")
+    m.changedq = {"CT1": view(ctl, w1 + w2, w1 + w2 + 1, "ct1_changed.q"),
+                  "CT2": view(ctl, w1 + w2 + 1, w1 + w2 + 2, "ct2_changed.q")}
     # whether the last EXEC pass ran a terminator: its writeback's last token emits CT1 (from
     # ct1q) instead of the warp's next EXEC. Written on every EXEC pass (0 when it ran none).
     m.tpend = c.field("tpend", 1, L)
