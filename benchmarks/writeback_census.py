@@ -4,11 +4,13 @@ the interpreter's traces (the streams replay holds the model to; no model needed
     .venv/bin/python benchmarks/writeback_census.py [--json] [--block-slots N]
 
 Prints the reference streams' tokens by kind, then for each payload width w the writeback tokens
-(VAL/VALU) if a word went in w-bit parts as today's protocol sends them (one VALU per part when
-every active lane's value is equal, else each lane's parts up to its highest nonzero one) and the
-ids VAL, VALU and PART would need; the same sent part by part (one VALU for a part every lane
-shares, else each lane's); and with a machine block per pass that writes back only the registers
-live after the block (an estimate for machine v2, docs/machine.md, "Next"). `--block-slots N`
+(VAL/VALU/VALA) if a word went in w-bit parts as today's protocol sends them (one VALU per part
+when every active lane's value is equal, else one VALA when they are d + s * lane from lane 0 and
+below 2 ** w, else each lane's parts up to its highest nonzero one) and the ids VAL, VALU and
+PART would need; the same sent part by part (one VALU for a part every lane shares, else each
+lane's); with sign-extended parts (a negative value's high parts that are all ones left out, as
+a flag in its last token); and with a machine block per pass that writes back only the
+registers live after the block (an estimate for machine v2, docs/machine.md, "Next"). `--block-slots N`
 lowers the suite as if isa.BLOCK_SLOTS were N (the circuit is not built, so any N counts).
 
 A pair's first instruction (encoding.py) is forwarded, never written back, so the writeback
@@ -26,18 +28,27 @@ from qwengpu.api import Device
 from qwengpu.launch import Launch
 from qwengpu.machine import protocol
 from qwengpu.machine.encoding import encode, live_out
+from qwengpu.machine.tokens import AP_STRIDES
 from qwengpu.machine.words import WORD_BITS
 from qwengpu.suite import discover, load_spec
 
 WIDTHS = (8, 10, 11, 12, 16)
 
 
-def parts(value: int, width: int) -> int:
-    return max(1, -(-value.bit_length() // width))
+def parts(value: int, width: int, signed: bool = False) -> int:
+    n = max(1, -(-value.bit_length() // width))
+    if signed and value >> (WORD_BITS - 1):          # the parts up to the last that is not all ones
+        n = min(n, max(1, -(-(~value & (1 << WORD_BITS) - 1).bit_length() // width)))
+    return n
 
 
-def writeback(values: list[int], width: int) -> int:
-    return parts(values[0], width) if len(set(values)) == 1 else sum(parts(v, width) for v in values)
+def writeback(lanes: list[int], values: list[int], width: int, signed: bool = False) -> int:
+    if len(set(values)) == 1:
+        return parts(values[0], width, signed)
+    if lanes[0] == 0 and max(values) < 1 << width and any(
+            all(v == values[0] + s * l for l, v in zip(lanes, values)) for s in AP_STRIDES):
+        return 1                                     # VALA
+    return sum(parts(v, width, signed) for v in values)
 
 
 def partwise(values: list[int], width: int) -> int:
@@ -67,24 +78,26 @@ def kernel_census(case) -> dict:
             kinds["EXEC (terminator passes)"] += p.main is None and p.pre is None
             kinds["EXEC (pairs)"] += p.pre is not None
     steps, _ = protocol._traced_run(L.program, L.grid, L.block, L.params, L.memory.copy())
-    every, by_part, live = (collections.Counter() for _ in range(3))
+    every, by_part, signed, live = (collections.Counter() for _ in range(4))
     for step in steps:
         b, writes = L.program.blocks[step.pc], iter(step.reg_writes)
-        nlanes = bin(step.mask).count("1")
+        lanes = [l for l in range(isa.LANES) if step.mask >> l & 1]
         paired = {p.pre for p in codes[step.pc].passes}
         for i, ins in enumerate(b.instrs):
             if not ins.dst.n:
                 continue
-            values = [next(writes)[2] for _ in range(nlanes)]
+            values = [next(writes)[2] for _ in lanes]
             if ins.op is isa.Op.ATOM or i in paired:
                 continue                    # an atomic's old value goes lane by lane; a pair's first is forwarded
             last = all(later.dst.n != ins.dst.n for later in b.instrs[i + 1:])
             for w in WIDTHS:
-                every[w] += writeback(values, w)
+                every[w] += writeback(lanes, values, w)
                 by_part[w] += partwise(values, w)
-                live[w] += writeback(values, w) if last and ins.dst.n in outs[step.pc] else 0
+                signed[w] += writeback(lanes, values, w, signed=True)
+                live[w] += writeback(lanes, values, w) if last and ins.dst.n in outs[step.pc] else 0
     return {"kernel": case.name, "tokens": len(stream.tokens), "kinds": dict(kinds),
-            "writeback": dict(every), "partwise_writeback": dict(by_part), "live_writeback": dict(live)}
+            "writeback": dict(every), "partwise_writeback": dict(by_part), "signed_writeback": dict(signed),
+            "live_writeback": dict(live)}
 
 
 def main() -> int:
@@ -94,23 +107,26 @@ def main() -> int:
     a = ap.parse_args()
     isa.BLOCK_SLOTS = a.block_slots
     rows = [kernel_census(c) for c in discover()]
-    kinds, every, by_part, live = (collections.Counter() for _ in range(4))
+    kinds, every, by_part, signed, live = (collections.Counter() for _ in range(5))
     for r in rows:
         kinds.update(r["kinds"])
         every.update(r["writeback"])
         by_part.update(r["partwise_writeback"])
+        signed.update(r["signed_writeback"])
         live.update(r["live_writeback"])
     total = sum(r["tokens"] for r in rows)
     if a.json:
         json.dump({"kernels": rows, "tokens": total, "kinds": kinds, "writeback": every,
-                   "partwise_writeback": by_part, "live_writeback": live}, sys.stdout, indent=1)
+                   "partwise_writeback": by_part, "signed_writeback": signed, "live_writeback": live},
+                  sys.stdout, indent=1)
         return 0
     print(f"suite: {total:,} generated tokens")
     for kind, n in kinds.most_common():
         print(f"  {kind:20} {n:9,} {n / total:6.1%}")
-    print(f"\n{'part bits':>9} {'ids':>8} {'writeback':>10} {'part by part':>13} {'live-out only':>14}")
+    print(f"\n{'part bits':>9} {'ids':>8} {'writeback':>10} {'part by part':>13} {'sign-extended':>14} "
+          f"{'live-out only':>14}")
     for w in WIDTHS:
-        print(f"{w:9} {ids(w):8,} {every[w]:10,} {by_part[w]:13,} {live[w]:14,}")
+        print(f"{w:9} {ids(w):8,} {every[w]:10,} {by_part[w]:13,} {signed[w]:14,} {live[w]:14,}")
     return 0
 
 

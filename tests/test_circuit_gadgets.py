@@ -219,3 +219,20 @@ def test_add_compiled_for_the_2b_host_runs_exactly_at_full_width(dtype):
     assert np.isin(raw, (0.0, 1.0)).all()
     got = ((raw > 0.5).astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=1)
     assert got.tolist() == expect("ADD", av, bv)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["plus1.gated", "plus3.gated", "plus24.gated", "plus31.gated", "plus24"])
+def test_plus_constant_on_every_12_bit_value(name, dtype):
+    """(a + k) mod 2 ** 12 on all 4096 values (and, gated, 0 whenever the gate is shut), against
+    Python's arithmetic."""
+    k = int(name.split(".")[0][4:])
+    a = np.arange(4096, dtype=np.uint64)
+    if name.endswith("gated"):
+        a, g = np.concatenate([a, a]), np.repeat(np.array([1, 0], np.uint64), 4096)
+        (got,), worst = run(name, dtype, [a, g], text=True)
+        assert got.tolist() == [(int(x) + k) % 4096 * int(y) for x, y in zip(a, g)]
+    else:
+        (got,), worst = run(name, dtype, [a], text=True)
+        assert got.tolist() == [(int(x) + k) % 4096 for x in a]
+    assert worst == 0.0

@@ -45,6 +45,20 @@ def test_expected_tokens_by_hand():
         t("COPY", 2), t("VALU", 0, 0)]
 
 
+def test_a_progression_from_lane_0_is_one_vala():
+    mem = np.zeros(1024, dtype=np.uint32)
+    mem[4:8] = [100, 104, 108, 112]                  # 100 + 4 * lane
+    mem[9:12] = [5, 6, 7]                            # lanes 1-3 only: not from lane 0
+    assert copyout.expected_tokens([4, 5, 6, 7], mem) == [t("COPY", 1), t("VALA", 4, 100)]
+    assert copyout.expected_tokens([4, 6], mem) == [t("COPY", 1), t("VALA", 4, 100)]    # lanes 0 and 2: 108 = 100 + 4 * 2
+    assert copyout.expected_tokens([9, 10, 11], mem) == [
+        t("COPY", 2), t("VAL", 1, 0, 5), t("VAL", 2, 0, 6), t("VAL", 3, 0, 7)]
+    stream = [t("COPY", 1), t("VALA", 4, 100), t("HALT")]
+    assert copyout.decode(stream, [4, 5, 6, 7]) == {4: 100, 5: 104, 6: 108, 7: 112}
+    with pytest.raises(ExecutionError, match="do not start at lane 0"):
+        copyout.decode([t("COPY", 2), t("VALA", 1, 5), t("HALT")], [9, 10, 11])
+
+
 def test_decode_round_trip_and_malformed_streams():
     mem = np.arange(1024, dtype=np.uint32) * 0x01010101
     words = [3, 4, 5, 6, 7, 8, 600]

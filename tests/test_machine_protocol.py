@@ -149,8 +149,8 @@ def test_straight_line_with_store():
     ]
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
     got = expected_stream(Program("k", blocks, []), 1, 3, [], memory)
-    want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1),
-            exec_(0, 0, 1), *vals(0, 0, 1), *vals(1, 4, 1), *vals(2, 8, 1),    # the ADD (dead) pairs with the SHL
+    want = [exec_(0, 0, 0), T("VALA", 1, 0),                                  # tid: 0, 1, 2 = 0 + 1 * lane
+            exec_(0, 0, 1), T("VALA", 4, 0),              # tid << 2; the ADD (dead) pairs with the SHL
             exec_(0, 0, 2), T("ST", 0), T("ST", 1), T("ST", 2),                # the JMP runs in the ST's pass
             exec_(0, 1, 0), *valu(1 << 24, 3),         # same stack entry and mask: no CT1 (nor CT2); MOV and EXIT
             T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]                    # every lane exits
@@ -164,7 +164,7 @@ def test_divergent_branch_partial_exit_and_reconvergence():
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
     memory[1] = 0xABCDEF
     got = expected_stream(divergent_program(), 1, 4, [0, 0], memory).tokens
-    want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1), *vals(3, 3, 1),
+    want = [exec_(0, 0, 0), T("VALA", 1, 0),
             exec_(0, 0, 1), T("CT1", 1, 0b0011, 0),     # SETLT runs in the pre-ALU of the BRC's pass: r2 forwarded
             exec_(0, 1, 0), *valu(5, 1),                                        # the others fold
             T("CT1", 2, 0b1100, 0), T("CT2", 0b1100, 0, 0),                     # lanes 0, 1 exit
@@ -202,10 +202,33 @@ def test_deadlock_ends_in_fault():
     blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),))], Terminator(Term.BRC, 1, r(1), 2, -1)),
               MachineBlock([], Terminator(Term.BAR, 2)), MachineBlock([], EXIT)]
     got = expected_stream(Program("k", blocks, []), 1, 2, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
-    assert got.tokens == [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1),
+    assert got.tokens == [exec_(0, 0, 0), T("VALA", 1, 0),
                           exec_(0, 0, 1), T("CT1", 1, 0b0010, 0),
                           exec_(0, 1, 0), T("CT2", 0b0011, 1, 1), T("FAULT")]
     assert isinstance(got.fault, DeadlockError)
+
+
+@pytest.mark.parametrize("lanes, values, want", [
+    ([0, 1, 2, 3], [7, 7, 7, 7], [T("VALU", 0, 7)]),
+    ([0, 1, 2, 3], [5, 6, 7, 8], [T("VALA", 1, 5)]),
+    ([0, 2], [0x100, 0x110], [T("VALA", 8, 0x100)]),                  # by lane index: 0x100 + 8 * 2
+    ([0, 1, 3], [4092, 4093, 4095], [T("VALA", 1, 4092)]),            # the largest that fits part 0
+    ([0, 1], [4095, 4096], [T("VAL", 0, 0, 0xFFF), T("VAL", 1, 0, 0), T("VAL", 1, 1, 1)]),     # 4096: part 1
+    ([1, 2, 3], [1, 2, 3], [T("VAL", 1, 0, 1), T("VAL", 2, 0, 2), T("VAL", 3, 0, 3)]),         # not from lane 0
+    ([0, 1, 2], [0, 3, 6], [T("VAL", 0, 0, 0), T("VAL", 1, 0, 3), T("VAL", 2, 0, 6)]),         # stride 3
+    ([0, 1], [9, 8], [T("VAL", 0, 0, 9), T("VAL", 1, 0, 8)]),                                   # downwards
+    ([0, 1, 2], [0, 1, 3], [T("VAL", 0, 0, 0), T("VAL", 1, 0, 1), T("VAL", 2, 0, 3)]),         # not a progression
+])
+def test_writeback_tokens_pick_valu_vala_or_val(lanes, values, want):
+    from qwengpu.machine.tokens import writeback_tokens
+    assert writeback_tokens(lanes, values) == want
+
+
+def test_vala_features_are_part_0_and_a_one_hot_stride():
+    from qwengpu.machine.tokens import AP_STRIDES, features
+    f = features(T("VALA", 4, 0x123))
+    assert f["STRIDE"] == [int(s == 4) for s in AP_STRIDES]
+    assert f["SD"] == [0x123 >> i & 1 for i in range(12)] + [0] * 20 and f["SE"] == [1, 1, 1]
 
 
 def test_every_token_kind_has_argument_names():
@@ -268,7 +291,7 @@ def test_atomics_run_lane_by_lane():
     exch = []
     for l in range(3):
         exch += [T("AT", l), T("PART", 0, 1), T("AW", l)]
-    want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1),
+    want = [exec_(0, 0, 0), T("VALA", 1, 0),
             exec_(0, 0, 1), *atomics,                               # the ADD runs in the ATOM's pre-ALU
             exec_(0, 1, 0), *exch, T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]
     assert got.tokens == want
@@ -311,8 +334,8 @@ def test_a_pair_forwards_the_pre_alu_result_and_writes_nothing_back():
     assert [field(pre[0], PRE, n) for n in ("op", "a", "b", "imm")] == [OPCODES.index("ADD"), 1, 0, 0b010]
     assert pre[1] == 5
     got = expected_stream(program, 1, 3, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
-    want = [exec_(0, 0, 0), *vals(0, 0, 1), *vals(1, 1, 1), *vals(2, 2, 1),
-            exec_(0, 0, 1), *vals(0, 0, 1), *vals(1, 64, 1), *vals(2, 256, 1),   # no VAL of r2
+    want = [exec_(0, 0, 0), T("VALA", 1, 0),
+            exec_(0, 0, 1), *vals(0, 0, 1), *vals(1, 64, 1), *vals(2, 256, 1),   # no VAL of r2; not a progression
             exec_(0, 1, 0), *vals(0, 0, 1), *vals(1, 64, 1), *vals(2, 256, 1),
             T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]
     assert got.tokens == want

@@ -76,6 +76,11 @@ def specs() -> list[Spec]:
                   exhaustive=True))
     s.append(Spec("onehot.decode", (32,), _decode_build, lambda a: (a,), draw="onehot", exhaustive=True))
     s.append(Spec("mux4", (2, 32, 32, 32, 32), _mux_build, lambda k, *x: (x[k],), draw="mux"))
+    for k in (1, 3, 24, 31):           # plus_constant: VALA's lane words (machine/inputs.py), gated
+        s.append(Spec(f"plus{k}.gated", (12, 1), lambda c, a, g, k=k: [_plus_build(c, a, k, g[0])],
+                      lambda a, g, k=k: (((a + k) & 0xFFF) * g,), exhaustive=True))
+    s.append(Spec("plus24", (12,), lambda c, a: [_plus_build(c, a, 24)], lambda a: ((a + 24) & 0xFFF,),
+                  exhaustive=True))
     if hasattr(G, "mul"):
         s.append(Spec("MUL", (32, 32), lambda c, a, b: [G.mul(c, 0, a, b)], _alu("MUL")))
     return s
@@ -84,6 +89,12 @@ def specs() -> list[Spec]:
 def _bool(op, a, b):
     return {"and": a & b, "or": a | b, "xor": a ^ b, "nand": 1 - (a & b), "nor": 1 - (a | b),
             "xnor": 1 - (a ^ b)}[op]
+
+
+def _plus_build(c, a, k, gate=None):
+    out = c.field("sum", a.width, 0)
+    G.plus_constant(c, 0, list(a.dims), k, out, gate)
+    return out
 
 
 def _clear_build(c, a):

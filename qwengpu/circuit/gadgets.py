@@ -129,6 +129,37 @@ def const_one(c: Circuit, at: int, out: dict[int, float]) -> None:
     c.layer(at).relu({}, 1, {d: k * c.layout.dim_scale[d] for d, k in out.items()})
 
 
+def plus_constant(c: Circuit, at: int, bits: list[int], const: int, out: Field, gate: int | None = None,
+                  low: int = 5) -> None:
+    """out += the bits of (the value of `bits` + const) mod 2 ** len(bits), in one layer, for a
+    constant 0 < const < 2 ** low; only when the 0/1 dim `gate` is 1 (out stays 0 when it is 0).
+    Below bit `low`: bit i of v = (value + const) mod 2 ** (i + 1), which is below 2 ** (i + 2),
+    is [v >= 2 ** i] - [v >= 2 ** (i + 1)] + [v >= 3 * 2 ** i]. From bit `low` up: bit i is
+    value bit i xor the carry into it, and the carry is whether the low bits plus const reach
+    2 ** low while bits low .. i - 1 are all 1; each 0 among those weighs -2 ** low, which keeps
+    every argument within the exact range (a 12-bit sum could not be one neuron's argument)."""
+    if not 0 < const < 1 << low or len(bits) > low + MAX_POSITIVE // (1 << low) - 1:
+        raise CircuitError(f"plus_constant: {len(bits)} bits + {const} is outside its exact range")
+    shut = MAX_POSITIVE          # a shut gate pushes every argument this far below its threshold
+
+    def on(terms, t, i, sign):
+        if gate is not None:
+            terms, t = {**terms, gate: shut}, t + shut
+        step(c, at, terms, t, {out[i]: sign})
+
+    for i, d in enumerate(bits):
+        if i < low:
+            value = {bits[j]: 1 << j for j in range(i + 1)}
+            rest = const % (2 << i)
+            for t, sign in ((1 << i, 1), (2 << i, -1), (3 << i, 1)):
+                on(value, t - rest, i, sign)
+            continue
+        carry = {**{bits[j]: 1 << j for j in range(low)}, **{bits[j]: 1 << low for j in range(low, i)}}
+        need = (1 << low) * (i - low + 1) - const           # a carry iff sum(carry) >= need
+        on({**neg(carry), d: shut}, shut + 1 - need, i, 1)   # d and no carry
+        on({**carry, d: -shut}, need, i, 1)                  # a carry and not d
+
+
 def nibble(field: Field, m: int, weights=(1, 2, 4, 8)) -> dict[int, int]:
     return {field[4 * m + i]: w for i, w in enumerate(weights)}
 

@@ -7,8 +7,8 @@ gives. The state readback stays as a cross-check (runtime.py).
 
 Words go in aligned groups of LANES (group g: words LANES * g ..), each like a load by every
 lane: `COPY(g)` reads the group's words into the result queue, then the writeback tokens
-carry the copied lanes' words (one `VALU` per part when they are equal, else `VAL`s lane by
-lane), then the next `COPY` or `HALT`. The prompt holds the group list as a linked list
+carry the copied lanes' words (one `VALU` per part when they are equal, one `VALA` when they
+step by a stride from lane 0, else `VAL`s lane by lane: tokens.writeback_tokens), then the next `COPY` or `HALT`. The prompt holds the group list as a linked list
 (words.COPY0: the first group; words.COPYROW: a table row per group): a row left 0 means
 "every lane, then group g + 1", so a run of whole groups costs no prompt tokens.
 """
@@ -77,6 +77,13 @@ def decode(stream: Sequence[Token], words: Iterable[int]) -> dict[int, int]:
         pos += 1
         lanes = [l for l in range(isa.LANES) if mask >> l & 1]
         value, count = dict.fromkeys(lanes, 0), dict.fromkeys(lanes, 0)     # parts so far per lane
+        if pos < len(tail) and tail[pos].kind == "VALA":                     # one token: d + s * lane
+            stride, d = tail[pos].args
+            if lanes[0] != 0:
+                raise bad(f"{tail[pos]} after COPY g{g}, whose lanes {lanes} do not start at lane 0")
+            out.update({isa.LANES * g + l: d + stride * l for l in lanes})
+            pos += 1
+            continue
         shared = pos < len(tail) and tail[pos].kind == "VALU"
         while pos < len(tail) and tail[pos].kind in ("VAL", "VALU"):
             t = tail[pos]

@@ -8,9 +8,11 @@ from qwengpu.circuit import memory as B
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.plan import L_IN
 from qwengpu.machine.wiring import flag_if, match, view
+from qwengpu import isa
+from qwengpu.machine.tokens import AP_STRIDES
 from qwengpu.machine.words import PARTS
 
-ENDS = ("CT1", "CT2", "VAL", "VALU", "ST", "AW")    # passes after an EXEC of the same warp that may end its block
+ENDS = ("CT1", "CT2", "VAL", "VALU", "VALA", "ST", "AW")    # passes after an EXEC of the same warp that may end its block
 
 
 def build_inputs(m) -> None:
@@ -26,6 +28,7 @@ def build_inputs(m) -> None:
     ends = [k[n] for n in ENDS]
     m.cur = _register(m, "cur", f["WB"], k["EXEC"], ends)
     m.cta = _register(m, "cta", f["CTA"], k["CTA"], None)
+    _progression(m)
     # L0 MLP: per-lane enables
     m.val_lane = c.field("val_lane", 4, L_IN)
     m.q_addr = c.field("q_addr", 4, L_IN)     # store queue lane reads: ST, AT, AW passes
@@ -46,6 +49,20 @@ def build_inputs(m) -> None:
         flag_if(c, L_IN, [(t, k0, 2), ({k["CT2"]: 1}, 0, 1)], {m.cur1h[l]: 1})
         flag_if(c, L_IN, [(t, k0, 2), ({d: 1 for d in ends}, 0, 1)], {m.ender[l]: 1})
         G.relu(c, L_IN, {f["W"][l]: 1, k["EXEC"]: 1}, -1, {m.ender[l]: 1})
+
+
+def _progression(m) -> None:
+    """m.ap_data: each lane's word of a VALA(s, d) pass, d + s * lane (12 bits; 0 on other passes),
+    which the register file writes on the pass's active lanes."""
+    c, f = m.c, m.f
+    width = len(PARTS[0])
+    sd = [f["SD"][i] for i in PARTS[0]]
+    m.ap_data = [c.field(f"ap_data{l}", width, L_IN) for l in range(isa.LANES)]
+    for i, d in enumerate(sd):
+        G.relu(c, L_IN, {d: 1, m.k["VALA"]: 1}, -1, {m.ap_data[0][i]: 1})
+    for l in range(1, isa.LANES):
+        for gate, stride in zip(f["STRIDE"].dims, AP_STRIDES):
+            G.plus_constant(c, L_IN, sd, stride * l, m.ap_data[l], gate)
 
 
 def _register(m, name, data: Field, write_en: int, read_en) -> Field:

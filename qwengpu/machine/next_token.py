@@ -1,9 +1,10 @@
 """The next token (docs/machine.md, "Sequences"), decided in the last four circuit layers.
 
     E1  nonzero parts above k of each lane's value; lanes after the current one that are
-        active; the lowest active lane; whether the active lanes' values differ; the next
-        thread block's index; whether this block was the last
-    E2  the first such lane; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1) cases
+        active; the lowest active lane; whether the active lanes' values differ; lane 0's
+        value + s * l (VALA); the next thread block's index; whether this block was the last
+    E2  the first such lane; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1) cases;
+        for each VALA stride, the bits where an active lane is not lane 0's + s * l
     E3  one flag per case: next VAL lane, VALU(0), ST lane, EXEC(w, pc, s + 1); at a block's
         end, right after a terminator's EXEC (no writeback tokens) or after its pass's last
         writeback token, CT1 when the top of stack's mask or depth changed, else CT2 when the
@@ -17,8 +18,11 @@ from __future__ import annotations
 from qwengpu import isa
 from qwengpu.circuit import gadgets as G
 from qwengpu.machine.plan import L_NEXT
-from qwengpu.machine.tokens import FEATURES, KINDS, SLOTS
+from qwengpu.machine.tokens import AP_STRIDES, FEATURES, KINDS, SLOTS
 from qwengpu.machine.words import CONFIG, COPY0, CT2, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS
+
+
+AP_GATE = 8192        # an inactive lane's progression check: its argument this far below the threshold
 
 
 def build_next_token(m) -> None:
@@ -57,6 +61,17 @@ def build_next_token(m) -> None:
             for i in range(32):
                 for x, y in ((m.r[l][i], m.r[l2][i]), (m.r[l2][i], m.r[l][i])):
                     G.relu(c, E1, {**both, x: 1, y: -1}, -3, {mixed[0]: 1})
+    # EXEC and COPY passes, for VALA: part 0 of lane 0's value plus s * l for each stride s and
+    # lane l >= 1 (E2 compares it with lane l's), and how many active lanes have bits above part 0
+    low_bits = PARTS[0]
+    lane0 = [m.r[0][i] for i in low_bits]
+    ahead = {(s, l): c.field(f"ap.sum{s}.{l}", len(low_bits), E1) for s in AP_STRIDES for l in lanes[1:]}
+    for (s, l), fld in ahead.items():
+        G.plus_constant(c, E1, lane0, s * l, fld)
+    wide = c.field("ap.wide", 1, E1, kind="int", vmax=len(lanes))
+    for l in lanes:
+        high = {d: 1 for d in m.r[l].dims[low_bits.stop:]}
+        G.step(c, E1, {**high, m.cs.mask[l]: len(high)}, 1 + len(high), {wide[0]: 1})
     last = c.field("last", 1, E1)          # this thread block is the last: cta == ncta - 1
     diff = {**{d: 1 << i for i, d in enumerate(m.cta.dims)},
             **{m.config[b]: -(1 << i) for i, b in enumerate(CONFIG.bits("last_cta"))}}
@@ -79,6 +94,13 @@ def build_next_token(m) -> None:
     split = c.field("split", 1, E2)        # the active lanes' values are not all equal
     G.step(c, E2, {mixed[0]: 1}, 1, {split[0]: 1})
     c.clear(mixed, E2)
+    # for each stride, the bits on which an active lane l >= 1 is not lane 0's + s * l
+    off = {s: c.field(f"ap.off{s}", 1, E2, kind="int", vmax=len(lanes) * len(low_bits)) for s in AP_STRIDES}
+    for (s, l), fld in ahead.items():
+        for i, d in zip(low_bits, fld.dims):
+            for x, y in ((d, m.r[l][i]), (m.r[l][i], d)):
+                G.relu(c, E2, {x: 1, y: -1, m.cs.mask[l]: 1}, -1, {off[s][0]: 1})
+        c.clear(fld, E2)
     pn = [c.field(f"pn.{j}", 1, E2) for j in more]             # PART(j) -> PART(j + 1) of the new value
     for j, fld in enumerate(pn):
         G.relu(c, E2, {k["PART"]: 1, **part_is(j), nzn[j][0]: 1}, -2, {fld[0]: 1})
@@ -92,11 +114,18 @@ def build_next_token(m) -> None:
     flag = {name: c.field(f"next.{name}", 1, E3) for name in names}
     no_vn, no_c = {d: -1 for d in vnany}, {d: -1 for d in anyc}
     fault = m.fault[0]                      # EXEC passes only: FAULT replaces every other next token
-    # after an EXEC with a result: VAL(first lane, 0) when the lanes' values differ, else VALU(0)
-    G.relu(c, E3, {m.has_wb[0]: 1, **anyc, split[0]: 1, fault: -1}, -2, {flag["vlane"][0]: 1})
-    G.relu(c, E3, {m.has_wb[0]: 1, **anyc, split[0]: -1, fault: -1}, -1, {flag["ulane"][0]: 1})
-    G.relu(c, E3, {k["COPY"]: 1, **anyc, split[0]: 1, fault: -1}, -2, {flag["vlane"][0]: 1})      # copy-out
-    G.relu(c, E3, {k["COPY"]: 1, **anyc, split[0]: -1, fault: -1}, -1, {flag["ulane"][0]: 1})
+    # after an EXEC with a result: VALU(0) when the lanes' values are equal, else VALA(s) when
+    # they are lane 0's + s * lane with lane 0 active and all in part 0 (when they differ, at
+    # most one s fits), else VAL(first lane, 0); the same for a COPY's words
+    alane = {s: c.field(f"next.alane{s}", 1, E3) for s in AP_STRIDES}
+    for has in ({m.has_wb[0]: 1}, {k["COPY"]: 1}):
+        G.relu(c, E3, {**has, **anyc, split[0]: 1, fault: -1}, -2, {flag["vlane"][0]: 1})
+        G.relu(c, E3, {**has, **anyc, split[0]: -1, fault: -1}, -1, {flag["ulane"][0]: 1})
+        for s, fld in alane.items():
+            fits = {**has, **anyc, split[0]: 1, m.cs.mask[0]: 1, off[s][0]: -1, wide[0]: -1, fault: -1}
+            G.relu(c, E3, fits, -3, {fld[0]: 1, flag["vlane"][0]: -1})
+    for fld in (wide, *off.values()):
+        c.clear(fld, E3)
     # the pending instruction's "atomic" bit (patom) is the last EXEC pass's: in the copy-out that
     # may be an atomic whose pass also ran the warp's last terminator, so copying overrides it
     copying, copy_last = m.copyq["copying"], m.copyq["last"]
@@ -110,7 +139,7 @@ def build_next_token(m) -> None:
     G.relu(c, E3, {k["PART"]: 1, **{d: -1 for d in pnany}}, 0, {flag["aw"][0]: 1})
     # a VAL or VALU that ends a result: the warp's next instruction, or in the copy-out the next
     # group (COPY) or HALT after the last
-    ends = ({k["VAL"]: 1, **no_vn, **no_c}, {k["VALU"]: 1, **{d: -1 for d in unany}})
+    ends = ({k["VAL"]: 1, **no_vn, **no_c}, {k["VALU"]: 1, **{d: -1 for d in unany}}, {k["VALA"]: 1})
     for end in ends:
         G.relu(c, E3, {**end, copying: 1, copy_last: -1}, -1, {flag["copy"][0]: 1})
         G.relu(c, E3, {**end, copying: 1, copy_last: 1}, -2, {flag["halt"][0]: 1})
@@ -120,7 +149,7 @@ def build_next_token(m) -> None:
     pend = m.tpend[0]
     sched_ok = {m.sched["found"][0]: 1, m.sched["deadlock"][0]: -1}   # FAULT replaces a deadlock's EXEC
     q1, q2 = m.changedq["CT1"][0], m.changedq["CT2"][0]
-    for terms in ({**ends[0], patom: -1, copying: -1}, {**ends[1], copying: -1},
+    for terms in ({**ends[0], patom: -1, copying: -1}, {**ends[1], copying: -1}, {**ends[2], copying: -1},
                   {k["ST"]: 1, **no_c}, {k["AW"]: 1, **no_c}):
         G.relu(c, E3, {**terms, pend: -1}, 0, {flag["nexec"][0]: 1})
         G.relu(c, E3, {**terms, pend: 1, q1: 1}, -2, {flag["ct1q"][0]: 1})
@@ -185,6 +214,11 @@ def build_next_token(m) -> None:
     for j, fld in enumerate(un):
         kind("VALU", {fld[0]: 1})
         payload(fld[0], j + 1, [(m.r[l], (low[l],)) for l in lanes])
+    # VALA(s, part 0 of lane 0's value)
+    for i, fld in enumerate(alane.values()):
+        kind("VALA", {fld[0]: 1})
+        emit("STRIDE", i, {fld[0]: 1}, 0)
+        payload(fld[0], 0, [(m.r[0], ())])
     # ST(l') and AT(l')
     for name in ("st", "at"):
         kind(name.upper(), {fl[name]: 1})

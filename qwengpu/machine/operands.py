@@ -52,7 +52,8 @@ def build_alu_operands(m, pre_r: list[Field]) -> None:
     _condition(m, pre_r)
     for fld in (*m.pre_abc[0], *m.pre_abc[1], *m.pre_abc[2]):     # the pre-ALU has read them
         c.clear(fld, L)
-    for done in (*pre_r, *(m.w0[q] for q in (*OPERANDS, "fwd", "tfwd")), *m.words[1:], m.sregs, m.valu_lane):
+    for done in (*pre_r, *(m.w0[q] for q in (*OPERANDS, "fwd", "tfwd")), *m.words[1:], m.sregs, m.valu_lane,
+                 *m.ap_data):
         c.clear(done, L_EXEC)
 
 
@@ -74,9 +75,10 @@ def _condition(m, pre_r: list[Field]) -> None:
 
 
 def _register_bank(m, layer: int, name: str, lane: int) -> B.Bank:
-    """A replica of one lane's register file; VAL and VALU passes write every replica."""
+    """A replica of one lane's register file; VAL, VALU and VALA passes write every replica (the
+    staged word, or VALA's word of the lane)."""
     bank = declare_bank(m.c, layer, name, REG_ROWS, 32)
-    B.write_bits(m.c, bank, B.bits(m.f["WB"]) + B.bits(m.pdst), B.bits(m.staged),
+    B.write_bits(m.c, bank, B.bits(m.f["WB"]) + B.bits(m.pdst), B.bits(m.staged, m.ap_data[lane]),
                  [m.val_lane[lane], m.valu_lane[lane]])
     return bank
 

@@ -25,7 +25,10 @@ PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(isa.BLOCK_SLOTS) for j in rang
                     + [f"PRE{p}.{j}" for p in range(PRE_SLOTS) for j in range(2)]
                     + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)]
                    + ["COPY0", "COPYTAB"])
-KINDS = ("LATCH", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "ST", "AT", "AW", "CT1", "CT2", "COPY", "HALT", "FAULT")
+KINDS = ("LATCH", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "VALA", "ST", "AT", "AW", "CT1", "CT2", "COPY", "HALT",
+         "FAULT")
+# VALA(s, d): lane l's value is d + s * l on every active lane, lane 0 among them, all below 2 ** 12
+AP_STRIDES = (1, 2, 4, 8)
 # the row latch addresses every PUT target's rows (the special-register table: a row per warp and block)
 LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, isa.CONST_WORDS,
                           isa.MAX_GRID_BLOCKS * isa.MAX_WARPS) - 1)
@@ -34,8 +37,9 @@ LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, is
 FEATURES = {
     "kind": len(KINDS),       # one-hot
     "V": LATCH_BITS,          # LATCH value (bits)
-    "SD": WORD_BITS,          # PART/VAL/VALU: part k's data in SD[PARTS[k]]
-    "SE": len(PARTS),         # PART/VAL/VALU: stage head j written iff j >= k (thermometer)
+    "SD": WORD_BITS,          # PART/VAL/VALU: part k's data in SD[PARTS[k]] (VALA: part 0)
+    "SE": len(PARTS),         # PART/VAL/VALU/VALA: stage head j written iff j >= k (thermometer)
+    "STRIDE": len(AP_STRIDES),      # VALA stride, one-hot
     "LANE": isa.LANES,        # VAL/ST/AT/AW lane, one-hot
     "PT": len(PUT_TARGETS),   # PUT target, one-hot
     "W": isa.MAX_WARPS,       # EXEC warp, one-hot
@@ -65,6 +69,8 @@ class Token:
             return f"VAL l{a[0]} p{a[1]} {a[2]:#04x}"
         if self.kind in ("PART", "VALU"):
             return f"{self.kind} p{a[0]} {a[1]:#04x}"
+        if self.kind == "VALA":
+            return f"VALA s{a[0]} {a[1]:#04x}"
         if self.kind == "PUT":
             return f"PUT {PUT_TARGETS[a[0]]}"
         if self.kind == "CT1":
@@ -95,10 +101,22 @@ def part_tokens(kind: str, value: int, *head: int) -> list[Token]:
 
 def writeback_tokens(lanes: list[int], values: list[int]) -> list[Token]:
     """The words of `lanes` (in lane order) as the model writes them: one VALU per part when
-    they are all equal, else each lane's VALs in turn."""
+    they are all equal, else one VALA when they are d + s * lane with lane 0 among them and all
+    below 2 ** 12 (an address or index by thread: 4 tokens -> 1), else each lane's VALs in turn."""
     if len(set(values)) == 1:
         return part_tokens("VALU", values[0])
+    stride = progression(lanes, values)
+    if stride:
+        return [tok("VALA", stride, values[0])]
     return [t for l, value in zip(lanes, values) for t in part_tokens("VAL", value, l)]
+
+
+def progression(lanes: list[int], values: list[int]) -> int | None:
+    """The stride s in AP_STRIDES with values == values[0] + s * lane, when lanes start at lane 0
+    and every value fits part 0; None otherwise."""
+    if lanes[0] != 0 or max(values) >> len(PARTS[0]):
+        return None
+    return next((s for s in AP_STRIDES if all(v == values[0] + s * l for l, v in zip(lanes, values))), None)
 
 
 def _bits(value: int, width: int) -> list[int]:
@@ -113,7 +131,7 @@ def _onehot(value: int, width: int) -> list[int]:
     return [int(i == value) for i in range(width)]
 
 
-ONEHOT = ("kind", "LANE", "PT", "W", "SLOT")
+ONEHOT = ("kind", "LANE", "PT", "W", "SLOT", "STRIDE")
 # each kind's arguments: the fields they set, one per argument (PART, VAL and VALU set SD and SE below)
 ARG_FIELDS = {"LATCH": ("V",), "PUT": ("PT",), "EXEC": (("W", "WB"), "PC", "SLOT"), "VAL": ("LANE",),
               "ST": ("LANE",), "AT": ("LANE",), "AW": ("LANE",), "CT1": ("PC", "MASK", "SP"),
@@ -131,8 +149,10 @@ def features(token: Token) -> dict[str, list[int]]:
     for names, value in zip(ARG_FIELDS.get(k, ()), a):
         for name in (names,) if isinstance(names, str) else names:
             f[name] = _field(name, value)
-    if k in ("PART", "VAL", "VALU"):
-        part, data = a[-2], a[-1]
+    if k == "VALA":
+        f["STRIDE"] = _field("STRIDE", AP_STRIDES.index(a[0]))
+    if k in ("PART", "VAL", "VALU", "VALA"):
+        part, data = (0 if k == "VALA" else a[-2]), a[-1]
         bits = PARTS[part]
         sd = [0] * WORD_BITS
         sd[bits.start: bits.stop] = _bits(data, len(bits))
@@ -151,6 +171,7 @@ def all_tokens() -> list[Token]:
     toks += [Token("EXEC", (w, pc, s)) for w in r(isa.MAX_WARPS) for pc in r(isa.ROM_BLOCKS) for s in r(SLOTS)]
     toks += [Token("VAL", (l, *p)) for l in r(isa.LANES) for p in parts]
     toks += [Token("VALU", p) for p in parts]
+    toks += [Token("VALA", (s, d)) for s in AP_STRIDES for d in r(1 << len(PARTS[0]))]
     toks += [Token(kind, (l,)) for kind in ("ST", "AT", "AW") for l in r(isa.LANES)]
     toks += [Token("CT1", (pc, m, sp)) for pc in r(isa.ROM_BLOCKS) for m in r(1 << isa.LANES)
              for sp in r(1 << FEATURES["SP"])]
