@@ -46,7 +46,7 @@ def writeback(lanes: list[int], values: list[int], width: int, signed: bool = Fa
     if len(set(values)) == 1:
         return parts(values[0], width, signed)
     if lanes[0] == 0 and max(values) < 1 << width and any(
-            all(v == values[0] + s * l for l, v in zip(lanes, values)) for s in AP_STRIDES):
+            all(v == (values[0] + s * l) % (1 << width) for l, v in zip(lanes, values)) for s in AP_STRIDES):
         return 1                                     # VALA
     return sum(parts(v, width, signed) for v in values)
 

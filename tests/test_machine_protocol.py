@@ -213,6 +213,7 @@ def test_deadlock_ends_in_fault():
     ([0, 1, 2, 3], [5, 6, 7, 8], [T("VALA", 1, 5)]),
     ([0, 2], [0x100, 0x110], [T("VALA", 8, 0x100)]),                  # by lane index: 0x100 + 8 * 2
     ([0, 1, 3], [4092, 4093, 4095], [T("VALA", 1, 4092)]),            # the largest that fits part 0
+    ([0, 1, 2, 3], [4090, 4094, 2, 6], [T("VALA", 4, 4090)]),         # wraps in part 0's 12 bits, as the circuit adds
     ([0, 1], [4095, 4096], [T("VAL", 0, 0, 0xFFF), T("VAL", 1, 0, 0), T("VAL", 1, 1, 1)]),     # 4096: part 1
     ([1, 2, 3], [1, 2, 3], [T("VAL", 1, 0, 1), T("VAL", 2, 0, 2), T("VAL", 3, 0, 3)]),         # not from lane 0
     ([0, 1, 2], [0, 3, 6], [T("VAL", 0, 0, 0), T("VAL", 1, 0, 3), T("VAL", 2, 0, 6)]),         # stride 3

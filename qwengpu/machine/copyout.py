@@ -20,7 +20,7 @@ import numpy as np
 
 from qwengpu import isa
 from qwengpu.errors import ExecutionError, LaunchError
-from qwengpu.machine.tokens import Token, tok, writeback_tokens
+from qwengpu.machine.tokens import Token, lane_word, tok, writeback_tokens
 from qwengpu.machine.words import COPY0, COPYROW, PARTS
 
 FULL = (1 << isa.LANES) - 1
@@ -81,7 +81,7 @@ def decode(stream: Sequence[Token], words: Iterable[int]) -> dict[int, int]:
             stride, d = tail[pos].args
             if lanes[0] != 0:
                 raise bad(f"{tail[pos]} after COPY g{g}, whose lanes {lanes} do not start at lane 0")
-            out.update({isa.LANES * g + l: d + stride * l for l in lanes})
+            out.update({isa.LANES * g + l: lane_word(d, stride, l) for l in lanes})
             pos += 1
             continue
         shared = pos < len(tail) and tail[pos].kind == "VALU"

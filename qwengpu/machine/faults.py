@@ -26,7 +26,7 @@ from __future__ import annotations
 from qwengpu import isa
 from qwengpu.errors import DeadlockError, ExecutionError, MemoryFault
 from qwengpu.machine.encoding import encode
-from qwengpu.machine.tokens import Token
+from qwengpu.machine.tokens import Token, lane_word
 from qwengpu.machine.words import PARTS
 
 _WORDS = {isa.Space.GLOBAL: isa.GLOBAL_WORDS, isa.Space.SHARED: isa.SHARED_WORDS, isa.Space.CONST: isa.CONST_WORDS}
@@ -97,7 +97,7 @@ def _bad_lane(stream, program, passes, block, ins, space):
             stride, d = t.args
             for l in range(isa.LANES):
                 if mask[w] >> l & 1:
-                    regs[w][l][dst] = d + stride * l
+                    regs[w][l][dst] = lane_word(d, stride, l)
         elif t.kind in ("VAL", "VALU") and w is not None and dst:
             k, d = t.args[-2:]
             lanes = [t.args[0]] if t.kind == "VAL" else [l for l in range(isa.LANES) if mask[w] >> l & 1]

@@ -1,18 +1,20 @@
 """Registers written by tokens (L0): the staged word (a PUT's or VAL's parts), the latch, the
 current warp, the thread block, and the per-lane enables the store queue and register file
-read; which warp ended a block (on its CT1 and CT2 passes) or may end it now."""
+read; each lane's word of a VALA; which warp ended a block (on its CT1 and CT2 passes) or may
+end it now."""
 from __future__ import annotations
 
+from qwengpu import isa
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as B
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.plan import L_IN
-from qwengpu.machine.wiring import flag_if, match, view
-from qwengpu import isa
 from qwengpu.machine.tokens import AP_STRIDES
+from qwengpu.machine.wiring import flag_if, match, view
 from qwengpu.machine.words import PARTS
 
-ENDS = ("CT1", "CT2", "VAL", "VALU", "VALA", "ST", "AW")    # passes after an EXEC of the same warp that may end its block
+# the passes after an EXEC that may end its warp's block
+ENDS = ("CT1", "CT2", "VAL", "VALU", "VALA", "ST", "AW")
 
 
 def build_inputs(m) -> None:
@@ -52,7 +54,7 @@ def build_inputs(m) -> None:
 
 
 def _progression(m) -> None:
-    """m.ap_data: each lane's word of a VALA(s, d) pass, d + s * lane (12 bits; 0 on other passes),
+    """m.ap_data: each lane's word of a VALA(s, d) pass, (d + s * lane) mod 2 ** 12 (0 on other passes),
     which the register file writes on the pass's active lanes."""
     c, f = m.c, m.f
     width = len(PARTS[0])

@@ -22,9 +22,6 @@ from qwengpu.machine.tokens import AP_STRIDES, FEATURES, KINDS, SLOTS
 from qwengpu.machine.words import CONFIG, COPY0, CT2, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS
 
 
-AP_GATE = 8192        # an inactive lane's progression check: its argument this far below the threshold
-
-
 def build_next_token(m) -> None:
     """Adds the emission layers, the circuit's last four, on top of machine `m`."""
     c, f, k = m.c, m.f, m.k
@@ -137,7 +134,7 @@ def build_next_token(m) -> None:
     G.relu(c, E3, {k["AT"]: 1, pdst: -1}, 0, {flag["apart"][0]: 1})
     G.relu(c, E3, {k["VAL"]: 1, patom: 1, **no_vn, copying: -1}, -1, {flag["apart"][0]: 1})
     G.relu(c, E3, {k["PART"]: 1, **{d: -1 for d in pnany}}, 0, {flag["aw"][0]: 1})
-    # a VAL or VALU that ends a result: the warp's next instruction, or in the copy-out the next
+    # a VAL, VALU or VALA that ends a result: the warp's next instruction, or in the copy-out the next
     # group (COPY) or HALT after the last
     ends = ({k["VAL"]: 1, **no_vn, **no_c}, {k["VALU"]: 1, **{d: -1 for d in unany}}, {k["VALA"]: 1})
     for end in ends:

@@ -27,7 +27,7 @@ PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(isa.BLOCK_SLOTS) for j in rang
                    + ["COPY0", "COPYTAB"])
 KINDS = ("LATCH", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "VALA", "ST", "AT", "AW", "CT1", "CT2", "COPY", "HALT",
          "FAULT")
-# VALA(s, d): lane l's value is d + s * l on every active lane, lane 0 among them, all below 2 ** 12
+# VALA(s, d): lane l's value is (d + s * l) mod 2 ** 12 on every active lane, lane 0 among them
 AP_STRIDES = (1, 2, 4, 8)
 # the row latch addresses every PUT target's rows (the special-register table: a row per warp and block)
 LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, isa.CONST_WORDS,
@@ -101,8 +101,8 @@ def part_tokens(kind: str, value: int, *head: int) -> list[Token]:
 
 def writeback_tokens(lanes: list[int], values: list[int]) -> list[Token]:
     """The words of `lanes` (in lane order) as the model writes them: one VALU per part when
-    they are all equal, else one VALA when they are d + s * lane with lane 0 among them and all
-    below 2 ** 12 (an address or index by thread: 4 tokens -> 1), else each lane's VALs in turn."""
+    they are all equal, else one VALA when they are progression(d, s, lane) with lane 0 among
+    them (an address or index by thread: 4 tokens -> 1), else each lane's VALs in turn."""
     if len(set(values)) == 1:
         return part_tokens("VALU", values[0])
     stride = progression(lanes, values)
@@ -112,11 +112,18 @@ def writeback_tokens(lanes: list[int], values: list[int]) -> list[Token]:
 
 
 def progression(lanes: list[int], values: list[int]) -> int | None:
-    """The stride s in AP_STRIDES with values == values[0] + s * lane, when lanes start at lane 0
-    and every value fits part 0; None otherwise."""
+    """The stride s in AP_STRIDES with values == lane_word(values[0], s, lane), when lanes start
+    at lane 0 and every value fits part 0; None otherwise."""
     if lanes[0] != 0 or max(values) >> len(PARTS[0]):
         return None
-    return next((s for s in AP_STRIDES if all(v == values[0] + s * l for l, v in zip(lanes, values))), None)
+    return next((s for s in AP_STRIDES if all(v == lane_word(values[0], s, l) for l, v in zip(lanes, values))),
+                None)
+
+
+def lane_word(d: int, stride: int, lane: int) -> int:
+    """Lane `lane`'s word of a VALA(stride, d): d + stride * lane in part 0's 12 bits (the sum
+    wraps like the circuit's adder, gadgets.plus_constant)."""
+    return (d + stride * lane) % (1 << len(PARTS[0]))
 
 
 def _bits(value: int, width: int) -> list[int]:
