@@ -142,10 +142,10 @@ def test_token_limit():
 def test_replay_mismatch_names_index_tokens_and_field():
     program, memory, stream, machine, model = setup()
     script = list(stream.tokens)
-    i = script.index(T("VAL", 1, 0, 0x01))
-    script[i] = T("VAL", 1, 0, 0x03)
+    i = script.index(T("VALA", 1, 0x100))        # tid + 0x100 on lanes 0, 1: a progression
+    script[i] = T("VALA", 1, 0x101)
     model.script = script
-    with pytest.raises(ReplayMismatch, match=rf"token {i}: expected VAL l1 p0 0x01, got VAL l1 p0 0x03 \(data differs\)") as e:
+    with pytest.raises(ReplayMismatch, match=rf"token {i}: expected VALA s1 0x100, got VALA s1 0x101 \(data differs\)") as e:
         launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=1000, check="replay")
     assert e.value.mismatch.index == i and len(model.fed) == i + 1   # stopped at once
 
@@ -168,7 +168,7 @@ def test_replay_checks_global_memory_after_halt():
 def test_fault_token_is_an_execution_error():
     program, memory, stream, machine, model = setup()
     model.script = stream.tokens[:3] + [T("FAULT")]
-    with pytest.raises(ExecutionError, match=r"FAULT at generated token 3 \(last pass: EXEC w0 B0.0\)"):
+    with pytest.raises(ExecutionError, match=r"FAULT at generated token 3 \(last pass: EXEC w0 B0.1\)"):
         launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=1000)
 
 
@@ -180,8 +180,8 @@ def test_replayed_fault_raises_the_interpreters_error():
     assert stream.tokens[-2:] == [T("EXEC", 0, 0, 3), T("FAULT")]
     machine = StubMachine(None)
     model = StubModel(machine.vocab, stream.tokens)
-    # 3 passes of 1 EXEC + a 1-part VAL per lane (0..1, 0x100..0x101, 0..4), then the store's EXEC
-    with pytest.raises(MemoryFault, match=r"FAULT at generated token 10 \(last pass: EXEC w0 B0.3\); "
+    # 3 passes of 1 EXEC + a VALA each (0..1, 0x100..0x101, 0..4: progressions), then the store's EXEC
+    with pytest.raises(MemoryFault, match=r"FAULT at generated token 7 \(last pass: EXEC w0 B0.3\); "
                                           r"the interpreter: store at global byte address 0x2 is not 4-byte aligned"):
         launch_on_model(model, machine, program, 1, 2, [], memory, max_tokens=100, check="replay")
 
