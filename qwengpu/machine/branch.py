@@ -1,6 +1,6 @@
 """The branch unit (plan.py): the terminator of a machine block (JMP, BRC, BAR, EXIT)
-with the SIMT stack kept in GDN heads, and which halves of the warp's status it changes. It reproduces qwengpu/interp.py exactly (`_Machine._terminate`,
-`_Warp.settle`/`exit_lanes`).
+with the SIMT stack kept in GDN heads, and which halves of the warp's status it changes.
+It reproduces qwengpu/interp.py exactly (`_Machine._terminate`, `_Warp.settle`/`exit_lanes`).
 
 The stack of warp w lives in STACK_DEPTH "pc" heads (depth d: the entry's pc) and
 STACK_DEPTH - 1 "meta" heads (depth d >= 1: reconv, rvalid, mask); every row is keyed

@@ -8,7 +8,8 @@ gives. The state readback stays as a cross-check (runtime.py).
 Words go in aligned groups of LANES (group g: words LANES * g ..), each like a load by every
 lane: `COPY(g)` reads the group's words into the result queue, then the writeback tokens
 carry the copied lanes' words (one `VALU` per part when they are equal, one `VALA` when they
-step by a stride from lane 0, else `VAL`s lane by lane: tokens.writeback_tokens), then the next `COPY` or `HALT`. The prompt holds the group list as a linked list
+step by a stride from lane 0, else `VAL`s lane by lane: tokens.writeback_tokens), then the
+next `COPY` or `HALT`. The prompt holds the group list as a linked list
 (words.COPY0: the first group; words.COPYROW: a table row per group): a row left 0 means
 "every lane, then group g + 1", so a run of whole groups costs no prompt tokens.
 """

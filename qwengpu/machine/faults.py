@@ -13,9 +13,9 @@ The FAULT token carries no payload; the tokens before it say the rest:
   on the host: the operands are the model's values, the rule is the memory's bounds (a pair
   never forwards an address, encoding.py, so they all reached the tokens).
 * FAULT after `CT2` with wait = 1 and the warp's mask (the lanes that arrived: the last CT1's,
-  which comes whenever it changes) not CT2's alive: a deadlock at a divergent barrier, ended by the pass of the last `EXEC` (the BAR's own
-  pass, or its block's last instruction's with the BAR folded in, then that instruction's
-  writeback tokens).
+  which comes whenever it changes) not CT2's alive: a deadlock at a divergent barrier, ended
+  by the pass of the last `EXEC` (the BAR's own pass, or its block's last instruction's with
+  the BAR folded in, then that instruction's writeback tokens).
 
 The error is a MemoryFault or DeadlockError whose message says that, in the interpreter's words
 where it can (`{what} at {space} byte address {a} {problem} (thread block c, warp w, lane l,

@@ -1,8 +1,8 @@
-"""Writeback (L14-L15): the queues that hold an EXEC, AT or COPY pass's outcome for the passes
-that write it back: each lane's result and the mask (for VAL/VALU/ST), the terminator's CT1
-payload (for the VAL/VALU/ST/AW that ends a folded pass's writeback and emits CT1), its CT2
-payload (for CT1 or that pass) and whether each half changed, whether the last EXEC pass ran a terminator, and the
-copy-out's next group (for VAL/VALU)."""
+"""Writeback (plan.py: L21-L22): the queues that hold an EXEC, AT or COPY pass's outcome for
+the passes that write it back: each lane's result and the mask (for VAL/VALU/ST), the
+terminator's CT1 and CT2 payloads and whether each half changed (for CT1, or for the
+VAL/VALU/VALA/ST/AW that ends a folded pass's writeback), whether the last EXEC pass ran a
+terminator, and the copy-out's next group (for VAL/VALU/VALA)."""
 from __future__ import annotations
 
 from qwengpu.circuit import memory as B
