@@ -6,10 +6,11 @@ the interpreter's traces (the streams replay holds the model to; no model needed
 Prints the reference streams' tokens by kind, then for each payload width w the writeback tokens
 (VAL/VALU/VALA) if a word went in w-bit parts as today's protocol sends them (one VALU per part
 when every active lane's value is equal, else one VALA when they are d + s * lane from lane 0 and
-below 2 ** w, else each lane's parts up to its highest nonzero one) and the ids VAL, VALU and
-PART would need; the same sent part by part (one VALU for a part every lane shares, else each
-lane's); with sign-extended parts (a negative value's high parts that are all ones left out, as
-a flag in its last token); and with a machine block per pass that writes back only the
+below 2 ** w, else each lane's parts up to its highest nonzero one, or one token for a word whose
+bits above part 0 are all ones) and the ids VAL, VALU and PART would need; the same sent part by
+part (one VALU for a part every lane shares, else each lane's); sign-extended at any part (a
+negative value's high parts that are all ones left out after any part, a flag in its last
+token); and with a machine block per pass that writes back only the
 registers live after the block (an estimate for machine v2, docs/machine.md, "Next"). `--block-slots N`
 lowers the suite as if isa.BLOCK_SLOTS were N (the circuit is not built, so any N counts).
 
@@ -36,8 +37,13 @@ WIDTHS = (8, 10, 11, 12, 16)
 
 
 def parts(value: int, width: int, signed: bool = False) -> int:
+    """Tokens of one lane's word: one when its bits above part 0 are all ones (as the protocol
+    sends it), else its parts up to the highest nonzero one; `signed`: up to the last part
+    that is not all ones."""
+    if value >> width == (1 << WORD_BITS - width) - 1:
+        return 1
     n = max(1, -(-value.bit_length() // width))
-    if signed and value >> (WORD_BITS - 1):          # the parts up to the last that is not all ones
+    if signed and value >> (WORD_BITS - 1):
         n = min(n, max(1, -(-(~value & (1 << WORD_BITS) - 1).bit_length() // width)))
     return n
 
@@ -59,9 +65,10 @@ def partwise(values: list[int], width: int) -> int:
 
 
 def ids(width: int) -> int:
-    """Ids of VAL (per lane), VALU and PART for w-bit parts of a word."""
+    """Ids of VAL (per lane), VALU and PART for w-bit parts of a word (VAL and VALU: and part 0
+    with the bits above it all ones)."""
     per_word = sum(1 << min(width, WORD_BITS - lo) for lo in range(0, WORD_BITS, width))
-    return (isa.LANES + 2) * per_word
+    return (isa.LANES + 2) * per_word + (isa.LANES + 1) * (1 << width)
 
 
 def kernel_census(case) -> dict:

@@ -30,6 +30,11 @@ MISALIGNED = r'''extern "C" __global__ void k(int *p) {
 OUT_OF_RANGE = r'''extern "C" __global__ void k(int *p, int *o) {
     int t = threadIdx.x;
     o[t] = p[t >= 6 ? 2000 + t : t]; }'''
+# lane 1 indexes -1000 words: its offset register holds -4000 (its bits above part 0 all ones, one
+# VAL token), and p + that is far past the end
+NEGATIVE = r'''extern "C" __global__ void k(int *p, int *o) {
+    int t = threadIdx.x;
+    o[t] = p[t == 1 ? -1000 : t]; }'''
 # a shared-memory atomic at a misaligned address, from thread block 1, lane 3
 ATOMIC = r'''extern "C" __global__ void k(int *o) {
     __shared__ int s[8];
@@ -56,6 +61,7 @@ MEMORY = {
     "misaligned_store": (MISALIGNED, 1, 4, lambda: [np.zeros(4, np.int32)]),
     "out_of_range_load": (OUT_OF_RANGE, 1, 8, lambda: [np.arange(8, dtype=np.int32), np.zeros(8, np.int32)]),
     "const_store": (const_store_program, 1, 2, lambda: []),
+    "negative_index_load": (NEGATIVE, 1, 4, lambda: [np.arange(4, dtype=np.int32), np.zeros(4, np.int32)]),
     "atomic_misaligned": (ATOMIC, 2, 4, lambda: [np.zeros(8, np.int32)]),
 }
 # what the interpreter says (checked, so the cases are what their names say)
@@ -63,6 +69,7 @@ INTERP_SAYS = {
     "misaligned_store": r"^store at global byte address 0x[0-9a-f]*[13579bdf] is not 4-byte aligned \(thread block 0, warp 0, lane 1, pc B\d+\)$",
     "out_of_range_load": r"^load at global byte address 0x[0-9a-f]+ is past the end \(4096 bytes\) \(thread block 0, warp 1, lane 2, pc B\d+\)$",
     "const_store": r"^store at const byte address 0x4 is read-only \(thread block 0, warp 0, lane 0, pc B0\)$",
+    "negative_index_load": r"^load at global byte address 0xfffff[0-9a-f]{3} is past the end \(4096 bytes\) \(thread block 0, warp 0, lane 1, pc B\d+\)$",
     "atomic_misaligned": r"^atomic at shared byte address 0x[0-9a-f]*[26ae] is not 4-byte aligned \(thread block 1, warp 0, lane 3, pc B\d+\)$",
 }
 

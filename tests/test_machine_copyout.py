@@ -59,6 +59,19 @@ def test_a_progression_from_lane_0_is_one_vala():
         copyout.decode([t("COPY", 2), t("VALA", 1, 5), t("HALT")], [9, 10, 11])
 
 
+def test_a_word_whose_high_bits_are_all_ones_is_one_token():
+    mem = np.zeros(1024, dtype=np.uint32)
+    mem[4:8] = [0xFFFFFFFF, 0xFFFFF000, 0xFFFFEFFF, 5]   # -1, -4096: one token; -4097: three parts
+    assert copyout.expected_tokens([4, 5, 6, 7], mem) == [
+        t("COPY", 1), t("VAL", 0, 0, 0xFFFFFFFF), t("VAL", 1, 0, 0xFFFFF000),
+        t("VAL", 2, 0, 0xFFF), t("VAL", 2, 1, 0xFFE), t("VAL", 2, 2, 0xFF), t("VAL", 3, 0, 5)]
+    mem[8:12] = 0xFFFFFFFE                              # -2 on every lane: one VALU
+    assert copyout.expected_tokens([8, 9, 10, 11], mem) == [t("COPY", 2), t("VALU", 0, 0xFFFFFFFE)]
+    words = list(range(4, 12))
+    stream = copyout.expected_tokens(words, mem) + [t("HALT")]
+    assert copyout.decode(stream, words) == {w: int(mem[w]) for w in words}
+
+
 def test_decode_round_trip_and_malformed_streams():
     mem = np.arange(1024, dtype=np.uint32) * 0x01010101
     words = [3, 4, 5, 6, 7, 8, 600]

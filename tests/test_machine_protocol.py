@@ -219,6 +219,11 @@ def test_deadlock_ends_in_fault():
     ([0, 1, 2], [0, 3, 6], [T("VAL", 0, 0, 0), T("VAL", 1, 0, 3), T("VAL", 2, 0, 6)]),         # stride 3
     ([0, 1], [9, 8], [T("VAL", 0, 0, 9), T("VAL", 1, 0, 8)]),                                   # downwards
     ([0, 1, 2], [0, 1, 3], [T("VAL", 0, 0, 0), T("VAL", 1, 0, 1), T("VAL", 2, 0, 3)]),         # not a progression
+    ([0, 1, 2, 3], [0xFFFFFFFF] * 4, [T("VALU", 0, 0xFFFFFFFF)]),      # -1: bits above part 0 all ones, one token
+    ([0, 1], [0xFFFFF000, 0xFFFFF001], [T("VAL", 0, 0, 0xFFFFF000), T("VAL", 1, 0, 0xFFFFF001)]),   # no VALA
+    ([0], [0xFFFFEFFF], [T("VALU", 0, 0xFFF), T("VALU", 1, 0xFFE), T("VALU", 2, 0xFF)]),   # -4097: three parts
+    ([0, 1], [0x7FFFF000, 1], [T("VAL", 0, 0, 0), T("VAL", 0, 1, 0xFFF), T("VAL", 0, 2, 0x7F),
+                               T("VAL", 1, 0, 1)]),                                  # bit 31 clear: parts
 ])
 def test_writeback_tokens_pick_valu_vala_or_val(lanes, values, want):
     from qwengpu.machine.tokens import writeback_tokens
@@ -230,6 +235,20 @@ def test_vala_features_are_part_0_and_a_one_hot_stride():
     f = features(T("VALA", 4, 0x123))
     assert f["STRIDE"] == [int(s == 4) for s in AP_STRIDES]
     assert f["SD"] == [0x123 >> i & 1 for i in range(12)] + [0] * 20 and f["SE"] == [1, 1, 1]
+
+
+def test_a_whole_word_token_stages_every_part():
+    """VAL/VALU(0, word) of a word whose bits above part 0 are all ones sets every SD bit of the
+    word and writes all three stage heads (SE), so the register gets the word in one token; data
+    past part 0 that is not all ones is refused, and PART never takes the whole word."""
+    from qwengpu.machine.tokens import features, part_tokens
+    f = features(T("VAL", 2, 0, 0xFFFFF123))
+    assert f["SD"] == [0xFFFFF123 >> i & 1 for i in range(32)] and f["SE"] == [1, 1, 1]
+    assert f["LANE"] == [0, 0, 1, 0]
+    assert features(T("VALU", 0, 0xFFFFF000))["SD"] == [0] * 12 + [1] * 20
+    with pytest.raises(ValueError, match="does not fit"):
+        features(T("VAL", 0, 0, 0x7FFFF123))
+    assert part_tokens("PART", 0xFFFFFFFF) == [T("PART", 0, 0xFFF), T("PART", 1, 0xFFF), T("PART", 2, 0xFF)]
 
 
 def test_every_token_kind_has_argument_names():

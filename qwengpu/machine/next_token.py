@@ -1,6 +1,7 @@
 """The next token (docs/machine.md, "Sequences"), decided in the last four circuit layers.
 
-    E1  nonzero parts above k of each lane's value; lanes after the current one that are
+    E1  nonzero parts above k of each lane's value (none above part 0 when they are all ones:
+        its VAL/VALU(0) carries the whole word); lanes after the current one that are
         active; the lowest active lane; whether the active lanes' values differ; lane 0's
         value + s * l (VALA); the next thread block's index; whether this block was the last
     E2  the first such lane; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1) cases;
@@ -19,7 +20,7 @@ from qwengpu import isa
 from qwengpu.circuit import gadgets as G
 from qwengpu.machine.plan import L_NEXT
 from qwengpu.machine.tokens import AP_STRIDES, FEATURES, KINDS, SLOTS
-from qwengpu.machine.words import CONFIG, COPY0, CT2, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS
+from qwengpu.machine.words import CONFIG, COPY0, CT2, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS, WORD_BITS
 
 
 def build_next_token(m) -> None:
@@ -37,6 +38,11 @@ def build_next_token(m) -> None:
     nz = {(l, j): c.field(f"nz{l}.{j}", 1, E1) for l in lanes for j in more}
     for (l, j), fld in nz.items():
         G.step(c, E1, {d: 1 for d in m.r[l].dims[PARTS[j].stop:]}, 1, {fld[0]: 1})
+    # each lane's bits above part 0 all ones: its VAL/VALU(0) carries the whole word, and no part follows
+    ones = [c.field(f"ones{l}", 1, E1) for l in lanes]
+    for l in lanes:
+        high = {d: 1 for d in m.r[l].dims[PARTS[0].stop:]}
+        G.step(c, E1, high, len(high), {ones[l][0]: 1, nz[l, 0][0]: -1})
     cand = c.field("cand", 4, E1)          # active lanes after the current one (all of them on EXEC, COPY)
     for l in lanes:
         after = {f["LANE"][i]: 1 for i in range(l)}
@@ -188,34 +194,37 @@ def build_next_token(m) -> None:
 
     def payload(case, j, sources):
         """SE and SD of a token carrying part j of a word on `case`: the word of `sources`
-        (word, gate dims) whose gate dims are all on (at most one is)."""
+        (word, gate dims, lane) whose gate dims are all on (at most one is); for part 0 of a
+        lane's word (VAL, VALU), the whole word when its high bits are all ones."""
         for jj in range(j, len(PARTS)):
             emit("SE", jj, {case: 1}, 0)
-        for word, gate in sources:
+        for word, gate, l in sources:
             for i in PARTS[j]:
                 emit("SD", i, {case: 1, **{d: 1 for d in gate}, word[i]: 1}, -1 - len(gate))
+            for i in range(PARTS[1].start, WORD_BITS) if j == 0 and l is not None else ():
+                emit("SD", i, {case: 1, **{d: 1 for d in gate}, ones[l][0]: 1}, -1 - len(gate))
 
     # VAL(l, k + 1, part k + 1 of lane l)
     for (l, j), fld in vn.items():
         kind("VAL", {fld[0]: 1})
         emit("LANE", l, {fld[0]: 1}, 0)
-        payload(fld[0], j + 1, [(m.r[l], ())])
+        payload(fld[0], j + 1, [(m.r[l], (), l)])
     # VAL(l', 0, part 0 of lane l') for the first active lane l' after the current one
     kind("VAL", {fl["vlane"]: 1})
     for l in lanes:
         emit("LANE", l, {fl["vlane"]: 1, first[l]: 1}, -1)
-    payload(fl["vlane"], 0, [(m.r[l], (first[l],)) for l in lanes])
+    payload(fl["vlane"], 0, [(m.r[l], (first[l],), l) for l in lanes])
     # VALU(0, part 0) and VALU(k + 1, part k + 1) of the lowest active lane's value
     kind("VALU", {fl["ulane"]: 1})
-    payload(fl["ulane"], 0, [(m.r[l], (low[l],)) for l in lanes])
+    payload(fl["ulane"], 0, [(m.r[l], (low[l],), l) for l in lanes])
     for j, fld in enumerate(un):
         kind("VALU", {fld[0]: 1})
-        payload(fld[0], j + 1, [(m.r[l], (low[l],)) for l in lanes])
+        payload(fld[0], j + 1, [(m.r[l], (low[l],), l) for l in lanes])
     # VALA(s, part 0 of lane 0's value)
     for i, fld in enumerate(alane.values()):
         kind("VALA", {fld[0]: 1})
         emit("STRIDE", i, {fld[0]: 1}, 0)
-        payload(fld[0], 0, [(m.r[0], ())])
+        payload(fld[0], 0, [(m.r[0], (), None)])
     # ST(l') and AT(l')
     for name in ("st", "at"):
         kind(name.upper(), {fl[name]: 1})
@@ -225,12 +234,12 @@ def build_next_token(m) -> None:
     kind("VAL", {fl["atval"]: 1})
     for l in lanes:
         emit("LANE", l, {fl["atval"]: 1, f["LANE"][l]: 1}, -1)
-    payload(fl["atval"], 0, [(m.r[l], (f["LANE"][l],)) for l in lanes])
+    payload(fl["atval"], 0, [(m.r[l], (f["LANE"][l],), l) for l in lanes])
     kind("PART", {fl["apart"]: 1})
-    payload(fl["apart"], 0, [(m.new, ())])
+    payload(fl["apart"], 0, [(m.new, (), None)])
     for j, fld in enumerate(pn):
         kind("PART", {fld[0]: 1})
-        payload(fld[0], j + 1, [(m.new, ())])
+        payload(fld[0], j + 1, [(m.new, (), None)])
     kind("AW", {fl["aw"]: 1})
     for l in lanes:
         emit("LANE", l, {fl["aw"]: 1, m.alane[l]: 1}, -1)

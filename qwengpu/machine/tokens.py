@@ -37,7 +37,8 @@ LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, is
 FEATURES = {
     "kind": len(KINDS),       # one-hot
     "V": LATCH_BITS,          # LATCH value (bits)
-    "SD": WORD_BITS,          # PART/VAL/VALU: part k's data in SD[PARTS[k]] (VALA: part 0)
+    "SD": WORD_BITS,          # PART/VAL/VALU: part k's data in SD[PARTS[k]] (VALA: part 0; a
+                              # VAL/VALU word whose high parts are all ones: the whole word)
     "SE": len(PARTS),         # PART/VAL/VALU/VALA: stage head j written iff j >= k (thermometer)
     "STRIDE": len(AP_STRIDES),      # VALA stride, one-hot
     "LANE": isa.LANES,        # VAL/ST/AT/AW lane, one-hot
@@ -93,8 +94,16 @@ def part_count(value: int) -> int:
     return next(k + 1 for k, bits in enumerate(PARTS) if value >> bits.stop == 0)
 
 
+def high_ones(value: int) -> bool:
+    """Whether every bit of the word above part 0 is one (-4096 <= value < 0 as an int32)."""
+    return value >> PARTS[1].start == (1 << WORD_BITS - PARTS[1].start) - 1
+
+
 def part_tokens(kind: str, value: int, *head: int) -> list[Token]:
-    """kind(*head, k, part k) for k = 0..k_max: how PART, VAL and VALU carry a word."""
+    """kind(*head, k, part k) for k = 0..k_max: how PART, VAL and VALU carry a word; a VAL or
+    VALU word whose bits above part 0 are all ones is one token, kind(*head, 0, word)."""
+    if kind != "PART" and high_ones(value):
+        return [tok(kind, *head, 0, value)]
     return [tok(kind, *head, k, value >> PARTS[k].start & (1 << len(PARTS[k])) - 1)
             for k in range(part_count(value))]
 
@@ -162,7 +171,10 @@ def features(token: Token) -> dict[str, list[int]]:
         part, data = (0 if k == "VALA" else a[-2]), a[-1]
         bits = PARTS[part]
         sd = [0] * WORD_BITS
-        sd[bits.start: bits.stop] = _bits(data, len(bits))
+        if part == 0 and k != "PART" and high_ones(data):        # the whole word: its high parts all ones
+            sd = _bits(data, WORD_BITS)
+        else:
+            sd[bits.start: bits.stop] = _bits(data, len(bits))
         f["SD"], f["SE"] = sd, [int(j >= part) for j in range(len(PARTS))]
     return f
 
@@ -176,8 +188,9 @@ def all_tokens() -> list[Token]:
     toks += [Token("PUT", (t,)) for t in r(len(PUT_TARGETS))]
     toks += [Token("CTA", (c,)) for c in r(isa.MAX_GRID_BLOCKS)]
     toks += [Token("EXEC", (w, pc, s)) for w in r(isa.MAX_WARPS) for pc in r(isa.ROM_BLOCKS) for s in r(SLOTS)]
-    toks += [Token("VAL", (l, *p)) for l in r(isa.LANES) for p in parts]
-    toks += [Token("VALU", p) for p in parts]
+    negative = [(0, d | -1 << PARTS[1].start & (1 << WORD_BITS) - 1) for d in r(1 << len(PARTS[0]))]
+    toks += [Token("VAL", (l, *p)) for l in r(isa.LANES) for p in parts + negative]
+    toks += [Token("VALU", p) for p in parts + negative]
     toks += [Token("VALA", (s, d)) for s in AP_STRIDES for d in r(1 << len(PARTS[0]))]
     toks += [Token(kind, (l,)) for kind in ("ST", "AT", "AW") for l in r(isa.LANES)]
     toks += [Token("CT1", (pc, m, sp)) for pc in r(isa.ROM_BLOCKS) for m in r(1 << isa.LANES)
