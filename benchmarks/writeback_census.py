@@ -3,10 +3,12 @@ the interpreter's traces (the streams replay holds the model to; no model needed
 
     .venv/bin/python benchmarks/writeback_census.py [--json] [--block-slots N]
 
-Prints the reference streams' tokens by kind, then for each payload width w the writeback tokens
+Prints the reference streams' tokens by kind (EXEC: also a pair's pass, a terminator's pass of its
+own, and the next pass of a block right after the last writeback token of the pass before, by
+that token's kind), then for each payload width w the writeback tokens
 (VAL/VALU/VALA) if a word went in w-bit parts as today's protocol sends them (one VALU per part
 when every active lane's value is equal, else one VALA when they are d + s * lane from lane 0 and
-below 2 ** w, else each lane's parts up to its highest nonzero one, or one token for a word whose
+below 2 ** w, else one VALQ when all are below 2 ** Q_BITS, else each lane's parts up to its highest nonzero one, or one token for a word whose
 bits above part 0 are all ones) and the ids VAL, VALU and PART would need; the same sent part by
 part (one VALU for a part every lane shares, else each lane's); sign-extended at any part (a
 negative value's high parts that are all ones left out after any part, a flag in its last
@@ -29,7 +31,7 @@ from qwengpu.api import Device
 from qwengpu.launch import Launch
 from qwengpu.machine import protocol
 from qwengpu.machine.encoding import encode, live_out
-from qwengpu.machine.tokens import AP_STRIDES
+from qwengpu.machine.tokens import AP_STRIDES, Q_BITS
 from qwengpu.machine.words import WORD_BITS
 from qwengpu.suite import discover, load_spec
 
@@ -54,6 +56,8 @@ def writeback(lanes: list[int], values: list[int], width: int, signed: bool = Fa
     if lanes[0] == 0 and max(values) < 1 << width and any(
             all(v == (values[0] + s * l) % (1 << width) for l, v in zip(lanes, values)) for s in AP_STRIDES):
         return 1                                     # VALA
+    if max(values) < 1 << Q_BITS:
+        return 1                                     # VALQ
     return sum(parts(v, width, signed) for v in values)
 
 
@@ -79,11 +83,18 @@ def kernel_census(case) -> dict:
     stream = protocol.expected_stream(L.program, L.grid, L.block, L.params, L.memory, L.output_words())
     kinds = collections.Counter(t.kind for t in stream.tokens)
     outs, codes = live_out(L.program), encode(L.program)
-    for t in stream.tokens:
+    before = None
+    for t, prev in zip(stream.tokens, [None, *stream.tokens]):
         if t.kind == "EXEC":
             p = codes[t.args[1]].pass_at(t.args[2])
             kinds["EXEC (terminator passes)"] += p.main is None and p.pre is None
             kinds["EXEC (pairs)"] += p.pre is not None
+            # the next pass of the same block right after the last writeback token of the one before
+            # (what that token's own pass could run: docs/machine.md, "Continuation passes")
+            same_block = before is not None and (*before[:2], before[2] + 1) == t.args
+            if same_block and prev.kind in ("VAL", "VALU", "VALA", "VALQ"):
+                kinds[f"EXEC (continuing, after {prev.kind})"] += 1
+            before = t.args
     steps, _ = protocol._traced_run(L.program, L.grid, L.block, L.params, L.memory.copy())
     every, by_part, signed, live = (collections.Counter() for _ in range(4))
     for step in steps:
@@ -129,7 +140,7 @@ def main() -> int:
         return 0
     print(f"suite: {total:,} generated tokens")
     for kind, n in kinds.most_common():
-        print(f"  {kind:20} {n:9,} {n / total:6.1%}")
+        print(f"  {kind:32} {n:9,} {n / total:6.1%}")
     print(f"\n{'part bits':>9} {'ids':>8} {'writeback':>10} {'part by part':>13} {'sign-extended':>14} "
           f"{'live-out only':>14}")
     for w in WIDTHS:

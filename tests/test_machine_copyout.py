@@ -48,15 +48,26 @@ def test_expected_tokens_by_hand():
 def test_a_progression_from_lane_0_is_one_vala():
     mem = np.zeros(1024, dtype=np.uint32)
     mem[4:8] = [100, 104, 108, 112]                  # 100 + 4 * lane
-    mem[9:12] = [5, 6, 7]                            # lanes 1-3 only: not from lane 0
+    mem[9:12] = [9, 10, 11]                          # lanes 1-3 only: not from lane 0
     assert copyout.expected_tokens([4, 5, 6, 7], mem) == [t("COPY", 1), t("VALA", 4, 100)]
     assert copyout.expected_tokens([4, 6], mem) == [t("COPY", 1), t("VALA", 4, 100)]    # lanes 0 and 2: 108 = 100 + 4 * 2
     assert copyout.expected_tokens([9, 10, 11], mem) == [
-        t("COPY", 2), t("VAL", 1, 0, 5), t("VAL", 2, 0, 6), t("VAL", 3, 0, 7)]
+        t("COPY", 2), t("VAL", 1, 0, 9), t("VAL", 2, 0, 10), t("VAL", 3, 0, 11)]
     stream = [t("COPY", 1), t("VALA", 4, 100), t("HALT")]
     assert copyout.decode(stream, [4, 5, 6, 7]) == {4: 100, 5: 104, 6: 108, 7: 112}
     with pytest.raises(ExecutionError, match="do not start at lane 0"):
         copyout.decode([t("COPY", 2), t("VALA", 1, 5), t("HALT")], [9, 10, 11])
+
+
+def test_small_words_are_one_valq():
+    mem = np.zeros(1024, dtype=np.uint32)
+    mem[12:16] = [1, 0, 7, 3]                        # each below 8, not a progression
+    assert copyout.expected_tokens([12, 13, 14, 15], mem) == [t("COPY", 3), t("VALQ", 1 | 7 << 6 | 3 << 9)]
+    assert copyout.expected_tokens([13, 14, 15], mem) == [t("COPY", 3), t("VALQ", 7 << 6 | 3 << 9)]
+    stream = [t("COPY", 3), t("VALQ", 7 << 6 | 3 << 9), t("HALT")]
+    assert copyout.decode(stream, [13, 14, 15]) == {13: 0, 14: 7, 15: 3}
+    with pytest.raises(ExecutionError, match="gives lanes outside"):
+        copyout.decode([t("COPY", 3), t("VALQ", 1 | 7 << 6), t("HALT")], [13, 14, 15])
 
 
 def test_a_word_whose_high_bits_are_all_ones_is_one_token():

@@ -8,7 +8,8 @@ gives. The state readback stays as a cross-check (runtime.py).
 Words go in aligned groups of LANES (group g: words LANES * g ..), each like a load by every
 lane: `COPY(g)` reads the group's words into the result queue, then the writeback tokens
 carry the copied lanes' words (one `VALU` per part when they are equal, one `VALA` when they
-step by a stride from lane 0, else `VAL`s lane by lane: tokens.writeback_tokens), then the
+step by a stride from lane 0, one `VALQ` when all are small, else `VAL`s lane by lane:
+tokens.writeback_tokens), then the
 next `COPY` or `HALT`. The prompt holds the group list as a linked list
 (words.COPY0: the first group; words.COPYROW: a table row per group): a row left 0 means
 "every lane, then group g + 1", so a run of whole groups costs no prompt tokens.
@@ -21,7 +22,7 @@ import numpy as np
 
 from qwengpu import isa
 from qwengpu.errors import ExecutionError, LaunchError
-from qwengpu.machine.tokens import Token, lane_word, tok, writeback_tokens
+from qwengpu.machine.tokens import Token, lane_word, tok, unpack_small, writeback_tokens
 from qwengpu.machine.words import COPY0, COPYROW, PARTS
 
 FULL = (1 << isa.LANES) - 1
@@ -83,6 +84,13 @@ def decode(stream: Sequence[Token], words: Iterable[int]) -> dict[int, int]:
             if lanes[0] != 0:
                 raise bad(f"{tail[pos]} after COPY g{g}, whose lanes {lanes} do not start at lane 0")
             out.update({isa.LANES * g + l: lane_word(d, stride, l) for l in lanes})
+            pos += 1
+            continue
+        if pos < len(tail) and tail[pos].kind == "VALQ":                     # one token: each lane's bits
+            small = unpack_small(tail[pos].args[0])
+            if any(v for l, v in enumerate(small) if l not in lanes):
+                raise bad(f"{tail[pos]} after COPY g{g} gives lanes outside {lanes}")
+            out.update({isa.LANES * g + l: small[l] for l in lanes})
             pos += 1
             continue
         shared = pos < len(tail) and tail[pos].kind == "VALU"

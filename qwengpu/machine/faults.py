@@ -26,7 +26,7 @@ from __future__ import annotations
 from qwengpu import isa
 from qwengpu.errors import DeadlockError, ExecutionError, MemoryFault
 from qwengpu.machine.encoding import encode
-from qwengpu.machine.tokens import Token, lane_word
+from qwengpu.machine.tokens import Token, lane_word, unpack_small
 from qwengpu.machine.words import PARTS
 
 _WORDS = {isa.Space.GLOBAL: isa.GLOBAL_WORDS, isa.Space.SHARED: isa.SHARED_WORDS, isa.Space.CONST: isa.CONST_WORDS}
@@ -79,12 +79,12 @@ def _memory_cause(stream: list[Token], program, block) -> str:
                 f"known: by the register values in the model's VAL tokens no active lane's address is bad")
     lane, address, problem = found
     return (f": {what} at {space.value} byte address {address:#x} {problem} (thread block {cta}, warp {w}, "
-            f"lane {lane}, pc B{pc}); {here}; lane and address from the model's VAL, VALU, VALA and CT1 tokens")
+            f"lane {lane}, pc B{pc}); {here}; lane and address from the model's VAL, VALU, VALA, VALQ and CT1 tokens")
 
 
 def _bad_lane(stream, program, passes, block, ins, space):
     """(lane, byte address, problem) of the first active lane whose access is bad, by the
-    register values and masks in the stream's VAL, VALU, VALA and CT1 tokens; None if none is."""
+    register values and masks in the stream's VAL, VALU, VALA, VALQ and CT1 tokens; None if none is."""
     regs = [[[0] * isa.NUM_REGS for _ in range(isa.LANES)] for _ in range(isa.MAX_WARPS)]
     mask = _masks(stream[:-2], block)
     w = dst = None
@@ -93,11 +93,12 @@ def _bad_lane(stream, program, passes, block, ins, space):
             w, pc, s = t.args
             main = _instruction(program, passes, pc, s)
             dst = None if main is None else main.dst.n
-        elif t.kind == "VALA" and w is not None and dst:
-            stride, d = t.args
+        elif t.kind in ("VALA", "VALQ") and w is not None and dst:
+            words = [lane_word(t.args[1], t.args[0], l) for l in range(isa.LANES)] if t.kind == "VALA" \
+                else unpack_small(t.args[0])
             for l in range(isa.LANES):
                 if mask[w] >> l & 1:
-                    regs[w][l][dst] = lane_word(d, stride, l)
+                    regs[w][l][dst] = words[l]
         elif t.kind in ("VAL", "VALU") and w is not None and dst:
             k, d = t.args[-2:]
             lanes = [t.args[0]] if t.kind == "VAL" else [l for l in range(isa.LANES) if mask[w] >> l & 1]

@@ -1,6 +1,6 @@
 """Registers written by tokens (L0): the staged word (a PUT's or VAL's parts), the latch, the
 current warp, the thread block, and the per-lane enables the store queue and register file
-read; each lane's word of a VALA; which warp ended a block (on its CT1 and CT2 passes) or may
+read; each lane's word of a VALA or VALQ; which warp ended a block (on its CT1 and CT2 passes) or may
 end it now."""
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as B
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.plan import L_IN
-from qwengpu.machine.tokens import AP_STRIDES
+from qwengpu.machine.tokens import AP_STRIDES, Q_BITS
 from qwengpu.machine.wiring import flag_if, match, view
 from qwengpu.machine.words import PARTS
 
 # the passes after an EXEC that may end its warp's block
-ENDS = ("CT1", "CT2", "VAL", "VALU", "VALA", "ST", "AW")
+ENDS = ("CT1", "CT2", "VAL", "VALU", "VALA", "VALQ", "ST", "AW")
 
 
 def build_inputs(m) -> None:
@@ -54,8 +54,9 @@ def build_inputs(m) -> None:
 
 
 def _progression(m) -> None:
-    """m.ap_data: each lane's word of a VALA(s, d) pass, (d + s * lane) mod 2 ** 12 (0 on other passes),
-    which the register file writes on the pass's active lanes."""
+    """m.ap_data: each lane's word of a VALA(s, d) pass, (d + s * lane) mod 2 ** 12, or of a VALQ(d)
+    pass, its Q_BITS bits of d (0 on other passes), which the register file writes on the pass's
+    active lanes."""
     c, f = m.c, m.f
     width = len(PARTS[0])
     sd = [f["SD"][i] for i in PARTS[0]]
@@ -65,6 +66,9 @@ def _progression(m) -> None:
     for l in range(1, isa.LANES):
         for gate, stride in zip(f["STRIDE"].dims, AP_STRIDES):
             G.plus_constant(c, L_IN, sd, stride * l, m.ap_data[l], gate)
+    for l in range(isa.LANES):
+        for i in range(Q_BITS):
+            G.relu(c, L_IN, {sd[Q_BITS * l + i]: 1, m.k["VALQ"]: 1}, -1, {m.ap_data[l][i]: 1})
 
 
 def _register(m, name, data: Field, write_en: int, read_en) -> Field:

@@ -6,7 +6,7 @@
         value + s * l (VALA); the next thread block's index; whether this block was the last
     E2  the first such lane; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1) cases;
         for each VALA stride, the bits where an active lane is not lane 0's + s * l
-    E3  one flag per case: next VAL lane, VALU(0), ST lane, EXEC(w, pc, s + 1); at a block's
+    E3  one flag per case: next VAL lane, VALU(0), VALA, VALQ, ST lane, EXEC(w, pc, s + 1); at a block's
         end, right after a terminator's EXEC (no writeback tokens) or after its pass's last
         writeback token, CT1 when the top of stack's mask or depth changed, else CT2 when the
         warp's alive lanes, phase or wait did, else the scheduler's EXEC; CTA(c + 1), the
@@ -19,7 +19,7 @@ from __future__ import annotations
 from qwengpu import isa
 from qwengpu.circuit import gadgets as G
 from qwengpu.machine.plan import L_NEXT
-from qwengpu.machine.tokens import AP_STRIDES, FEATURES, KINDS, SLOTS
+from qwengpu.machine.tokens import AP_STRIDES, FEATURES, KINDS, Q_BITS, SLOTS
 from qwengpu.machine.words import CONFIG, COPY0, CT2, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS, WORD_BITS
 
 
@@ -72,9 +72,11 @@ def build_next_token(m) -> None:
     for (s, l), fld in ahead.items():
         G.plus_constant(c, E1, lane0, s * l, fld)
     wide = c.field("ap.wide", 1, E1, kind="int", vmax=len(lanes))
+    wideq = c.field("q.wide", 1, E1, kind="int", vmax=len(lanes))      # ... and above VALQ's Q_BITS
     for l in lanes:
-        high = {d: 1 for d in m.r[l].dims[low_bits.stop:]}
-        G.step(c, E1, {**high, m.cs.mask[l]: len(high)}, 1 + len(high), {wide[0]: 1})
+        for fld, lo in ((wide, low_bits.stop), (wideq, Q_BITS)):
+            high = {d: 1 for d in m.r[l].dims[lo:]}
+            G.step(c, E1, {**high, m.cs.mask[l]: len(high)}, 1 + len(high), {fld[0]: 1})
     last = c.field("last", 1, E1)          # this thread block is the last: cta == ncta - 1
     diff = {**{d: 1 << i for i, d in enumerate(m.cta.dims)},
             **{m.config[b]: -(1 << i) for i, b in enumerate(CONFIG.bits("last_cta"))}}
@@ -108,26 +110,36 @@ def build_next_token(m) -> None:
     for j, fld in enumerate(pn):
         G.relu(c, E2, {k["PART"]: 1, **part_is(j), nzn[j][0]: 1}, -2, {fld[0]: 1})
     pnany = {fld[0]: 1 for fld in pn}
+    small = c.field("q.small", 1, E2)      # every active lane's value is below 2 ** Q_BITS (VALQ)
+    G.const_one(c, E2, {small[0]: 1})
+    G.step(c, E2, {wideq[0]: 1}, 1, {small[0]: -1})
+    c.clear(wideq, E2)
     patom, pdst = m.patom[0], m.patom[1]
     anyc = {first[l]: 1 for l in lanes}
 
     # ---- E3: case flags
-    names = ("vlane", "ulane", "st", "at", "atval", "apart", "aw", "nexec", "ct1now", "ct1q", "ct2now", "ct2q",
+    names = ("vlane", "ulane", "qlane", "st", "at", "atval", "apart", "aw", "nexec", "ct1now", "ct1q", "ct2now", "ct2q",
              "sched", "cta", "copy0", "copy", "halt", "fault")
     flag = {name: c.field(f"next.{name}", 1, E3) for name in names}
     no_vn, no_c = {d: -1 for d in vnany}, {d: -1 for d in anyc}
     fault = m.fault[0]                      # EXEC passes only: FAULT replaces every other next token
     # after an EXEC with a result: VALU(0) when the lanes' values are equal, else VALA(s) when
     # they are lane 0's + s * lane with lane 0 active and all in part 0 (when they differ, at
-    # most one s fits), else VAL(first lane, 0); the same for a COPY's words
+    # most one s fits), else VALQ when all are small, else VAL(first lane, 0); the same for a
+    # COPY's words
     alane = {s: c.field(f"next.alane{s}", 1, E3) for s in AP_STRIDES}
+    vlane, qlane = flag["vlane"][0], flag["qlane"][0]
     for has in ({m.has_wb[0]: 1}, {k["COPY"]: 1}):
-        G.relu(c, E3, {**has, **anyc, split[0]: 1, fault: -1}, -2, {flag["vlane"][0]: 1})
+        differ = {**has, **anyc, split[0]: 1, fault: -1}
+        G.relu(c, E3, differ, -2, {vlane: 1})
+        G.relu(c, E3, {**differ, small[0]: 1}, -3, {qlane: 1, vlane: -1})
         G.relu(c, E3, {**has, **anyc, split[0]: -1, fault: -1}, -1, {flag["ulane"][0]: 1})
         for s, fld in alane.items():
-            fits = {**has, **anyc, split[0]: 1, m.cs.mask[0]: 1, off[s][0]: -1, wide[0]: -1, fault: -1}
-            G.relu(c, E3, fits, -3, {fld[0]: 1, flag["vlane"][0]: -1})
-    for fld in (wide, *off.values()):
+            fits = {**differ, m.cs.mask[0]: 1, off[s][0]: -1, wide[0]: -1}
+            G.relu(c, E3, fits, -3, {fld[0]: 1})
+            G.relu(c, E3, {**fits, small[0]: -1}, -3, {vlane: -1})     # VALA, not VALQ, when both fit
+            G.relu(c, E3, {**fits, small[0]: 1}, -4, {qlane: -1})
+    for fld in (wide, small, *off.values()):
         c.clear(fld, E3)
     # the pending instruction's "atomic" bit (patom) is the last EXEC pass's: in the copy-out that
     # may be an atomic whose pass also ran the warp's last terminator, so copying overrides it
@@ -142,7 +154,7 @@ def build_next_token(m) -> None:
     G.relu(c, E3, {k["PART"]: 1, **{d: -1 for d in pnany}}, 0, {flag["aw"][0]: 1})
     # a VAL, VALU or VALA that ends a result: the warp's next instruction, or in the copy-out the next
     # group (COPY) or HALT after the last
-    ends = ({k["VAL"]: 1, **no_vn, **no_c}, {k["VALU"]: 1, **{d: -1 for d in unany}}, {k["VALA"]: 1})
+    ends = ({k["VAL"]: 1, **no_vn, **no_c}, {k["VALU"]: 1, **{d: -1 for d in unany}}, {k["VALA"]: 1}, {k["VALQ"]: 1})
     for end in ends:
         G.relu(c, E3, {**end, copying: 1, copy_last: -1}, -1, {flag["copy"][0]: 1})
         G.relu(c, E3, {**end, copying: 1, copy_last: 1}, -2, {flag["halt"][0]: 1})
@@ -152,7 +164,7 @@ def build_next_token(m) -> None:
     pend = m.tpend[0]
     sched_ok = {m.sched["found"][0]: 1, m.sched["deadlock"][0]: -1}   # FAULT replaces a deadlock's EXEC
     q1, q2 = m.changedq["CT1"][0], m.changedq["CT2"][0]
-    for terms in ({**ends[0], patom: -1, copying: -1}, {**ends[1], copying: -1}, {**ends[2], copying: -1},
+    for terms in ({**ends[0], patom: -1, copying: -1}, *({**end, copying: -1} for end in ends[1:]),
                   {k["ST"]: 1, **no_c}, {k["AW"]: 1, **no_c}):
         G.relu(c, E3, {**terms, pend: -1}, 0, {flag["nexec"][0]: 1})
         G.relu(c, E3, {**terms, pend: 1, q1: 1}, -2, {flag["ct1q"][0]: 1})
@@ -225,6 +237,13 @@ def build_next_token(m) -> None:
         kind("VALA", {fld[0]: 1})
         emit("STRIDE", i, {fld[0]: 1}, 0)
         payload(fld[0], 0, [(m.r[0], (), None)])
+    # VALQ(each active lane's value in its Q_BITS bits)
+    kind("VALQ", {fl["qlane"]: 1})
+    for jj in range(len(PARTS)):
+        emit("SE", jj, {fl["qlane"]: 1}, 0)
+    for l in lanes:
+        for i in range(Q_BITS):
+            emit("SD", Q_BITS * l + i, {fl["qlane"]: 1, m.cs.mask[l]: 1, m.r[l][i]: 1}, -2)
     # ST(l') and AT(l')
     for name in ("st", "at"):
         kind(name.upper(), {fl[name]: 1})

@@ -75,8 +75,8 @@ def _condition(m, pre_r: list[Field]) -> None:
 
 
 def _register_bank(m, layer: int, name: str, lane: int) -> B.Bank:
-    """A replica of one lane's register file; VAL, VALU and VALA passes write every replica (the
-    staged word, or VALA's word of the lane)."""
+    """A replica of one lane's register file; VAL, VALU, VALA and VALQ passes write every replica
+    (the staged word, or VALA's or VALQ's word of the lane)."""
     bank = declare_bank(m.c, layer, name, REG_ROWS, 32)
     B.write_bits(m.c, bank, B.bits(m.f["WB"]) + B.bits(m.pdst), B.bits(m.staged, m.ap_data[lane]),
                  [m.val_lane[lane], m.valu_lane[lane]])

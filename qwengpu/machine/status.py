@@ -65,14 +65,14 @@ def build_status(m) -> None:
     pend = B.register(c, L, "pending", len(data))
     B.write_bits(c, pend, m.zero, data, [k["EXEC"]])
     B.read_into(c, pend, m.zero, f["WB"].dims + m.pdst.dims + f["PC"].dims + f["SLOT"].dims + m.patom.dims,
-           enable=[k["VAL"], k["VALU"], k["VALA"], k["ST"], k["AT"], k["AW"], k["PART"]])
+           enable=[k["VAL"], k["VALU"], k["VALA"], k["VALQ"], k["ST"], k["AT"], k["AW"], k["PART"]])
     m.has_wb = c.field("has_wb", 1, L)
     G.relu(c, L, {m.has_result[0]: 1, m.dst_nz[0]: 1}, -1, {m.has_wb[0]: 1})
-    # a VALU or VALA pass writes every active lane of the pending warp: its status mask is the
+    # a VALU, VALA or VALQ pass writes every active lane of the pending warp: its status mask is the
     # EXEC pass's mask (a status changes only at block ends)
     m.valu_lane = c.field("valu_lane", isa.LANES, L)
     for w, st in enumerate(m.status):
         t, k0 = match(f["WB"], w)
         for l in range(isa.LANES):
-            flag_if(c, L, [(t, k0, WARP_BITS), ({k["VALU"]: 1, k["VALA"]: 1}, 0, 1), ({st.mask[l]: 1}, 0, 1)],
+            flag_if(c, L, [(t, k0, WARP_BITS), ({k["VALU"]: 1, k["VALA"]: 1, k["VALQ"]: 1}, 0, 1), ({st.mask[l]: 1}, 0, 1)],
                     {m.valu_lane[l]: 1})

@@ -25,10 +25,12 @@ PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(isa.BLOCK_SLOTS) for j in rang
                     + [f"PRE{p}.{j}" for p in range(PRE_SLOTS) for j in range(2)]
                     + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)]
                    + ["COPY0", "COPYTAB"])
-KINDS = ("LATCH", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "VALA", "ST", "AT", "AW", "CT1", "CT2", "COPY", "HALT",
+KINDS = ("LATCH", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "VALA", "VALQ", "ST", "AT", "AW", "CT1", "CT2", "COPY", "HALT",
          "FAULT")
 # VALA(s, d): lane l's value is (d + s * l) mod 2 ** 12 on every active lane, lane 0 among them
 AP_STRIDES = (1, 2, 4, 8)
+# VALQ(d): lane l's value is bits Q_BITS * l .. of d, each active lane's below 2 ** Q_BITS
+Q_BITS = 3
 # the row latch addresses every PUT target's rows (the special-register table: a row per warp and block)
 LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, isa.CONST_WORDS,
                           isa.MAX_GRID_BLOCKS * isa.MAX_WARPS) - 1)
@@ -37,7 +39,7 @@ LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, is
 FEATURES = {
     "kind": len(KINDS),       # one-hot
     "V": LATCH_BITS,          # LATCH value (bits)
-    "SD": WORD_BITS,          # PART/VAL/VALU: part k's data in SD[PARTS[k]] (VALA: part 0; a
+    "SD": WORD_BITS,          # PART/VAL/VALU: part k's data in SD[PARTS[k]] (VALA, VALQ: part 0; a
                               # VAL/VALU word whose high parts are all ones: the whole word)
     "SE": len(PARTS),         # PART/VAL/VALU/VALA: stage head j written iff j >= k (thermometer)
     "STRIDE": len(AP_STRIDES),      # VALA stride, one-hot
@@ -72,6 +74,8 @@ class Token:
             return f"{self.kind} p{a[0]} {a[1]:#04x}"
         if self.kind == "VALA":
             return f"VALA s{a[0]} {a[1]:#04x}"
+        if self.kind == "VALQ":
+            return "VALQ " + ",".join(str(q) for q in unpack_small(a[0]))
         if self.kind == "PUT":
             return f"PUT {PUT_TARGETS[a[0]]}"
         if self.kind == "CT1":
@@ -111,13 +115,26 @@ def part_tokens(kind: str, value: int, *head: int) -> list[Token]:
 def writeback_tokens(lanes: list[int], values: list[int]) -> list[Token]:
     """The words of `lanes` (in lane order) as the model writes them: one VALU per part when
     they are all equal, else one VALA when they are progression(d, s, lane) with lane 0 among
-    them (an address or index by thread: 4 tokens -> 1), else each lane's VALs in turn."""
+    them (an address or index by thread: 4 tokens -> 1), else one VALQ when each is below
+    2 ** Q_BITS (flags, small counts), else each lane's VALs in turn."""
     if len(set(values)) == 1:
         return part_tokens("VALU", values[0])
     stride = progression(lanes, values)
     if stride:
         return [tok("VALA", stride, values[0])]
+    if max(values) >> Q_BITS == 0:
+        return [tok("VALQ", pack_small(lanes, values))]
     return [t for l, value in zip(lanes, values) for t in part_tokens("VAL", value, l)]
+
+
+def pack_small(lanes: list[int], values: list[int]) -> int:
+    """VALQ's payload: each lane's value (< 2 ** Q_BITS) in its Q_BITS bits, lanes not given 0."""
+    return sum(v << Q_BITS * l for l, v in zip(lanes, values))
+
+
+def unpack_small(d: int) -> list[int]:
+    """Each lane's value in a VALQ payload."""
+    return [d >> Q_BITS * l & (1 << Q_BITS) - 1 for l in range(isa.LANES)]
 
 
 def progression(lanes: list[int], values: list[int]) -> int | None:
@@ -167,8 +184,8 @@ def features(token: Token) -> dict[str, list[int]]:
             f[name] = _field(name, value)
     if k == "VALA":
         f["STRIDE"] = _field("STRIDE", AP_STRIDES.index(a[0]))
-    if k in ("PART", "VAL", "VALU", "VALA"):
-        part, data = (0 if k == "VALA" else a[-2]), a[-1]
+    if k in ("PART", "VAL", "VALU", "VALA", "VALQ"):
+        part, data = (0 if k in ("VALA", "VALQ") else a[-2]), a[-1]
         bits = PARTS[part]
         sd = [0] * WORD_BITS
         if part == 0 and k != "PART" and high_ones(data):        # the whole word: its high parts all ones
@@ -192,6 +209,7 @@ def all_tokens() -> list[Token]:
     toks += [Token("VAL", (l, *p)) for l in r(isa.LANES) for p in parts + negative]
     toks += [Token("VALU", p) for p in parts + negative]
     toks += [Token("VALA", (s, d)) for s in AP_STRIDES for d in r(1 << len(PARTS[0]))]
+    toks += [Token("VALQ", (d,)) for d in r(1 << Q_BITS * isa.LANES)]
     toks += [Token(kind, (l,)) for kind in ("ST", "AT", "AW") for l in r(isa.LANES)]
     toks += [Token("CT1", (pc, m, sp)) for pc in r(isa.ROM_BLOCKS) for m in r(1 << isa.LANES)
              for sp in r(1 << FEATURES["SP"])]
