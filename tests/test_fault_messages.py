@@ -18,6 +18,7 @@ from qwengpu.api import Function, Module
 from qwengpu.errors import DeadlockError, MemoryFault
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Program, Reg, Space, Term, Terminator
 from qwengpu.launch import Launch
+from qwengpu.machine.encoding import encode
 from qwengpu.machine.faults import fault_error
 from qwengpu.machine.protocol import expected_stream
 from qwengpu.machine.tokens import Token
@@ -95,8 +96,10 @@ def assert_names_the_fault(message: str, interp: str, program: Program):
     assert f"bad memory access: {interp}" in message, (message, interp)
     pc = int(re.search(r"pc B(\d+)\)$", interp)[1])
     slot = int(re.search(rf"EXEC w\d B{pc}\.(\d+)\)", message)[1])
-    ins = program.blocks[pc].instrs[slot]
-    assert ins.op in (Op.LD, Op.ST, Op.ATOM) and f"pc B{pc} slot {slot}: {ins}" in message, message
+    p = encode(program)[pc].pass_at(slot)          # a pass may run a pair: its pre-ALU's instruction first
+    ins = program.blocks[pc].instrs[p.main]
+    here = (f"{program.blocks[pc].instrs[p.pre]}, then " if p.pre is not None else "") + str(ins)
+    assert ins.op in (Op.LD, Op.ST, Op.ATOM) and f"pc B{pc} slot {slot}: {here}" in message, message
 
 
 @pytest.mark.parametrize("name", MEMORY)

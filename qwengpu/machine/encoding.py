@@ -15,9 +15,9 @@ operand names r0 too, and the circuit adds the pre-ALU's result.
 
 Passes (`block_passes`): one instruction a pass, except that an ALU instruction whose result
 nothing after the next instruction reads (not a later instruction, not the terminator, not a
-later block: `live_out`) and that is not the address of a memory access (a fault's lane and
-address are read from the tokens: faults.py) runs in the pre-ALU of the next instruction's pass, its result
-forwarded to that instruction and never written back (a *pair*, docs/machine.md). The
+later block: `live_out`) runs in the pre-ALU of the next instruction's pass, its result
+forwarded to that instruction and never written back (a *pair*, docs/machine.md; when it is a
+memory access's address, a fault's message evaluates it from the tokens: faults.py). The
 terminator runs in the pass of the last instruction unless the block has none or its last
 instruction writes the condition register of a BRC (the instructions and the terminator read
 the register file as it was before the pass); then it runs in a pass of its own, which has no
@@ -101,17 +101,14 @@ def _fits_pre_alu(ins: isa.Instr) -> bool:
 
 def _pairs_with_next(block: isa.MachineBlock, i: int, live: set[int]) -> bool:
     """Whether instruction i can run in the pre-ALU of instruction i + 1's pass: it is an ALU op
-    with at most one nonzero immediate, nothing after instruction i + 1 reads its result (the
-    terminator counts as after it), and it is not the address of a load, store or atomic i + 1."""
+    with at most one nonzero immediate and nothing after instruction i + 1 reads its result (the
+    terminator counts as after it)."""
     instrs = block.instrs
     if i + 1 >= len(instrs) or not _fits_pre_alu(instrs[i]):
         return False
-    d, then = instrs[i].dst.n, instrs[i + 1]
+    d = instrs[i].dst.n
     if any(_reads(ins.srcs, d) for ins in instrs[i + 2:]):
         return False
-    address = then.srcs[:1 if then.op is isa.Op.ATOM else 2]        # an atomic's is a, a load's or store's a + b
-    if isa.OP_SPEC[then.op][0] is isa.Kind.MEM and _reads(address, d):
-        return False        # a memory fault's lane and address are told from the tokens (faults.py)
     if block.term.kind is isa.Term.BRC and block.term.cond.n == d and i + 2 < len(instrs):
         return False        # the terminator reads the pre-ALU's result only in the last instruction's pass
     return d not in live or any(ins.dst.n == d for ins in instrs[i + 1:])

@@ -9,9 +9,10 @@ The FAULT token carries no payload; the tokens before it say the rest:
   and the warp's active lanes are the mask of its last `CT1` (its launch mask before any: a
   CT1 comes whenever the mask changes). Replaying those tokens gives each active lane's address operands, hence the
   first lane, in lane order, whose address is misaligned, past the end of its space, or a
-  write to CONST: the lane the interpreter names for the same launch. No instruction is run
-  on the host: the operands are the model's values, the rule is the memory's bounds (a pair
-  never forwards an address, encoding.py, so they all reached the tokens).
+  write to CONST: the lane the interpreter names for the same launch. The operands are the
+  model's values; the one instruction the host evaluates is the pass's pre-ALU instruction when
+  it computed the address (a pair, encoding.py: its result was forwarded, never written back),
+  on operands from the tokens.
 * FAULT after `CT2` with wait = 1 and the warp's mask (the lanes that arrived: the last CT1's,
   which comes whenever it changes) not CT2's alive: a deadlock at a divergent barrier, ended
   by the pass of the last `EXEC` (the BAR's own pass, or its block's last instruction's with
@@ -56,10 +57,12 @@ def _cta(stream: list[Token]) -> int:
     return next((t.args[0] for t in reversed(stream) if t.kind == "CTA"), 0)    # the prompt ends in CTA(0)
 
 
-def _instruction(program, passes, pc: int, s: int) -> isa.Instr | None:
-    """The instruction of the pass EXEC(w, pc, s) names (None in a terminator pass of its own)."""
+def _instruction(program, passes, pc: int, s: int, pre: bool = False) -> isa.Instr | None:
+    """The instruction of the pass EXEC(w, pc, s) names (None in a terminator pass of its own),
+    or with `pre` the one its pre-ALU runs (None if none)."""
     p = passes[pc].pass_at(s) if pc < len(passes) else None
-    return None if p is None or p.main is None else program.blocks[pc].instrs[p.main]
+    i = None if p is None else p.pre if pre else p.main
+    return None if i is None else program.blocks[pc].instrs[i]
 
 
 def _memory_cause(stream: list[Token], program, block) -> str:
@@ -72,7 +75,8 @@ def _memory_cause(stream: list[Token], program, block) -> str:
         return f"{what} (thread block {cta}, warp {w}, pc B{pc} slot {s})"
     what = _WHAT[ins.op]
     space = ins.mod[0] if ins.op is isa.Op.ATOM else ins.mod
-    here = f"pc B{pc} slot {s}: {ins}"
+    pre = _instruction(program, passes, pc, s, pre=True)
+    here = f"pc B{pc} slot {s}: " + (f"{pre}, then " if pre is not None else "") + str(ins)
     found = _bad_lane(stream, program, passes, block, ins, space) if block is not None else None
     if found is None:
         return (f": a {what} in {space.value} memory (thread block {cta}, warp {w}, {here}); which lane is not "
@@ -105,10 +109,16 @@ def _bad_lane(stream, program, passes, block, ins, space):
             for l in lanes:
                 old = regs[w][l][dst] if k else 0
                 regs[w][l][dst] = (old & ((1 << PARTS[k].start) - 1)) | d << PARTS[k].start
-    w = stream[-2].args[0]
+    w, pc, s = stream[-2].args
+    pre = _instruction(program, passes, pc, s, pre=True)
+
+    def register(op, lane):
+        return op.value if isinstance(op, isa.Imm) else regs[w][lane][op.n] if op.n else 0
 
     def read(op, lane):
-        return op.value if isinstance(op, isa.Imm) else regs[w][lane][op.n] if op.n else 0
+        if isinstance(op, isa.Reg) and pre is not None and op.n == pre.dst.n:     # forwarded from the pre-ALU
+            return isa.ALU_SEMANTICS[pre.op.name](*(register(src, lane) for src in pre.srcs))
+        return register(op, lane)
 
     what, words = _WHAT[ins.op], _WORDS[space]
     for lane in range(isa.LANES):
