@@ -5,15 +5,15 @@ the interpreter's traces (the streams replay holds the model to; no model needed
 
 Prints the reference streams' tokens by kind (EXEC: also a pair's pass, a terminator's pass of its
 own, and the next pass of a block right after the last writeback token of the pass before, by
-that token's kind), then for each payload width w the writeback tokens
-(VAL/VALU/VALA) if a word went in w-bit parts as today's protocol sends them (one VALU per part
-when every active lane's value is equal, else one VALA when they are d + s * lane from lane 0 and
-below 2 ** w, else one VALQ when all are below 2 ** Q_BITS, else each lane's parts up to its highest nonzero one, or one token for a word whose
-bits above part 0 are all ones) and the ids VAL, VALU and PART would need; the same sent part by
-part (one VALU for a part every lane shares, else each lane's); sign-extended at any part (a
-negative value's high parts that are all ones left out after any part, a flag in its last
-token); and with a machine block per pass that writes back only the
-registers live after the block (an estimate for machine v2, docs/machine.md, "Next"). `--block-slots N`
+that token's kind), then for each payload width w the writeback tokens (VAL/VALU/VALA/VALQ) if a
+word went in w-bit parts as today's protocol sends them (one VALU per part when every active
+lane's value is equal, else one VALA when they are d + s * lane from lane 0 and below 2 ** w,
+else one VALQ when all are below 2 ** Q_BITS, else each lane's parts up to its highest nonzero
+one, or one token for a word whose bits above part 0 are all ones) and the ids VAL, VALU and
+PART would need; the same sent part by part (one VALU for a part every lane shares, else each
+lane's); sign-extended at any part (a negative value's high parts that are all ones left out
+after any part, a flag in its last token); and with a machine block per pass that writes back
+only the registers live after the block (an estimate for machine v2, docs/machine.md, "Next"). `--block-slots N`
 lowers the suite as if isa.BLOCK_SLOTS were N (the circuit is not built, so any N counts).
 
 A pair's first instruction (encoding.py) is forwarded, never written back, so the writeback

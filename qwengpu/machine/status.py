@@ -74,5 +74,5 @@ def build_status(m) -> None:
     for w, st in enumerate(m.status):
         t, k0 = match(f["WB"], w)
         for l in range(isa.LANES):
-            flag_if(c, L, [(t, k0, WARP_BITS), ({k["VALU"]: 1, k["VALA"]: 1, k["VALQ"]: 1}, 0, 1), ({st.mask[l]: 1}, 0, 1)],
-                    {m.valu_lane[l]: 1})
+            whole = {k["VALU"]: 1, k["VALA"]: 1, k["VALQ"]: 1}
+            flag_if(c, L, [(t, k0, WARP_BITS), (whole, 0, 1), ({st.mask[l]: 1}, 0, 1)], {m.valu_lane[l]: 1})

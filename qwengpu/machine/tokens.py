@@ -25,8 +25,8 @@ PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(isa.BLOCK_SLOTS) for j in rang
                     + [f"PRE{p}.{j}" for p in range(PRE_SLOTS) for j in range(2)]
                     + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)]
                    + ["COPY0", "COPYTAB"])
-KINDS = ("LATCH", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "VALA", "VALQ", "ST", "AT", "AW", "CT1", "CT2", "COPY", "HALT",
-         "FAULT")
+KINDS = ("LATCH", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "VALA", "VALQ", "ST", "AT", "AW", "CT1", "CT2", "COPY",
+         "HALT", "FAULT")
 # VALA(s, d): lane l's value is (d + s * l) mod 2 ** 12 on every active lane, lane 0 among them
 AP_STRIDES = (1, 2, 4, 8)
 # VALQ(d): lane l's value is bits Q_BITS * l .. of d, each active lane's below 2 ** Q_BITS
@@ -41,7 +41,7 @@ FEATURES = {
     "V": LATCH_BITS,          # LATCH value (bits)
     "SD": WORD_BITS,          # PART/VAL/VALU: part k's data in SD[PARTS[k]] (VALA, VALQ: part 0; a
                               # VAL/VALU word whose high parts are all ones: the whole word)
-    "SE": len(PARTS),         # PART/VAL/VALU/VALA: stage head j written iff j >= k (thermometer)
+    "SE": len(PARTS),         # PART/VAL/VALU/VALA/VALQ: stage head j written iff j >= k (thermometer)
     "STRIDE": len(AP_STRIDES),      # VALA stride, one-hot
     "LANE": isa.LANES,        # VAL/ST/AT/AW lane, one-hot
     "PT": len(PUT_TARGETS),   # PUT target, one-hot
@@ -98,9 +98,12 @@ def part_count(value: int) -> int:
     return next(k + 1 for k, bits in enumerate(PARTS) if value >> bits.stop == 0)
 
 
+HIGH_ONES = (1 << WORD_BITS) - (1 << PARTS[1].start)     # a word's bits above part 0
+
+
 def high_ones(value: int) -> bool:
     """Whether every bit of the word above part 0 is one (-4096 <= value < 0 as an int32)."""
-    return value >> PARTS[1].start == (1 << WORD_BITS - PARTS[1].start) - 1
+    return value & HIGH_ONES == HIGH_ONES
 
 
 def part_tokens(kind: str, value: int, *head: int) -> list[Token]:
@@ -205,7 +208,7 @@ def all_tokens() -> list[Token]:
     toks += [Token("PUT", (t,)) for t in r(len(PUT_TARGETS))]
     toks += [Token("CTA", (c,)) for c in r(isa.MAX_GRID_BLOCKS)]
     toks += [Token("EXEC", (w, pc, s)) for w in r(isa.MAX_WARPS) for pc in r(isa.ROM_BLOCKS) for s in r(SLOTS)]
-    negative = [(0, d | -1 << PARTS[1].start & (1 << WORD_BITS) - 1) for d in r(1 << len(PARTS[0]))]
+    negative = [(0, HIGH_ONES | d) for d in r(1 << len(PARTS[0]))]
     toks += [Token("VAL", (l, *p)) for l in r(isa.LANES) for p in parts + negative]
     toks += [Token("VALU", p) for p in parts + negative]
     toks += [Token("VALA", (s, d)) for s in AP_STRIDES for d in r(1 << len(PARTS[0]))]
