@@ -9,16 +9,16 @@ import pytest
 from qwengpu.api import Device
 from qwengpu.errors import MemoryFault, ReplayMismatch
 from qwengpu.launch import Launch
-from qwengpu.machine import runtime
-from qwengpu.machine.tokens import Vocab
+from qwengpu.machine import protocol, runtime
+from qwengpu.machine.tokens import Token, Vocab
 from qwengpu.suite import discover, load_spec, mismatches
 
 
 class TokensOnly:
     """The fast path as an engine: prompts in, generated ids out, nothing else."""
 
-    def __init__(self, fast, corrupt_at: int | None = None):
-        self.fast, self.corrupt_at = fast, corrupt_at
+    def __init__(self, fast, corrupt: tuple[int, int] | None = None):
+        self.fast, self.corrupt = fast, corrupt        # (i, id): feed id in place of generated token i
 
     def generate(self, prompts, *, allowed, stop_ids, max_tokens):
         assert allowed == (self.fast.first, self.fast.end)
@@ -27,7 +27,7 @@ class TokensOnly:
             state = self.fast.new_state()
             out = [self.fast.prefill(state, prompt)]
             while out[-1] not in stop_ids and len(out) < max_tokens:
-                fed = out[-1] if len(out) != self.corrupt_at else out[-1] ^ 1
+                fed = self.corrupt[1] if self.corrupt and len(out) == self.corrupt[0] + 1 else out[-1]
                 out.append(self.fast.step(state, fed))
             outs.append(out)
         return outs
@@ -75,6 +75,13 @@ def test_a_fault_and_a_corrupted_stream(engine):
                             launch.output_words())
     [faulted] = runtime.launch_on_engine(TokensOnly(fast), vocab, [bad], max_tokens=20_000)
     assert isinstance(faulted, MemoryFault) and "past the end" in str(faulted)
-    [corrupted] = runtime.launch_on_engine(TokensOnly(fast, corrupt_at=20), vocab, [job_of("dot")[0]],
+    # dot's first VAL fed back with its data's low bit flipped: a wrong register value, which replay catches
+    job = job_of("dot")[0]
+    stream = protocol.expected_stream(job.program, job.grid, job.block, job.params, job.memory.copy(),
+                                      job.copy_out).tokens
+    i = next(i for i, t in enumerate(stream) if t.kind == "VAL")
+    lane, k, d = stream[i].args
+    flipped = vocab.id(Token("VAL", (lane, k, d ^ 1)))
+    [corrupted] = runtime.launch_on_engine(TokensOnly(fast, corrupt=(i, flipped)), vocab, [job],
                                            max_tokens=20_000, check="replay")
     assert isinstance(corrupted, ReplayMismatch)

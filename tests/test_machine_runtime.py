@@ -110,8 +110,9 @@ def test_replay_run_feeds_back_each_token_and_reads_memory():
     ids = [machine.vocab.id(t) for t in prompt(program, 2, 2, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))]
     assert model.fed[0] == ids                                 # one prefill of the whole prompt
     assert model.fed[1:] == [[machine.vocab.id(t)] for t in stream.tokens[:-1]]   # HALT is not fed
-    # per thread block: 4 instruction passes, the EXIT in the ST's (encoding.term_slot)
-    assert (run.tokens, run.passes, run.instructions, run.blocks) == (len(stream.tokens), 8, 8, 2)
+    # per thread block: 3 passes (S2R, ADD, then the SHL of the address paired into the ST's pass,
+    # which runs the EXIT too), 4 instructions
+    assert (run.tokens, run.passes, run.instructions, run.blocks) == (len(stream.tokens), 6, 8, 2)
     assert memory[:2].tolist() == [0x100, 0x101] and not memory[2:].any()
 
 
@@ -177,11 +178,12 @@ def test_replayed_fault_raises_the_interpreters_error():
     program.blocks[0].instrs[3] = Instr(Op.ST, Reg(0), (Reg(3), Imm(2), Reg(2)), Space.GLOBAL)   # misaligned
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
     stream = expected_stream(program, 1, 2, [], memory)
-    assert stream.tokens[-2:] == [T("EXEC", 0, 0, 3), T("FAULT")]
+    assert stream.tokens[-2:] == [T("EXEC", 0, 0, 2), T("FAULT")]
     machine = StubMachine(None)
     model = StubModel(machine.vocab, stream.tokens)
-    # 3 passes of 1 EXEC + a VALA each (0..1, 0x100..0x101, 0..4: progressions), then the store's EXEC
-    with pytest.raises(MemoryFault, match=r"FAULT at generated token 7 \(last pass: EXEC w0 B0.3\); "
+    # 2 passes of 1 EXEC + a VALA each (0..1, 0x100..0x101: progressions), then the store's EXEC (the
+    # SHL of its address paired into it)
+    with pytest.raises(MemoryFault, match=r"FAULT at generated token 5 \(last pass: EXEC w0 B0.2\); "
                                           r"the interpreter: store at global byte address 0x2 is not 4-byte aligned"):
         launch_on_model(model, machine, program, 1, 2, [], memory, max_tokens=100, check="replay")
 
