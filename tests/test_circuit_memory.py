@@ -63,3 +63,52 @@ def test_text_tokens_leave_state_bit_identical_in_decode():
     with torch.no_grad():
         model.model(inputs_embeds=torch.tensor(text, dtype=torch.float32), use_cache=True, cache=kv)
     assert torch.equal(before, kv.get_recurrent_state(0))
+
+
+def counter_program(rng, n: int, counts: int = 5):
+    """Random starts, steps (the count kept below `counts`), other GPU tokens and text tokens
+    (-2), and the count each GPU token reads."""
+    start, step, want, count = [], [], [], None
+    for _ in range(n):
+        r = rng.random()
+        if count is None or r < 0.3:
+            count = int(rng.integers(counts))
+            start.append(count), step.append(0)
+        elif r < 0.7 and count + 1 < counts:
+            count += 1
+            start.append(-1), step.append(1)
+        else:
+            start.append(-2 if r > 0.85 else -1), step.append(0)
+        want.append(count)
+    return start, step, want
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("path", ["prefill", "decode"])
+def test_counter_counts_through_stock_layers(dtype, path):
+    """Mem.counter: a start sets the count, a step adds one, every token reads it (one-hot, exact
+    in bf16, within fp32's read noise), text tokens in between change nothing."""
+    from qwengpu.circuit.check import BANK_HOST
+    c = Circuit(BANK_HOST, circuit_width(BANK_HOST, 200))
+    start, step = c.input("start", 5), c.input("step", 1)
+    out = Mem.counter(c, 0, "count", list(start.dims), list(step.dims))
+    rng = np.random.default_rng(7)
+    s, k, want = counter_program(rng, 120)
+    x = np.zeros((len(s), c.layout.total))
+    x[:, list(c.layout.anchor.dims)] = c.layout.anchor_value
+    for t, (si, ki) in enumerate(zip(s, k)):
+        if si >= 0:
+            x[t, start.dims[si]] = 1
+        x[t, step.dims[0]] = ki
+    text = np.array(s) == -2
+    x[text] = 0
+    x[text, : c.layout.n] = rng.normal(size=(text.sum(), c.layout.n))
+    model = build_model(c, dtype)
+    hs, _ = run_prefill(model, x[None]) if path == "prefill" else run_decode(model, x[None])
+    got = hs[1][0][:, list(out.dims)]
+    ideal = np.zeros_like(got)
+    ideal[np.arange(len(s)), want] = 1
+    assert np.array_equal(hs[1][0][text], hs[0][0][text])     # text tokens pass through unchanged
+    gpu = ~text
+    assert np.abs(got[gpu] - ideal[gpu]).max() <= (0.0 if dtype == "bfloat16" else 1e-4)
+    assert len(set(want)) == 5 and text.sum() > 5 and sum(k) > 20

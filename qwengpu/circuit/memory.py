@@ -162,3 +162,51 @@ def _check_addr(bank: Bank, addr: Field) -> None:
 def register(c: Circuit, layer: int, name: str, width: int) -> Bank:
     """A one-row bank: a register that keeps its value across tokens."""
     return declare_bank(c, layer, name, 1, width)
+
+
+# ---- a counter: set by one token, stepped by later ones --------------------------------------------------
+COUNTER_TOP = 512.0           # the stored value at count 0; each step halves it (>= 32 for 5 counts: silu exact)
+COUNTER_PAD = 2.0 ** 24       # pad rails: a row's squared norm is pads * PAD**2 whatever the count, which is lost
+                              # in its rounding (COUNTER_TOP**2 < half an ulp of PAD**2), so reads are exact
+MAX_COUNT = 5
+
+
+def counter(c: Circuit, layer: int, name: str, start: Sequence[int], step: Sequence[int]) -> Field:
+    """A count in one GDN head of `layer` and its reading there, a one-hot field of len(start) dims.
+
+    A token whose `start` dims hold a one-hot s sets the count to s; a token whose `step` dims sum
+    to 1 adds one to it (the caller keeps the count below len(start)); every token reads it after
+    its own update (all dims 0 before the first start). A count cannot be an increment of a stored value (a layer's
+    write cannot depend on its own read), so the row holds COUNTER_TOP * 2**-count: the start writes
+    it with beta = 1, a step rewrites the row with beta = sigmoid(0) = 1/2 towards 0, exactly halving
+    it. The MLP decodes the reading, an integer 2**(counts - 1 - count), with steps."""
+    counts = len(start)
+    if not 1 <= counts <= MAX_COUNT:
+        raise CircuitError(f"counter {name}: {counts} counts; at most {MAX_COUNT}")
+    from qwengpu.circuit import gadgets as G
+    from qwengpu.circuit.layer import M
+    from qwengpu.circuit.residual import INT_SCALE
+    lay = c.layer(layer)
+    h = lay.take_heads(1, f"counter {name}")[0]
+    anchor, A, dv = c.layout.anchor[0], c.layout.normed_anchor, c.host.value_dim
+    pads = dv // 4                                     # the norm of the row: sqrt(pads / dv) * PAD = PAD / 2
+    key = lay.k_row(h, 0)
+    key[anchor] -= M / A                               # -M: no write, +M on a start or step token
+    for d in (*start, *step):
+        key[d] += 2 * M * READ
+        for j in range(pads):
+            lay.v_row(h, 1 + j)[d] += COUNTER_PAD * READ
+    for s, d in enumerate(start):
+        lay.b[h, d] += BETA * READ                     # a step's beta: sigmoid(0) = 1/2
+        lay.v_row(h, 0)[d] += COUNTER_TOP * 2.0 ** -s * READ
+    lay.q_row(h, 0)[anchor] = M / A
+    lay.z[h * dv:(h + 1) * dv, anchor] = Z_GATE / A
+    unit = COUNTER_TOP * 2.0 ** (1 - counts)           # the stored value at the last count reads as 1
+    reading = c.field(f"{name}.reading", 1, layer, kind="int", vmax=1 << counts - 1)
+    lay.out[reading[0], h * dv] += INT_SCALE * COUNTER_PAD / (2 * Z_GATE * unit)
+    out = c.field(name, counts, layer)
+    for s in range(counts):                            # count s: reading >= 2**(counts-1-s), not >= twice that
+        below = {out[s + 1]: -1} if s + 1 < counts else {}
+        G.step(c, layer, {reading[0]: 1}, 1 << counts - 1 - s, {out[s]: 1, **below})
+    c.clear(reading, layer)
+    return out
