@@ -91,7 +91,13 @@ def test_counter_counts_through_stock_layers(dtype, path):
     from qwengpu.circuit.check import BANK_HOST
     c = Circuit(BANK_HOST, circuit_width(BANK_HOST, 200))
     start, step = c.input("start", 5), c.input("step", 1)
-    out = Mem.counter(c, 0, "count", list(start.dims), list(step.dims))
+    reading = Mem.counter(c, 0, "count", list(start.dims), list(step.dims))
+    out = c.field("count", 5, 0)
+    stepped = c.field("stepped", 5, 0)              # the count, only on step tokens
+    for s in range(5):
+        Mem.count_is(c, 0, reading, s, {out[s]: 1})
+        Mem.count_is(c, 0, reading, s, {stepped[s]: 1}, when={step[0]: 1}, need=1)
+    c.clear(reading, 0)
     rng = np.random.default_rng(7)
     s, k, want = counter_program(rng, 120)
     x = np.zeros((len(s), c.layout.total))
@@ -110,5 +116,8 @@ def test_counter_counts_through_stock_layers(dtype, path):
     ideal[np.arange(len(s)), want] = 1
     assert np.array_equal(hs[1][0][text], hs[0][0][text])     # text tokens pass through unchanged
     gpu = ~text
-    assert np.abs(got[gpu] - ideal[gpu]).max() <= (0.0 if dtype == "bfloat16" else 1e-4)
+    tolerance = 0.0 if dtype == "bfloat16" else 1e-4
+    assert np.abs(got[gpu] - ideal[gpu]).max() <= tolerance
+    ideal[np.array(k) == 0] = 0
+    assert np.abs(hs[1][0][:, list(stepped.dims)][gpu] - ideal[gpu]).max() <= tolerance
     assert len(set(want)) == 5 and text.sum() > 5 and sum(k) > 20

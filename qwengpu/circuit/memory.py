@@ -172,18 +172,17 @@ MAX_COUNT = 5
 
 
 def counter(c: Circuit, layer: int, name: str, start: Sequence[int], step: Sequence[int]) -> Field:
-    """A count in one GDN head of `layer` and its reading there, a one-hot field of len(start) dims.
+    """A count in one GDN head of `layer`, and its reading there (an int field): 2**(counts - 1 -
+    count), counts = len(start), 0 before the first start; count_is decodes it.
 
     A token whose `start` dims hold a one-hot s sets the count to s; a token whose `step` dims sum
-    to 1 adds one to it (the caller keeps the count below len(start)); every token reads it after
-    its own update (all dims 0 before the first start). A count cannot be an increment of a stored value (a layer's
-    write cannot depend on its own read), so the row holds COUNTER_TOP * 2**-count: the start writes
-    it with beta = 1, a step rewrites the row with beta = sigmoid(0) = 1/2 towards 0, exactly halving
-    it. The MLP decodes the reading, an integer 2**(counts - 1 - count), with steps."""
+    to 1 adds one to it (the caller keeps the count below `counts`); every token reads it after
+    its own update. A count cannot be an increment of a stored value (a layer's write cannot
+    depend on its own read), so the row holds COUNTER_TOP * 2**-count: the start writes it with
+    beta = 1, a step rewrites the row with beta = sigmoid(0) = 1/2 towards 0, exactly halving it."""
     counts = len(start)
     if not 1 <= counts <= MAX_COUNT:
         raise CircuitError(f"counter {name}: {counts} counts; at most {MAX_COUNT}")
-    from qwengpu.circuit import gadgets as G
     from qwengpu.circuit.layer import M
     from qwengpu.circuit.residual import INT_SCALE
     lay = c.layer(layer)
@@ -204,9 +203,16 @@ def counter(c: Circuit, layer: int, name: str, start: Sequence[int], step: Seque
     unit = COUNTER_TOP * 2.0 ** (1 - counts)           # the stored value at the last count reads as 1
     reading = c.field(f"{name}.reading", 1, layer, kind="int", vmax=1 << counts - 1)
     lay.out[reading[0], h * dv] += INT_SCALE * COUNTER_PAD / (2 * Z_GATE * unit)
-    out = c.field(name, counts, layer)
-    for s in range(counts):                            # count s: reading >= 2**(counts-1-s), not >= twice that
-        below = {out[s + 1]: -1} if s + 1 < counts else {}
-        G.step(c, layer, {reading[0]: 1}, 1 << counts - 1 - s, {out[s]: 1, **below})
-    c.clear(reading, layer)
-    return out
+    return reading
+
+
+def count_is(c: Circuit, at: int, reading: Field, count: int, out: dict[int, float],
+             when: dict[int, int] | None = None, need: int = 0) -> None:
+    """out += [the counter's count is `count`] (from its reading), gated on sum(when) == need
+    (0/1 terms) when given: the reading is at least 2**(counts - 1 - count), not twice that."""
+    from qwengpu.circuit import gadgets as G
+    big = reading.vmax + 1                             # a gate term outweighs any reading
+    gate = {d: big * k for d, k in (when or {}).items()}
+    for t, sign in ((reading.vmax >> count, 1), (reading.vmax >> count - 1 if count else 0, -1)):
+        if t:
+            G.step(c, at, {reading[0]: 1, **gate}, t + big * need, {d: sign * k for d, k in out.items()})
