@@ -100,12 +100,7 @@ def test_counter_counts_through_stock_layers(dtype, path):
     c.clear(reading, 0)
     rng = np.random.default_rng(7)
     s, k, want = counter_program(rng, 120)
-    x = np.zeros((len(s), c.layout.total))
-    x[:, list(c.layout.anchor.dims)] = c.layout.anchor_value
-    for t, (si, ki) in enumerate(zip(s, k)):
-        if si >= 0:
-            x[t, start.dims[si]] = 1
-        x[t, step.dims[0]] = ki
+    x = encode(c, {start: [1 << si if si >= 0 else 0 for si in s], step: k}, len(s))
     text = np.array(s) == -2
     x[text] = 0
     x[text, : c.layout.n] = rng.normal(size=(text.sum(), c.layout.n))

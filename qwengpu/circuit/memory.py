@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from qwengpu.circuit import CircuitError
-from qwengpu.circuit.layer import BETA, RAIL, Z_GATE, Circuit
-from qwengpu.circuit.residual import NORM_OUT, Field
+from qwengpu.circuit import gadgets as G
+from qwengpu.circuit.layer import BETA, RAIL, Z_GATE, Circuit, M
+from qwengpu.circuit.residual import INT_SCALE, NORM_OUT, Field
 
 READ = 1 / NORM_OUT     # weights on data dims undo the decoder norm's exact 2**-8
 
@@ -82,7 +83,6 @@ def _address_rows(c: Circuit, row_of, bank: Bank, addr: Bits, enable: Sequence[i
     M * (2 * matches(addr, r) [+ 2 * enable - 2] - 2 * bits + 1): +M on the addressed row, <= -M
     on every other row. Never 0: l2norm would blow a near-zero key (fp32 rounding of 0) up
     to a unit vector and write garbage, so the margin is a full M either way."""
-    from qwengpu.circuit.layer import M
     if len(addr) != bank.addr_bits:
         raise CircuitError(f"bank {bank.name}: address has {len(addr)} bits, needs {bank.addr_bits}")
     anchor, A = c.layout.anchor[0], c.layout.normed_anchor
@@ -183,8 +183,6 @@ def counter(c: Circuit, layer: int, name: str, start: Sequence[int], step: Seque
     counts = len(start)
     if not 1 <= counts <= MAX_COUNT:
         raise CircuitError(f"counter {name}: {counts} counts; at most {MAX_COUNT}")
-    from qwengpu.circuit.layer import M
-    from qwengpu.circuit.residual import INT_SCALE
     lay = c.layer(layer)
     h = lay.take_heads(1, f"counter {name}")[0]
     anchor, A, dv = c.layout.anchor[0], c.layout.normed_anchor, c.host.value_dim
@@ -210,7 +208,6 @@ def count_is(c: Circuit, at: int, reading: Field, count: int, out: dict[int, flo
              when: dict[int, int] | None = None, need: int = 0) -> None:
     """out += [the counter's count is `count`] (from its reading), gated on sum(when) == need
     (0/1 terms) when given: the reading is at least 2**(counts - 1 - count), not twice that."""
-    from qwengpu.circuit import gadgets as G
     big = reading.vmax + 1                             # a gate term outweighs any reading
     gate = {d: big * k for d, k in (when or {}).items()}
     for t, sign in ((reading.vmax >> count, 1), (reading.vmax >> count - 1 if count else 0, -1)):
