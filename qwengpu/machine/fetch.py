@@ -15,7 +15,7 @@ from qwengpu.machine.alu import ALU_OPS
 from qwengpu.machine.plan import L_IMM, L_PRE_REG, L_ROM, L_STATUS
 from qwengpu.machine.tokens import ROM_WORDS, SLOTS
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES
-from qwengpu.machine.wiring import flag_if, match, part, view
+from qwengpu.machine.wiring import all_hold, flag_if, match, part, view
 from qwengpu.machine.words import CONFIG, OPCODES, PC_BITS, PRE, PRE_SLOTS, ROM0, SPACES, TERM
 
 TERMS = tuple(t.name for t in isa.Term)
@@ -92,7 +92,7 @@ def _decode(m):
     m.pre_op = {n: c.field(f"pre.{n}", 1, L) for n in ALU_OPS}
     for n, fld in m.pre_op.items():
         t, k0 = match(m.pw["op"], OPCODES.index(n))
-        G.relu(c, L, t, k0 - (OP_BITS - 1), {fld[0]: 1})
+        G.relu(c, L, *all_hold(t, k0, OP_BITS), {fld[0]: 1})
     for fld in [*m.op.values(), *m.pre_op.values(), m.w0["fwd"], m.w0["tfwd"], m.pw["imm"]]:   # exact flags: the ALU's gated units
         G.requantize(c, L + 1, fld)                                 # multiply their error
     # loads and stores by space; S2R by special register
@@ -134,4 +134,4 @@ def _is_op_terms(m, name):
 
 def _is_op(m, name):
     t, k0 = _is_op_terms(m, name)
-    return t, k0 - (OP_BITS - 1)     # relu(matches - (OP_BITS - 1)): 1 exactly on a match of every bit
+    return all_hold(t, k0, OP_BITS)      # a neuron's terms and bias: 1 exactly on a match of every bit
