@@ -3,9 +3,9 @@ the interpreter's traces (the streams replay holds the model to; no model needed
 
     .venv/bin/python benchmarks/writeback_census.py [--json] [--block-slots N]
 
-Prints the reference streams' tokens by kind (EXEC: also a pair's pass, a terminator's pass of its
-own, and the next pass of a block right after the last writeback token of the pass before, by
-that token's kind), then for each payload width w the writeback tokens (VAL/VALU/VALA/VALQ) if a
+Prints the reference streams' tokens by kind (EXEC: also the passes of pairs and of terminators
+of their own, counting those that continuing tokens run; the continuing tokens by kind), then
+for each payload width w the writeback tokens (VAL/VALU/VALA/VALQ) if a
 word went in w-bit parts as today's protocol sends them (one VALU per part when every active
 lane's value is equal, else one VALA when they are d + s * lane from lane 0 and below 2 ** w,
 else one VALQ when all are below 2 ** Q_BITS, else each lane's parts up to its highest nonzero
@@ -31,7 +31,7 @@ from qwengpu.api import Device
 from qwengpu.launch import Launch
 from qwengpu.machine import protocol
 from qwengpu.machine.encoding import encode, live_out
-from qwengpu.machine.tokens import AP_STRIDES, Q_BITS
+from qwengpu.machine.tokens import AP_STRIDES, Q_BITS, with_exec
 from qwengpu.machine.words import WORD_BITS
 from qwengpu.suite import discover, load_spec
 
@@ -83,18 +83,14 @@ def kernel_census(case) -> dict:
     stream = protocol.expected_stream(L.program, L.grid, L.block, L.params, L.memory, L.output_words())
     kinds = collections.Counter(t.kind for t in stream.tokens)
     outs, codes = live_out(L.program), encode(L.program)
-    before = None
-    for t, prev in zip(stream.tokens, [None, *stream.tokens]):
+    for t in with_exec(stream.tokens):
         if t.kind == "EXEC":
             p = codes[t.args[1]].pass_at(t.args[2])
             kinds["EXEC (terminator passes)"] += p.main is None and p.pre is None
             kinds["EXEC (pairs)"] += p.pre is not None
-            # the next pass of the same block right after the last writeback token of the one before
-            # (what that token's own pass could run: docs/machine.md, "Continuation passes")
-            same_block = before is not None and (*before[:2], before[2] + 1) == t.args
-            if same_block and prev.kind in ("VAL", "VALU", "VALA", "VALQ"):
-                kinds[f"EXEC (continuing, after {prev.kind})"] += 1
-            before = t.args
+    for t in stream.tokens:                 # the last writeback token of a pass that also runs the next
+        if t.cont:
+            kinds[f"{t.kind} (continuing)"] += 1
     steps, _ = protocol._traced_run(L.program, L.grid, L.block, L.params, L.memory.copy())
     every, by_part, signed, live = (collections.Counter() for _ in range(4))
     for step in steps:

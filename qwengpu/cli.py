@@ -40,6 +40,7 @@ from qwengpu.api import DEFAULT_MAX_PASSES, DEFAULT_MAX_TOKENS, ENGINES, MODEL_D
 from qwengpu.args import ArgSyntaxError, parse_arg, parse_dims
 from qwengpu.errors import QwenGpuError
 from qwengpu.machine import DEFAULT_BATCH
+from qwengpu.machine.tokens import runs_pass
 from qwengpu.suite import SUITE_MAX_TOKENS
 from qwengpu.toolchain.frontend import FRONTENDS
 
@@ -166,7 +167,7 @@ class LaunchProgress:
     def __init__(self, enabled: bool, echo=None):
         self.enabled, self.echo = enabled, echo          # echo(token): tokens to stdout; no live line then
         self.bar = self.task = None
-        self.tokens = self.exec_tokens = 0
+        self.tokens = self.passes = 0
         self.decode_start = 0.0
         self.label = ""
 
@@ -201,11 +202,11 @@ class LaunchProgress:
         if self.echo:
             self.echo(token)
         self.tokens += 1
-        self.exec_tokens += token.kind == "EXEC"
+        self.passes += runs_pass(token)
         if self.bar and self.tokens % 50 == 1:
             elapsed = time.perf_counter() - self.decode_start
             rate = f", {self.tokens / elapsed:,.0f} tokens/s" if elapsed > 0.2 else ""
-            self.describe(f"generating: {self.tokens:,} tokens, {self.exec_tokens:,} EXEC{rate}")
+            self.describe(f"generating: {self.tokens:,} tokens, {self.passes:,} passes{rate}")
 
 
 @app.command()
@@ -299,7 +300,7 @@ def _run_json(fn, args, dims, result, wall: float) -> dict:
             "arrays": {n: v.tolist() for n, v in zip(fn.arg_names, args) if isinstance(v, np.ndarray)},
             "scalars": {n: v for n, v in zip(fn.arg_names, args) if not isinstance(v, np.ndarray)},
             "blocks": result.blocks, "instructions": result.instructions, "tokens": result.tokens,
-            "exec_tokens": result.passes if result.tokens is not None else None,
+            "passes": result.passes if result.tokens is not None else None,
             "seconds": result.seconds, "load_seconds": result.load_seconds,
             "prefill_seconds": result.prefill_seconds, "decode_seconds": result.decode_seconds,
             "wall_seconds": wall, "output": list(result.output)}

@@ -551,10 +551,10 @@ def test_progress_texts():
     progress.phase("load")
     progress.phase("prefill")
     progress.phase("decode")
-    for kind in ("EXEC", "VAL", "EXEC"):
-        progress.token(Token(kind, ()))
+    for token in (Token("EXEC", ()), Token("VAL", (), cont=True), Token("VAL", ()), Token("EXEC", ())):
+        progress.token(token)
     assert texts[:3] == ["loading the model", "prefill (the launch prompt)", "generating"]
-    assert texts[3].startswith("generating: 1 tokens, 1 EXEC") and progress.tokens == 3 and progress.exec_tokens == 2
+    assert texts[3].startswith("generating: 1 tokens, 1 passes") and progress.tokens == 4 and progress.passes == 3
     suite = cli.SuiteProgress(False, "model")
     suite.bar = SimpleNamespace(update=lambda task, **kw: texts.append(kw), console=SimpleNamespace(
         print=lambda line: texts.append(line)))

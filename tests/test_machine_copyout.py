@@ -10,7 +10,7 @@ from qwengpu.api import Device
 from qwengpu.errors import ExecutionError, LaunchError
 from qwengpu.launch import Launch
 from qwengpu.machine import copyout, runtime
-from qwengpu.machine.tokens import Token
+from qwengpu.machine.tokens import Token, continuing
 from qwengpu.machine.words import COPY0, COPYROW
 from qwengpu.suite import discover, load_spec, mismatches
 
@@ -98,6 +98,7 @@ def test_decode_round_trip_and_malformed_streams():
         "parts in order": [s for s in stream if s != t("VAL", 2, 1, 0x60)],    # a part lost (word 6: 0x06060606)
         "expected HALT": stream[:-1],
         "after COPY": stream[:3] + [t("VALU", 0, 1)] + stream[3:],            # VALU among VALs
+        "continues a pass, but the copy-out runs none": stream[:g1 - 1] + [continuing(stream[g1 - 1])] + stream[g1:],
     }
     for why, bad in broken.items():
         with pytest.raises(ExecutionError, match=why):

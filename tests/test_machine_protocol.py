@@ -10,7 +10,7 @@ from qwengpu.errors import DeadlockError, MemoryFault
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Param, Program, Reg, SReg, Space, Term, Terminator
 from qwengpu.machine.encoding import Pass, encode, encode_block
 from qwengpu.machine.protocol import Stream, compare, expected_stream, prompt
-from qwengpu.machine.tokens import PUT_TARGETS, Token
+from qwengpu.machine.tokens import PUT_TARGETS, Token, with_exec
 
 r = Reg
 
@@ -21,6 +21,11 @@ def T(kind, *args):
 
 def exec_(w, pc, s):
     return T("EXEC", w, pc, s)
+
+
+def C(kind, *args):
+    """A continuing token: it also runs the next pass of its block, so no EXEC follows it."""
+    return Token(kind, tuple(args), cont=True)
 
 
 def parts(value, n):
@@ -149,9 +154,9 @@ def test_straight_line_with_store():
     ]
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
     got = expected_stream(Program("k", blocks, []), 1, 3, [], memory)
-    want = [exec_(0, 0, 0), T("VALA", 1, 0),                                  # tid: 0, 1, 2 = 0 + 1 * lane
-            exec_(0, 0, 1), T("VALA", 4, 0),              # tid << 2; the ADD (dead) pairs with the SHL
-            exec_(0, 0, 2), T("ST", 0), T("ST", 1), T("ST", 2),                # the JMP runs in the ST's pass
+    want = [exec_(0, 0, 0), C("VALA", 1, 0),               # tid: 0, 1, 2 = 0 + 1 * lane; runs pass 1
+            C("VALA", 4, 0),                            # tid << 2 (the ADD, dead, pairs with the SHL); runs pass 2
+            T("ST", 0), T("ST", 1), T("ST", 2),                                # the JMP runs in the ST's pass
             exec_(0, 1, 0), *valu(1 << 24, 3),         # same stack entry and mask: no CT1 (nor CT2); MOV and EXIT
             T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]                    # every lane exits
     assert got.tokens == want
@@ -160,12 +165,40 @@ def test_straight_line_with_store():
     assert got.memory[:4].tolist() == [0, 1, 2, 0] and not memory.any()   # the caller's memory is untouched
 
 
+def test_a_pass_that_writes_nothing_back_leaves_the_next_pass_to_an_exec():
+    blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),)),
+                            Instr(Op.SHL, r(2), (r(1), Imm(2))),
+                            Instr(Op.ST, r(0), (r(2), Imm(0), r(1)), Space.GLOBAL),
+                            Instr(Op.MOV, r(3), (Imm(7),))], EXIT)]
+    got = expected_stream(Program("k", blocks, []), 1, 3, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
+    want = [exec_(0, 0, 0), C("VALA", 1, 0),                 # tid, and the store's pass (the SHL pairs into it)
+            T("ST", 0), T("ST", 1), T("ST", 2),              # no register written back: nothing to continue
+            exec_(0, 0, 2), *valu(7, 1),                     # the MOV, and the EXIT in its pass
+            T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]
+    assert got.tokens == want
+
+
+def test_with_exec_writes_out_the_passes_continuing_tokens_run():
+    blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),)),
+                            Instr(Op.ADD, r(2), (r(1), Imm(3))),            # read after the next one: no pair
+                            Instr(Op.ADD, r(3), (r(1), Imm(5))),            # pairs with the last ADD
+                            Instr(Op.ADD, r(4), (r(2), r(3)))], EXIT)]
+    got = expected_stream(Program("k", blocks, []), 1, 2, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
+    assert got[:4] == [exec_(0, 0, 0), C("VALA", 1, 0), C("VALA", 1, 3), T("VALA", 2, 8)]    # r4 = 2 tid + 8
+    assert with_exec(got)[:7] == [exec_(0, 0, 0), T("VALA", 1, 0), exec_(0, 0, 1), T("VALA", 1, 3),
+                                  exec_(0, 0, 2), T("VALA", 2, 8), got[4]]
+    with pytest.raises(ValueError, match=r"VALA s1 0x03 \+ continues no pass"):
+        with_exec(got[2:])
+    plain = [Token(t.kind, t.args) for t in got]         # the model forgot to continue: a mismatch of its own
+    assert compare(got, plain).fields == ("cont",) and compare(got, plain).index == 1
+
+
 def test_divergent_branch_partial_exit_and_reconvergence():
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
     memory[1] = 0xABCDEF
     got = expected_stream(divergent_program(), 1, 4, [0, 0], memory).tokens
-    want = [exec_(0, 0, 0), T("VALA", 1, 0),
-            exec_(0, 0, 1), T("CT1", 1, 0b0011, 0),     # SETLT runs in the pre-ALU of the BRC's pass: r2 forwarded
+    want = [exec_(0, 0, 0), C("VALA", 1, 0),            # and the BRC's pass, which SETLT's pre-ALU forwards r2 to
+            T("CT1", 1, 0b0011, 0),
             exec_(0, 1, 0), *valu(5, 1),                                        # the others fold
             T("CT1", 2, 0b1100, 0), T("CT2", 0b1100, 0, 0),                     # lanes 0, 1 exit
             exec_(0, 2, 0), *valu(0x300, 1),
@@ -202,8 +235,7 @@ def test_deadlock_ends_in_fault():
     blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),))], Terminator(Term.BRC, 1, r(1), 2, -1)),
               MachineBlock([], Terminator(Term.BAR, 2)), MachineBlock([], EXIT)]
     got = expected_stream(Program("k", blocks, []), 1, 2, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
-    assert got.tokens == [exec_(0, 0, 0), T("VALA", 1, 0),
-                          exec_(0, 0, 1), T("CT1", 1, 0b0010, 0),
+    assert got.tokens == [exec_(0, 0, 0), C("VALA", 1, 0), T("CT1", 1, 0b0010, 0),
                           exec_(0, 1, 0), T("CT2", 0b0011, 1, 1), T("FAULT")]
     assert isinstance(got.fault, DeadlockError)
 
@@ -323,8 +355,7 @@ def test_atomics_run_lane_by_lane():
     exch = []
     for l in range(3):
         exch += [T("AT", l), T("PART", 0, 1), T("AW", l)]
-    want = [exec_(0, 0, 0), T("VALA", 1, 0),
-            exec_(0, 0, 1), *atomics,                               # the ADD runs in the ATOM's pre-ALU
+    want = [exec_(0, 0, 0), C("VALA", 1, 0), *atomics,          # the ADD runs in the ATOM's pre-ALU
             exec_(0, 1, 0), *exch, T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]
     assert got.tokens == want
     assert got.memory[1] == 1
@@ -366,8 +397,8 @@ def test_a_pair_forwards_the_pre_alu_result_and_writes_nothing_back():
     assert [field(pre[0], PRE, n) for n in ("op", "a", "b", "imm")] == [OPCODES.index("ADD"), 1, 0, 0b010]
     assert pre[1] == 5
     got = expected_stream(program, 1, 3, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
-    want = [exec_(0, 0, 0), T("VALA", 1, 0),
-            exec_(0, 0, 1), *vals(0, 0, 1), *vals(1, 64, 1), *vals(2, 256, 1),   # no VAL of r2; not a progression
+    want = [exec_(0, 0, 0), C("VALA", 1, 0),
+            *vals(0, 0, 1), *vals(1, 64, 1), *vals(2, 256, 1),          # no VAL of r2; not a progression
             exec_(0, 1, 0), *vals(0, 0, 1), *vals(1, 64, 1), *vals(2, 256, 1),
             T("CT1", 0, 0, 0), T("CT2", 0, 0, 0), T("HALT")]
     assert got.tokens == want

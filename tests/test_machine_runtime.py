@@ -143,10 +143,10 @@ def test_token_limit():
 def test_replay_mismatch_names_index_tokens_and_field():
     program, memory, stream, machine, model = setup()
     script = list(stream.tokens)
-    i = script.index(T("VALA", 1, 0x100))        # tid + 0x100 on lanes 0, 1: a progression
-    script[i] = T("VALA", 1, 0x101)
+    i = script.index(Token("VALA", (1, 0x100), cont=True))     # tid + 0x100 on lanes 0, 1: a progression
+    script[i] = Token("VALA", (1, 0x101), cont=True)
     model.script = script
-    with pytest.raises(ReplayMismatch, match=rf"token {i}: expected VALA s1 0x100, got VALA s1 0x101 \(data differs\)") as e:
+    with pytest.raises(ReplayMismatch, match=rf"token {i}: expected VALA s1 0x100 \+, got VALA s1 0x101 \+ \(data differs\)") as e:
         launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=1000, check="replay")
     assert e.value.mismatch.index == i and len(model.fed) == i + 1   # stopped at once
 
@@ -169,7 +169,8 @@ def test_replay_checks_global_memory_after_halt():
 def test_fault_token_is_an_execution_error():
     program, memory, stream, machine, model = setup()
     model.script = stream.tokens[:3] + [T("FAULT")]
-    with pytest.raises(ExecutionError, match=r"FAULT at generated token 3 \(last pass: EXEC w0 B0.1\)"):
+    # EXEC B0.0, then two VALAs that each run the block's next pass
+    with pytest.raises(ExecutionError, match=r"FAULT at generated token 3 \(last pass: EXEC w0 B0.2\)"):
         launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=1000)
 
 
@@ -178,12 +179,12 @@ def test_replayed_fault_raises_the_interpreters_error():
     program.blocks[0].instrs[3] = Instr(Op.ST, Reg(0), (Reg(3), Imm(2), Reg(2)), Space.GLOBAL)   # misaligned
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
     stream = expected_stream(program, 1, 2, [], memory)
-    assert stream.tokens[-2:] == [T("EXEC", 0, 0, 2), T("FAULT")]
+    assert stream.tokens[-2:] == [Token("VALA", (1, 0x100), cont=True), T("FAULT")]
     machine = StubMachine(None)
     model = StubModel(machine.vocab, stream.tokens)
-    # 2 passes of 1 EXEC + a VALA each (0..1, 0x100..0x101: progressions), then the store's EXEC (the
+    # EXEC B0.0, its VALA (0..1) running B0.1, whose VALA (0x100..0x101) runs the store's pass (the
     # SHL of its address paired into it)
-    with pytest.raises(MemoryFault, match=r"FAULT at generated token 5 \(last pass: EXEC w0 B0.2\); "
+    with pytest.raises(MemoryFault, match=r"FAULT at generated token 3 \(last pass: EXEC w0 B0.2\); "
                                           r"the interpreter: store at global byte address 0x2 is not 4-byte aligned"):
         launch_on_model(model, machine, program, 1, 2, [], memory, max_tokens=100, check="replay")
 

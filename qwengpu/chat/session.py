@@ -27,6 +27,7 @@ from qwengpu.api import DEFAULT_MAX_TOKENS, Device
 from qwengpu.chat.tools import MODES, ToolCall, parse_tool_calls, run_tool_call
 from qwengpu.errors import QwenGpuError
 from qwengpu.machine import runtime
+from qwengpu.machine.tokens import runs_pass
 
 TURN = "<|im_start|>"              # what opens a turn in Qwen3.5's chat format (ChatML)
 DEFAULT_TURN_TOKENS = 1024         # assistant tokens a turn may generate (text and calls together)
@@ -258,7 +259,7 @@ class ChatSession:
         run = self._launch
         if run is not None:
             run.tokens += 1
-            run.passes += token.kind == "EXEC"
+            run.passes += runs_pass(token)
             self.events.launch_token(run.tokens, run.passes, time.perf_counter() - self._launch_start)
 
     # ------------------------------------------------------------------ the text context

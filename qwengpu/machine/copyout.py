@@ -72,6 +72,10 @@ def decode(stream: Sequence[Token], words: Iterable[int]) -> dict[int, int]:
     def bad(why: str):
         return ExecutionError(f"the copy-out (generated tokens {start}..{start + len(tail) - 1}) is malformed: {why}")
 
+    continuing = next((t for t in tail if t.cont), None)
+    if continuing:
+        raise bad(f"{continuing} continues a pass, but the copy-out runs none")
+
     for g, mask in gs:
         if pos >= len(tail) or tail[pos] != tok("COPY", g):
             got = tail[pos] if pos < len(tail) else "the end of the stream"

@@ -2,9 +2,10 @@
 
 The FAULT token carries no payload; the tokens before it say the rest:
 
-* FAULT right after an `EXEC(w, pc, s)`: the instruction of pass s of block pc (a load, store or
-  atomic: the host looks it up in the passes it compiled, encoding.py) made a bad memory access for warp w of the thread
-  block of the last `CTA` token. Which lane and which address: every register value the model
+* FAULT right after an `EXEC(w, pc, s)` (or a continuing token, which runs that pass): the
+  instruction of pass s of block pc (a load, store or atomic: the host looks it up in the passes
+  it compiled, encoding.py) made a bad memory access for warp w of the thread block of the last
+  `CTA` token. Which lane and which address: every register value the model
   computed reached the token stream as `VAL` tokens (a register is written only through them),
   and the warp's active lanes are the mask of its last `CT1` (its launch mask before any: a
   CT1 comes whenever the mask changes). Replaying those tokens gives each active lane's address operands, hence the
@@ -27,7 +28,7 @@ from __future__ import annotations
 from qwengpu import isa
 from qwengpu.errors import DeadlockError, ExecutionError, MemoryFault
 from qwengpu.machine.encoding import encode
-from qwengpu.machine.tokens import Token, lane_word, unpack_small
+from qwengpu.machine.tokens import Token, lane_word, unpack_small, with_exec
 from qwengpu.machine.words import PARTS
 
 _WORDS = {isa.Space.GLOBAL: isa.GLOBAL_WORDS, isa.Space.SHARED: isa.SHARED_WORDS, isa.Space.CONST: isa.CONST_WORDS}
@@ -38,6 +39,7 @@ def fault_error(stream: list[Token], program: isa.Program | None = None, block=N
     """The error for a generated stream ending in FAULT (`program` and `block`, the launch's
     block dims, let a memory fault name its operation, lane and address)."""
     message = fault_where(stream)
+    stream = with_exec(stream)       # a continuing token's pass as its EXEC
     if len(stream) >= 2 and stream[-2].kind == "EXEC":
         return MemoryFault(f"{message}: bad memory access{_memory_cause(stream, program, block)}")
     cause = _deadlock_cause(stream, block)
@@ -49,7 +51,7 @@ def fault_error(stream: list[Token], program: isa.Program | None = None, block=N
 
 def fault_where(stream: list[Token]) -> str:
     """`the model signalled FAULT at generated token i (last pass: EXEC ...)`."""
-    where = next((str(t) for t in reversed(stream) if t.kind == "EXEC"), "before the first pass")
+    where = next((str(t) for t in reversed(with_exec(stream)) if t.kind == "EXEC"), "before the first pass")
     return f"the model signalled FAULT at generated token {len(stream) - 1} (last pass: {where})"
 
 

@@ -1,7 +1,7 @@
 """Registers written by tokens (L0): the staged word (a PUT's or VAL's parts), the latch, the
 current warp, the thread block, and the per-lane enables the store queue and register file
 read; each lane's word of a VALA or VALQ; which warp ended a block (on its CT1 and CT2 passes) or may
-end it now."""
+end it now; and a continuing token made the EXEC of its block's next pass."""
 from __future__ import annotations
 
 from qwengpu import isa
@@ -9,9 +9,9 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as B
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.plan import L_IN
-from qwengpu.machine.tokens import AP_STRIDES, Q_BITS
+from qwengpu.machine.tokens import AP_STRIDES, CONTINUABLE, Q_BITS, SLOTS
 from qwengpu.machine.wiring import flag_if, match, view
-from qwengpu.machine.words import PARTS
+from qwengpu.machine.words import PARTS, PC_BITS, WARP_BITS
 
 # the passes after an EXEC that may end its warp's block
 ENDS = ("CT1", "CT2", "VAL", "VALU", "VALA", "VALQ", "ST", "AW")
@@ -31,6 +31,7 @@ def build_inputs(m) -> None:
     m.cur = _register(m, "cur", f["WB"], k["EXEC"], ends)
     m.cta = _register(m, "cta", f["CTA"], k["CTA"], None)
     _progression(m)
+    _continuation(m)
     # L0 MLP: per-lane enables
     m.val_lane = c.field("val_lane", 4, L_IN)
     m.q_addr = c.field("q_addr", 4, L_IN)     # store queue lane reads: ST, AT, AW passes
@@ -69,6 +70,39 @@ def _progression(m) -> None:
     for l in range(isa.LANES):
         for i in range(Q_BITS):
             G.relu(c, L_IN, {sd[Q_BITS * l + i]: 1, m.k["VALQ"]: 1}, -1, {m.ap_data[l][i]: 1})
+
+
+def _continuation(m) -> None:
+    """A continuing token (CONT) writes back the last result of its pass and runs the next pass of
+    the block: the L0 MLP gives every later unit an EXEC of the current warp (W, WB from cur),
+    the latched pc and the slot after the last pass's (a counter: EXEC sets it, a continuing token
+    steps it), and clears the token's own kind and lane. What its writeback needs later is
+    private: m.cont_whole (a continuing VALU, VALA or VALQ writes every active lane) and m.wb_row,
+    the row of the pending destination (status.py: a pass's row is its slot's parity, so a
+    continuing token reads the pass before's while it writes its own)."""
+    c, f, k = m.c, m.f, m.k
+    cont = f["CONT"][0]
+    pc = B.register(c, L_IN, "pc", PC_BITS)
+    B.write_bits(c, pc, m.zero, B.bits(f["PC"]), [k["EXEC"]])
+    B.read_into(c, pc, m.zero, f["PC"].dims, enable=[cont])
+    slot = B.counter(c, L_IN, "slot", list(f["SLOT"].dims), [cont])
+    m.wb_row = c.field("wb_row", 1, L_IN)
+    for s in range(SLOTS):
+        B.count_is(c, L_IN, slot, s, {f["SLOT"][s]: 1}, when={cont: 1}, need=1)
+        B.count_is(c, L_IN, slot, s, {m.wb_row[0]: 1}, when={cont: 1}, need=int(s % 2 == 0))
+    c.clear(slot, L_IN)
+    for i in range(WARP_BITS):
+        G.relu(c, L_IN, {m.cur[i]: 1, cont: 1}, -1, {f["WB"][i]: 1})
+    for w in range(isa.MAX_WARPS):
+        t, k0 = match(m.cur, w)
+        flag_if(c, L_IN, [(t, k0, WARP_BITS), ({cont: 1}, 0, 1)], {f["W"][w]: 1})
+    G.relu(c, L_IN, {cont: 1}, 0, {k["EXEC"]: 1})
+    for name in CONTINUABLE:
+        G.relu(c, L_IN, {k[name]: 1, cont: 1}, -1, {k[name]: -1})
+    for d in f["LANE"].dims:
+        G.relu(c, L_IN, {d: 1, cont: 1}, -1, {d: -1})
+    m.cont_whole = c.field("cont_whole", 1, L_IN)
+    G.relu(c, L_IN, {cont: 1, k["VALU"]: 1, k["VALA"]: 1, k["VALQ"]: 1}, -1, {m.cont_whole[0]: 1})
 
 
 def _register(m, name, data: Field, write_en: int, read_en) -> Field:

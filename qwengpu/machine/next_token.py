@@ -117,6 +117,12 @@ def build_next_token(m) -> None:
     c.clear(wideq, E2)
     patom, pdst = m.patom[0], m.patom[1]
     anyc = {first[l]: 1 for l in lanes}
+    # for continuing tokens: another active lane after the first, the lowest lane's value goes on after part 0
+    two = c.field("cand.two", 1, E2)
+    G.step(c, E2, {cand[l]: 1 for l in lanes}, 2, {two[0]: 1})
+    u_more = c.field("u.more", 1, E2)
+    for l in lanes:
+        G.relu(c, E2, {low[l]: 1, nz[l, 0][0]: 1}, -1, {u_more[0]: 1})
 
     # ---- E3: case flags
     names = ("vlane", "ulane", "qlane", "st", "at", "atval", "apart", "aw", "nexec", "ct1now", "ct1q", "ct2now", "ct2q",
@@ -192,6 +198,20 @@ def build_next_token(m) -> None:
     G.relu(c, E3, {k[n]: 1 for n in ("LATCH", "PART", "PUT", "HALT", "FAULT")}, 0, {flag["halt"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["deadlock"][0]: 1}, -1, {flag["fault"][0]: 1})
     G.relu(c, E3, {fault: 1}, 0, {flag["fault"][0]: 1})
+    # continuing: the token emitted is its pass's last writeback token and the pass does not end the
+    # block (no terminator ran, or runs: tpend), nor is it the copy-out, an atomic's or a fault's
+    nopend = c.field("next.nopend", 1, E3)
+    G.relu(c, E3, {**{d: -1 for d in term_flags}, pend: -1, copying: -1, fault: -1, patom: -1, k["COPY"]: -1}, 1,
+           {nopend[0]: 1})
+    goes_on = {name: c.field(f"next.more.{name}", 1, E3) for name in ("un", "vn", "vlane")}   # a part follows
+    for j, fld in enumerate(un[:-1]):
+        for l in lanes:
+            G.relu(c, E3, {fld[0]: 1, low[l]: 1, nz[l, j + 1][0]: 1}, -2, {goes_on["un"][0]: 1})
+    for (l, j), fld in vn.items():
+        if j + 1 in more:
+            G.relu(c, E3, {fld[0]: 1, nz[l, j + 1][0]: 1}, -1, {goes_on["vn"][0]: 1})
+    for l in lanes:
+        G.relu(c, E3, {first[l]: 1, nz[l, 0][0]: 1}, -1, {goes_on["vlane"][0]: 1})
 
     # ---- E4: the output code
     feat = {name: list(f[name].dims) for name in FEATURES}
@@ -309,6 +329,13 @@ def build_next_token(m) -> None:
         emit("CTA", i, {fl["cta"]: 1, next_cta[i]: 1}, -1)
     kind("HALT", {fl["halt"]: 1})
     kind("FAULT", {fl["fault"]: 1})
+    # CONT: the VAL, VALU, VALA or VALQ emitted is the last writeback token of a pass that continues
+    ends_pass = (({fl["ulane"]: 1}, {u_more[0]: -1}), ({fld[0]: 1 for fld in un}, {goes_on["un"][0]: -1}),
+                 ({fld[0]: 1 for fld in alane.values()}, {}), ({fl["qlane"]: 1}, {}),
+                 ({fld[0]: 1 for fld in vn.values()}, {goes_on["vn"][0]: -1, **no_c}),
+                 ({fl["vlane"]: 1}, {goes_on["vlane"][0]: -1, two[0]: -1}))
+    for case, more_follows in ends_pass:
+        emit("CONT", 0, {**case, **more_follows, nopend[0]: 1}, -1)
     # every feature dim: - 1 and minus what the pass put there; the anchor leaves the residual
     lay = c.layout
     every = [d for name in FEATURES for d in feat[name]]

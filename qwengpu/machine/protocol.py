@@ -17,7 +17,8 @@ from qwengpu.errors import DeadlockError, LaunchError, MachineLimitError, Memory
 from qwengpu.launch import check_grid_block
 from qwengpu.machine import copyout
 from qwengpu.machine.encoding import BlockCode, encode
-from qwengpu.machine.tokens import LATCH_BITS, PUT_TARGETS, Token, part_tokens, tok, writeback_tokens
+from qwengpu.machine.tokens import (LATCH_BITS, PUT_TARGETS, Token, continuing, part_tokens, tok, with_exec,
+                                    writeback_tokens)
 from qwengpu.machine.words import CONFIG, PHASES, SREG
 
 # each kind's arguments by name: the fields compare() reports and don't-cares name
@@ -153,7 +154,9 @@ def _next_pass_of_same_warp(steps: list[interp.Step]) -> list[interp.Step | None
 
 def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Instr], code: BlockCode,
                         until: int | None = None) -> None:
-    """The block's passes (those before the pass of instruction `until`, and that pass's EXEC)."""
+    """The block's passes (those before the pass of instruction `until`, and that pass's EXEC). A
+    pass whose writeback tokens end it runs the next pass of the block in its last one: that token
+    continues (tokens.continuing) in place of the next pass's EXEC."""
     lanes = [l for l in range(isa.LANES) if step.mask >> l & 1]
     writes, stores = iter(step.reg_writes), iter(step.mem_writes)
 
@@ -162,8 +165,13 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
         assert (lane, r) == (l, reg), "interp trace out of step with the program"
         return value
 
+    written = False          # the pass before ended with its writeback tokens
     for p in code.passes:
-        stream.add(tok("EXEC", step.warp, step.pc, p.slot))
+        if written:
+            stream.tokens[-1] = continuing(stream.tokens[-1])
+        else:
+            stream.add(tok("EXEC", step.warp, step.pc, p.slot))
+        written = False
         if p.pre is not None and instrs[p.pre].dst.n:      # forwarded in the pass, never written back
             for l in lanes:
                 val(l, instrs[p.pre].dst.n)
@@ -183,6 +191,7 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
                 stream.add(tok("AW", l))
         elif ins.dst.n:
             stream.extend(writeback_tokens(lanes, [val(l, ins.dst.n) for l in lanes]))
+            written = True
 
 
 def _traced_run(program, grid, block, params, memory) -> tuple[list[interp.Step], Exception | None]:
@@ -267,7 +276,7 @@ def pass_counts(program: isa.Program, stream: Iterable[Token]) -> tuple[int, int
     a terminator pass of its own none; a block's last pass ends it."""
     codes = encode(program)
     instructions = blocks = 0
-    for t in stream:
+    for t in with_exec(list(stream)):
         if t.kind != "EXEC":
             continue
         _, pc, slot = t.args
@@ -289,7 +298,7 @@ class Mismatch:
     index: int                 # position in the generated stream
     expected: str
     got: str
-    fields: tuple[str, ...]    # "kind", "length", or the argument names that differ
+    fields: tuple[str, ...]    # "kind", "length", "cont", or the argument names that differ
 
     def __str__(self):
         return (f"token {self.index}: expected {self.expected}, got {self.got} "
@@ -303,6 +312,8 @@ def check_token(expected: Stream, index: int, got: Token) -> Mismatch | None:
     want = expected.tokens[index]
     if want.kind != got.kind:
         return Mismatch(index, str(want), str(got), ("kind",))
+    if want.cont != got.cont:
+        return Mismatch(index, str(want), str(got), ("cont",))
     skip = expected.dont_care[index]
     differ = tuple(name for name, a, b in zip(ARG_NAMES[want.kind], want.args, got.args)
                    if a != b and name not in skip)

@@ -24,7 +24,7 @@ from qwengpu import isa
 from qwengpu.errors import ExecutionError, QwenGpuError, ReplayMismatch  # noqa: F401 (re-exported)
 from qwengpu.launch import check_grid_block
 from qwengpu.machine import DEFAULT_BATCH, copyout, protocol
-from qwengpu.machine.tokens import Token
+from qwengpu.machine.tokens import Token, runs_pass
 
 CHECKS = protocol.CHECKS
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -412,7 +412,7 @@ def _advance(fast, machine, state, row: int, r: _Running, out, max_tokens: int, 
 def _model_run(program: isa.Program, stream: list[Token], seconds: float,
                copied: dict[int, int] | None = None) -> ModelRun:
     instructions, blocks = protocol.pass_counts(program, stream)
-    passes = sum(t.kind == "EXEC" for t in stream)
+    passes = sum(map(runs_pass, stream))
     return ModelRun(len(stream), passes, instructions, seconds, stream, copied=copied or {}, blocks=blocks)
 
 

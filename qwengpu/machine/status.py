@@ -57,15 +57,20 @@ def build_status(m) -> None:
         for i, d in enumerate(sum((list(getattr(st, n).dims) for n in STATUS.fields), [])):
             G.relu(c, L, {d: 1, f["W"][w]: 1}, -1, {cs[i]: 1})
     m.cs = Status.of(cs)
-    # pending writeback: what VAL and ST passes need of the EXEC pass before them
+    # pending writeback: what VAL and ST passes need of the EXEC pass before them; its destination
+    # register in a row by slot parity, so that a continuing token (inputs.py) reads its pass's
+    # (m.wb_row) while it writes the next pass's
     m.pdst = c.field("pdst", 4, L)
     m.patom = c.field("patom", 6, L)        # the pending instruction is an ATOM, its dst != r0, its op
-    data = (B.bits(f["WB"]) + B.bits(m.w0["dst"]) + B.bits(f["PC"]) + B.bits(f["SLOT"])
+    data = (B.bits(f["WB"]) + B.bits(f["PC"]) + B.bits(f["SLOT"])
             + B.bits(m.op["ATOM"]) + B.bits(m.dst_nz) + B.bits(m.w0["mod"]))
+    readers = [k["VAL"], k["VALU"], k["VALA"], k["VALQ"], k["ST"], k["AT"], k["AW"], k["PART"]]
     pend = B.register(c, L, "pending", len(data))
     B.write_bits(c, pend, m.zero, data, [k["EXEC"]])
-    B.read_into(c, pend, m.zero, f["WB"].dims + m.pdst.dims + f["PC"].dims + f["SLOT"].dims + m.patom.dims,
-           enable=[k["VAL"], k["VALU"], k["VALA"], k["VALQ"], k["ST"], k["AT"], k["AW"], k["PART"]])
+    B.read_into(c, pend, m.zero, f["WB"].dims + f["PC"].dims + f["SLOT"].dims + m.patom.dims, enable=readers)
+    dst = B.declare_bank(c, L, "pending.dst", 2, m.pdst.width)
+    B.write_bits(c, dst, [f["SLOT"].dims[1::2]], B.bits(m.w0["dst"]), [k["EXEC"]])
+    B.read_into(c, dst, B.bits(m.wb_row), m.pdst.dims, enable=readers + [f["CONT"][0]])
     m.has_wb = c.field("has_wb", 1, L)
     G.relu(c, L, {m.has_result[0]: 1, m.dst_nz[0]: 1}, -1, {m.has_wb[0]: 1})
     # a VALU, VALA or VALQ pass writes every active lane of the pending warp: its status mask is the
@@ -74,5 +79,7 @@ def build_status(m) -> None:
     for w, st in enumerate(m.status):
         t, k0 = match(f["WB"], w)
         for l in range(isa.LANES):
-            whole = {k["VALU"]: 1, k["VALA"]: 1, k["VALQ"]: 1}
+            whole = {k["VALU"]: 1, k["VALA"]: 1, k["VALQ"]: 1, m.cont_whole[0]: 1}
             flag_if(c, L, [(t, k0, WARP_BITS), (whole, 0, 1), ({st.mask[l]: 1}, 0, 1)], {m.valu_lane[l]: 1})
+    c.clear(m.wb_row, L)
+    c.clear(m.cont_whole, L)

@@ -31,6 +31,9 @@ KINDS = ("LATCH", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "VALA", "VALQ", "
 AP_STRIDES = (1, 2, 4, 8)
 # VALQ(d): lane l's value is bits Q_BITS * l .. of d, each active lane's below 2 ** Q_BITS
 Q_BITS = 3
+# the writeback tokens that may continue: the last one of a pass that does not end its block also
+# runs the block's next pass (it is that pass's EXEC too; docs/machine.md, step 16)
+CONTINUABLE = ("VAL", "VALU", "VALA", "VALQ")
 # the row latch addresses every PUT target's rows (the special-register table: a row per warp and block)
 LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, isa.CONST_WORDS,
                           isa.MAX_GRID_BLOCKS * isa.MAX_WARPS) - 1)
@@ -56,6 +59,7 @@ FEATURES = {
     "WAIT": CT2["wait"].width,      # CT2 waiting at a barrier
     "CTA": CTA_BITS,          # CTA thread block index, bits
     "CG": GROUP_BITS,         # COPY: the group of LANES global words it copies out, bits
+    "CONT": 1,                # a continuing VAL/VALU/VALA/VALQ
 }
 
 
@@ -63,8 +67,12 @@ FEATURES = {
 class Token:
     kind: str
     args: tuple[int, ...] = ()
+    cont: bool = False        # a CONTINUABLE token that also runs its block's next pass
 
     def __str__(self):
+        return self._text() + (" +" if self.cont else "")
+
+    def _text(self):
         a = self.args
         if self.kind == "EXEC":
             return f"EXEC w{a[0]} B{a[1]}.{a[2]}"
@@ -91,6 +99,36 @@ class Token:
 
 def tok(kind: str, *args: int) -> Token:
     return Token(kind, tuple(args))
+
+
+def continuing(token: Token) -> Token:
+    """The token's continuing variant: it also runs the next pass of its block."""
+    if token.kind not in CONTINUABLE:
+        raise ValueError(f"{token} cannot continue a block")
+    return Token(token.kind, token.args, True)
+
+
+def runs_pass(token: Token) -> bool:
+    """Whether the token starts a machine pass: an EXEC, or a continuing writeback token."""
+    return token.kind == "EXEC" or token.cont
+
+
+def with_exec(stream: list[Token]) -> list[Token]:
+    """The stream with every continuing token written as its plain token and the EXEC it stands
+    for, EXEC(w, pc, s + 1) after the pass EXEC(w, pc, s) before it: what fault and pass
+    accounting read."""
+    out, last = [], None
+    for t in stream:
+        if t.cont:
+            if last is None:
+                raise ValueError(f"{t} continues no pass")
+            last = tok("EXEC", last.args[0], last.args[1], last.args[2] + 1)
+            out += [Token(t.kind, t.args), last]
+            continue
+        if t.kind == "EXEC":
+            last = t
+        out.append(t)
+    return out
 
 
 def part_count(value: int) -> int:
@@ -185,6 +223,8 @@ def features(token: Token) -> dict[str, list[int]]:
     for names, value in zip(ARG_FIELDS.get(k, ()), a):
         for name in (names,) if isinstance(names, str) else names:
             f[name] = _field(name, value)
+    if token.cont:
+        f["CONT"] = [1]
     if k == "VALA":
         f["STRIDE"] = _field("STRIDE", AP_STRIDES.index(a[0]))
     if k in ("PART", "VAL", "VALU", "VALA", "VALQ"):
@@ -213,6 +253,7 @@ def all_tokens() -> list[Token]:
     toks += [Token("VALU", p) for p in parts + negative]
     toks += [Token("VALA", (s, d)) for s in AP_STRIDES for d in r(1 << len(PARTS[0]))]
     toks += [Token("VALQ", (d,)) for d in r(1 << Q_BITS * isa.LANES)]
+    toks += [Token(t.kind, t.args, True) for t in toks if t.kind in CONTINUABLE]
     toks += [Token(kind, (l,)) for kind in ("ST", "AT", "AW") for l in r(isa.LANES)]
     toks += [Token("CT1", (pc, m, sp)) for pc in r(isa.ROM_BLOCKS) for m in r(1 << isa.LANES)
              for sp in r(1 << FEATURES["SP"])]
