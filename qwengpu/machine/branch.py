@@ -278,17 +278,25 @@ def _new_top(c, at, valid, pcs, metas, alive, init_mask, bar, arrived) -> tuple[
 # ---------------------------------------------------------------------------
 def build_status_change(c: Circuit, at: int, new: Status, old: Status) -> dict[str, Field]:
     """Whether a terminator changes each half of the warp's status: CT1's top of stack (its
-    mask or depth; a new pc alone rides the warp's next EXEC) and CT2's (alive, phase, wait).
-    Only a changed half is written by its token. Layer at: the bits that differ; at + 1:
-    whether any does (the returned flags, by token name)."""
+    mask or depth; a new pc alone rides the warp's next EXEC), unless no lane of the warp is
+    left alive (a dead warp's top of stack is never read again), and CT2's (alive, phase, wait).
+    Only a changed half is written by its token. Layer at: the bits that differ, whether any
+    lane is alive; at + 1: whether a half changes (the returned flags, by token name)."""
+    live = c.field("ctl.live", 1, at)
+    G.step(c, at, G.ones(new.alive), 1, {live[0]: 1})
     changed = {}
     for word, names in (("CT1", ("mask", "sp")), ("CT2", CT2.fields)):
-        diff = c.field(f"{word.lower()}.diff", 1, at, kind="int", vmax=sum(getattr(new, n).width for n in names))
+        most = sum(getattr(new, n).width for n in names)
+        diff = c.field(f"{word.lower()}.diff", 1, at, kind="int", vmax=most)
         for name in names:
             for n, o in zip(getattr(new, name).dims, getattr(old, name).dims):
                 G.relu(c, at, {n: 1, o: -1}, 0, {diff[0]: 1})
                 G.relu(c, at, {o: 1, n: -1}, 0, {diff[0]: 1})
         changed[word] = c.field(f"{word.lower()}_changed", 1, at + 1)
-        G.step(c, at + 1, {diff[0]: 1}, 1, {changed[word][0]: 1})
+        if word == "CT1":       # diff >= 1 and live: diff + (most + 1) live >= most + 2
+            G.step(c, at + 1, {diff[0]: 1, live[0]: most + 1}, most + 2, {changed[word][0]: 1})
+        else:
+            G.step(c, at + 1, {diff[0]: 1}, 1, {changed[word][0]: 1})
         c.clear(diff, at + 1)
+    c.clear(live, at + 1)
     return changed

@@ -8,7 +8,7 @@ The FAULT token carries no payload; the tokens before it say the rest:
   `CTA` token. Which lane and which address: every register value the model
   computed reached the token stream as `VAL` tokens (a register is written only through them),
   and the warp's active lanes are the mask of its last `CT1` (its launch mask before any: a
-  CT1 comes whenever the mask changes). Replaying those tokens gives each active lane's address operands, hence the
+  CT1 comes whenever a live warp's mask changes). Replaying those tokens gives each active lane's address operands, hence the
   first lane, in lane order, whose address is misaligned, past the end of its space, or a
   write to CONST: the lane the interpreter names for the same launch. The operands are the
   model's values; the one instruction the host evaluates is the pass's pre-ALU instruction when

@@ -8,8 +8,9 @@
         for each VALA stride, the bits where an active lane is not lane 0's + s * l
     E3  one flag per case: next VAL lane, VALU(0), VALA, VALQ, ST lane, EXEC(w, pc, s + 1); at
         a block's end, right after a terminator's EXEC (no writeback tokens) or after its
-        pass's last writeback token, CT1 when the top of stack's mask or depth changed, else CT2
-        when the warp's alive lanes, phase or wait did, else the scheduler's EXEC; CTA(c + 1),
+        pass's last writeback token, CT1 when the top of stack's mask or depth changed (and a
+        lane is alive: branch.build_status_change), else CT2 when the warp's alive lanes or phase
+        did, else the scheduler's EXEC; CTA(c + 1),
         the copy-out's first or next COPY, HALT, FAULT (CT2 after a CT1 when both changed: no
         flag)
     E4  the output code: every feature dim gets 2 * next - 1, the input's features and the

@@ -220,12 +220,12 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
 
     CT1 is the warp's new top of stack, which is where its next pass starts, and comes only
     when the top is another stack entry (a push, a pop, an exit: `Step.new_top`; the model's
-    stack depth changes exactly then) or its mask changed; otherwise the next EXEC of the
-    warp carries its new pc. Its sp is always don't-care (the lazy stack's depth may differ
-    from interp's), and so is CT1 of a warp whose lanes have all exited (or, before a
-    deadlock's FAULT, that never runs again). CT2 comes only when the warp's alive lanes,
-    barrier phase or wait bit change (EXIT, BAR, and the first block after a barrier's
-    release), after CT1 if there is one. After a BAR, the mask is the lanes that arrived,
+    stack depth changes exactly then) or its mask changed, and some lane is alive; otherwise
+    the next EXEC of the warp carries its new pc. Its sp is always don't-care (the lazy
+    stack's depth may differ from interp's), and so is CT1 of a warp that, before a deadlock's
+    FAULT, never runs again. CT2 comes only when the warp's alive lanes or barrier phase
+    change (EXIT, BAR: the wait bit it sets at a BAR is cleared by the warp's next EXEC),
+    after CT1 if there is one. After a BAR, the mask is the lanes that arrived,
     also when the warp never runs again (it is its next pass's mask when every live lane
     arrived): a divergent barrier (some live lanes of the warp did not arrive, interp's
     DeadlockError) ends the stream with that BAR's [CT1 (pc don't-care)] CT2 and FAULT. A memory fault ends the stream with FAULT right after the
@@ -248,7 +248,7 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
             break
         _instruction_tokens(stream, step, instrs, codes[step.pc])
         w, bar = step.warp, term.kind is isa.Term.BAR
-        alive, phase, _ = status[w]
+        alive, phase, _ = status[w] = (*status[w][:2], 0)          # its EXEC clears wait
         if term.kind is isa.Term.EXIT:
             alive &= ~step.mask
         new = (alive, (phase + bar) % PHASES, int(bar))
@@ -259,8 +259,8 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
         elif alive and bar:                                 # never runs again: a deadlock follows
             if step.new_top:
                 stream.add(tok("CT1", 0, step.mask, 0), frozenset({"pc", "sp"}))
-        else:
-            assert not alive or fault, "a live warp without a next pass: interp should have raised"
+        elif alive:
+            assert fault, "a live warp without a next pass: interp should have raised"
             stream.add(tok("CT1", 0, 0, 0), frozenset({"pc", "mask", "sp"}))
         if new != status[w]:
             stream.add(tok("CT2", *new))

@@ -1,5 +1,6 @@
 """Warp status and pending writeback (L2; the CTA pass's initial masks at L1): each warp's status
-in two registers (CT1's half, CT2's), the running warp's status, the pending instruction that
+in three registers (CT1's half, CT2's, and its wait bit, which CT2 sets at a barrier and the
+warp's next EXEC clears), the running warp's status, the pending instruction that
 VAL/ST/AT passes write back, and the lanes a VALU pass writes."""
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from qwengpu.circuit import memory as B
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.plan import L_ROM, L_STATUS
 from qwengpu.machine.wiring import flag_if, match, part, view
-from qwengpu.machine.words import CONFIG, CT1, CT2, STATUS, WARP_BITS
+from qwengpu.machine.words import CONFIG, STATUS, WARP_BITS
 
 
 @dataclass
@@ -38,19 +39,24 @@ def build_status(m) -> None:
     m.init_all = c.field("init_all", len(masks), L_ROM)
     for i, bit in enumerate(masks):
         G.relu(c, L_ROM, {m.config[bit]: 1, k["CTA"]: 1}, -1, {m.init_all[i]: 1})
+    # L1 MLP: the warp an EXEC runs (its wait bit clears: a warp runs only once released)
+    runs = c.field("runs", isa.MAX_WARPS, L_ROM)
+    for w in range(isa.MAX_WARPS):
+        G.relu(c, L_ROM, {f["W"][w]: 1, k["EXEC"]: 1}, -1, {runs[w]: 1})
     m.status = []
-    for w in range(isa.MAX_WARPS):      # two registers: CT1's half and CT2's, each written by its token
+    for w in range(isa.MAX_WARPS):      # three registers: CT1's half, CT2's but wait, and wait
         init = view(m.init_all, isa.LANES * w, isa.LANES * (w + 1))
-        out = c.field(f"status{w}", width, L)
-        halves = ((CT1, B.bits(f["PC"]) + B.bits(f["MASK"], init) + B.bits(f["SP"]), m.ct1h[w]),
-                  (CT2, B.bits(f["ALIVE"], init) + B.bits(f["PHASE"]) + B.bits(f["WAIT"]), m.cur1h[w]))
-        lo = 0
-        for word, data, written in halves:
-            bank = B.register(c, L, f"status{w}.{word.name}", word.width)
-            B.write_bits(c, bank, m.zero, data, [written, k["CTA"]])
-            B.read_into(c, bank, m.zero, out.dims[lo: lo + word.width])
-            lo += word.width
-        m.status.append(Status.of(out))
+        st = Status.of(c.field(f"status{w}", width, L))
+        registers = (("CT1", B.bits(f["PC"]) + B.bits(f["MASK"], init) + B.bits(f["SP"]), (st.pc, st.mask, st.sp),
+                      [m.ct1h[w]]),
+                     ("CT2", B.bits(f["ALIVE"], init) + B.bits(f["PHASE"]), (st.alive, st.phase), [m.cur1h[w]]),
+                     ("wait", B.bits(f["WAIT"]), (st.wait,), [m.cur1h[w], runs[w]]))
+        for name, data, fields, written in registers:
+            bank = B.register(c, L, f"status{w}.{name}", len(data))
+            B.write_bits(c, bank, m.zero, data, written + [k["CTA"]])
+            B.read_into(c, bank, m.zero, [d for fld in fields for d in fld.dims])
+        m.status.append(st)
+    c.clear(runs, L)
     # MLP: the running warp's status (EXEC passes)
     cs = c.field("cur_status", width, L)
     for w, st in enumerate(m.status):
