@@ -220,6 +220,15 @@ def test_barrier_with_two_warps():
                    exec_(1, 1, 0), T("CT2", 0, 1, 0), T("HALT")]
 
 
+def test_a_released_warp_needs_no_ct2_to_stop_waiting():
+    blocks = [MachineBlock([], Terminator(Term.BAR, 1)),
+              MachineBlock([Instr(Op.MOV, r(1), (Imm(5),))], jmp(2)), MachineBlock([], EXIT)]
+    got = expected_stream(Program("k", blocks, []), 1, 4, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
+    assert got == [exec_(0, 0, 0), T("CT2", 0b1111, 1, 1),
+                   exec_(0, 1, 0), *valu(5, 1),             # its EXEC cleared wait: no CT2(0b1111, 1, 0)
+                   exec_(0, 2, 0), T("CT2", 0, 1, 0), T("HALT")]
+
+
 def test_two_thread_blocks():
     blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.CTAID_X),))], EXIT)]
     got = expected_stream(Program("k", blocks, []), 2, 1, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens

@@ -77,7 +77,7 @@ def test_a_launch_error_stays_with_that_launch(device):
     done = []
     runs = runtime.launch_many(fast, machine, [long_one, bad_grid, dot], max_tokens=100, check="replay",
                                on_done=lambda i, r: done.append(i))
-    assert isinstance(runs[0], ExecutionError) and "within 100 tokens" in str(runs[0])   # 125 tokens; dot 47
+    assert isinstance(runs[0], ExecutionError) and "within 100 tokens" in str(runs[0])   # 121 tokens; dot 43
     assert isinstance(runs[1], LaunchError)
     assert isinstance(runs[2], runtime.ModelRun) and runs[2].stream[-1].kind == "HALT"
     assert sorted(done) == [0, 1, 2]

@@ -248,7 +248,8 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
             break
         _instruction_tokens(stream, step, instrs, codes[step.pc])
         w, bar = step.warp, term.kind is isa.Term.BAR
-        alive, phase, _ = status[w] = (*status[w][:2], 0)          # its EXEC clears wait
+        alive, phase, _ = status[w]
+        status[w] = (alive, phase, 0)                       # its EXEC cleared wait
         if term.kind is isa.Term.EXIT:
             alive &= ~step.mask
         new = (alive, (phase + bar) % PHASES, int(bar))
