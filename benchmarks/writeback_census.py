@@ -97,12 +97,14 @@ def kernel_census(case) -> dict:
         b, writes = L.program.blocks[step.pc], iter(step.reg_writes)
         lanes = [l for l in range(isa.LANES) if step.mask >> l & 1]
         paired = {p.pre for p in codes[step.pc].passes}
+        ran = {p.main for p in codes[step.pc].passes}
         for i, ins in enumerate(b.instrs):
             if not ins.dst.n:
                 continue
             values = [next(writes)[2] for _ in lanes]
-            if ins.op is isa.Op.ATOM or i in paired:
-                continue                    # an atomic's old value goes lane by lane; a pair's first is forwarded
+            if ins.op is isa.Op.ATOM or i in paired or i not in ran:
+                continue                    # an atomic's old value goes lane by lane; a pair's first is
+                                            # forwarded; one in no pass is read as a fixed operand
             last = all(later.dst.n != ins.dst.n for later in b.instrs[i + 1:])
             for w in WIDTHS:
                 every[w] += writeback(lanes, values, w)

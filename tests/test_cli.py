@@ -116,7 +116,8 @@ def test_demo_runs_in_the_model():
     assert result.exit_code == 0, result.output
     assert "= 32" in result.output and "engine model" in result.output
     stream = result.output.split("dot(")[0]                          # after any build progress
-    assert "EXEC w0 B0.0  VALU p0 0x03" in stream and stream.rstrip().endswith("HALT")   # n = 3 loaded first, as the model wrote it
+    # B0 first, as the model wrote it: t >= n for t = 0..3 and n = 3 (both fixed operands), then t << 2
+    assert "EXEC w0 B0.0  VALQ 0,0,0,1 +  VALA s4 0x00" in stream and stream.rstrip().endswith("HALT")
 
 
 def test_demo_on_the_interpreter():

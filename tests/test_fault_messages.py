@@ -112,24 +112,42 @@ def test_memory_fault_from_the_reference_stream(name):
     stream = expected_stream(fn.program, lau.grid, lau.block, lau.params, lau.memory)
     faulting_pass = stream.tokens[-2]             # an EXEC, or a writeback token that continues its block
     assert stream.tokens[-1].kind == "FAULT" and (faulting_pass.kind == "EXEC" or faulting_pass.cont)
-    error = fault_error(stream.tokens, fn.program, lau.block)
+    error = fault_error(stream.tokens, fn.program, lau.block, lau.grid, lau.params)
     assert isinstance(error, MemoryFault)
     assert_names_the_fault(str(error), interp, fn.program)
 
 
 def test_lane_not_known_when_the_tokens_show_no_bad_address():
     """A FAULT the writeback tokens cannot explain (here: with the VAL and VALA tokens left out,
-    every register reads 0, an aligned address) says so instead of naming a lane."""
-    fn = function(Device("interp"), "misaligned_store")
-    lau = Launch.build(fn.program, 1, 4, [np.zeros(4, np.int32)])
+    every register reads 0: thread t's offset 5 t is 0, and p + 0 is aligned) says so instead of
+    naming a lane."""
+    source = MISALIGNED.replace("threadIdx.x", "threadIdx.x * 5")
+    fn = Device("interp").compile(source).get_function("k")
+    lau = Launch.build(fn.program, 1, 4, [np.zeros(8, np.int32)])
     stream = expected_stream(fn.program, lau.grid, lau.block, lau.params, lau.memory)
     tokens = with_exec(stream.tokens)             # the passes' EXECs stay when their continuing VALAs go
-    error = fault_error([t for t in tokens if t.kind not in ("VAL", "VALA")], fn.program, lau.block)
+    assert "lane 1" in str(fault_error(tokens, fn.program, lau.block, lau.grid, lau.params))
+    error = fault_error([t for t in tokens if t.kind not in ("VAL", "VALA")], fn.program, lau.block, lau.grid,
+                        lau.params)
     assert isinstance(error, MemoryFault)
     assert "a store in global memory" in str(error) and "which lane is not known" in str(error)
     pc, slot = next((pc, s) for pc, b in enumerate(fn.program.blocks) for s, ins in enumerate(b.instrs)
                     if ins.op is isa.Op.ST)
-    assert "lane 1" not in str(error) and f"(thread block 0, warp 0, pc B{pc} slot {slot}: ST.global" in str(error)
+    assert "lane 1" not in str(error) and f"(thread block 0, warp 0, pc B{pc} slot " in str(error)
+
+
+def test_a_fixed_operand_needs_the_launch():
+    """The faulting store's address is parameter p plus the thread index, both fixed operands
+    (encoding.Fixed) with no token of their own: with the launch's grid and parameters the
+    message names lane 1 and its address, without them it says the lane is not known."""
+    fn = function(Device("interp"), "misaligned_store")
+    lau = Launch.build(fn.program, 1, 4, [np.zeros(4, np.int32)])
+    stream = expected_stream(fn.program, lau.grid, lau.block, lau.params, lau.memory).tokens
+    assert not any(t.kind.startswith("VAL") for t in stream)
+    p = lau.params[0]
+    known = str(fault_error(stream, fn.program, lau.block, lau.grid, lau.params))
+    assert f"global byte address {p + 1:#x} is not 4-byte aligned" in known and "lane 1" in known
+    assert "which lane is not known" in str(fault_error(stream, fn.program, lau.block))
 
 
 def test_without_the_program_the_fault_still_says_where():

@@ -10,7 +10,7 @@ from qwengpu.errors import DeadlockError, MemoryFault
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Param, Program, Reg, SReg, Space, Term, Terminator
 from qwengpu.machine.encoding import Pass, encode, encode_block
 from qwengpu.machine.protocol import Stream, compare, expected_stream, prompt
-from qwengpu.machine.tokens import PUT_TARGETS, Token, with_exec
+from qwengpu.machine.tokens import PUT_TARGETS, ROM_WORDS, Token, with_exec
 
 r = Reg
 
@@ -99,8 +99,8 @@ def test_prompt_decodes_back_to_the_launch():
     # ROM: every slot's words at row pc (unwritten rows read 0)
     for pc, code in enumerate(encode(program)):
         for s in range(isa.BLOCK_SLOTS):
-            words = code.words[s] if s < len(code.words) else (0, 0, 0, 0)
-            assert [tables[f"ROM{s}.{j}"].get(pc, 0) for j in range(4)] == list(words)
+            words = code.words[s] if s < len(code.words) else (0,) * ROM_WORDS
+            assert [tables[f"ROM{s}.{j}"].get(pc, 0) for j in range(ROM_WORDS)] == list(words)
         for s in range(isa.BLOCK_SLOTS - 1):
             assert [tables[f"PRE{s}.{j}"].get(pc, 0) for j in range(2)] == list(code.pre_words.get(s, (0, 0)))
         assert tables["TERM"].get(pc, 0) == code.term
@@ -230,20 +230,22 @@ def test_a_released_warp_needs_no_ct2_to_stop_waiting():
 
 
 def test_two_thread_blocks():
-    blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.CTAID_X),))], EXIT)]
+    """ctaid.x + 1 per thread block (ctaid.x an ADD's fixed operand: its S2R runs in no pass)."""
+    blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.CTAID_X),)), Instr(Op.ADD, r(2), (r(1), Imm(1)))], EXIT)]
     got = expected_stream(Program("k", blocks, []), 2, 1, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
-    per_block = lambda c: [exec_(0, 0, 0), *valu(c, 1), T("CT2", 0, 0, 0)]
+    per_block = lambda c: [exec_(0, 0, 0), *valu(c + 1, 1), T("CT2", 0, 0, 0)]
     assert got == per_block(0) + [T("CTA", 1)] + per_block(1) + [T("HALT")]
 
 
 def test_deadlock_ends_in_fault():
     """Lane 1 waits at a barrier that lane 0 (diverged, never reconverging) cannot reach: the
     lanes that arrived are the BRC's CT1 mask (0b0010, not CT2's alive 0b0011; the BAR keeps
-    it, so no CT1 of its own), then FAULT."""
+    it, so no CT1 of its own), then FAULT. The BRC's condition tid.x is a fixed operand: its
+    S2R runs in no pass, so the block is its terminator's pass alone."""
     blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),))], Terminator(Term.BRC, 1, r(1), 2, -1)),
               MachineBlock([], Terminator(Term.BAR, 2)), MachineBlock([], EXIT)]
     got = expected_stream(Program("k", blocks, []), 1, 2, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
-    assert got.tokens == [exec_(0, 0, 0), C("VALA", 1, 0), T("CT1", 1, 0b0010, 0),
+    assert got.tokens == [exec_(0, 0, 0), T("CT1", 1, 0b0010, 0),
                           exec_(0, 1, 0), T("CT2", 0b0011, 1, 1), T("FAULT")]
     assert isinstance(got.fault, DeadlockError)
 

@@ -1,17 +1,26 @@
 """ROM encoding: a machine block runs as EXEC passes; ROM slot s holds the instruction that pass s
-runs (four 32-bit words), PRE slot s the instruction its pre-ALU runs first (two words), and
+runs (five 32-bit words), PRE slot s the instruction its pre-ALU runs first (two words), and
 each block has one TERM word (its terminator).
 
     word 0   ROM0 (qwengpu/machine/words.py): opcode (OPCODES index), dst, reg a, reg b, reg c,
-             space (MEM ops: SPACES index), mod: special register (S2R), mode (SHFL, VOTE),
-             atomic op; fwd: which of a, b, c take the pre-ALU's result
+             space (MEM ops: SPACES index), mod: mode (SHFL, VOTE), atomic op; fwd: which of
+             a, b, c take the pre-ALU's result
     word 1-3 immediates of operands a, b, c (0 for a register operand)
+    word 4   SRC: where operands a, b, c and the terminator's condition come from when not from
+             the register file (a special register, or the CONST word SRC.word)
     PRE      words.PRE: opcode, reg a, reg b, reg c, which operand takes the immediate; then
              that immediate (at most one of a pre-ALU instruction's immediates is nonzero)
 
-An operand's value is register + immediate: an immediate operand names r0 (always 0),
-a register operand has immediate 0, so the circuit adds the two without a select; a forwarded
-operand names r0 too, and the circuit adds the pre-ALU's result.
+An operand's value is register + immediate + fixed value: an immediate operand names r0
+(always 0), a register operand has immediate 0, so the circuit adds them without a select; a
+forwarded operand names r0 too, and the circuit adds the pre-ALU's result; a *fixed* operand
+(`Fixed`) names r0 and SRC says which special register or CONST word the circuit adds.
+
+Fixed operands (`machine_blocks`): a register whose every definition reaching a read is an S2R
+of one special register, or a load of one CONST word at a constant address (a parameter: CONST
+is read-only), holds the same value for a lane all launch long; such a read takes the value
+from the special-register table or the parameter bank instead (docs/machine.md, step 18), and
+a definition none of whose reads needs the register file runs in no pass at all.
 
 Passes (`block_passes`): one instruction a pass, except that an ALU instruction whose result
 nothing after the next instruction reads (not a later instruction, not the terminator, not a
@@ -26,10 +35,23 @@ reference stream (protocol.expected_stream) and the pass counts all use it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from qwengpu import isa
-from qwengpu.machine.words import OPCODES, PRE, ROM0, SPACES, TERM
+from qwengpu.machine.words import OPCODES, PRE, ROM0, SPACES, SRC, SRC_WORD, TERM
+
+ENTRY = (-1, -1)        # the definition of a register's value before the launch's first write
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """An operand fixed for a lane through the launch: special register `sreg` (isa.SReg), or
+    CONST word `word` (a parameter or .const datum)."""
+    sreg: int | None = None
+    word: int | None = None
+
+    def __str__(self):
+        return isa.SReg(self.sreg).name.lower() if self.sreg is not None else f"const[{self.word}]"
 
 
 @dataclass(frozen=True)
@@ -47,13 +69,21 @@ class BlockCode:
     """A block as the machine runs it: its passes (the last one runs the terminator), the words
     of its ROM slots and PRE slots (slot -> words) and its TERM word."""
     passes: tuple[Pass, ...]
-    words: tuple[tuple[int, int, int, int], ...]
+    words: tuple[tuple[int, int, int, int, int], ...]
     pre_words: dict[int, tuple[int, int]]
     term: int
+    fixed: dict[tuple[int, int], Fixed]    # (instruction index in the program's block, operand) -> its Fixed value
+    instructions: int                      # the program's block's
 
     @property
     def term_slot(self) -> int:
         return self.passes[-1].slot
+
+    @property
+    def unrun(self) -> list[int]:
+        """The block's instructions that run in no pass: only fixed operands read their results."""
+        ran = {i for p in self.passes for i in (p.main, p.pre)}
+        return [i for i in range(self.instructions) if i not in ran]
 
     def pass_at(self, slot: int) -> Pass | None:
         """The pass EXEC(w, pc, slot) runs (slots number the passes from 0), None past the last."""
@@ -64,23 +94,28 @@ def own_terminator_pass(block: isa.MachineBlock) -> bool:
     """Whether the block's terminator needs a pass of its own: the block has no instruction, or
     its last instruction writes the condition register of its BRC."""
     return not block.instrs or (block.term.kind is isa.Term.BRC
-                                and block.instrs[-1].dst.n == block.term.cond.n)
+                                and block.instrs[-1].dst.n == _reg(block.term.cond) != 0)
+
+
+def _reg(operand) -> int:
+    """The register an operand reads (0: none, for an immediate or a Fixed operand)."""
+    return operand.n if isinstance(operand, isa.Reg) else 0
+
+
+def _successors(term: isa.Terminator) -> list[int]:
+    return [] if term.kind is isa.Term.EXIT else [s for s in (term.target, term.fallthrough, term.reconv) if s >= 0]
 
 
 def live_out(program: isa.Program) -> list[set[int]]:
     """Registers live at each block's end (a terminator's condition counts as read in its block)."""
     blocks = program.blocks
-
-    def succs(t):
-        return [] if t.kind is isa.Term.EXIT else [s for s in (t.target, t.fallthrough, t.reconv) if s >= 0]
-
     live_in, out = [set() for _ in blocks], [set() for _ in blocks]
     changed = True
     while changed:
         changed = False
         for i in reversed(range(len(blocks))):
-            o = set().union(*(live_in[s] for s in succs(blocks[i].term)))
-            live = o | ({blocks[i].term.cond.n} - {0})
+            o = set().union(*(live_in[s] for s in _successors(blocks[i].term)))
+            live = o | ({_reg(blocks[i].term.cond)} - {0})
             for ins in reversed(blocks[i].instrs):
                 live.discard(ins.dst.n)
                 live |= {s.n for s in ins.srcs if isinstance(s, isa.Reg) and s.n}
@@ -89,13 +124,129 @@ def live_out(program: isa.Program) -> list[set[int]]:
     return out
 
 
+def _fixed_value(ins: isa.Instr) -> Fixed | None:
+    """The value an instruction writes when it is fixed all launch long: S2R's special register,
+    or a load of one CONST word (a constant, aligned address in range: it cannot fault)."""
+    if not ins.dst.n:
+        return None
+    if ins.op is isa.Op.S2R:
+        return Fixed(sreg=ins.srcs[0].value)
+    if ins.op is isa.Op.LD and ins.mod is isa.Space.CONST and not any(map(_reg, ins.srcs)):
+        address = isa.u32(sum(s.value for s in ins.srcs if isinstance(s, isa.Imm)))
+        if address % 4 == 0 and address < 4 * isa.CONST_WORDS:
+            return Fixed(word=address // 4)
+    return None
+
+
+def _reaching(program: isa.Program) -> dict[tuple[int, int, int], frozenset]:
+    """The definitions (block, instruction; ENTRY: the launch's initial value) that reach each
+    register read (block, instruction, operand; the terminator's condition is instruction
+    len(instrs)). Registers are a lane's own, so this follows a lane's paths through the blocks."""
+    blocks = program.blocks
+    preds = [[] for _ in blocks]
+    for b, block in enumerate(blocks):
+        for s in _successors(block.term):
+            preds[s].append(b)
+    entry = (frozenset({ENTRY}),) * isa.NUM_REGS
+    outs: list[tuple[frozenset, ...] | None] = [None] * len(blocks)
+
+    def run(b: int, reads: dict | None = None) -> tuple[frozenset, ...]:
+        known = [outs[p] for p in preds[b] if outs[p] is not None] + ([entry] if b == 0 else [])
+        state = [frozenset().union(*(o[r] for o in known)) for r in range(isa.NUM_REGS)]
+        block = blocks[b]
+        for i, ins in enumerate(block.instrs):
+            if reads is not None:
+                reads.update({(b, i, q): state[s.n] for q, s in enumerate(ins.srcs) if _reg(s)})
+            if ins.dst.n:
+                state[ins.dst.n] = frozenset({(b, i)})
+        if reads is not None and block.term.kind is isa.Term.BRC and _reg(block.term.cond):
+            reads[(b, len(block.instrs), 0)] = state[block.term.cond.n]
+        return tuple(state)
+
+    changed = True
+    while changed:
+        changed = False
+        for b in range(len(blocks)):
+            new = run(b)
+            changed |= new != outs[b]
+            outs[b] = new
+    reads: dict[tuple[int, int, int], frozenset] = {}
+    for b in range(len(blocks)):
+        run(b, reads)
+    return reads
+
+
+def _fixed_reads(program: isa.Program) -> tuple[dict[tuple[int, int, int], Fixed], set[tuple[int, int]]]:
+    """The register reads that take a Fixed value (read -> value) and the definitions that then run
+    in no pass. A read qualifies when every definition reaching it writes the same fixed value
+    and it is an operand of an ALU op, a load or a store that runs in no pre-ALU (which reads
+    only the register file; nor do a warp op or an atomic take one), or a BRC's condition on a
+    special register; an instruction takes at most one CONST word (the parameter bank has one
+    read a pass). A definition runs in no pass when every read it reaches qualifies."""
+    blocks = program.blocks
+    reads = _reaching(program)
+    fixed = {(b, i): v for b, block in enumerate(blocks) for i, ins in enumerate(block.instrs)
+             if (v := _fixed_value(ins)) is not None}
+    paired = {(b, p.pre) for b, (block, live) in enumerate(zip(blocks, live_out(program)))
+              for p in block_passes(block, live) if p.pre is not None}
+
+    def value(defs) -> Fixed | None:          # the one fixed value every definition writes
+        values = {fixed.get(d) for d in defs}
+        return values.pop() if len(values) == 1 else None
+
+    words: dict[tuple[int, int], set[int]] = {}       # the CONST words an instruction could read
+    for (b, i, _), defs in reads.items():
+        if (v := value(defs)) is not None and v.word is not None:
+            words.setdefault((b, i), set()).add(v.word)
+
+    def qualifies(b: int, i: int, v: Fixed) -> bool:
+        if i == len(blocks[b].instrs):
+            return v.sreg is not None
+        op = blocks[b].instrs[i].op
+        return ((op.kind is isa.Kind.ALU or op in (isa.Op.LD, isa.Op.ST)) and (b, i) not in paired
+                and (v.word is None or len(words[(b, i)]) == 1))
+
+    reached: dict[tuple[int, int], list] = {}         # definition -> the reads it reaches
+    for key, defs in reads.items():
+        for d in defs:
+            reached.setdefault(d, []).append(key)
+    dropped = set(fixed)
+    while True:
+        taken = {key: v for key, defs in reads.items()
+                 if defs <= dropped and (v := value(defs)) is not None and qualifies(*key[:2], v)}
+        still = {d for d in dropped if all(key in taken for key in reached.get(d, ()))}
+        if still == dropped:
+            return taken, dropped
+        dropped = still
+
+
+def machine_blocks(program: isa.Program) -> list[tuple[isa.MachineBlock, tuple[int, ...]]]:
+    """Each block as the machine runs it, with the index in the program's block of each of its
+    instructions: Fixed operands in place of the registers they read (`_fixed_reads`), the
+    definitions only they read left out, and S2R a MOV of its Fixed special register."""
+    taken, dropped = _fixed_reads(program)
+    out = []
+    for b, block in enumerate(program.blocks):
+        kept = tuple(i for i in range(len(block.instrs)) if (b, i) not in dropped)
+        instrs = []
+        for i in kept:
+            ins = block.instrs[i]
+            if ins.op is isa.Op.S2R:
+                ins = isa.Instr(isa.Op.MOV, ins.dst, (Fixed(sreg=ins.srcs[0].value),))
+            instrs.append(replace(ins, srcs=tuple(taken.get((b, i, q), s) for q, s in enumerate(ins.srcs))))
+        cond = taken.get((b, len(block.instrs), 0))
+        out.append((isa.MachineBlock(instrs, block.term if cond is None else replace(block.term, cond=cond)), kept))
+    return out
+
+
 def _reads(operands: tuple[isa.Operand, ...], reg: int) -> bool:
     return any(isinstance(s, isa.Reg) and s.n == reg for s in operands)
 
 
 def _fits_pre_alu(ins: isa.Instr) -> bool:
-    """An ALU op with at most one nonzero immediate (a PRE slot holds one)."""
-    return (isa.OP_SPEC[ins.op][0] is isa.Kind.ALU
+    """An ALU op with at most one nonzero immediate (a PRE slot holds one) and no Fixed operand
+    (the pre-ALU reads only the register file)."""
+    return (isa.OP_SPEC[ins.op][0] is isa.Kind.ALU and not any(isinstance(s, Fixed) for s in ins.srcs)
             and sum(isinstance(s, isa.Imm) and s.value != 0 for s in ins.srcs) <= 1)
 
 
@@ -109,7 +260,7 @@ def _pairs_with_next(block: isa.MachineBlock, i: int, live: set[int]) -> bool:
     d = instrs[i].dst.n
     if any(_reads(ins.srcs, d) for ins in instrs[i + 2:]):
         return False
-    if block.term.kind is isa.Term.BRC and block.term.cond.n == d and i + 2 < len(instrs):
+    if block.term.kind is isa.Term.BRC and _reg(block.term.cond) == d and i + 2 < len(instrs):
         return False        # the terminator reads the pre-ALU's result only in the last instruction's pass
     return d not in live or any(ins.dst.n == d for ins in instrs[i + 1:])
 
@@ -138,34 +289,45 @@ def block_passes(block: isa.MachineBlock, live: set[int]) -> tuple[Pass, ...]:
     return tuple(out)
 
 
-def instr_words(ins: isa.Instr | None, pre: isa.Instr | None = None, cond: int = 0) -> tuple[int, int, int, int]:
+def _src_code(operand) -> int:
+    """SRC's code for where an operand comes from (words.SRC)."""
+    if not isinstance(operand, Fixed):
+        return 0
+    return SRC_WORD if operand.word is not None else 1 + operand.sreg
+
+
+def instr_words(ins: isa.Instr | None, pre: isa.Instr | None = None,
+                cond: isa.Operand | Fixed = isa.ZERO) -> tuple[int, int, int, int, int]:
     """An instruction's ROM words (None: a terminator's pass without one); with `pre`, the
     instruction its pass runs first in the pre-ALU: operands that read pre's result are forwarded
-    (register field r0, fwd bit set), and so is the terminator's condition register `cond` (tfwd)."""
-    tfwd = int(pre is not None and cond != 0 and pre.dst.n == cond)
+    (register field r0, fwd bit set), and so is the terminator's condition `cond` (tfwd; a
+    Fixed condition is in SRC)."""
+    tfwd = int(pre is not None and _reg(cond) != 0 and pre.dst.n == cond.n)
+    srcs = ins.srcs if ins is not None else ()
+    words = [f.word for f in (*srcs, cond) if isinstance(f, Fixed) and f.word is not None]
+    src = SRC.pack(**{q: _src_code(o) for q, o in zip("abc", srcs)}, cond=_src_code(cond),
+                   word=words[0] if words else 0)
     if ins is None:
-        return ROM0.pack(tfwd=tfwd), 0, 0, 0
+        return ROM0.pack(tfwd=tfwd), 0, 0, 0, src
     regs, imms, fwd = [0, 0, 0], [0, 0, 0], 0
-    for i, src in enumerate(ins.srcs):
-        if isinstance(src, isa.Reg):
-            if pre is not None and src.n and src.n == pre.dst.n:
+    for i, s in enumerate(srcs):
+        if isinstance(s, isa.Reg):
+            if pre is not None and s.n and s.n == pre.dst.n:
                 fwd |= 1 << i
             else:
-                regs[i] = src.n
-        else:
-            imms[i] = src.value
+                regs[i] = s.n
+        elif isinstance(s, isa.Imm):
+            imms[i] = s.value
     fields = {"op": OPCODES.index(ins.op.name), "dst": ins.dst.n, "a": regs[0], "b": regs[1], "c": regs[2],
               "fwd": fwd, "tfwd": tfwd}
-    if ins.op is isa.Op.S2R:
-        fields["mod"], imms[0] = imms[0], 0
-    elif isinstance(ins.mod, (isa.ShflMode, isa.VoteMode)):
+    if isinstance(ins.mod, (isa.ShflMode, isa.VoteMode)):
         fields["mod"] = list(type(ins.mod)).index(ins.mod)
     elif isinstance(ins.mod, tuple):
         fields["mod"] = list(isa.AtomOp).index(ins.mod[1])
     space = ins.mod[0] if isinstance(ins.mod, tuple) else ins.mod
     if isinstance(space, isa.Space):
         fields["space"] = SPACES.index(space)
-    return (ROM0.pack(**fields), *imms)
+    return (ROM0.pack(**fields), *imms, src)
 
 
 def pre_words(ins: isa.Instr) -> tuple[int, int]:
@@ -179,22 +341,33 @@ def pre_words(ins: isa.Instr) -> tuple[int, int]:
     return PRE.pack(op=OPCODES.index(ins.op.name), a=regs[0], b=regs[1], c=regs[2], imm=which), imm
 
 
-def encode_block(block: isa.MachineBlock, live: set[int]) -> BlockCode:
-    """The block's passes, ROM and PRE slots and TERM word (`live`: registers live after it)."""
+def encode_block(block: isa.MachineBlock, live: set[int], kept: tuple[int, ...] | None = None,
+                 instructions: int | None = None) -> BlockCode:
+    """The block's passes, ROM and PRE slots and TERM word (`block` as the machine runs it,
+    `machine_blocks`; `live`: registers live after it; `kept`: each instruction's index in the
+    program's block, which the passes name; `instructions`: that block's length)."""
     passes = block_passes(block, live)
     ins, term, last = block.instrs, block.term, passes[-1]
-    cond = term.cond.n if term.kind is isa.Term.BRC else 0
+    cond = term.cond if term.kind is isa.Term.BRC else isa.ZERO
     words = tuple(instr_words(None if p.main is None else ins[p.main], None if p.pre is None else ins[p.pre],
-                              cond if p is last else 0)
-                  for p in passes if p.main is not None or p.pre is not None)
+                              cond if p is last else isa.ZERO)
+                  for p in passes if p.slot < isa.BLOCK_SLOTS)
+    assert last.slot < isa.BLOCK_SLOTS or not isinstance(cond, Fixed), "a Fixed condition needs a SRC word"
     pre = {p.slot: pre_words(ins[p.pre]) for p in passes if p.pre is not None}
-    forwarded = last.pre is not None and ins[last.pre].dst.n == cond     # the branch unit reads r0 and the pre-ALU
+    forwarded = last.pre is not None and ins[last.pre].dst.n == _reg(cond)     # the branch unit reads r0 and the pre-ALU
     word = TERM.pack(target=max(term.target, 0), fallthrough=max(term.fallthrough, 0),
                      reconv=max(term.reconv, 0), rvalid=int(term.reconv >= 0),
-                     op=list(isa.Term).index(term.kind), cond=0 if forwarded else cond, slot=last.slot)
-    return BlockCode(passes, words, pre, word)
+                     op=list(isa.Term).index(term.kind), cond=0 if forwarded else _reg(cond), slot=last.slot)
+    kept = kept if kept is not None else tuple(range(len(ins)))
+    fixed = {(kept[i], q): s for i, x in enumerate(ins) for q, s in enumerate(x.srcs) if isinstance(s, Fixed)}
+    index = {None: None, **dict(enumerate(kept))}
+    passes = tuple(Pass(p.slot, index[p.main], index[p.pre]) for p in passes)
+    return BlockCode(passes, words, pre, word, fixed, len(ins) if instructions is None else instructions)
 
 
 def encode(program: isa.Program) -> list[BlockCode]:
-    """Every block of the program, as the machine runs it."""
-    return [encode_block(b, live) for b, live in zip(program.blocks, live_out(program))]
+    """Every block of the program, as the machine runs it (`machine_blocks`)."""
+    blocks = machine_blocks(program)
+    lives = live_out(replace(program, blocks=[b for b, _ in blocks]))
+    return [encode_block(b, live, kept, len(original.instrs))
+            for (b, kept), live, original in zip(blocks, lives, program.blocks)]

@@ -13,7 +13,8 @@ The FAULT token carries no payload; the tokens before it say the rest:
   write to CONST: the lane the interpreter names for the same launch. The operands are the
   model's values; the one instruction the host evaluates is the pass's pre-ALU instruction when
   it computed the address (a pair, encoding.py: its result was forwarded, never written back),
-  on operands from the tokens.
+  on operands from the tokens. A fixed operand (encoding.Fixed: a special register or a
+  parameter, never written back) takes its value from the launch (`grid`, `params`).
 * FAULT after `CT2` with wait = 1 and the warp's mask (the lanes that arrived: the last CT1's,
   which comes whenever it changes) not CT2's alive: a deadlock at a divergent barrier, ended
   by the pass of the last `EXEC` (the BAR's own pass, or its block's last instruction's with
@@ -26,8 +27,10 @@ pc Bn)`).
 from __future__ import annotations
 
 from qwengpu import isa
+from qwengpu.machine import protocol
 from qwengpu.errors import DeadlockError, ExecutionError, MemoryFault
-from qwengpu.machine.encoding import encode
+from qwengpu.launch import check_grid_block
+from qwengpu.machine.encoding import Fixed, encode
 from qwengpu.machine.tokens import Token, lane_word, unpack_small, with_exec
 from qwengpu.machine.words import PARTS
 
@@ -35,13 +38,17 @@ _WORDS = {isa.Space.GLOBAL: isa.GLOBAL_WORDS, isa.Space.SHARED: isa.SHARED_WORDS
 _WHAT = {isa.Op.LD: "load", isa.Op.ST: "store", isa.Op.ATOM: "atomic"}
 
 
-def fault_error(stream: list[Token], program: isa.Program | None = None, block=None) -> ExecutionError:
+def fault_error(stream: list[Token], program: isa.Program | None = None, block=None, grid=None,
+                params: list[int] | None = None) -> ExecutionError:
     """The error for a generated stream ending in FAULT (`program` and `block`, the launch's
-    block dims, let a memory fault name its operation, lane and address)."""
+    block dims, let a memory fault name its operation, lane and address; `grid` and `params`,
+    the parameter words, give the fixed operands' values: without them an address that needs
+    one is not known)."""
     message = fault_where(stream)
     stream = with_exec(stream)       # a continuing token's pass as its EXEC
     if len(stream) >= 2 and stream[-2].kind == "EXEC":
-        return MemoryFault(f"{message}: bad memory access{_memory_cause(stream, program, block)}")
+        launch = (grid, block, params)
+        return MemoryFault(f"{message}: bad memory access{_memory_cause(stream, program, launch)}")
     cause = _deadlock_cause(stream, block)
     if cause:
         return DeadlockError(f"{message}: {cause}")
@@ -67,7 +74,7 @@ def _instruction(program, passes, pc: int, s: int, pre: bool = False) -> isa.Ins
     return None if i is None else program.blocks[pc].instrs[i]
 
 
-def _memory_cause(stream: list[Token], program, block) -> str:
+def _memory_cause(stream: list[Token], program, launch) -> str:
     w, pc, s = stream[-2].args
     cta = _cta(stream)
     passes = encode(program) if program is not None else []
@@ -79,7 +86,7 @@ def _memory_cause(stream: list[Token], program, block) -> str:
     space = ins.mod[0] if ins.op is isa.Op.ATOM else ins.mod
     pre = _instruction(program, passes, pc, s, pre=True)
     here = f"pc B{pc} slot {s}: " + (f"{pre}, then " if pre is not None else "") + str(ins)
-    found = _bad_lane(stream, program, passes, block, ins, space) if block is not None else None
+    found = _bad_lane(stream, program, passes, launch, ins, space) if launch[1] is not None else None
     if found is None:
         return (f": a {what} in {space.value} memory (thread block {cta}, warp {w}, {here}); which lane is not "
                 f"known: by the register values in the model's VAL tokens no active lane's address is bad")
@@ -88,9 +95,12 @@ def _memory_cause(stream: list[Token], program, block) -> str:
             f"lane {lane}, pc B{pc}); {here}; lane and address from the model's VAL, VALU, VALA, VALQ and CT1 tokens")
 
 
-def _bad_lane(stream, program, passes, block, ins, space):
+def _bad_lane(stream, program, passes, launch, ins, space):
     """(lane, byte address, problem) of the first active lane whose access is bad, by the
-    register values and masks in the stream's VAL, VALU, VALA, VALQ and CT1 tokens; None if none is."""
+    register values and masks in the stream's VAL, VALU, VALA, VALQ and CT1 tokens (and the
+    launch's values of fixed operands); None if none is."""
+    grid, params = launch[0], launch[2]
+    block = check_grid_block(1, launch[1])[1]
     regs = [[[0] * isa.NUM_REGS for _ in range(isa.LANES)] for _ in range(isa.MAX_WARPS)]
     mask = _masks(stream[:-2], block)
     w = dst = None
@@ -113,11 +123,16 @@ def _bad_lane(stream, program, passes, block, ins, space):
                 regs[w][l][dst] = (old & ((1 << PARTS[k].start) - 1)) | d << PARTS[k].start
     w, pc, s = stream[-2].args
     pre = _instruction(program, passes, pc, s, pre=True)
+    fixed = {q: passes[pc].fixed.get((passes[pc].pass_at(s).main, q)) for q in range(2)}
+    cta = _cta(stream)
 
     def register(op, lane):
         return op.value if isinstance(op, isa.Imm) else regs[w][lane][op.n] if op.n else 0
 
-    def read(op, lane):
+    def read(q, lane):
+        op = ins.srcs[q]
+        if fixed[q] is not None:
+            return _fixed_value(fixed[q], program, grid, block, params, cta, w * isa.LANES + lane)
         if isinstance(op, isa.Reg) and pre is not None and op.n == pre.dst.n:     # forwarded from the pre-ALU
             return isa.ALU_SEMANTICS[pre.op.name](*(register(src, lane) for src in pre.srcs))
         return register(op, lane)
@@ -126,7 +141,9 @@ def _bad_lane(stream, program, passes, block, ins, space):
     for lane in range(isa.LANES):
         if not mask[w] >> lane & 1:
             continue
-        a, b = (read(op, lane) for op in ins.srcs[:2])
+        a, b = (read(q, lane) for q in range(2))
+        if a is None or b is None:
+            return None                          # a fixed operand's value is not known
         address = a if ins.op is isa.Op.ATOM else isa.u32(a + b)
         if address % 4:
             return lane, address, "is not 4-byte aligned"
@@ -135,6 +152,19 @@ def _bad_lane(stream, program, passes, block, ins, space):
         if what != "load" and space is isa.Space.CONST:
             return lane, address, "is read-only"
     return None
+
+
+def _fixed_value(fixed: Fixed, program, grid, block, params, cta: int, thread: int) -> int | None:
+    """A fixed operand's value for one thread of thread block `cta`: its CONST word, or its
+    special register (None: the launch's grid or parameters were not given)."""
+    if fixed.word is not None:
+        return None if params is None else protocol.const_image(program, list(params))[fixed.word]
+    if grid is None:
+        return None
+    (gx, gy, gz), (bx, by, bz) = check_grid_block(grid, block)
+    values = (thread % bx, thread // bx % by, thread // (bx * by), bx, by, bz,
+              cta % gx, cta // gx % gy, cta // (gx * gy), gx, gy, gz, thread % isa.LANES, thread // isa.LANES)
+    return values[fixed.sreg]
 
 
 def _masks(stream: list[Token], block) -> list[int]:

@@ -3,10 +3,12 @@ VAL/VALU passes write.
 
     L3   the pre-ALU's operands a, b, c (a pair's first instruction: encoding.py) = register +
          the pre-immediate on the one operand PRE.imm names
+    L8   the fixed values: this warp's special-register table row and the CONST word SRC.word
+         (the parameter bank, written by the prompt's CONST words), made exact
     L9   the terminator's condition register (TERM.cond) for the branch unit
     L10  the ALU's operands = register + immediate, plus the pre-ALU's result on the operands
          ROM0.fwd names (their register field is r0), and on the terminator's condition where
-         ROM0.tfwd says; S2R's special register into operand a
+         ROM0.tfwd says, plus the fixed value SRC names (encoding.Fixed; register field r0)
 """
 from __future__ import annotations
 
@@ -15,9 +17,9 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as B
 from qwengpu.circuit.memory import declare_bank
 from qwengpu.circuit.residual import INT_SCALE, Field
-from qwengpu.machine.plan import L_EXEC, L_IMM, L_PRE_REG, L_REG
+from qwengpu.machine.plan import L_EXEC, L_FIXED, L_IMM, L_PRE_REG, L_REG
 from qwengpu.machine.wiring import view
-from qwengpu.machine.words import SREG, SREG_FIELDS, TERM, WORD_BITS
+from qwengpu.machine.words import SREG, SREG_FIELDS, SRC_WORD, TERM, WORD_BITS
 
 SREG_ROWS = 64          # the special-register table: a row per warp (WB, 2 bits) and thread block (4 bits)
 REG_ROWS = 64           # a lane's register file: a row per warp (WB) and register (4 bits)
@@ -38,7 +40,7 @@ def build_operands(m) -> None:
 
 def build_alu_operands(m, pre_r: list[Field]) -> None:
     """Adds the ALU's operands m.a, m.b, m.cc at L_REG: register + immediate + forwarded pre_r
-    (the pre-ALU's result, readable from L_REG), S2R's special register into a; and the
+    (the pre-ALU's result, readable from L_REG) + the fixed value SRC names; and the
     terminator's condition m.tcond."""
     c, L = m.c, L_REG
     abc = m.a, m.b, m.cc = _registers(m, L, "", [m.w0[q] for q in OPERANDS])
@@ -48,12 +50,11 @@ def build_alu_operands(m, pre_r: list[Field]) -> None:
             for i in range(32):
                 G.add_exact(c, L, m.words[1 + q][i], {operands[l][i]: 1})     # 0 for a register operand
                 G.add_exact(c, L, pre_r[l][i], {operands[l][i]: 1}, fwd)
-    _s2r(m)
     _condition(m, pre_r)
+    _fixed(m, {"a": m.a, "b": m.b, "c": m.cc, "cond": m.tcond})
     for fld in (*m.pre_abc[0], *m.pre_abc[1], *m.pre_abc[2]):     # the pre-ALU has read them
         c.clear(fld, L)
-    for done in (*pre_r, *(m.w0[q] for q in (*OPERANDS, "fwd", "tfwd")), *m.words[1:], m.sregs, m.valu_lane,
-                 *m.ap_data):
+    for done in (*pre_r, *(m.w0[q] for q in (*OPERANDS, "fwd", "tfwd")), *m.words[1:4], m.valu_lane, *m.ap_data):
         c.clear(done, L_EXEC)
 
 
@@ -97,31 +98,49 @@ def _registers(m, layer: int, tag: str, regs: list[Field]) -> list[list[Field]]:
     return out
 
 
-def _s2r(m):
-    """A of S2R = the selected special register (the table row is this warp's, this block's)."""
-    c, L, S = m.c, L_REG, isa.SReg
-    m.sregs = sr = c.field("sregs", WORD_BITS * len(SREG), L)
-    srow = B.bits(m.f["WB"]) + B.bits(m.cta)
+def _fixed(m, targets: dict[str, list[Field]]) -> None:
+    """The fixed values (encoding.Fixed): at L_FIXED this warp's special-register table row
+    (m.sregs: its thread block's, its lanes' tids) and the CONST word SRC.word (m.param), made
+    exact; at L_REG each into the operands (a field per lane) whose SRC flag (m.fixed) names it.
+    The terminator's condition (a popcount: only whether it is 0 matters) takes a special register's
+    bits, each counted once."""
+    c, L = m.c, L_REG
+    m.sregs = sr = c.field("sregs", WORD_BITS * len(SREG), L_FIXED)
+    row = B.bits(m.f["WB"]) + B.bits(m.cta)
     for j in range(len(SREG)):
-        bank = declare_bank(c, L, f"sreg{j}", SREG_ROWS, WORD_BITS)
+        bank = declare_bank(c, L_FIXED, f"sreg{j}", SREG_ROWS, WORD_BITS)
         B.write_bits(c, bank, B.bits(view(m.latch, 0, 6)), B.bits(m.staged), [m.put[f"SREG{j}"]])
-        B.read_into(c, bank, srow, sr.dims[WORD_BITS * j: WORD_BITS * (j + 1)], enable=[m.op["S2R"][0]])
+        B.read_into(c, bank, row, sr.dims[WORD_BITS * j: WORD_BITS * (j + 1)], enable=[m.k["EXEC"]])
+    m.param = c.field("param", WORD_BITS, L_FIXED)
+    bank = declare_bank(c, L_FIXED, "param", isa.CONST_WORDS, WORD_BITS)
+    B.write_bits(c, bank, B.bits(view(m.latch, 0, m.src_word.width)), B.bits(m.staged), [m.put["CONST"]])
+    B.read_into(c, bank, B.bits(m.src_word), m.param.dims, enable=[m.k["EXEC"]])
+    for fld in (sr, m.param):
+        G.requantize(c, L_FIXED, fld)
+    c.clear(m.src_word, L_FIXED + 1)
 
-    def field_bits(r, lane):         # tid fields have a copy per lane
+    def sreg_bits(r, lane) -> list[int | bool]:     # a dim per bit, or the bit itself when it is constant
+        if r == isa.SReg.LANEID:
+            return [bool(lane >> i & 1) for i in range(2)]
+        if r == isa.SReg.WARPID:
+            return list(m.f["WB"].dims)
         j, name = SREG_FIELDS[r]
-        copy = lane if SREG[j][name].count > 1 else 0
+        copy = lane if SREG[j][name].count > 1 else 0            # tid fields have a copy per lane
         return [sr[WORD_BITS * j + b] for b in SREG[j].bits(name, copy)]
 
-    for l in range(4):
-        for r in S:
-            sel = m.sreg[int(r)]
-            if r == S.LANEID:
-                for i in range(2):
-                    if l >> i & 1:
-                        G.relu(c, L, {sel: 1}, 0, {m.a[l][i]: 1})
-            elif r == S.WARPID:
-                for i in range(2):
-                    G.relu(c, L, {sel: 1, m.f["WB"][i]: 1}, -1, {m.a[l][i]: 1})
-            else:
-                for i, d in enumerate(field_bits(r, l)):
-                    G.relu(c, L, {sel: 1, d: 1}, -1, {m.a[l][i]: 1})
+    for q, lanes in targets.items():
+        flags = m.fixed[q]
+        for l, operand in enumerate(lanes):
+            for r in isa.SReg:
+                flag = flags[1 + int(r)][0]
+                for i, bit in enumerate(sreg_bits(r, l)):
+                    out = {operand[0] if q == "cond" else operand[i]: 1}
+                    if bit is True:
+                        G.relu(c, L, {flag: 1}, 0, out)
+                    elif bit is not False:
+                        G.relu(c, L, {flag: 1, bit: 1}, -1, out)
+            if q != "cond":
+                for i in range(WORD_BITS):
+                    G.relu(c, L, {flags[SRC_WORD][0]: 1, m.param[i]: 1}, -1, {operand[i]: 1})
+    for done in (sr, m.param, *(f for flags in m.fixed.values() for f in flags.values())):
+        c.clear(done, L)             # read by this layer's MLP only

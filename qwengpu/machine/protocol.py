@@ -156,14 +156,22 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
                         until: int | None = None) -> None:
     """The block's passes (those before the pass of instruction `until`, and that pass's EXEC). A
     pass whose writeback tokens end it runs the next pass of the block in its last one: that token
-    continues (tokens.continuing) in place of the next pass's EXEC."""
+    continues (tokens.continuing) in place of the next pass's EXEC. An instruction in no pass
+    (its result read only as a fixed operand: encoding.py) writes nothing back."""
     lanes = [l for l in range(isa.LANES) if step.mask >> l & 1]
     writes, stores = iter(step.reg_writes), iter(step.mem_writes)
+    ran = 0                  # the instructions whose register writes the trace has given
 
-    def val(l, reg):
-        lane, r, value = next(writes)
-        assert (lane, r) == (l, reg), "interp trace out of step with the program"
-        return value
+    def values(i):
+        nonlocal ran
+        for j in range(ran, i + 1):          # those in no pass, then instruction i
+            out = []
+            for l in lanes if instrs[j].dst.n else ():
+                lane, r, value = next(writes)
+                assert (lane, r) == (l, instrs[j].dst.n), "interp trace out of step with the program"
+                out.append(value)
+        ran = i + 1
+        return out
 
     written = False          # the pass before ended with its writeback tokens
     for p in code.passes:
@@ -172,9 +180,8 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
         else:
             stream.add(tok("EXEC", step.warp, step.pc, p.slot))
         written = False
-        if p.pre is not None and instrs[p.pre].dst.n:      # forwarded in the pass, never written back
-            for l in lanes:
-                val(l, instrs[p.pre].dst.n)
+        if p.pre is not None:                # forwarded in the pass, never written back
+            values(p.pre)
         if p.main is None or p.main == until:
             break
         ins = instrs[p.main]
@@ -183,14 +190,15 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
                 next(stores)
                 stream.add(tok("ST", l))
         elif ins.op is isa.Op.ATOM:       # lane by lane: old -> register, new -> memory
-            for l in lanes:
+            old = values(p.main)
+            for l, value in zip(lanes, old or [None] * len(lanes)):
                 stream.add(tok("AT", l))
                 if ins.dst.n:
-                    stream.extend(part_tokens("VAL", val(l, ins.dst.n), l))
+                    stream.extend(part_tokens("VAL", value, l))
                 stream.extend(part_tokens("PART", next(stores)[2]))
                 stream.add(tok("AW", l))
         elif ins.dst.n:
-            stream.extend(writeback_tokens(lanes, [val(l, ins.dst.n) for l in lanes]))
+            stream.extend(writeback_tokens(lanes, values(p.main)))
             written = True
 
 
@@ -274,7 +282,8 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
 
 def pass_counts(program: isa.Program, stream: Iterable[Token]) -> tuple[int, int]:
     """(instructions, blocks) the stream's EXEC passes ran: a pair's pass runs two instructions,
-    a terminator pass of its own none; a block's last pass ends it."""
+    a terminator pass of its own none, a block's first pass also those in no pass (read as fixed
+    operands: encoding.py); a block's last pass ends it."""
     codes = encode(program)
     instructions = blocks = 0
     for t in with_exec(list(stream)):
@@ -284,6 +293,7 @@ def pass_counts(program: isa.Program, stream: Iterable[Token]) -> tuple[int, int
         p = codes[pc].pass_at(slot) if pc < len(codes) else None
         if p is not None:
             instructions += (p.main is not None) + (p.pre is not None)
+            instructions += len(codes[pc].unrun) if slot == 0 else 0
             blocks += p is codes[pc].passes[-1]
     return instructions, blocks
 

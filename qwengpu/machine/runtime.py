@@ -167,7 +167,7 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
         if token.kind == "HALT":
             break
         if token.kind == "FAULT":
-            _fault(stream, expected, program, block)
+            _fault(stream, expected, program, block, grid, params)
         if len(stream) >= max_tokens:
             raise token_limit_error(max_tokens)
         token = vocab.token(decoder.step(vocab.id(token)))
@@ -183,7 +183,7 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
 
 
 def _fault(stream: list[Token], expected: protocol.Stream | None, program: isa.Program | None = None,
-           block=None) -> None:
+           block=None, grid=None, params: list[int] | None = None) -> None:
     """FAULT: a bad memory access or a deadlock. With replay the interpreter's error says which;
     without, qwengpu.machine.faults reads the cause from the generated tokens alone (and, for a
     memory fault, the operation from `program`'s ROM and the lane and address from the model's
@@ -191,7 +191,7 @@ def _fault(stream: list[Token], expected: protocol.Stream | None, program: isa.P
     from qwengpu.machine.faults import fault_error, fault_where
     if expected is not None and expected.fault is not None:
         raise type(expected.fault)(f"{fault_where(stream)}; the interpreter: {expected.fault}")
-    raise fault_error(stream, program, block)
+    raise fault_error(stream, program, block, grid, params)
 
 
 def token_limit_error(max_tokens: int) -> ExecutionError:
@@ -323,7 +323,7 @@ def _engine_result(vocab, job: LaunchJob, ids: list[int], expected, max_tokens: 
         for index, token in enumerate(stream):
             _check(expected, index, token)
     if stream and stream[-1].kind == "FAULT":
-        _fault(stream, expected, job.program, job.block)
+        _fault(stream, expected, job.program, job.block, job.grid, job.params)
     if not stream or stream[-1].kind != "HALT":
         raise token_limit_error(max_tokens)
     copied = copyout.decode(stream, job.copy_out or ())
@@ -394,7 +394,7 @@ def _advance(fast, machine, state, row: int, r: _Running, out, max_tokens: int, 
         if r.expected is not None:
             _check(r.expected, len(r.stream) - 1, token)
         if token.kind == "FAULT":
-            _fault(r.stream, r.expected, r.job.program, r.job.block)
+            _fault(r.stream, r.expected, r.job.program, r.job.block, r.job.grid, r.job.params)
         if token.kind != "HALT":
             if len(r.stream) >= max_tokens:
                 raise token_limit_error(max_tokens)

@@ -19,7 +19,7 @@ from qwengpu.machine.words import (CT1, CT2, CTA_BITS, GROUP_BITS, PARTS, PHASES
                                    bits_for)
 
 SLOTS = isa.BLOCK_SLOTS + 1          # a machine block's passes: its instructions', then its terminator's
-ROM_WORDS = 4                        # 32-bit ROM words per slot (qwengpu/machine/encoding.py); a pre slot has 2
+ROM_WORDS = 5                        # 32-bit ROM words per slot (qwengpu/machine/encoding.py); a pre slot has 2
 SREG_WORDS = len(SREG)               # 32-bit words of a special-register table row
 PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(isa.BLOCK_SLOTS) for j in range(ROM_WORDS)] + ["TERM"]
                     + [f"PRE{p}.{j}" for p in range(PRE_SLOTS) for j in range(2)]

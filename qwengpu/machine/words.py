@@ -11,6 +11,7 @@ bit 0 in the order declared; a field with copies (one per lane, one per warp) re
     STATUS    a warp's status register: CT1's payload, then CT2's
     COPY0, COPYROW  the copy-out's first group and its table rows (qwengpu/machine/copyout.py)
     ROM0      word 0 of a ROM slot: opcode, registers, space, mod, forwarded operands (encoding.py)
+    SRC       word 4 of a ROM slot: where its operands come from when not from the register file
     PRE       a pair's first instruction: opcode, registers, which operand takes its immediate
     TERM      a block's terminator: its targets, kind, condition register and the slot that runs it
 
@@ -131,17 +132,23 @@ CT1, CT2, STATUS = Word("CT1", **_CT1), Word("CT2", **_CT2), Word("STATUS", **_C
 COPY0 = Word("COPY0", group=GROUP_BITS, any=1)
 COPYROW = Word("COPYROW", mask=isa.LANES, next=GROUP_BITS, last=1)
 
-# the ROM (qwengpu/machine/encoding.py): a slot is 4 words, word 0 the operation, words 1-3 the
-# immediates of operands a, b, c. The op field holds an index into OPCODES, space an index into
-# SPACES; mod holds S2R's special register, SHFL's or VOTE's mode or an atomic's op (its index in
-# isa's enum); fwd: which of operands a, b, c take the result of the pass's pre-ALU, tfwd: whether
-# the terminator's condition is that result (encoding.py)
+# the ROM (qwengpu/machine/encoding.py): a slot is 5 words, word 0 the operation, words 1-3 the
+# immediates of operands a, b, c, word 4 SRC. The op field holds an index into OPCODES, space an
+# index into SPACES; mod holds SHFL's or VOTE's mode or an atomic's op (its index in isa's enum);
+# fwd: which of operands a, b, c take the result of the pass's pre-ALU, tfwd: whether the
+# terminator's condition is that result (encoding.py)
 OPCODES = ("NOP",) + tuple(op.name for op in isa.Op)     # terminators live in TERM, not a slot
 SPACES = (isa.Space.GLOBAL, isa.Space.SHARED, isa.Space.CONST)
 REG_BITS = bits_for(isa.NUM_REGS - 1)
-MOD_BITS = bits_for(max(max(isa.SReg), len(isa.ShflMode) - 1, len(isa.VoteMode) - 1, len(isa.AtomOp) - 1))
+MOD_BITS = bits_for(max(len(isa.ShflMode) - 1, len(isa.VoteMode) - 1, len(isa.AtomOp) - 1))
 ROM0 = Word("ROM0", op=bits_for(len(OPCODES) - 1), dst=REG_BITS, a=REG_BITS, b=REG_BITS, c=REG_BITS,
             space=bits_for(len(SPACES) - 1), mod=MOD_BITS, fwd=3, tfwd=1)
+# where operands a, b, c and the terminator's condition come from when they are fixed all launch
+# long (encoding.Fixed; 0: the register file): 1 + r is special register r (the special-register
+# table), SRC_WORD the CONST word `word` (the parameter bank: one CONST word a pass)
+SRC_WORD = len(isa.SReg) + 1
+SRC = Word("SRC", a=bits_for(SRC_WORD), b=bits_for(SRC_WORD), c=bits_for(SRC_WORD), cond=bits_for(SRC_WORD),
+           word=bits_for(isa.CONST_WORDS - 1))
 # a pair's first instruction (encoding.py), run in the pre-ALU of pass p: its opcode, registers, and
 # which of its operands a, b, c takes the pass's pre-immediate word (one-hot: at most one is nonzero)
 PRE = Word("PRE", op=ROM0["op"].width, a=REG_BITS, b=REG_BITS, c=REG_BITS, imm=3)
