@@ -668,9 +668,9 @@ def test_bad_memory_and_params():
 
 
 def test_program_is_checked_first():
-    big = blk(EXIT, *[ins(Op.ADD, 1, R(1), 1)] * 5)
-    with pytest.raises(MachineLimitError, match="5 instructions; the limit is 4"):
-        launch(prog(big))
+    big = prog(*[blk(EXIT)] * (isa.ROM_BLOCKS + 1))
+    with pytest.raises(MachineLimitError, match=f"the ROM holds {isa.ROM_BLOCKS}"):
+        launch(big)
 
 
 # --- random structured programs: SIMT execution == each thread run alone -------------

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from qwengpu import isa, suite
 from qwengpu.api import Device
-from qwengpu.machine.encoding import own_terminator_pass
+from qwengpu.machine.encoding import Fixed, own_terminator_pass
 from qwengpu.toolchain import cfg
 from qwengpu.toolchain.cfg import VBlock, VInstr, VTerm, movable_to_end
 from qwengpu.toolchain.lower import balance_barriers, schedule
@@ -67,11 +67,25 @@ def test_nothing_moves_without_a_branch_or_when_the_condition_is_not_last():
     assert flat(schedule(chain, R(1))) == chain
 
 
-def test_schedule_packs_in_block_slots():
+def test_schedule_packs_by_passes():
+    # six results in six registers, none written again: one pass each, BLOCK_SLOTS a block
+    distinct = [ins(Op.ADD, 2 + k, 8, I(k)) for k in range(6)]
+    assert [len(c) for c in schedule(distinct)] == [4, 2]
+    # an S2R and a load of a parameter word take no pass (fixed operands), so the block holds six
+    fixed = [ins(Op.S2R, 2, I(0)), ins(Op.LD, 3, I(12), I(0), mod=isa.Space.CONST)] + distinct[2:]
+    assert [len(c) for c in schedule(fixed)] == [6]
+    # r2's first value is read only by the next instruction and r2 is written again: a pair, so
+    # five instructions take the four passes (0+1, 2, 3, 4) and the sixth starts a new block
+    paired = [ins(Op.ADD, 2, 5, I(1)), ins(Op.ADD, 3, 2, I(1)), ins(Op.ADD, 2, 5, I(2)),
+              ins(Op.ADD, 4, 5, I(3)), ins(Op.ADD, 6, 5, I(4)), ins(Op.ADD, 7, 5, I(5))]
+    assert [len(c) for c in schedule(paired)] == [5, 1]
+    # by instruction count (lower's last resort): BLOCK_SLOTS each, whatever the passes
+    assert [len(c) for c in schedule(fixed, stays=None)] == [4, 2]
+    # a parameter whose definition stays (lower learnt it from the program) takes its pass
+    assert [len(c) for c in schedule(fixed, stays=frozenset({Fixed(word=3)}))] == [5, 1]
     xs = [ins(Op.ADD, 2 + k % 3, 5, I(k)) for k in range(9)] + [ins(Op.SETLT, 1, 4, I(5))]
     chunks = schedule(xs, R(1))
-    assert [len(c) for c in chunks] == [4, 4, 2] and chunks[-1][-1].dst != R(1)
-    assert sorted(map(id, flat(chunks))) == sorted(map(id, xs))
+    assert chunks[-1][-1].dst != R(1) and sorted(map(id, flat(chunks))) == sorted(map(id, xs))
 
 
 # a block of random instructions over r1..r5 and two memory cells; run before and after the move
@@ -239,8 +253,8 @@ def test_dependent_instruction_does_not_cross():
     ld, add = LD(4, 6), ins(Op.ADD, 5, 4, I(1))
     s4 = [ins(Op.ADD, 2 + k, 2 + k, I(1)) for k in range(3)]
     assert bar_pair([ld, add], s4, VTerm(Term.EXIT)) == ([ld, add], s4)     # nothing saved: 1 + 1 pieces
-    four = [ins(Op.ADD, 10, 10, I(1))] * 3
-    assert bar_pair(four + [ld, add], s4, VTerm(Term.EXIT)) == (four + [ld], [add] + s4)
+    three = [ins(Op.ADD, 10 + k, 10 + k, I(1)) for k in range(3)]      # no pairs: a pass each
+    assert bar_pair(three + [ld, add], s4, VTerm(Term.EXIT)) == (three + [ld], [add] + s4)
 
 
 TREE = r"""

@@ -8,7 +8,7 @@ from qwengpu import isa
 from qwengpu.circuit.host import QWEN35_2B
 from qwengpu.errors import MachineLimitError
 from qwengpu.isa import MachineBlock, Program, Term, Terminator
-from qwengpu.machine import build, protocol, words
+from qwengpu.machine import build, encoding, protocol, words
 from qwengpu.machine.words import CONFIG, CT1, CT2, OPCODES, ROM0, SPACES, SREG, TERM, STATUS, Word
 
 ALL_WORDS = (*SREG, CONFIG, CT1, CT2, STATUS, ROM0, TERM)
@@ -112,3 +112,14 @@ def test_smaller_rom_and_grid_limits_build_a_machine_that_follows_them(monkeypat
         protocol.prompt(program, grid + 1, 1, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
     with pytest.raises(MachineLimitError):
         isa.check_program(Program("k", [MachineBlock([], Terminator(Term.EXIT))] * (rom + 1), []))
+
+
+def test_the_rom_holds_block_slots_passes_a_block():
+    loads = [isa.Instr(isa.Op.LD, isa.Reg(k), (isa.Reg(0), isa.Imm(4 * k)), isa.Space.GLOBAL) for k in range(1, 6)]
+    five = Program("five", [MachineBlock(loads, Terminator(Term.EXIT))], [])
+    with pytest.raises(MachineLimitError, match="block B0 of kernel five takes more than 4 passes"):
+        encoding.encode(five)
+    # an S2R that nothing reads from the register file runs in no pass: 4 loads and it fit
+    s2r = isa.Instr(isa.Op.S2R, isa.Reg(6), (isa.Imm(isa.SReg.TID_X),))
+    four = Program("four", [MachineBlock(loads[:4] + [s2r], Terminator(Term.EXIT))], [])
+    assert [p.main for p in encoding.encode(four)[0].passes] == [0, 1, 2, 3]

@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from qwengpu import isa
+from qwengpu.errors import MachineLimitError
 from qwengpu.machine.words import OPCODES, PRE, ROM0, SPACES, SRC, SRC_WORD, TERM
 
 ENTRY = (-1, -1)        # the definition of a register's value before the launch's first write
@@ -124,7 +125,7 @@ def live_out(program: isa.Program) -> list[set[int]]:
     return out
 
 
-def _fixed_value(ins: isa.Instr) -> Fixed | None:
+def fixed_value(ins: isa.Instr) -> Fixed | None:
     """The value an instruction writes when it is fixed all launch long: S2R's special register,
     or a load of one CONST word (a constant, aligned address in range: it cannot fault)."""
     if not ins.dst.n:
@@ -186,7 +187,7 @@ def _fixed_reads(program: isa.Program) -> tuple[dict[tuple[int, int, int], Fixed
     blocks = program.blocks
     reads = _reaching(program)
     fixed = {(b, i): v for b, block in enumerate(blocks) for i, ins in enumerate(block.instrs)
-             if (v := _fixed_value(ins)) is not None}
+             if (v := fixed_value(ins)) is not None}
     paired = {(b, p.pre) for b, (block, live) in enumerate(zip(blocks, live_out(program)))
               for p in block_passes(block, live) if p.pre is not None}
 
@@ -352,7 +353,6 @@ def encode_block(block: isa.MachineBlock, live: set[int], kept: tuple[int, ...] 
     words = tuple(instr_words(None if p.main is None else ins[p.main], None if p.pre is None else ins[p.pre],
                               cond if p is last else isa.ZERO)
                   for p in passes if p.slot < isa.BLOCK_SLOTS)
-    assert last.slot < isa.BLOCK_SLOTS or not isinstance(cond, Fixed), "a Fixed condition needs a SRC word"
     pre = {p.slot: pre_words(ins[p.pre]) for p in passes if p.pre is not None}
     forwarded = last.pre is not None and ins[last.pre].dst.n == _reg(cond)     # the branch unit reads r0 and the pre-ALU
     word = TERM.pack(target=max(term.target, 0), fallthrough=max(term.fallthrough, 0),
@@ -365,9 +365,33 @@ def encode_block(block: isa.MachineBlock, live: set[int], kept: tuple[int, ...] 
     return BlockCode(passes, words, pre, word, fixed, len(ins) if instructions is None else instructions)
 
 
-def encode(program: isa.Program) -> list[BlockCode]:
-    """Every block of the program, as the machine runs it (`machine_blocks`)."""
+def fits_rom(block: isa.MachineBlock, passes: tuple[Pass, ...]) -> bool:
+    """Whether the ROM holds a block run in these passes: every pass that runs an instruction,
+    and a terminator's pass whose condition is Fixed (its SRC word), in one of the BLOCK_SLOTS
+    ROM slots; a bare terminator pass may take the slot after them (TERM.slot)."""
+    *runs, last = passes
+    bare = last.main is None and last.pre is None and not isinstance(block.term.cond, Fixed)
+    return all(p.slot < isa.BLOCK_SLOTS for p in runs) and last.slot < isa.BLOCK_SLOTS + bare
+
+
+def _as_run(program: isa.Program) -> list[tuple[isa.MachineBlock, tuple[int, ...], set[int]]]:
+    """Each block as the machine runs it (`machine_blocks`), with its instructions' indices in
+    the program's block and the registers live after it."""
     blocks = machine_blocks(program)
     lives = live_out(replace(program, blocks=[b for b, _ in blocks]))
+    return [(b, kept, live) for (b, kept), live in zip(blocks, lives)]
+
+
+def overflowing(program: isa.Program) -> list[int]:
+    """The blocks whose passes the ROM cannot hold (`fits_rom`)."""
+    return [i for i, (b, _, live) in enumerate(_as_run(program)) if not fits_rom(b, block_passes(b, live))]
+
+
+def encode(program: isa.Program) -> list[BlockCode]:
+    """Every block of the program, as the machine runs it; MachineLimitError for a block whose
+    passes the ROM cannot hold (the lowering packs blocks so that none is: lower.form_blocks)."""
+    for i in overflowing(program):
+        raise MachineLimitError(f"block B{i} of kernel {program.name} takes more than {isa.BLOCK_SLOTS} "
+                                f"passes (isa.BLOCK_SLOTS, the ROM's slots a block)")
     return [encode_block(b, live, kept, len(original.instrs))
-            for (b, kept), live, original in zip(blocks, lives, program.blocks)]
+            for (b, kept, live), original in zip(_as_run(program), program.blocks)]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from qwengpu import isa
 from qwengpu.errors import CompileError, MachineLimitError, UnsupportedError
+from qwengpu.machine.encoding import block_passes, encode, fixed_value, machine_blocks, overflowing
 from qwengpu.toolchain import ptx
 from qwengpu.toolchain.inline import inline_calls
 from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, branch_on_values, drop_redundant_masks,
@@ -1437,18 +1438,24 @@ _PURE_OPS = {"mov", "cvta", "cvt", "selp", "slct", "add", "sub", "and", "or", "x
 # ---------------------------------------------------------------------------
 # Machine blocks
 # ---------------------------------------------------------------------------
-def form_blocks(blocks: list[VBlock], reg_of) -> list[isa.MachineBlock]:
-    """Split IR blocks into machine blocks and fold blocks that only jump."""
+def form_blocks(blocks: list[VBlock], reg_of, stays: dict[int, frozenset | None] | None = None
+                ) -> tuple[list[isa.MachineBlock], list[int | None]]:
+    """Split IR blocks into machine blocks and fold blocks that only jump. `stays`: IR block ->
+    the fixed values whose definitions take a pass there (`schedule`; default none; None:
+    pack by instruction count). Returns the machine blocks and the IR block each comes from
+    (None: a copy of a bare EXIT)."""
+    stays = stays or {}
     machine = [[mi for mi in (_machine_instr(ins, reg_of) for ins in b.instrs) if mi is not None] for b in blocks]
     conds = [isa.Reg(reg_of(b.term.cond)) if b.term.kind is Term.BRC else None for b in blocks]
-    balance_barriers(blocks, machine, conds)
+    balance_barriers(blocks, machine, conds, stays)
     chunks: list[list] = []     # [instrs, VTerm-or-("next")]
-    first = []
-    for b, instrs, cond in zip(blocks, machine, conds):
+    first, source = [], []
+    for i, (b, instrs, cond) in enumerate(zip(blocks, machine, conds)):
         first.append(len(chunks))
-        pieces = schedule(instrs, cond) or [[]]
+        pieces = schedule(instrs, cond, stays.get(i, frozenset())) or [[]]
         for j, p in enumerate(pieces):
             chunks.append([p, b.term if j == len(pieces) - 1 else None])
+            source.append(i)
     # terminators with machine block numbers
     raw = []
     for i, (instrs, t) in enumerate(chunks):
@@ -1504,24 +1511,47 @@ def form_blocks(blocks: list[VBlock], reg_of) -> list[isa.MachineBlock]:
         else:
             term = isa.Terminator(kind, tgt)
         out.append(isa.MachineBlock(instrs, term))
-    return out
+    return out, [source[i] if i < len(source) else None for i in order]
 
 
-def schedule(instrs: list[isa.Instr], cond: isa.Reg | None = None) -> list[list[isa.Instr]]:
-    """Pack one basic block's instructions into machine blocks of BLOCK_SLOTS, in order but for
-    one move: when the block ends in `BRC cond` and its last instruction writes `cond`, the
-    terminator would need a pass of its own (encoding.own_terminator_pass), so the last instruction that
-    may go last (cfg.movable_to_end) moves to the end and the terminator folds into its pass.
+def schedule(instrs: list[isa.Instr], cond: isa.Reg | None = None, stays: frozenset | None = frozenset()
+             ) -> list[list[isa.Instr]]:
+    """Pack one basic block's instructions into machine blocks, in order but for one move: when
+    the block ends in `BRC cond` and its last instruction writes `cond`, the terminator would
+    need a pass of its own (encoding.own_terminator_pass), so the last instruction that may go
+    last (cfg.movable_to_end) moves to the end and the terminator folds into its pass.
     (cfg.fold_friendly did the same before register allocation, which may since have added
-    dependences, or deleted the moved instruction as a copy to itself.) The machine runs one
-    instruction per pass, so a memory or warp op may take any slot; a machine with more
-    instructions per pass would limit where they go (docs/isa.md)."""
+    dependences, or deleted the moved instruction as a copy to itself.) A machine block fills
+    the ROM's BLOCK_SLOTS passes as far as `_passes` can tell, with the definitions of the
+    fixed values in `stays` in passes of their own; `stays=None`: BLOCK_SLOTS instructions, which
+    always fit (lower's last resort where the estimate was wrong). A memory or warp op may
+    take any pass."""
     instrs = list(instrs)
     if cond is not None and cond.n and instrs and instrs[-1].dst == cond:
         ks = movable_to_end(instrs, _reads, _writes)
         if ks:
             instrs.append(instrs.pop(ks[-1]))
-    return [instrs[i:i + isa.BLOCK_SLOTS] for i in range(0, len(instrs), isa.BLOCK_SLOTS)]
+    if stays is None:
+        return [instrs[i:i + isa.BLOCK_SLOTS] for i in range(0, len(instrs), isa.BLOCK_SLOTS)]
+    pieces, piece = [], []
+    for x in instrs:
+        if piece and _passes(piece + [x], stays) > isa.BLOCK_SLOTS:
+            pieces.append(piece)
+            piece = []
+        piece.append(x)
+    return pieces + [piece] if piece else pieces
+
+
+def _passes(instrs: list[isa.Instr], stays: frozenset) -> int:
+    """The passes a machine block of these instructions would take, as far as the block alone
+    tells: a definition of a fixed value (encoding.fixed_value) not in `stays` in none, and
+    pairs as if every register were live after it. Only the whole program tells for sure
+    (encoding.encode): another definition may stay, more pairs may form."""
+    run = [x for x in instrs if fixed_value(x) in stays or fixed_value(x) is None]
+    return len(block_passes(isa.MachineBlock(run, isa.Terminator(Term.JMP, 0)), _EVERY_REGISTER))
+
+
+_EVERY_REGISTER = set(range(1, isa.NUM_REGS))
 
 
 def _reads(i: isa.Instr) -> list[int]:
@@ -1549,21 +1579,23 @@ def _sink(instrs: list[isa.Instr], n: int) -> tuple[list, list] | None:
     return (r[1][::-1], r[0][::-1]) if r else None
 
 
-def _cost(instrs: list[isa.Instr], term: VTerm, cond: isa.Reg | None) -> int:
+def _cost(instrs: list[isa.Instr], term: VTerm, cond: isa.Reg | None, stays: frozenset | None) -> int:
     """Block ends (CT1) and terminator passes of their own (EXEC) of one IR block's pieces."""
     if not instrs:
         return 0 if term.kind is Term.JMP else 2        # an empty jump is folded away
-    pieces = schedule(instrs, cond)
+    pieces = schedule(instrs, cond, stays)
     return len(pieces) + (cond is not None and pieces[-1][-1].dst == cond)
 
 
-def balance_barriers(blocks: list[VBlock], machine: list[list[isa.Instr]], conds: list) -> None:
+def balance_barriers(blocks: list[VBlock], machine: list[list[isa.Instr]], conds: list,
+                     stays: dict[int, frozenset | None] | None = None) -> None:
     """Move pure instructions across a barrier: a block ending in `BAR S`, where S has no other
     way in, and S run on the same lanes one after the other, and register-only work may run on
     either side of the barrier. Shifting a few instructions between them can save a block end
     (both sides' last pieces were partly empty) or the pass of an empty BAR block's
     terminator. `machine[i]`: block i's machine instructions, updated in place; `conds[i]`:
-    the register of its BRC's condition, or None."""
+    the register of its BRC's condition, or None; `stays`: as in form_blocks."""
+    stays = stays or {}
     preds: dict[int, int] = {}
     for b in blocks:
         for t in b.term.succs():
@@ -1572,15 +1604,17 @@ def balance_barriers(blocks: list[VBlock], machine: list[list[isa.Instr]], conds
         s = b.term.target
         if b.term.kind is not Term.BAR or s in (0, i) or preds.get(s) != 1:
             continue
-        best, choice = _cost(machine[i], b.term, None) + _cost(machine[s], blocks[s].term, conds[s]), None
+        def cost(mb, ms):
+            return (_cost(mb, b.term, None, stays.get(i, frozenset()))
+                    + _cost(ms, blocks[s].term, conds[s], stays.get(s, frozenset())))
+        best, choice = cost(machine[i], machine[s]), None
         for n in range(1, isa.BLOCK_SLOTS + 1):
             up, down = _hoist(machine[s], n), _sink(machine[i], n)
             options = ([(machine[i] + up[0], up[1])] if up else []) + \
                 ([(down[0], down[1] + machine[s])] if down else [])
             for mb, ms in options:
-                cost = _cost(mb, b.term, None) + _cost(ms, blocks[s].term, conds[s])
-                if cost < best:
-                    best, choice = cost, (mb, ms)
+                if (c := cost(mb, ms)) < best:
+                    best, choice = c, (mb, ms)
         if choice:
             machine[i], machine[s] = choice
 
@@ -1836,14 +1870,34 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
     branch_on_values(blocks)
     fold_friendly(blocks)
     alloc = allocate_registers(blocks, plain_name(fn.name), tr.nvreg, lay.shared_words)
-    machine = form_blocks(blocks, lambda v: alloc.colours.get(v, 0))
-    set_reconvergence(machine)
     shared_words = isa.SHARED_WORDS if alloc.spill_slots else lay.shared_words
     printf_buffer = next((addr // 4 for name, (space, addr) in lay.symbols.items()
                           if space == "global" and "__qg_printf_buffer" in name), None)
-    prog = isa.Program(plain_name(fn.name), machine, lay.params, lay.const_init, lay.global_init,
-                       lay.static_global_words, shared_words, alloc.regs_used, printf_buffer,
-                       kernel_writes(fn, lay.params, lay.symbols, lay.static_global_words,
-                                     lambda ins, addr: tr.space_of(ins, ins.parts, addr)))
+    writes = kernel_writes(fn, lay.params, lay.symbols, lay.static_global_words,
+                           lambda ins, addr: tr.space_of(ins, ins.parts, addr))
+    stays: dict[int, frozenset | None] = {}
+    while True:
+        machine, source = form_blocks(blocks, lambda v: alloc.colours.get(v, 0), stays)
+        set_reconvergence(machine)
+        prog = isa.Program(plain_name(fn.name), machine, lay.params, lay.const_init, lay.global_init,
+                           lay.static_global_words, shared_words, alloc.regs_used, printf_buffer, writes)
+        if not _repack(prog, source, stays):
+            break
     isa.check_program(prog)
+    encode(prog)        # MachineLimitError if a block still does not fit (none packed by count should)
     return prog
+
+
+def _repack(prog: isa.Program, source: list[int | None], stays: dict[int, frozenset | None]) -> bool:
+    """For each block of `prog` whose passes the ROM cannot hold, tell its IR block's packing
+    (`stays`, updated) which fixed values' definitions stayed in a pass, or, when it knew them
+    all, to pack by instruction count. Whether anything changed."""
+    changed, run = False, machine_blocks(prog)
+    for i in overflowing(prog):
+        known = stays.get(source[i], frozenset())
+        if source[i] is None or known is None:
+            continue
+        found = known | {v for k in run[i][1] if (v := fixed_value(prog.blocks[i].instrs[k])) is not None}
+        stays[source[i]] = found if found != known else None
+        changed = True
+    return changed
