@@ -34,6 +34,7 @@ class Step:
     mem_writes: list[tuple[isa.Space, int, int]] = field(default_factory=list)  # (space, word, value)
     ran: int = 0    # instructions of the block it completed: all of them, unless a fault stopped it
     new_top: bool = False   # the warp's SIMT stack top is another entry after the pass (a push, a pop, an exit)
+    exited: int = 0         # the lanes its terminator ended: EXIT's active lanes, or a BRC's taken lanes that exit
 
 
 DEFAULT_MAX_PASSES = 200_000
@@ -193,7 +194,7 @@ def _decode_instr(ins: isa.Instr):
 
 def _check_term(i: int, term: isa.Terminator) -> None:
     targets = {isa.Term.JMP: [term.target], isa.Term.BAR: [term.target],
-               isa.Term.BRC: [term.target, term.fallthrough], isa.Term.EXIT: []}[term.kind]
+               isa.Term.BRC: [term.fallthrough], isa.Term.EXIT: []}[term.kind]      # a BRC's target -1: exit
     if any(t < 0 for t in targets):
         raise ValueError(f"block B{i}: {term.kind.name} has no target ({term})")
 
@@ -361,13 +362,15 @@ class _Machine:
             if step is not None:
                 step.ran += 1
         self.instructions += len(instrs)
-        self._terminate(warp, term, top, rows, lanes)
+        exited = self._terminate(warp, term, top, rows, lanes)
         if step is not None:
             step.new_top = not warp.stack or warp.stack[-1] is not top
+            step.exited = exited
         if term.kind is isa.Term.BAR:
             self._check_arrival(warp, ctx, mask)
 
-    def _terminate(self, warp, term, top, rows, lanes) -> None:
+    def _terminate(self, warp, term, top, rows, lanes) -> int:
+        """End the pass's block; returns the lanes that exited."""
         kind = term.kind
         if kind is isa.Term.JMP:
             top[0] = term.target
@@ -375,6 +378,12 @@ class _Machine:
             c = term.cond.n
             taken = sum(1 << l for r, l in zip(rows, lanes) if r[c])
             mask = top[2]
+            if term.target < 0:     # the taken lanes exit, the others go on at fallthrough
+                self._exit(warp, taken)
+                if top[2]:
+                    top[0] = term.fallthrough
+                    warp.settle()
+                return taken
             if taken == mask:
                 top[0] = term.target
             elif taken == 0:
@@ -388,10 +397,15 @@ class _Machine:
             warp.waiting = True
             self.arrived.update(warp.thread_ids[l] for l in lanes)
         else:
-            warp.exit_lanes(top[2])
-            self.live -= len(lanes)
-            return
+            mask = top[2]
+            self._exit(warp, mask)
+            return mask
         warp.settle()
+        return 0
+
+    def _exit(self, warp, lanes: int) -> None:
+        warp.exit_lanes(lanes)
+        self.live -= len(_LANES_OF[lanes])
 
     def _check_arrival(self, warp: _Warp, ctx: _Context, mask: int) -> None:
         """A divergent barrier: the warp arrived at a BAR with only some of its live lanes.

@@ -436,6 +436,7 @@ class Instr:
 class Term(enum.Enum):
     JMP = "jmp"      # goto target
     BRC = "brc"      # if cond != 0 goto target else goto fallthrough; reconverge at reconv
+                     # (target -1: the threads with cond != 0 exit, the others go to fallthrough)
     BAR = "bar"      # block-wide barrier, then goto target
     EXIT = "exit"    # the active threads finish
 
@@ -450,6 +451,8 @@ class Terminator:
 
     def __str__(self):
         if self.kind is Term.BRC:
+            if self.target < 0:
+                return f"BRC {self.cond} ? EXIT : B{self.fallthrough}"
             return f"BRC {self.cond} ? B{self.target} : B{self.fallthrough}  (reconv B{self.reconv})"
         if self.kind is Term.EXIT:
             return "EXIT"

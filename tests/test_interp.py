@@ -625,11 +625,12 @@ def test_exact_trace_of_a_tiny_program():
     mem, ex = launch(p, block=(2, 1, 1), trace=True)
     G, S = Space.GLOBAL, Space.SHARED
     # each pass leaves another stack top: the divergent BRC pushes, the JMP reaches the
-    # reconvergence point (a pop), the EXIT empties the stack
+    # reconvergence point (a pop), the EXIT empties the stack (both lanes exited)
     assert ex.steps == [
         interp.Step(0, 0, 0, 0b11, [(0, 1, 0), (1, 1, 1), (0, 2, 5), (1, 2, 6)], [], ran=2, new_top=True),
         interp.Step(0, 0, 1, 0b10, [(1, 3, 4)], [(S, 1, 6)], ran=2, new_top=True),
-        interp.Step(0, 0, 2, 0b11, [(0, 4, 0), (1, 4, 5)], [(G, 2, 5), (G, 2, 11)], ran=1, new_top=True),
+        interp.Step(0, 0, 2, 0b11, [(0, 4, 0), (1, 4, 5)], [(G, 2, 5), (G, 2, 11)], ran=1, new_top=True,
+                    exited=0b11),
     ]
     assert (ex.instructions, ex.passes) == (5, 3)
     assert mem[2] == 11
@@ -675,7 +676,7 @@ def test_program_is_checked_first():
 
 # --- random structured programs: SIMT execution == each thread run alone -------------
 # A program is a list of statements: ("alu", [instrs]), ("if", src, then, else),
-# ("loop", src, body), ("exit_if", src), ("bar",). Random ALU code writes only
+# ("loop", src, body), ("exit_if", src, folded: the branch exits itself), ("bar",). Random ALU code writes only
 # r1..r9; r10/r11 count loop trips (by depth), r13 holds branch conditions,
 # r14 the thread's memory offset. Each thread loads r1..r9 from its own input
 # words and stores them to its own output words, so threads never interact
@@ -697,7 +698,7 @@ def alu_instr(draw):
 def statements(depth):
     alu = hst.tuples(hst.just("alu"), hst.lists(alu_instr(), min_size=1, max_size=4))
     src = hst.sampled_from(list(DATA_REGS))
-    leaf = hst.one_of(alu, hst.tuples(hst.just("exit_if"), src), hst.just(("bar",)))
+    leaf = hst.one_of(alu, hst.tuples(hst.just("exit_if"), src, hst.booleans()), hst.just(("bar",)))
     if depth == 0:
         return hst.lists(leaf, min_size=1, max_size=3)
     inner = statements(depth - 1)
@@ -728,8 +729,11 @@ class Emitter:
         if kind == "bar":   # a barrier only where the warp is converged (not inside if/loop)
             return cont if in_branch else self.new([], bar(cont))
         if kind == "exit_if":   # if (x & 3 == 1) return;  -- a conditional exit: the survivors
+            test = [ins(Op.AND, 13, R(s[1]), 3), ins(Op.SETEQ, 13, R(13), 1)]
+            if s[2]:            # the branch exits its taken lanes itself (target -1)
+                return self.new(test, brc(13, -1, cont, -1))
             leave = self.new([], EXIT)   # reconverge at once (reconv = fallthrough), keeping their join
-            return self.new([ins(Op.AND, 13, R(s[1]), 3), ins(Op.SETEQ, 13, R(13), 1)], brc(13, leave, cont, cont))
+            return self.new(test, brc(13, leave, cont, cont))
         if kind == "if":
             then, other = self.seq(s[2], cont, depth, True), self.seq(s[3], cont, depth, True)
             return self.new([ins(Op.AND, 13, R(s[1]), 1)], brc(13, then, other, cont))

@@ -78,10 +78,12 @@ def _hat(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, f
 # terminator
 # ---------------------------------------------------------------------------
 def build_terminator(c: Circuit, at: int, bank_layer: int, *, wbits: Field, term: dict[str, Field],
-                     target: Field, fallthrough: Field, reconv: Field, rvalid: Field, cond: list[Field],
-                     old: Status, init_mask: Field) -> tuple[Status, int]:
+                     exits: Field, target: Field, fallthrough: Field, reconv: Field, rvalid: Field,
+                     cond: list[Field], old: Status, init_mask: Field) -> tuple[Status, int]:
     """The end of a machine block for the running warp (wbits): JMP, BRC (maybe divergent),
-    BAR or EXIT per `term`, as interp's `_terminate` followed by settle. Layers:
+    BAR or EXIT per `term`, as interp's `_terminate` followed by settle. A BRC with `exits` (its
+    target -1) exits its taken lanes like EXIT and leaves none taken, so the stack sends the
+    others to fallthrough without a push, as interp does. Layers:
     at: taken lanes, alive', phase', wait';  bank_layer - 1: stack writes (data, enables) and
     the depth range;  bank_layer: GDN write + read of the stack, requantize;  + 1: which
     depths are live entries;  + 2: the new top (pc, mask, sp). Returns (Status, end)."""
@@ -89,7 +91,8 @@ def build_terminator(c: Circuit, at: int, bank_layer: int, *, wbits: Field, term
         raise CircuitError(f"terminator: the stack bank layer must be >= at + 2 = {at + 2}; got {bank_layer}")
     if len(cond) != LANES or set(term) != set(TERMS):
         raise CircuitError(f"terminator: needs {LANES} cond fields and term flags {TERMS}")
-    alive, phase, wait, taken = _front(c, at, term, old, cond)
+    alive, phase, wait, taken = _front(c, at, term, exits, old, cond)
+    c.clear(exits, at + 1)
     data = _stack_writes(c, bank_layer - 1, term, old, taken, target, fallthrough, reconv, rvalid)
     c.clear(taken, bank_layer - 1)
     pcs, metas = _stack_read(c, bank_layer, wbits, data, alive)
@@ -101,16 +104,19 @@ def build_terminator(c: Circuit, at: int, bank_layer: int, *, wbits: Field, term
     return Status(pc, mask, sp, alive, phase, wait), bank_layer + 3
 
 
-def _front(c, at, term, old: Status, cond):
-    """taken lanes (BRC only), alive' = alive & ~mask on EXIT, phase' = phase + BAR, wait' = BAR."""
-    brc, ex, bar = term["BRC"][0], term["EXIT"][0], term["BAR"][0]
+def _front(c, at, term, exits, old: Status, cond):
+    """taken lanes (a BRC's, unless they exit), alive' = alive & ~mask on EXIT and & ~(the lanes
+    taken) on a BRC whose taken lanes exit, phase' = phase + BAR, wait' = BAR."""
+    brc, ex, bar, brx = term["BRC"][0], term["EXIT"][0], term["BAR"][0], exits[0]
     taken = c.field("ctl.taken", LANES, at)
-    for l in range(LANES):      # BRC and lane active and cond != 0
-        G.step(c, at, G.add_terms(G.ones(cond[l]), {old.mask[l]: 33, brc: 33}), 67, {taken[l]: 1})
+    for l in range(LANES):      # BRC and not exits and lane active and cond != 0
+        G.step(c, at, G.add_terms(G.ones(cond[l]), {old.mask[l]: 33, brc: 33, brx: -33}), 67, {taken[l]: 1})
     alive = c.field("ctl.alive", LANES, at)
-    for l in range(LANES):      # alive and not (EXIT and active)
+    for l in range(LANES):      # alive and not (EXIT and active) and not (exits and active and cond != 0)
         G.relu(c, at, {old.alive[l]: 1}, 0, {alive[l]: 1})
         G.relu(c, at, {old.alive[l]: 1, old.mask[l]: 1, ex: 1}, -2, {alive[l]: -1})
+        G.step(c, at, G.add_terms(G.ones(cond[l]), {old.alive[l]: 33, old.mask[l]: 33, brx: 33}), 100,
+               {alive[l]: -1})
     phase = c.field("ctl.phase", 2, at)
     p0, p1 = old.phase
     G.relu(c, at, {p0: 1, bar: 1}, 0, {phase[0]: 1})           # p0 xor BAR

@@ -357,7 +357,8 @@ def encode_block(block: isa.MachineBlock, live: set[int], kept: tuple[int, ...] 
     forwarded = last.pre is not None and ins[last.pre].dst.n == _reg(cond)     # the branch unit reads r0 and the pre-ALU
     word = TERM.pack(target=max(term.target, 0), fallthrough=max(term.fallthrough, 0),
                      reconv=max(term.reconv, 0), rvalid=int(term.reconv >= 0),
-                     op=list(isa.Term).index(term.kind), cond=0 if forwarded else _reg(cond), slot=last.slot)
+                     op=list(isa.Term).index(term.kind), cond=0 if forwarded else _reg(cond), slot=last.slot,
+                     exits=int(term.kind is isa.Term.BRC and term.target < 0))
     kept = kept if kept is not None else tuple(range(len(ins)))
     fixed = {(kept[i], q): s for i, x in enumerate(ins) for q, s in enumerate(x.srcs) if isinstance(s, Fixed)}
     index = {None: None, **dict(enumerate(kept))}

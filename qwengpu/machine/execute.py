@@ -51,7 +51,7 @@ def build_execute(m) -> None:
     with m.unit("branch"):
         term = {t: m.op[t] for t in TERMS}
         m.ns, ctl_end = build_terminator(
-            c, L_BRANCH, L_STACK, wbits=m.f["WB"], term=term, target=m.tw["target"],
+            c, L_BRANCH, L_STACK, wbits=m.f["WB"], term=term, exits=m.exits, target=m.tw["target"],
             fallthrough=m.tw["fallthrough"], reconv=m.tw["reconv"], rvalid=m.tw["rvalid"],
             cond=m.tcond, old=m.cs, init_mask=m.init_mask)
         for fld in m.tcond:            # read by the terminator's first layer only

@@ -70,16 +70,20 @@ def _rom_word(m, j: int, layer: int):
 
 
 def _decode_term(m):
-    """L2 MLP: the terminator's flag, 1 on the EXEC pass of the slot that runs it (TERM.slot)."""
+    """L2 MLP: the terminator's flag, 1 on the EXEC pass of the slot that runs it (TERM.slot), and
+    m.exits beside BRC's when its taken lanes exit (TERM.exits)."""
     c, L = m.c, L_STATUS
     op_bits, slot_bits = TERM["op"].width, TERM["slot"].width
+    m.exits = c.field("op.BRC.exits", 1, L)
     for i, name in enumerate(TERMS):
         m.op[name] = c.field(f"op.{name}", 1, L)
         t, k0 = match(m.tw["op"], i)
         for s in range(SLOTS):       # SLOT is the pending writeback's on VAL/ST/AT passes: EXEC gates it
             t2, k2 = match(m.tw["slot"], s)
-            flag_if(c, L, [(t, k0, op_bits), (t2, k2, slot_bits), ({m.f["SLOT"][s]: 1, m.k["EXEC"]: 1}, 0, 2)],
-                    {m.op[name][0]: 1})
+            conds = [(t, k0, op_bits), (t2, k2, slot_bits), ({m.f["SLOT"][s]: 1, m.k["EXEC"]: 1}, 0, 2)]
+            flag_if(c, L, conds, {m.op[name][0]: 1})
+            if name == "BRC":
+                flag_if(c, L, conds + [match(m.tw["exits"], 1) + (1,)], {m.exits[0]: 1})
 
 
 def _decode_src(m):

@@ -258,8 +258,7 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
         w, bar = step.warp, term.kind is isa.Term.BAR
         alive, phase, _ = status[w]
         status[w] = (alive, phase, 0)                       # its EXEC cleared wait
-        if term.kind is isa.Term.EXIT:
-            alive &= ~step.mask
+        alive &= ~step.exited
         new = (alive, (phase + bar) % PHASES, int(bar))
         nxt = following[i]
         if alive and nxt is not None:

@@ -156,6 +156,7 @@ PRE_SLOTS = isa.BLOCK_SLOTS         # the last may pair an instruction with the 
 # a block's terminator, one word per pc (the TERM bank, not a slot): its branch target,
 # fallthrough and reconvergence pcs (0 when absent), whether it has a reconvergence point, its kind
 # (index in isa.Term), its condition register, and the slot whose pass runs it
-# (encoding.term_slot: the last instruction's, or a pass of its own at slot n)
+# (encoding.term_slot: the last instruction's, or a pass of its own at slot n), and whether a BRC's
+# taken lanes exit (its target -1: isa.Term)
 TERM = Word("TERM", target=PC_BITS, fallthrough=PC_BITS, reconv=PC_BITS, rvalid=1,
-            op=bits_for(len(isa.Term) - 1), cond=REG_BITS, slot=bits_for(isa.BLOCK_SLOTS))
+            op=bits_for(len(isa.Term) - 1), cond=REG_BITS, slot=bits_for(isa.BLOCK_SLOTS), exits=1)

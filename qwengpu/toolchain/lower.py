@@ -1627,6 +1627,31 @@ def _machine_instr(ins: VInstr, reg_of) -> isa.Instr | None:
     return isa.Instr(ins.op, dst, srcs, ins.mod)
 
 
+def fold_exits(blocks: list[isa.MachineBlock]) -> tuple[list[isa.MachineBlock], list[int]]:
+    """A BRC whose target is a bare EXIT block that nothing else names (form_blocks gives each
+    branch edge into one a copy of its own) exits its taken lanes itself: target -1 (docs/isa.md),
+    no reconvergence, and the EXIT block and its pass go. Run after set_reconvergence, which
+    reads those blocks as the branch's returning side. Returns the blocks and, for each, its
+    index before."""
+    refs: dict[int, int] = {}
+    for b in blocks:
+        for t in (b.term.target, b.term.fallthrough, b.term.reconv):
+            refs[t] = refs.get(t, 0) + 1
+    bare = {i for i, b in enumerate(blocks) if not b.instrs and b.term.kind is Term.EXIT and refs.get(i) == 1}
+    gone = {b.term.target for b in blocks if b.term.kind is Term.BRC and b.term.target in bare}
+    kept = [i for i in range(len(blocks)) if i not in gone]
+    number = {old: new for new, old in enumerate(kept)} | {-1: -1}
+    out = []
+    for i in kept:
+        t = blocks[i].term
+        if t.kind is Term.BRC and t.target in gone:
+            t = isa.Terminator(Term.BRC, -1, t.cond, number[t.fallthrough])
+        else:
+            t = isa.Terminator(t.kind, number[t.target], t.cond, number[t.fallthrough], number[t.reconv])
+        out.append(isa.MachineBlock(blocks[i].instrs, t))
+    return out, kept
+
+
 def set_reconvergence(blocks: list[isa.MachineBlock]) -> None:
     """reconv of each BRC: its immediate post-dominator, except for return
     paths. Lanes parked at a join have not exited, so a join after a `return`
@@ -1879,6 +1904,8 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
     while True:
         machine, source = form_blocks(blocks, lambda v: alloc.colours.get(v, 0), stays)
         set_reconvergence(machine)
+        machine, kept = fold_exits(machine)
+        source = [source[i] for i in kept]
         prog = isa.Program(plain_name(fn.name), machine, lay.params, lay.const_init, lay.global_init,
                            lay.static_global_words, shared_words, alloc.regs_used, printf_buffer, writes)
         if not _repack(prog, source, stays):
