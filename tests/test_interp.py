@@ -781,6 +781,8 @@ def run_thread_alone(program, tid, mem):
         if t.kind is Term.EXIT:
             return
         pc = (t.target if regs[t.cond.n] else t.fallthrough) if t.kind is Term.BRC else t.target
+        if pc < 0:          # a BRC's taken side that exits
+            return
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
