@@ -538,7 +538,7 @@ def _machine_succs(prog):
     out = []
     for b in prog.blocks:
         t = b.term
-        out.append([t.target, t.fallthrough] if t.kind is isa.Term.BRC else
+        out.append([s for s in (t.target, t.fallthrough) if s >= 0] if t.kind is isa.Term.BRC else  # -1: exits
                    [] if t.kind is isa.Term.EXIT else [t.target])
     return out
 

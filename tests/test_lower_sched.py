@@ -79,6 +79,10 @@ def test_schedule_packs_by_passes():
     paired = [ins(Op.ADD, 2, 5, I(1)), ins(Op.ADD, 3, 2, I(1)), ins(Op.ADD, 2, 5, I(2)),
               ins(Op.ADD, 4, 5, I(3)), ins(Op.ADD, 6, 5, I(4)), ins(Op.ADD, 7, 5, I(5))]
     assert [len(c) for c in schedule(paired)] == [5, 1]
+    # a block end between an ALU op and the instruction it feeds would write its result back, so
+    # the ALU op starts the next block, where the two may pair
+    feeding = distinct[:4] + [ST(0, 5)]
+    assert [len(c) for c in schedule(feeding)] == [3, 2]
     # by instruction count (lower's last resort): BLOCK_SLOTS each, whatever the passes
     assert [len(c) for c in schedule(fixed, stays=None)] == [4, 2]
     # a parameter whose definition stays (lower learnt it from the program) takes its pass

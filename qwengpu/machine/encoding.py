@@ -244,7 +244,7 @@ def _reads(operands: tuple[isa.Operand, ...], reg: int) -> bool:
     return any(isinstance(s, isa.Reg) and s.n == reg for s in operands)
 
 
-def _fits_pre_alu(ins: isa.Instr) -> bool:
+def fits_pre_alu(ins: isa.Instr) -> bool:
     """An ALU op with at most one nonzero immediate (a PRE slot holds one) and no Fixed operand
     (the pre-ALU reads only the register file)."""
     return (isa.OP_SPEC[ins.op][0] is isa.Kind.ALU and not any(isinstance(s, Fixed) for s in ins.srcs)
@@ -256,7 +256,7 @@ def _pairs_with_next(block: isa.MachineBlock, i: int, live: set[int]) -> bool:
     with at most one nonzero immediate and nothing after instruction i + 1 reads its result (the
     terminator counts as after it)."""
     instrs = block.instrs
-    if i + 1 >= len(instrs) or not _fits_pre_alu(instrs[i]):
+    if i + 1 >= len(instrs) or not fits_pre_alu(instrs[i]):
         return False
     d = instrs[i].dst.n
     if any(_reads(ins.srcs, d) for ins in instrs[i + 2:]):
@@ -270,7 +270,7 @@ def _pairs_with_terminator(block: isa.MachineBlock, live: set[int]) -> bool:
     """Whether the last instruction, which writes the BRC's condition, can run in the pre-ALU of
     the terminator's pass (the condition forwarded to the branch unit)."""
     last = block.instrs[-1]
-    return _fits_pre_alu(last) and last.dst.n not in live
+    return fits_pre_alu(last) and last.dst.n not in live
 
 
 def block_passes(block: isa.MachineBlock, live: set[int]) -> tuple[Pass, ...]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from qwengpu import isa
 from qwengpu.errors import CompileError, MachineLimitError, UnsupportedError
-from qwengpu.machine.encoding import block_passes, encode, fixed_value, machine_blocks, overflowing
+from qwengpu.machine.encoding import block_passes, encode, fits_pre_alu, fixed_value, machine_blocks, overflowing
 from qwengpu.toolchain import ptx
 from qwengpu.toolchain.inline import inline_calls
 from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, branch_on_values, drop_redundant_masks,
@@ -1536,8 +1536,11 @@ def schedule(instrs: list[isa.Instr], cond: isa.Reg | None = None, stays: frozen
     pieces, piece = [], []
     for x in instrs:
         if piece and _passes(piece + [x], stays) > isa.BLOCK_SLOTS:
-            pieces.append(piece)
-            piece = []
+            # an ALU op that feeds x starts the next block with it: there they may pair, where a
+            # block end between them writes its result back
+            feeds = len(piece) > 1 and fits_pre_alu(piece[-1]) and piece[-1].dst.n in _reads(x)
+            pieces.append(piece[:-1] if feeds else piece)
+            piece = piece[-1:] if feeds else []
         piece.append(x)
     return pieces + [piece] if piece else pieces
 
