@@ -334,7 +334,8 @@ def test_fits_a_2b_layer():
     ins = {k: c.input(k, w) for k, w in (("w", 2), ("tg", 7), ("ft", 7), ("rc", 7), ("rv", 1), ("init", 4))}
     old = Status(*(c.input(k, WIDTH[k]) for k in STATUS))
     new, end = build_terminator(c, 3, 5, wbits=ins["w"], term={k: c.input(k, 1) for k in TERMS},
-                                exits=c.input("exits", 1), target=ins["tg"], fallthrough=ins["ft"], reconv=ins["rc"], rvalid=ins["rv"],
+                                exits=c.input("exits", 1), target=ins["tg"], fallthrough=ins["ft"],
+                                reconv=ins["rc"], rvalid=ins["rv"],
                                 cond=[c.input(f"c{l}", 32) for l in range(4)], old=old, init_mask=ins["init"])
     sched, send = build_scheduler(c, end, [new] * 4, c.input("nw", 4), c.input("turn", 4))
     assert (end, send) == (8, 11)

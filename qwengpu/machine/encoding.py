@@ -385,14 +385,19 @@ def _as_run(program: isa.Program) -> list[tuple[isa.MachineBlock, tuple[int, ...
 
 def overflowing(program: isa.Program) -> list[int]:
     """The blocks whose passes the ROM cannot hold (`fits_rom`)."""
-    return [i for i, (b, _, live) in enumerate(_as_run(program)) if not fits_rom(b, block_passes(b, live))]
+    return _overflowing(_as_run(program))
+
+
+def _overflowing(run) -> list[int]:
+    return [i for i, (b, _, live) in enumerate(run) if not fits_rom(b, block_passes(b, live))]
 
 
 def encode(program: isa.Program) -> list[BlockCode]:
     """Every block of the program, as the machine runs it; MachineLimitError for a block whose
     passes the ROM cannot hold (the lowering packs blocks so that none is: lower.form_blocks)."""
-    for i in overflowing(program):
-        raise MachineLimitError(f"block B{i} of kernel {program.name} takes more than {isa.BLOCK_SLOTS} "
+    run = _as_run(program)
+    if over := _overflowing(run):
+        raise MachineLimitError(f"block B{over[0]} of kernel {program.name} takes more than {isa.BLOCK_SLOTS} "
                                 f"passes (isa.BLOCK_SLOTS, the ROM's slots a block)")
     return [encode_block(b, live, kept, len(original.instrs))
-            for (b, kept, live), original in zip(_as_run(program), program.blocks)]
+            for (b, kept, live), original in zip(run, program.blocks)]

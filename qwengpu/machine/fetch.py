@@ -75,6 +75,7 @@ def _decode_term(m):
     c, L = m.c, L_STATUS
     op_bits, slot_bits = TERM["op"].width, TERM["slot"].width
     m.exits = c.field("op.BRC.exits", 1, L)
+    te, ke = match(m.tw["exits"], 1)
     for i, name in enumerate(TERMS):
         m.op[name] = c.field(f"op.{name}", 1, L)
         t, k0 = match(m.tw["op"], i)
@@ -83,7 +84,7 @@ def _decode_term(m):
             conds = [(t, k0, op_bits), (t2, k2, slot_bits), ({m.f["SLOT"][s]: 1, m.k["EXEC"]: 1}, 0, 2)]
             flag_if(c, L, conds, {m.op[name][0]: 1})
             if name == "BRC":
-                flag_if(c, L, conds + [match(m.tw["exits"], 1) + (1,)], {m.exits[0]: 1})
+                flag_if(c, L, conds + [(te, ke, 1)], {m.exits[0]: 1})
 
 
 def _decode_src(m):

@@ -1914,20 +1914,22 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
         if not _repack(prog, source, stays):
             break
     isa.check_program(prog)
-    encode(prog)        # MachineLimitError if a block still does not fit (none packed by count should)
     return prog
 
 
 def _repack(prog: isa.Program, source: list[int | None], stays: dict[int, frozenset | None]) -> bool:
     """For each block of `prog` whose passes the ROM cannot hold, tell its IR block's packing
     (`stays`, updated) which fixed values' definitions stayed in a pass, or, when it knew them
-    all, to pack by instruction count. Whether anything changed."""
-    changed, run = False, machine_blocks(prog)
-    for i in overflowing(prog):
+    all, to pack by instruction count. Whether anything changed; MachineLimitError (encode's)
+    for a block packed by count that still does not fit (none should)."""
+    over = overflowing(prog)
+    if not over:
+        return False
+    run = machine_blocks(prog)
+    for i in over:
         known = stays.get(source[i], frozenset())
         if source[i] is None or known is None:
-            continue
+            encode(prog)
         found = known | {v for k in run[i][1] if (v := fixed_value(prog.blocks[i].instrs[k])) is not None}
         stays[source[i]] = found if found != known else None
-        changed = True
-    return changed
+    return True
