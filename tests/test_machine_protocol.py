@@ -158,7 +158,7 @@ def test_straight_line_with_store():
             C("VALA", 4, 0),                            # tid << 2 (the ADD, dead, pairs with the SHL); runs pass 2
             T("ST", 0), T("ST", 1), T("ST", 2),                                # the JMP runs in the ST's pass
             exec_(0, 1, 0), *valu(1 << 24, 3),         # same stack entry and mask: no CT1 (nor CT2); MOV and EXIT
-            T("CT2", 0, 0, 0), T("HALT")]              # every lane exits: CT2 alone (a dead warp has no top of stack)
+            T("HALT")]                 # every lane of the thread block exits: no CT1 (no top of stack), nor CT2
     assert got.tokens == want
     assert not any(got.dont_care)               # no CT1, whose fields alone may be don't-care here
     assert got.memory[:4].tolist() == [0, 1, 2, 0] and not memory.any()   # the caller's memory is untouched
@@ -173,7 +173,7 @@ def test_a_pass_that_writes_nothing_back_leaves_the_next_pass_to_an_exec():
     want = [exec_(0, 0, 0), C("VALA", 1, 0),                 # tid, and the store's pass (the SHL pairs into it)
             T("ST", 0), T("ST", 1), T("ST", 2),              # no register written back: nothing to continue
             exec_(0, 0, 2), *valu(7, 1),                     # the MOV, and the EXIT in its pass
-            T("CT2", 0, 0, 0), T("HALT")]
+            T("HALT")]
     assert got.tokens == want
 
 
@@ -203,7 +203,7 @@ def test_divergent_branch_partial_exit_and_reconvergence():
             exec_(0, 2, 0), *valu(0x300, 1),
             T("CT1", 3, 0b1100, 0),                     # reconverged: the same mask, but another stack entry
             exec_(0, 3, 0), *valu(0xABCDEF, 2),
-            T("CT2", 0, 0, 0), T("HALT")]
+            T("HALT")]
     assert got == want
     # a load from byte address -4 faults: FAULT right after the load's EXEC
     faulty = expected_stream(divergent_program(load_at=-4), 1, 4, [0, 0], memory)
@@ -217,7 +217,7 @@ def test_barrier_with_two_warps():
     assert got == [exec_(0, 0, 0), T("CT2", 0b1111, 1, 1),       # the mask stays: no CT1
                    exec_(1, 0, 0), T("CT2", 0b0011, 1, 1),
                    exec_(0, 1, 0), T("CT2", 0, 1, 0),           # its EXEC cleared wait; all exit: no CT1
-                   exec_(1, 1, 0), T("CT2", 0, 1, 0), T("HALT")]
+                   exec_(1, 1, 0), T("HALT")]                   # the thread block's last lanes exit: no CT2
 
 
 def test_a_released_warp_needs_no_ct2_to_stop_waiting():
@@ -226,14 +226,14 @@ def test_a_released_warp_needs_no_ct2_to_stop_waiting():
     got = expected_stream(Program("k", blocks, []), 1, 4, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
     assert got == [exec_(0, 0, 0), T("CT2", 0b1111, 1, 1),
                    exec_(0, 1, 0), *valu(5, 1),             # its EXEC cleared wait: no CT2(0b1111, 1, 0)
-                   exec_(0, 2, 0), T("CT2", 0, 1, 0), T("HALT")]
+                   exec_(0, 2, 0), T("HALT")]
 
 
 def test_two_thread_blocks():
     """ctaid.x + 1 per thread block (ctaid.x an ADD's fixed operand: its S2R runs in no pass)."""
     blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.CTAID_X),)), Instr(Op.ADD, r(2), (r(1), Imm(1)))], EXIT)]
     got = expected_stream(Program("k", blocks, []), 2, 1, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
-    per_block = lambda c: [exec_(0, 0, 0), *valu(c + 1, 1), T("CT2", 0, 0, 0)]
+    per_block = lambda c: [exec_(0, 0, 0), *valu(c + 1, 1)]         # its end is the next CTA's or HALT's
     assert got == per_block(0) + [T("CTA", 1)] + per_block(1) + [T("HALT")]
 
 
@@ -366,7 +366,7 @@ def test_atomics_run_lane_by_lane():
     for l in range(3):
         exch += [T("AT", l), T("PART", 0, 1), T("AW", l)]
     want = [exec_(0, 0, 0), C("VALA", 1, 0), *atomics,          # the ADD runs in the ATOM's pre-ALU
-            exec_(0, 1, 0), *exch, T("CT2", 0, 0, 0), T("HALT")]
+            exec_(0, 1, 0), *exch, T("HALT")]
     assert got.tokens == want
     assert got.memory[1] == 1
 
@@ -410,7 +410,7 @@ def test_a_pair_forwards_the_pre_alu_result_and_writes_nothing_back():
     want = [exec_(0, 0, 0), C("VALA", 1, 0),
             *vals(0, 0, 1), *vals(1, 64, 1), *vals(2, 256, 1),          # no VAL of r2; not a progression
             exec_(0, 1, 0), *vals(0, 0, 1), *vals(1, 64, 1), *vals(2, 256, 1),
-            T("CT2", 0, 0, 0), T("HALT")]
+            T("HALT")]
     assert got.tokens == want
 
 

@@ -3,16 +3,17 @@
     E1  nonzero parts above k of each lane's value (none above part 0 when they are all ones:
         its VAL/VALU(0) carries the whole word); lanes after the current one that are
         active; the lowest active lane; whether the active lanes' values differ; lane 0's
-        value + s * l (VALA); the next thread block's index; whether this block was the last
-    E2  the first such lane; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1) cases;
+        value + s * l (VALA); the next thread block's index; whether this block was the last;
+        whether another warp of the thread block, and this one after its terminator, has a live lane
+    E2  the first such lane; whether no lane of the thread block lives on; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1) cases;
         for each VALA stride, the bits where an active lane is not lane 0's + s * l
     E3  one flag per case: next VAL lane, VALU(0), VALA, VALQ, ST lane, EXEC(w, pc, s + 1); at
         a block's end, right after a terminator's EXEC (no writeback tokens) or after its
         pass's last writeback token, CT1 when the top of stack's mask or depth changed (and a
         lane is alive: branch.build_status_change), else CT2 when the warp's alive lanes or phase
-        did, else the scheduler's EXEC; CTA(c + 1),
-        the copy-out's first or next COPY, HALT, FAULT (CT2 after a CT1 when both changed: no
-        flag)
+        did (but where no lane of the thread block lives on: what CT2's pass would emit), else
+        the scheduler's EXEC; CTA(c + 1), the copy-out's first or next COPY, HALT, FAULT (CT2
+        after a CT1 when both changed: no flag)
     E4  the output code: every feature dim gets 2 * next - 1, the input's features and the
         anchor are cleared, so the tied head's argmax is exactly the next token
 """
@@ -22,6 +23,7 @@ from qwengpu import isa
 from qwengpu.circuit import gadgets as G
 from qwengpu.machine.plan import L_NEXT
 from qwengpu.machine.tokens import AP_STRIDES, FEATURES, KINDS, Q_BITS, SLOTS
+from qwengpu.machine.wiring import all_hold, match
 from qwengpu.machine.words import CONFIG, COPY0, CT2, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS, WORD_BITS
 
 
@@ -79,6 +81,18 @@ def build_next_token(m) -> None:
         for fld, lo in ((wide, low_bits.stop), (wideq, Q_BITS)):
             high = {d: 1 for d in m.r[l].dims[lo:]}
             G.step(c, E1, {**high, m.cs.mask[l]: len(high)}, 1 + len(high), {fld[0]: 1})
+    # a live lane in another warp of the thread block (this pass's warp: WB); when there is none and
+    # this warp's last lanes exit, the block end emits what CT2's pass would: CTA, COPY or HALT
+    others = c.field("others", 1, E1, kind="int", vmax=isa.MAX_WARPS * (isa.MAX_WARPS - 1))
+    for w, st in enumerate(m.status):
+        for cur in (v for v in range(isa.MAX_WARPS) if v != w):
+            t, k0 = match(f["WB"], cur)
+            big = isa.LANES + 1
+            G.step(c, E1, G.add_terms(G.ones(st.alive), {d: big * v for d, v in t.items()}),
+                   big * (WARP_BITS - k0) + 1, {others[0]: 1})
+    lives = {name: c.field(f"lives.{name}", 1, E1) for name in ("now", "q")}   # the warp keeps a live lane
+    for fld, alive in ((lives["now"], m.ns.alive), (lives["q"], m.ctq["ALIVE"])):
+        G.step(c, E1, G.ones(alive), 1, {fld[0]: 1})
     last = c.field("last", 1, E1)          # this thread block is the last: cta == ncta - 1
     diff = {**{d: 1 << i for i, d in enumerate(m.cta.dims)},
             **{m.config[b]: -(1 << i) for i, b in enumerate(CONFIG.bits("last_cta"))}}
@@ -86,6 +100,12 @@ def build_next_token(m) -> None:
     G.step(c, E1, diff, 1, {last[0]: -1})
 
     # ---- E2
+    ends_cta = {name: c.field(f"ends_cta.{name}", 1, E2) for name in lives}   # no lane of the block lives on
+    for name, fld in ends_cta.items():
+        G.relu(c, E2, *all_hold({others[0]: -1, lives[name][0]: -1}, 0, 0), {fld[0]: 1})
+    c.clear(others, E2)
+    for fld in lives.values():
+        c.clear(fld, E2)
     first = c.field("first", 4, E2)
     for l in lanes:
         G.relu(c, E2, {cand[l]: 1, **{cand[i]: -1 for i in range(l)}}, 0, {first[l]: 1})
@@ -170,13 +190,22 @@ def build_next_token(m) -> None:
     # the control queue) when the top of stack's mask or depth changed, else CT2 when the other
     # half did, else the scheduler's EXEC (its warp's new pc is in build_warp_pcs's registers)
     pend = m.tpend[0]
+    any_copy = m.copy0[COPY0.bits("any").start]
+
+    def thread_block_ends(terms, n):
+        """CTA(c + 1), or after the last thread block the copy-out's first COPY or HALT, where
+        `terms` sum to n."""
+        G.relu(c, E3, {**terms, last[0]: -1}, 1 - n, {flag["cta"][0]: 1})
+        G.relu(c, E3, {**terms, last[0]: 1, any_copy: 1}, -1 - n, {flag["copy0"][0]: 1})
+        G.relu(c, E3, {**terms, last[0]: 1, any_copy: -1}, -n, {flag["halt"][0]: 1})
     sched_ok = {m.sched["found"][0]: 1, m.sched["deadlock"][0]: -1}   # FAULT replaces a deadlock's EXEC
     q1, q2 = m.changedq["CT1"][0], m.changedq["CT2"][0]
     for terms in ({**ends[0], patom: -1, copying: -1}, *({**end, copying: -1} for end in ends[1:]),
                   {k["ST"]: 1, **no_c}, {k["AW"]: 1, **no_c}):
         G.relu(c, E3, {**terms, pend: -1}, 0, {flag["nexec"][0]: 1})
         G.relu(c, E3, {**terms, pend: 1, q1: 1}, -2, {flag["ct1q"][0]: 1})
-        G.relu(c, E3, {**terms, pend: 1, q1: -1, q2: 1}, -2, {flag["ct2q"][0]: 1})
+        G.relu(c, E3, {**terms, pend: 1, q1: -1, q2: 1, ends_cta["q"][0]: -1}, -2, {flag["ct2q"][0]: 1})
+        thread_block_ends({**terms, pend: 1, q1: -1, q2: 1, ends_cta["q"][0]: 1}, 4)
         G.relu(c, E3, {**terms, pend: 1, q1: -1, q2: -1, **sched_ok}, -2, {flag["sched"][0]: 1})
     # an EXEC pass without writeback tokens: the warp's next EXEC, or the block's end now when
     # it ran the terminator (CT1, CT2 or the scheduler's EXEC, as above)
@@ -185,7 +214,8 @@ def build_next_token(m) -> None:
     n1, n2 = m.changed["CT1"][0], m.changed["CT2"][0]
     G.relu(c, E3, {k["EXEC"]: 1, **quiet, **{d: -1 for d in term_flags}}, 0, {flag["nexec"][0]: 1})
     G.relu(c, E3, {**quiet, **term_flags, n1: 1}, -1, {flag["ct1now"][0]: 1})
-    G.relu(c, E3, {**quiet, **term_flags, n1: -1, n2: 1}, -1, {flag["ct2now"][0]: 1})
+    G.relu(c, E3, {**quiet, **term_flags, n1: -1, n2: 1, ends_cta["now"][0]: -1}, -1, {flag["ct2now"][0]: 1})
+    thread_block_ends({**quiet, **term_flags, n1: -1, n2: 1, ends_cta["now"][0]: 1}, 3)
     G.relu(c, E3, {**quiet, **term_flags, n1: -1, n2: -1, **sched_ok}, -1, {flag["sched"][0]: 1})
     # the scheduler's token follows CTA, CT2, and CT1 when no CT2 follows it
     follows = q2
@@ -193,7 +223,6 @@ def build_next_token(m) -> None:
     G.relu(c, E3, {**sched_pass, **sched_ok}, -1, {flag["sched"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: -1}, -1, {flag["cta"][0]: 1})
     # after the last thread block: the copy-out's first group, or HALT when there is none
-    any_copy = m.copy0[COPY0.bits("any").start]
     G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: 1, any_copy: 1}, -3, {flag["copy0"][0]: 1})
     G.relu(c, E3, {**sched_pass, m.sched["done"][0]: 1, last[0]: 1, any_copy: -1}, -2, {flag["halt"][0]: 1})
     G.relu(c, E3, {k[n]: 1 for n in ("LATCH", "PART", "PUT", "HALT", "FAULT")}, 0, {flag["halt"][0]: 1})

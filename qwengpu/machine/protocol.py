@@ -233,7 +233,7 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
     stack's depth may differ from interp's), and so is CT1 of a warp that, before a deadlock's
     FAULT, never runs again. CT2 comes only when the warp's alive lanes or barrier phase
     change (EXIT, BAR: the wait bit it sets at a BAR is cleared by the warp's next EXEC),
-    after CT1 if there is one. After a BAR, the mask is the lanes that arrived,
+    after CT1 if there is one, and not when the thread block's last live lanes exit. After a BAR, the mask is the lanes that arrived,
     also when the warp never runs again (it is its next pass's mask when every live lane
     arrived): a divergent barrier (some live lanes of the warp did not arrive, interp's
     DeadlockError) ends the stream with that BAR's [CT1 (pc don't-care)] CT2 and FAULT. A memory fault ends the stream with FAULT right after the
@@ -270,13 +270,19 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
         elif alive:
             assert fault, "a live warp without a next pass: interp should have raised"
             stream.add(tok("CT1", 0, 0, 0), frozenset({"pc", "mask", "sp"}))
-        if new != status[w]:
+        status[w], old = new, status[w]
+        if new != old and not _thread_block_ends(status):
             stream.add(tok("CT2", *new))
-        status[w] = new
     if not fault:
         stream.extend(copyout.expected_tokens(copy_out, final))
     stream.add(tok("FAULT" if fault else "HALT"))
     return stream
+
+
+def _thread_block_ends(status: list[tuple[int, int, int]]) -> bool:
+    """Whether no warp of the thread block is alive: then the next token is the next CTA, the
+    copy-out's first COPY or HALT, with no CT2 before it (every status is reset or never read again)."""
+    return not any(alive for alive, _, _ in status)
 
 
 def pass_counts(program: isa.Program, stream: Iterable[Token]) -> tuple[int, int]:
