@@ -284,7 +284,8 @@ def _new_top(c, at, valid, pcs, metas, alive, init_mask, bar, arrived) -> tuple[
 # ---------------------------------------------------------------------------
 def build_status_change(c: Circuit, at: int, new: Status, old: Status) -> dict[str, Field]:
     """Whether a terminator changes each half of the warp's status: CT1's top of stack (its
-    mask or depth; a new pc alone rides the warp's next EXEC), unless no lane of the warp is
+    mask, as read ANDed with the new alive, or depth; a new pc alone rides the warp's next EXEC,
+    and lanes that exit without a new top leave with CT2), unless no lane of the warp is
     left alive (a dead warp's top of stack is never read again), and CT2's (alive, phase, wait).
     Only a changed half is written by its token. Layer at: the bits that differ, whether any
     lane is alive; at + 1: whether a half changes (the returned flags, by token name)."""
@@ -295,9 +296,13 @@ def build_status_change(c: Circuit, at: int, new: Status, old: Status) -> dict[s
         most = sum(getattr(new, n).width for n in names)
         diff = c.field(f"{word.lower()}.diff", 1, at, kind="int", vmax=most)
         for name in names:
+            # the mask is read ANDed with alive: a mask bit differs when new != old & new alive
+            # (new mask lanes are alive), so lanes that exit change CT2's half alone
+            alive = dict(zip(new.mask.dims, new.alive.dims)) if name == "mask" else {}
             for n, o in zip(getattr(new, name).dims, getattr(old, name).dims):
+                also = {alive[n]: 1} if alive else {}
                 G.relu(c, at, {n: 1, o: -1}, 0, {diff[0]: 1})
-                G.relu(c, at, {o: 1, n: -1}, 0, {diff[0]: 1})
+                G.relu(c, at, {o: 1, n: -1, **also}, -len(also), {diff[0]: 1})
         changed[word] = c.field(f"{word.lower()}_changed", 1, at + 1)
         if word == "CT1":       # diff >= 1 and live: diff + (most + 1) live >= most + 2
             G.step(c, at + 1, {diff[0]: 1, live[0]: most + 1}, most + 2, {changed[word][0]: 1})

@@ -8,7 +8,8 @@ The FAULT token carries no payload; the tokens before it say the rest:
   `CTA` token. Which lane and which address: every register value the model
   computed reached the token stream as `VAL` tokens (a register is written only through them),
   and the warp's active lanes are the mask of its last `CT1` (its launch mask before any: a
-  CT1 comes whenever a live warp's mask changes). Replaying those tokens gives each active lane's address operands, hence the
+  CT1 comes whenever a live warp's mask changes, but for lanes that exit) ANDed with its last
+  `CT2`'s alive lanes. Replaying those tokens gives each active lane's address operands, hence the
   first lane, in lane order, whose address is misaligned, past the end of its space, or a
   write to CONST: the lane the interpreter names for the same launch. The operands are the
   model's values; the one instruction the host evaluates is the pass's pre-ALU instruction when
@@ -169,18 +170,21 @@ def _fixed_value(fixed: Fixed, program, grid, block, params, cta: int, thread: i
 
 def _masks(stream: list[Token], block) -> list[int]:
     """Each warp's active lanes after `stream`: its last CT1's mask in the thread block, else its
-    launch mask (a CT1 comes whenever the mask changes)."""
+    launch mask, ANDed with its last CT2's alive lanes (a CT1 comes whenever the mask changes but
+    for lanes that exit)."""
     nthreads = block[0] * block[1] * block[2] if isinstance(block, tuple) else int(block)
     initial = [sum(1 << l for l in range(isa.LANES) if w * isa.LANES + l < nthreads) for w in range(isa.MAX_WARPS)]
-    mask, w = list(initial), None
+    mask, alive, w = list(initial), list(initial), None
     for t in stream:
         if t.kind == "CTA":
-            mask = list(initial)
+            mask, alive = list(initial), list(initial)
         elif t.kind == "EXEC":
             w = t.args[0]
         elif t.kind == "CT1" and w is not None:
             mask[w] = t.args[1]
-    return mask
+        elif t.kind == "CT2" and w is not None:
+            alive[w] = t.args[0]
+    return [m & a for m, a in zip(mask, alive)]
 
 
 def _deadlock_cause(stream: list[Token], block) -> str:

@@ -262,7 +262,7 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
         new = (alive, (phase + bar) % PHASES, int(bar))
         nxt = following[i]
         if alive and nxt is not None:
-            if step.new_top or nxt.mask != step.mask:
+            if step.new_top or nxt.mask != step.mask & alive:      # the mask is read ANDed with alive
                 stream.add(tok("CT1", nxt.pc, nxt.mask, 0), frozenset({"sp"}))
         elif alive and bar:                                 # never runs again: a deadlock follows
             if step.new_top:

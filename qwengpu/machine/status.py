@@ -1,6 +1,7 @@
 """Warp status and pending writeback (L2; the CTA pass's initial masks at L1): each warp's status
 in three registers (CT1's half, CT2's, and its wait bit, which CT2 sets at a barrier and the
-warp's next EXEC clears), the running warp's status, the pending instruction that
+warp's next EXEC clears), the running warp's status (its mask ANDed with alive: lanes that
+exit leave the mask with CT2 alone), the pending instruction that
 VAL/ST/AT passes write back, and the lanes a VALU pass writes."""
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from qwengpu.machine.words import CONFIG, STATUS, WARP_BITS
 class Status:
     """One warp's status fields (bits): CT1's half (pc, mask, sp), then CT2's."""
     pc: Field      # 7   top-of-stack pc
-    mask: Field    # 4   top-of-stack mask (already ANDed with alive)
+    mask: Field    # 4   top-of-stack mask as its last CT1 wrote it: read ANDed with alive
     sp: Field      # 3   depth of the top entry
     alive: Field   # 4   lanes that have not exited
     phase: Field   # 2   barriers passed, mod 4
@@ -57,11 +58,13 @@ def build_status(m) -> None:
             B.read_into(c, bank, m.zero, [d for fld in fields for d in fld.dims])
         m.status.append(st)
     c.clear(runs, L)
-    # MLP: the running warp's status (EXEC passes)
+    # MLP: the running warp's status (EXEC passes), its mask ANDed with alive
     cs = c.field("cur_status", width, L)
     for w, st in enumerate(m.status):
+        alive = dict(zip(st.mask.dims, st.alive.dims))
         for i, d in enumerate(sum((list(getattr(st, n).dims) for n in STATUS.fields), [])):
-            G.relu(c, L, {d: 1, f["W"][w]: 1}, -1, {cs[i]: 1})
+            also = {alive[d]: 1} if d in alive else {}
+            G.relu(c, L, {d: 1, f["W"][w]: 1, **also}, -1 - len(also), {cs[i]: 1})
     m.cs = Status.of(cs)
     # pending writeback: what VAL and ST passes need of the EXEC pass before them; its destination
     # register in a row by slot parity, so that a continuing token (inputs.py) reads its pass's
@@ -86,6 +89,7 @@ def build_status(m) -> None:
         t, k0 = match(f["WB"], w)
         for l in range(isa.LANES):
             whole = {k["VALU"]: 1, k["VALA"]: 1, k["VALQ"]: 1, m.cont_whole[0]: 1}
-            flag_if(c, L, [(t, k0, WARP_BITS), (whole, 0, 1), ({st.mask[l]: 1}, 0, 1)], {m.valu_lane[l]: 1})
+            flag_if(c, L, [(t, k0, WARP_BITS), (whole, 0, 1), ({st.mask[l]: 1, st.alive[l]: 1}, 0, 2)],
+                    {m.valu_lane[l]: 1})
     c.clear(m.wb_row, L)
     c.clear(m.cont_whole, L)
