@@ -1,5 +1,5 @@
 """Block scheduling and CFG transformations that save passes (lower.schedule, cfg.fold_friendly,
-cfg.if_convert): hand-built instruction lists where a move must or must not happen, a
+cfg.hoist_loads, cfg.if_convert): hand-built instruction lists where a move must or must not happen, a
 property test that a move never changes what a block computes, and CUDA kernels through the
 real pipeline against NumPy."""
 from __future__ import annotations
@@ -143,6 +143,46 @@ def test_move_keeps_what_the_block_computes(instrs, init, cond):
     if out[-1].dst == R(cond):
         assert not movable_to_end(out, lambda i: [s.n for s in i.srcs if isinstance(s, R) and s.n],
                                   lambda i: i.dst.n or None)
+
+
+def _virtual(instrs):
+    """Machine instructions as IR (register n as virtual register n; ST's r0 result as None)."""
+    return [VInstr(i.op, i.dst.n or None, [s.n if isinstance(s, R) else s for s in i.srcs], i.mod) for i in instrs]
+
+
+def _machine(vinstrs):
+    return [ins(v.op, v.dst or 0, *v.srcs, mod=v.mod) for v in vinstrs]
+
+
+def test_loads_go_up_to_what_their_address_needs():
+    """A reduction, sum = (p0 + p1) + p2, then a store: the loads go first, so each ADD sits
+    right before its one reader (where it pairs); the load of p2 stays right after the ADD
+    that makes its address (they pair too), and the store after the sum."""
+    body = [ins(Op.ADD, 5, 1, I(8)), LD(2, I(0)), LD(3, I(4)), ins(Op.ADD, 4, 2, 3), LD(6, 5),
+            ins(Op.ADD, 7, 4, 6), ST(I(0), 7)]
+    block = VBlock(_virtual(body), VTerm(Term.EXIT))
+    cfg.hoist_loads([block])
+    assert _machine(block.instrs) == [body[i] for i in (1, 2, 0, 4, 3, 5, 6)]
+    body = [LD(2, I(0)), ins(Op.ADD, 5, 2, I(8)), ins(Op.ADD, 4, 2, I(1)), LD(6, 5)]     # address from a load
+    block = VBlock(_virtual(body), VTerm(Term.EXIT))
+    cfg.hoist_loads([block])
+    assert _machine(block.instrs) == [body[i] for i in (0, 1, 3, 2)]
+
+
+def test_a_load_does_not_pass_a_store_or_a_writer_of_its_register():
+    body = [LD(2, I(0)), ST(I(4), 2), ins(Op.ADD, 3, 3, I(1)), LD(1, I(4)), ins(Op.MOV, 4, I(1)), LD(4, I(0))]
+    block = VBlock(_virtual(body), VTerm(Term.EXIT))
+    cfg.hoist_loads([block])
+    assert _machine(block.instrs) == [body[0], body[1], body[3], body[2], body[4], body[5]]
+
+
+@settings(max_examples=400, deadline=None)
+@given(blocks(), st.lists(st.integers(0, 2**32 - 1), min_size=5, max_size=5))
+def test_hoisting_loads_keeps_what_the_block_computes(instrs, init):
+    regs = {k + 1: v for k, v in enumerate(init)}
+    block = VBlock(_virtual(instrs), VTerm(Term.EXIT))
+    cfg.hoist_loads([block])
+    assert run_block(_machine(block.instrs), regs) == run_block(instrs, regs)
 
 
 # ---------------------------------------------------------------------------

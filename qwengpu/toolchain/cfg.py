@@ -491,6 +491,23 @@ def movable_to_end(instrs: list, reads, writes) -> list[int]:
             if not any(ordered(instrs[k], y, reads, writes) for y in instrs[k + 1:])]
 
 
+def hoist_loads(blocks: list[VBlock]) -> None:
+    """Move each load up above the pure instructions it does not depend on (nor they on it):
+    the ALU work then sits next to the instructions that use its results, where an op pairs
+    with its one reader (encoding.block_passes) instead of writing its result back, and a
+    chain of loads and the sums of their values (a reduction) take one pass a load and one a
+    pair. Memory and warp ops keep their order. Runs before register allocation, where the
+    only dependences are the program's own."""
+    for b in blocks:
+        for i in range(len(b.instrs)):
+            if b.instrs[i].op is not Op.LD:
+                continue
+            j = i
+            while j and not ordered(b.instrs[j - 1], b.instrs[i], uses, lambda x: x.dst):
+                j -= 1
+            b.instrs.insert(j, b.instrs.pop(i))
+
+
 def fold_friendly(blocks: list[VBlock]) -> None:
     """In a block ending in `BRC c` whose last instruction writes c, move an instruction that
     may go last (movable_to_end) to the end, so that the terminator can run in the last

@@ -28,7 +28,7 @@ from qwengpu.machine.encoding import block_passes, encode, fits_pre_alu, fixed_v
 from qwengpu.toolchain import ptx
 from qwengpu.toolchain.inline import inline_calls
 from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, branch_on_values, drop_redundant_masks,
-                                   eliminate_dead_code, fold_address_adds, fold_friendly, if_convert,
+                                   eliminate_dead_code, fold_address_adds, fold_friendly, hoist_loads, if_convert,
                                    immediate_post_dominators, movable_to_end, ordered, propagate_constants,
                                    propagate_copies, pure, simplify, simplify_cfg)
 from qwengpu.toolchain.ptx import plain_name
@@ -1896,6 +1896,7 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
     tr.nvreg = if_convert(blocks, tr.nvreg)
     blocks = simplify_cfg(blocks)
     branch_on_values(blocks)
+    hoist_loads(blocks)
     fold_friendly(blocks)
     alloc = allocate_registers(blocks, plain_name(fn.name), tr.nvreg, lay.shared_words)
     shared_words = isa.SHARED_WORDS if alloc.spill_slots else lay.shared_words
