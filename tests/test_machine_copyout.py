@@ -51,8 +51,8 @@ def test_a_progression_from_lane_0_is_one_vala():
     mem[9:12] = [9, 10, 11]                          # lanes 1-3 only: not from lane 0
     assert copyout.expected_tokens([4, 5, 6, 7], mem) == [t("COPY", 1), t("VALA", 4, 100)]
     assert copyout.expected_tokens([4, 6], mem) == [t("COPY", 1), t("VALA", 4, 100)]    # lanes 0 and 2: 108 = 100 + 4 * 2
-    assert copyout.expected_tokens([9, 10, 11], mem) == [
-        t("COPY", 2), t("VAL", 1, 0, 9), t("VAL", 2, 0, 10), t("VAL", 3, 0, 11)]
+    assert copyout.expected_tokens([9, 10, 11], mem) == [                      # lanes 2, 3: one VALP
+        t("COPY", 2), t("VAL", 1, 0, 9), t("VALP", 1, 10 | 11 << 6)]
     stream = [t("COPY", 1), t("VALA", 4, 100), t("HALT")]
     assert copyout.decode(stream, [4, 5, 6, 7]) == {4: 100, 5: 104, 6: 108, 7: 112}
     with pytest.raises(ExecutionError, match="do not start at lane 0"):
@@ -68,6 +68,19 @@ def test_small_words_are_one_valq():
     assert copyout.decode(stream, [13, 14, 15]) == {13: 0, 14: 7, 15: 3}
     with pytest.raises(ExecutionError, match="gives lanes outside"):
         copyout.decode([t("COPY", 3), t("VALQ", 1 | 7 << 6), t("HALT")], [13, 14, 15])
+
+
+def test_two_small_words_of_lanes_2p_and_2p_plus_1_are_one_valp():
+    mem = np.zeros(1024, dtype=np.uint32)
+    mem[12:16] = [9, 63, 64, 40]                     # not below 8, not a progression; 64 is not below 64
+    assert copyout.expected_tokens([12, 13, 14, 15], mem) == [
+        t("COPY", 3), t("VALP", 0, 9 | 63 << 6), t("VAL", 2, 0, 64), t("VAL", 3, 0, 40)]
+    stream = [t("COPY", 3), t("VAL", 0, 0, 9), t("VAL", 1, 0, 63), t("VALP", 1, 30 | 40 << 6), t("HALT")]
+    assert copyout.decode(stream, [12, 13, 14, 15]) == {12: 9, 13: 63, 14: 30, 15: 40}
+    for bad in ([t("COPY", 3), t("VALP", 1, 1), t("VAL", 0, 0, 9), t("VAL", 1, 0, 9)],   # out of lane order
+                [t("COPY", 3), t("VALP", 0, 1), t("VALP", 1, 1)]):                     # lane 0 is not copied
+        with pytest.raises(ExecutionError, match="lane by lane"):
+            copyout.decode(bad + [t("HALT")], [13, 14, 15] if len(bad) == 3 else [12, 13, 14, 15])
 
 
 def test_a_word_whose_high_bits_are_all_ones_is_one_token():

@@ -257,14 +257,17 @@ def test_deadlock_ends_in_fault():
     ([0, 1, 3], [4092, 4093, 4095], [T("VALA", 1, 4092)]),            # the largest that fits part 0
     ([0, 1, 2, 3], [4090, 4094, 2, 6], [T("VALA", 4, 4090)]),         # wraps in part 0's 12 bits, as the circuit adds
     ([0, 1], [4095, 4096], [T("VAL", 0, 0, 0xFFF), T("VAL", 1, 0, 0), T("VAL", 1, 1, 1)]),     # 4096: part 1
-    ([1, 2, 3], [9, 10, 11], [T("VAL", 1, 0, 9), T("VAL", 2, 0, 10), T("VAL", 3, 0, 11)]),     # not from lane 0
-    ([0, 1, 2], [10, 13, 16], [T("VAL", 0, 0, 10), T("VAL", 1, 0, 13), T("VAL", 2, 0, 16)]),   # stride 3
-    ([0, 1], [9, 8], [T("VAL", 0, 0, 9), T("VAL", 1, 0, 8)]),                                   # downwards
-    ([0, 1, 2], [10, 11, 13], [T("VAL", 0, 0, 10), T("VAL", 1, 0, 11), T("VAL", 2, 0, 13)]),   # not a progression
+    ([1, 2, 3], [9, 10, 11], [T("VAL", 1, 0, 9), T("VALP", 1, 10 + 11 * 64)]),   # not from lane 0; lanes 2, 3 a pair
+    ([0, 1, 2], [10, 13, 16], [T("VALP", 0, 10 + 13 * 64), T("VAL", 2, 0, 16)]),   # stride 3
+    ([0, 1], [9, 8], [T("VALP", 0, 9 + 8 * 64)]),                                  # downwards
+    ([0, 1, 2], [10, 11, 13], [T("VALP", 0, 10 + 11 * 64), T("VAL", 2, 0, 13)]),   # not a progression
+    ([0, 1, 2, 3], [63, 64, 1, 62], [T("VAL", 0, 0, 63), T("VAL", 1, 0, 64), T("VALP", 1, 1 + 62 * 64)]),  # 64: not small
+    ([0, 2], [5, 40], [T("VAL", 0, 0, 5), T("VAL", 2, 0, 40)]),                   # lanes 0, 2: not a pair
+    ([1, 2], [3, 9], [T("VAL", 1, 0, 3), T("VAL", 2, 0, 9)]),                     # lanes 1, 2: not a pair
     ([0, 1, 2, 3], [1, 0, 3, 7], [T("VALQ", 1 | 0 << 3 | 3 << 6 | 7 << 9)]),   # each below 8: 3 bits a lane
     ([1, 3], [5, 2], [T("VALQ", 5 << 3 | 2 << 9)]),                           # lanes not given: 0
     ([0, 1, 2, 3], [0, 1, 2, 3], [T("VALA", 1, 0)]),                          # small, and a progression: VALA
-    ([0, 1], [6, 9], [T("VAL", 0, 0, 6), T("VAL", 1, 0, 9)]),                 # 9 is not below 8
+    ([0, 1], [6, 9], [T("VALP", 0, 6 + 9 * 64)]),                             # 9 is not below 8, both below 64
     ([0, 1, 2, 3], [0xFFFFFFFF] * 4, [T("VALU", 0, 0xFFFFFFFF)]),      # -1: bits above part 0 all ones, one token
     ([0, 1], [0xFFFFF000, 0xFFFFF001], [T("VAL", 0, 0, 0xFFFFF000), T("VAL", 1, 0, 0xFFFFF001)]),   # no VALA
     ([0], [0xFFFFEFFF], [T("VALU", 0, 0xFFF), T("VALU", 1, 0xFFE), T("VALU", 2, 0xFF)]),   # -4097: three parts
@@ -289,6 +292,16 @@ def test_valq_features_and_spelling():
     f = features(T("VALQ", 0b111_000_101_001))
     assert f["SD"] == [1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 1, 1] + [0] * 20 and f["SE"] == [1, 1, 1]
     assert unpack_small(0b111_000_101_001) == [1, 5, 0, 7] and str(T("VALQ", 0b111_000_101_001)) == "VALQ 1,5,0,7"
+
+
+def test_valp_features_and_spelling():
+    """VALP(p, d) names lanes 2p and 2p + 1 (LANE two-hot) and carries both values in SD's low 12
+    bits, the even lane's in bits 0-5; it writes no stage head (its lanes' words come from SD)."""
+    from qwengpu.machine.tokens import features, unpack_pair
+    f = features(T("VALP", 1, 5 | 33 << 6))
+    assert f["LANE"] == [0, 0, 1, 1] and "SE" not in f
+    assert f["SD"] == [1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 1] + [0] * 20
+    assert unpack_pair(5 | 33 << 6) == (5, 33) and str(T("VALP", 1, 5 | 33 << 6)) == "VALP l23 5,33"
 
 
 def test_a_whole_word_token_stages_every_part():

@@ -8,8 +8,8 @@ gives. The state readback stays as a cross-check (runtime.py).
 Words go in aligned groups of LANES (group g: words LANES * g ..), each like a load by every
 lane: `COPY(g)` reads the group's words into the result queue, then the writeback tokens
 carry the copied lanes' words (one `VALU` per part when they are equal, one `VALA` when they
-step by a stride from lane 0, one `VALQ` when all are small, else `VAL`s lane by lane:
-tokens.writeback_tokens), then the
+step by a stride from lane 0, one `VALQ` when all are small, else lane by lane: one `VALP`
+for two small values of lanes 2p and 2p + 1, else `VAL`s: tokens.writeback_tokens), then the
 next `COPY` or `HALT`. The prompt holds the group list as a linked list
 (words.COPY0: the first group; words.COPYROW: a table row per group): a row left 0 means
 "every lane, then group g + 1", so a run of whole groups costs no prompt tokens.
@@ -22,7 +22,7 @@ import numpy as np
 
 from qwengpu import isa
 from qwengpu.errors import ExecutionError, LaunchError
-from qwengpu.machine.tokens import Token, lane_word, tok, unpack_small, writeback_tokens
+from qwengpu.machine.tokens import Token, lane_word, tok, unpack_pair, unpack_small, writeback_tokens
 from qwengpu.machine.words import COPY0, COPYROW, PARTS
 
 FULL = (1 << isa.LANES) - 1
@@ -98,8 +98,16 @@ def decode(stream: Sequence[Token], words: Iterable[int]) -> dict[int, int]:
             pos += 1
             continue
         shared = pos < len(tail) and tail[pos].kind == "VALU"
-        while pos < len(tail) and tail[pos].kind in ("VAL", "VALU"):
+        while pos < len(tail) and tail[pos].kind in ("VAL", "VALU", "VALP"):
             t = tail[pos]
+            if t.kind == "VALP":             # two lanes' whole words
+                pair = [2 * t.args[0], 2 * t.args[0] + 1]
+                if shared or not set(pair) <= set(value) or any(count[l] for l in lanes if l >= pair[0]):
+                    raise bad(f"{t} after COPY g{g} (lanes {lanes}: parts in order, lane by lane)")
+                for l, v in zip(pair, unpack_pair(t.args[1])):
+                    value[l], count[l] = v, 1
+                pos += 1
+                continue
             *lane, k, d = t.args
             targets = lanes if shared else lane
             if (shared != (t.kind == "VALU") or any(l not in value or count[l] != k for l in targets)

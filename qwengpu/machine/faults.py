@@ -32,7 +32,7 @@ from qwengpu.machine import protocol
 from qwengpu.errors import DeadlockError, ExecutionError, MemoryFault
 from qwengpu.launch import check_grid_block
 from qwengpu.machine.encoding import Fixed, encode
-from qwengpu.machine.tokens import Token, lane_word, unpack_small, with_exec
+from qwengpu.machine.tokens import Token, lane_word, unpack_pair, unpack_small, with_exec
 from qwengpu.machine.words import PARTS
 
 _WORDS = {isa.Space.GLOBAL: isa.GLOBAL_WORDS, isa.Space.SHARED: isa.SHARED_WORDS, isa.Space.CONST: isa.CONST_WORDS}
@@ -93,12 +93,12 @@ def _memory_cause(stream: list[Token], program, launch) -> str:
                 f"known: by the register values in the model's VAL tokens no active lane's address is bad")
     lane, address, problem = found
     return (f": {what} at {space.value} byte address {address:#x} {problem} (thread block {cta}, warp {w}, "
-            f"lane {lane}, pc B{pc}); {here}; lane and address from the model's VAL, VALU, VALA, VALQ and CT1 tokens")
+            f"lane {lane}, pc B{pc}); {here}; lane and address from the model's VAL, VALU, VALA, VALQ, VALP and CT1 tokens")
 
 
 def _bad_lane(stream, program, passes, launch, ins, space):
     """(lane, byte address, problem) of the first active lane whose access is bad, by the
-    register values and masks in the stream's VAL, VALU, VALA, VALQ and CT1 tokens (and the
+    register values and masks in the stream's VAL, VALU, VALA, VALQ, VALP and CT1 tokens (and the
     launch's values of fixed operands); None if none is."""
     grid, params = launch[0], launch[2]
     block = check_grid_block(1, launch[1])[1]
@@ -116,6 +116,9 @@ def _bad_lane(stream, program, passes, launch, ins, space):
             for l in range(isa.LANES):
                 if mask[w] >> l & 1:
                     regs[w][l][dst] = words[l]
+        elif t.kind == "VALP" and w is not None and dst:
+            for l, value in zip((2 * t.args[0], 2 * t.args[0] + 1), unpack_pair(t.args[1])):
+                regs[w][l][dst] = value
         elif t.kind in ("VAL", "VALU") and w is not None and dst:
             k, d = t.args[-2:]
             lanes = [t.args[0]] if t.kind == "VAL" else [l for l in range(isa.LANES) if mask[w] >> l & 1]

@@ -1,6 +1,6 @@
 """Registers written by tokens (L0): the staged word (a PUT's or VAL's parts), the latch, the
 current warp, the thread block, and the per-lane enables the store queue and register file
-read; each lane's word of a VALA or VALQ; which warp ended a block (on its CT1 and CT2 passes) or may
+read; each lane's word of a VALA, VALQ or VALP; which warp ended a block (on its CT1 and CT2 passes) or may
 end it now; and a continuing token made the EXEC of its block's next pass."""
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as B
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.plan import L_IN
-from qwengpu.machine.tokens import AP_STRIDES, CONTINUABLE, Q_BITS, SLOTS
+from qwengpu.machine.tokens import AP_STRIDES, CONTINUABLE, P_BITS, Q_BITS, SLOTS
 from qwengpu.machine.wiring import flag_if, match, view
 from qwengpu.machine.words import PARTS, PC_BITS, WARP_BITS
 
 # the passes after an EXEC that may end its warp's block
-ENDS = ("CT1", "CT2", "VAL", "VALU", "VALA", "VALQ", "ST", "AW")
+ENDS = ("CT1", "CT2", "VAL", "VALU", "VALA", "VALQ", "VALP", "ST", "AW")
 
 
 def build_inputs(m) -> None:
@@ -43,7 +43,7 @@ def build_inputs(m) -> None:
     m.ct1h, m.cur1h = c.field("ct1h", 4, L_IN), c.field("cur1h", 4, L_IN)
     m.ender = c.field("ender", 4, L_IN)
     for l in range(4):
-        G.relu(c, L_IN, {f["LANE"][l]: 1, k["VAL"]: 1}, -1, {m.val_lane[l]: 1})
+        G.relu(c, L_IN, {f["LANE"][l]: 1, k["VAL"]: 1, k["VALP"]: 1}, -1, {m.val_lane[l]: 1})
         G.relu(c, L_IN, {f["LANE"][l]: 1, k["ST"]: 1, k["AT"]: 1, k["AW"]: 1}, -1, {m.q_addr[l]: 1})
         G.relu(c, L_IN, {f["LANE"][l]: 1, k["ST"]: 1, k["AT"]: 1}, -1, {m.q_data[l]: 1})
         G.relu(c, L_IN, {f["LANE"][l]: 1, k["AT"]: 1}, -1, {m.q_b[l]: 1})
@@ -55,9 +55,9 @@ def build_inputs(m) -> None:
 
 
 def _progression(m) -> None:
-    """m.ap_data: each lane's word of a VALA(s, d) pass, (d + s * lane) mod 2 ** 12, or of a VALQ(d)
-    pass, its Q_BITS bits of d (0 on other passes), which the register file writes on the pass's
-    active lanes."""
+    """m.ap_data: each lane's word of a VALA(s, d) pass, (d + s * lane) mod 2 ** 12, of a VALQ(d)
+    pass, its Q_BITS bits of d, or of a VALP(p, d) pass, its P_BITS bits of d (0 on other passes),
+    which the register file writes on the pass's active lanes (VALP: on its two lanes)."""
     c, f = m.c, m.f
     width = len(PARTS[0])
     sd = [f["SD"][i] for i in PARTS[0]]
@@ -70,6 +70,8 @@ def _progression(m) -> None:
     for l in range(isa.LANES):
         for i in range(Q_BITS):
             G.relu(c, L_IN, {sd[Q_BITS * l + i]: 1, m.k["VALQ"]: 1}, -1, {m.ap_data[l][i]: 1})
+        for i in range(P_BITS):
+            G.relu(c, L_IN, {sd[P_BITS * (l % 2) + i]: 1, m.k["VALP"]: 1}, -1, {m.ap_data[l][i]: 1})
 
 
 def _continuation(m) -> None:

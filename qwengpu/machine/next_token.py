@@ -22,7 +22,7 @@ from __future__ import annotations
 from qwengpu import isa
 from qwengpu.circuit import gadgets as G
 from qwengpu.machine.plan import L_NEXT
-from qwengpu.machine.tokens import AP_STRIDES, FEATURES, KINDS, Q_BITS, SLOTS
+from qwengpu.machine.tokens import AP_STRIDES, FEATURES, KINDS, P_BITS, Q_BITS, SLOTS
 from qwengpu.machine.wiring import all_hold, match
 from qwengpu.machine.words import CONFIG, COPY0, CT2, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS, WORD_BITS
 
@@ -47,10 +47,13 @@ def build_next_token(m) -> None:
     for l in lanes:
         high = {d: 1 for d in m.r[l].dims[PARTS[0].stop:]}
         G.step(c, E1, high, len(high), {ones[l][0]: 1, nz[l, 0][0]: -1})
-    cand = c.field("cand", 4, E1)          # active lanes after the current one (all of them on EXEC, COPY)
+    cand = c.field("cand", 4, E1)          # active lanes after the current one(s) (all of them on EXEC, COPY)
     for l in lanes:
-        after = {f["LANE"][i]: 1 for i in range(l)}
-        G.relu(c, E1, {**after, k["EXEC"]: 1, k["COPY"]: 1, m.cs.mask[l]: 1}, -1, {cand[l]: 1})
+        after = {f["LANE"][i]: 1 for i in range(l)}      # a VALP names two lanes, l among them maybe
+        G.step(c, E1, {**after, k["EXEC"]: 1, k["COPY"]: 1, m.cs.mask[l]: 3, f["LANE"][l]: -3}, 4, {cand[l]: 1})
+    six = c.field("six", isa.LANES, E1)    # each lane's value is below 2 ** P_BITS (VALP)
+    for l in lanes:
+        G.relu(c, E1, *all_hold({d: -1 for d in m.r[l].dims[P_BITS:]}, 0, 0), {six[l]: 1})
     next_cta = c.field("next_cta", CTA_BITS, E1)
     G.basis(c, E1, {d: 1 << i for i, d in enumerate(m.cta.dims)}, 0,
             [(lambda v, i=i: (v + 1) >> i & 1, {next_cta[i]: 1}) for i in range(CTA_BITS)], values=list(range(1 << CTA_BITS)))
@@ -141,6 +144,17 @@ def build_next_token(m) -> None:
     # for continuing tokens: another active lane after the first, the lowest lane's value goes on after part 0
     two = c.field("cand.two", 1, E2)
     G.step(c, E2, {cand[l]: 1 for l in lanes}, 2, {two[0]: 1})
+    three = c.field("cand.three", 1, E2)   # ... and one after a pair
+    G.step(c, E2, {cand[l]: 1 for l in lanes}, 3, {three[0]: 1})
+    # lane by lane, the first lane and the next one write one VALP: the first is even (lanes 2p
+    # and 2p + 1), the next is active too, and both values are small
+    pairable = c.field("pairable", 1, E2)
+    first_of = {p: c.field(f"pair{p}", 1, E2) for p in range(isa.LANES // 2)}
+    for p, fld in first_of.items():
+        lo, hi = 2 * p, 2 * p + 1
+        terms = {cand[lo]: 1, cand[hi]: 1, six[lo]: 1, six[hi]: 1, **{cand[i]: -1 for i in range(lo)}}
+        G.relu(c, E2, *all_hold(terms, 0, 4), {fld[0]: 1, pairable[0]: 1})
+    c.clear(six, E2)
     u_more = c.field("u.more", 1, E2)
     for l in lanes:
         G.relu(c, E2, {low[l]: 1, nz[l, 0][0]: 1}, -1, {u_more[0]: 1})
@@ -173,6 +187,7 @@ def build_next_token(m) -> None:
     # may be an atomic whose pass also ran the warp's last terminator, so copying overrides it
     copying, copy_last = m.copyq["copying"], m.copyq["last"]
     G.relu(c, E3, {k["VAL"]: 1, **no_vn, **anyc, patom: -1}, -1, {flag["vlane"][0]: 1})
+    G.relu(c, E3, {k["VALP"]: 1, **anyc}, -1, {flag["vlane"][0]: 1})
     G.relu(c, E3, {k["VAL"]: 1, **no_vn, **anyc, patom: 1, copying: 1}, -3, {flag["vlane"][0]: 1})
     G.relu(c, E3, {k["ST"]: 1, m.op["ST"][0]: 1, **anyc, fault: -1}, -1, {flag["st"][0]: 1})
     G.relu(c, E3, {k["AW"]: 1, m.op["ATOM"][0]: 1, **anyc, fault: -1}, -1, {flag["at"][0]: 1})
@@ -182,7 +197,8 @@ def build_next_token(m) -> None:
     G.relu(c, E3, {k["PART"]: 1, **{d: -1 for d in pnany}}, 0, {flag["aw"][0]: 1})
     # a VAL, VALU or VALA that ends a result: the warp's next instruction, or in the copy-out the next
     # group (COPY) or HALT after the last
-    ends = ({k["VAL"]: 1, **no_vn, **no_c}, {k["VALU"]: 1, **{d: -1 for d in unany}}, {k["VALA"]: 1}, {k["VALQ"]: 1})
+    ends = ({k["VAL"]: 1, **no_vn, **no_c}, {k["VALU"]: 1, **{d: -1 for d in unany}}, {k["VALA"]: 1}, {k["VALQ"]: 1},
+            {k["VALP"]: 1, **no_c})
     for end in ends:
         G.relu(c, E3, {**end, copying: 1, copy_last: -1}, -1, {flag["copy"][0]: 1})
         G.relu(c, E3, {**end, copying: 1, copy_last: 1}, -2, {flag["halt"][0]: 1})
@@ -255,28 +271,37 @@ def build_next_token(m) -> None:
 
     fl = {n: v[0] for n, v in flag.items()}
 
-    def payload(case, j, sources):
-        """SE and SD of a token carrying part j of a word on `case`: the word of `sources`
-        (word, gate dims, lane) whose gate dims are all on (at most one is); for part 0 of a
-        lane's word (VAL, VALU), the whole word when its high bits are all ones."""
+    def payload(case, j, sources, but=None):
+        """SE and SD of a token carrying part j of a word on `case` (and not `but`): the word of
+        `sources` (word, gate dims, lane) whose gate dims are all on (at most one is); for part 0
+        of a lane's word (VAL, VALU), the whole word when its high bits are all ones."""
+        when = {case: 1, **({but: -1} if but is not None else {})}
         for jj in range(j, len(PARTS)):
-            emit("SE", jj, {case: 1}, 0)
+            emit("SE", jj, when, 0)
         for word, gate, l in sources:
             for i in PARTS[j]:
-                emit("SD", i, {case: 1, **{d: 1 for d in gate}, word[i]: 1}, -1 - len(gate))
+                emit("SD", i, {**when, **{d: 1 for d in gate}, word[i]: 1}, -1 - len(gate))
             for i in range(PARTS[1].start, WORD_BITS) if j == 0 and l is not None else ():
-                emit("SD", i, {case: 1, **{d: 1 for d in gate}, ones[l][0]: 1}, -1 - len(gate))
+                emit("SD", i, {**when, **{d: 1 for d in gate}, ones[l][0]: 1}, -1 - len(gate))
 
     # VAL(l, k + 1, part k + 1 of lane l)
     for (l, j), fld in vn.items():
         kind("VAL", {fld[0]: 1})
         emit("LANE", l, {fld[0]: 1}, 0)
         payload(fld[0], j + 1, [(m.r[l], (), l)])
-    # VAL(l', 0, part 0 of lane l') for the first active lane l' after the current one
-    kind("VAL", {fl["vlane"]: 1})
+    # VAL(l', 0, part 0 of lane l') for the first active lane l' after the current one, or
+    # VALP(p, both values) when that lane and the next are a pair of small values
+    vlane, pair = fl["vlane"], pairable[0]
+    kind("VAL", {vlane: 1, pair: -1})
     for l in lanes:
-        emit("LANE", l, {fl["vlane"]: 1, first[l]: 1}, -1)
-    payload(fl["vlane"], 0, [(m.r[l], (first[l],), l) for l in lanes])
+        emit("LANE", l, {vlane: 1, first[l]: 1, pair: -1}, -1)
+    payload(vlane, 0, [(m.r[l], (first[l],), l) for l in lanes], but=pair)
+    kind("VALP", {vlane: 1, pair: 1}, -1)
+    for p, fld in first_of.items():
+        for l in (2 * p, 2 * p + 1):
+            emit("LANE", l, {vlane: 1, fld[0]: 1}, -1)
+            for i in range(P_BITS):
+                emit("SD", P_BITS * (l % 2) + i, {vlane: 1, fld[0]: 1, m.r[l][i]: 1}, -2)
     # VALU(0, part 0) and VALU(k + 1, part k + 1) of the lowest active lane's value
     kind("VALU", {fl["ulane"]: 1})
     payload(fl["ulane"], 0, [(m.r[l], (low[l],), l) for l in lanes])
@@ -363,9 +388,10 @@ def build_next_token(m) -> None:
     ends_pass = (({fl["ulane"]: 1}, {u_more[0]: -1}), ({fld[0]: 1 for fld in un}, {goes_on["un"][0]: -1}),
                  ({fld[0]: 1 for fld in alane.values()}, {}), ({fl["qlane"]: 1}, {}),
                  ({fld[0]: 1 for fld in vn.values()}, {goes_on["vn"][0]: -1, **no_c}),
-                 ({fl["vlane"]: 1}, {goes_on["vlane"][0]: -1, two[0]: -1}))
+                 ({vlane: 1}, {goes_on["vlane"][0]: -1, two[0]: -1, pair: -1}))
     for case, more_follows in ends_pass:
         emit("CONT", 0, {**case, **more_follows, nopend[0]: 1}, -1)
+    emit("CONT", 0, {vlane: 1, pair: 1, three[0]: -1, nopend[0]: 1}, -2)      # VALP
     # every feature dim: - 1 and minus what the pass put there; the anchor leaves the residual
     lay = c.layout
     every = [d for name in FEATURES for d in feat[name]]

@@ -24,7 +24,8 @@ from qwengpu.machine.words import CONFIG, PHASES, SREG
 # each kind's arguments by name: the fields compare() reports and don't-cares name
 ARG_NAMES = {"LATCH": ("value",), "PART": ("part", "data"), "PUT": ("target",), "CTA": ("cta",),
              "EXEC": ("warp", "pc", "slot"), "VAL": ("lane", "part", "data"), "VALU": ("part", "data"),
-             "VALA": ("stride", "data"), "VALQ": ("data",), "ST": ("lane",), "AT": ("lane",), "AW": ("lane",),
+             "VALA": ("stride", "data"), "VALQ": ("data",), "VALP": ("pair", "data"),
+             "ST": ("lane",), "AT": ("lane",), "AW": ("lane",),
              "CT1": ("pc", "mask", "sp"), "CT2": ("alive", "phase", "wait"),
              "COPY": ("group",), "HALT": (), "FAULT": ()}
 SREG_ROWS_PER_CTA = isa.MAX_WARPS     # special-register table row = cta * MAX_WARPS + warp

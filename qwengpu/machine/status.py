@@ -73,7 +73,7 @@ def build_status(m) -> None:
     m.patom = c.field("patom", 6, L)        # the pending instruction is an ATOM, its dst != r0, its op
     data = (B.bits(f["WB"]) + B.bits(f["PC"]) + B.bits(f["SLOT"])
             + B.bits(m.op["ATOM"]) + B.bits(m.dst_nz) + B.bits(m.w0["mod"]))
-    readers = [k["VAL"], k["VALU"], k["VALA"], k["VALQ"], k["ST"], k["AT"], k["AW"], k["PART"]]
+    readers = [k["VAL"], k["VALU"], k["VALA"], k["VALQ"], k["VALP"], k["ST"], k["AT"], k["AW"], k["PART"]]
     pend = B.register(c, L, "pending", len(data))
     B.write_bits(c, pend, m.zero, data, [k["EXEC"]])
     B.read_into(c, pend, m.zero, f["WB"].dims + f["PC"].dims + f["SLOT"].dims + m.patom.dims, enable=readers)

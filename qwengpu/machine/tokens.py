@@ -25,15 +25,17 @@ PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(isa.BLOCK_SLOTS) for j in rang
                     + [f"PRE{p}.{j}" for p in range(PRE_SLOTS) for j in range(2)]
                     + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)]
                    + ["COPY0", "COPYTAB"])
-KINDS = ("LATCH", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "VALA", "VALQ", "ST", "AT", "AW", "CT1", "CT2", "COPY",
-         "HALT", "FAULT")
+KINDS = ("LATCH", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "VALA", "VALQ", "VALP", "ST", "AT", "AW", "CT1", "CT2",
+         "COPY", "HALT", "FAULT")
 # VALA(s, d): lane l's value is (d + s * l) mod 2 ** 12 on every active lane, lane 0 among them
 AP_STRIDES = (1, 2, 4, 8)
 # VALQ(d): lane l's value is bits Q_BITS * l .. of d, each active lane's below 2 ** Q_BITS
 Q_BITS = 3
+# VALP(p, d): lanes 2p and 2p + 1 (both written) take bits 0.. and P_BITS.. of d, each below 2 ** P_BITS
+P_BITS = 6
 # the writeback tokens that may continue: the last one of a pass that does not end its block also
 # runs the block's next pass (it is that pass's EXEC too; docs/machine.md, step 16)
-CONTINUABLE = ("VAL", "VALU", "VALA", "VALQ")
+CONTINUABLE = ("VAL", "VALU", "VALA", "VALQ", "VALP")
 # the row latch addresses every PUT target's rows (the special-register table: a row per warp and block)
 LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, isa.CONST_WORDS,
                           isa.MAX_GRID_BLOCKS * isa.MAX_WARPS) - 1)
@@ -42,11 +44,11 @@ LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, is
 FEATURES = {
     "kind": len(KINDS),       # one-hot
     "V": LATCH_BITS,          # LATCH value (bits)
-    "SD": WORD_BITS,          # PART/VAL/VALU: part k's data in SD[PARTS[k]] (VALA, VALQ: part 0; a
+    "SD": WORD_BITS,          # PART/VAL/VALU: part k's data in SD[PARTS[k]] (VALA, VALQ, VALP: part 0; a
                               # VAL/VALU word whose high parts are all ones: the whole word)
     "SE": len(PARTS),         # PART/VAL/VALU/VALA/VALQ: stage head j written iff j >= k (thermometer)
     "STRIDE": len(AP_STRIDES),      # VALA stride, one-hot
-    "LANE": isa.LANES,        # VAL/ST/AT/AW lane, one-hot
+    "LANE": isa.LANES,        # VAL/ST/AT/AW lane, one-hot; VALP's two lanes
     "PT": len(PUT_TARGETS),   # PUT target, one-hot
     "W": isa.MAX_WARPS,       # EXEC warp, one-hot
     "WB": WARP_BITS,          # EXEC warp, bits
@@ -59,7 +61,7 @@ FEATURES = {
     "WAIT": CT2["wait"].width,      # CT2 waiting at a barrier
     "CTA": CTA_BITS,          # CTA thread block index, bits
     "CG": GROUP_BITS,         # COPY: the group of LANES global words it copies out, bits
-    "CONT": 1,                # a continuing VAL/VALU/VALA/VALQ
+    "CONT": 1,                # a continuing VAL/VALU/VALA/VALQ/VALP
 }
 
 
@@ -84,6 +86,8 @@ class Token:
             return f"VALA s{a[0]} {a[1]:#04x}"
         if self.kind == "VALQ":
             return "VALQ " + ",".join(str(q) for q in unpack_small(a[0]))
+        if self.kind == "VALP":
+            return f"VALP l{2 * a[0]}{2 * a[0] + 1} " + ",".join(map(str, unpack_pair(a[1])))
         if self.kind == "PUT":
             return f"PUT {PUT_TARGETS[a[0]]}"
         if self.kind == "CT1":
@@ -157,7 +161,8 @@ def writeback_tokens(lanes: list[int], values: list[int]) -> list[Token]:
     """The words of `lanes` (in lane order) as the model writes them: one VALU per part when
     they are all equal, else one VALA when they are progression(d, s, lane) with lane 0 among
     them (an address or index by thread: 4 tokens -> 1), else one VALQ when each is below
-    2 ** Q_BITS (flags, small counts), else each lane's VALs in turn."""
+    2 ** Q_BITS (flags, small counts), else lane by lane: one VALP for lanes 2p and 2p + 1 when both
+    are below 2 ** P_BITS, else each lane's VALs."""
     if len(set(values)) == 1:
         return part_tokens("VALU", values[0])
     stride = progression(lanes, values)
@@ -165,7 +170,16 @@ def writeback_tokens(lanes: list[int], values: list[int]) -> list[Token]:
         return [tok("VALA", stride, values[0])]
     if max(values) >> Q_BITS == 0:
         return [tok("VALQ", pack_small(lanes, values))]
-    return [t for l, value in zip(lanes, values) for t in part_tokens("VAL", value, l)]
+    out, i = [], 0
+    while i < len(lanes):
+        pair = values[i:i + 2]
+        if lanes[i] % 2 == 0 and lanes[i + 1:i + 2] == [lanes[i] + 1] and max(pair) >> P_BITS == 0:
+            out.append(tok("VALP", lanes[i] // 2, pack_pair(*pair)))
+            i += 2
+        else:
+            out += part_tokens("VAL", values[i], lanes[i])
+            i += 1
+    return out
 
 
 def pack_small(lanes: list[int], values: list[int]) -> int:
@@ -176,6 +190,16 @@ def pack_small(lanes: list[int], values: list[int]) -> int:
 def unpack_small(d: int) -> list[int]:
     """Each lane's value in a VALQ payload."""
     return [d >> Q_BITS * l & (1 << Q_BITS) - 1 for l in range(isa.LANES)]
+
+
+def pack_pair(low: int, high: int) -> int:
+    """VALP's payload: the even lane's value (< 2 ** P_BITS) in the low bits, the odd lane's above."""
+    return low | high << P_BITS
+
+
+def unpack_pair(d: int) -> tuple[int, int]:
+    """The even and the odd lane's values in a VALP payload."""
+    return d & (1 << P_BITS) - 1, d >> P_BITS
 
 
 def progression(lanes: list[int], values: list[int]) -> int | None:
@@ -227,6 +251,9 @@ def features(token: Token) -> dict[str, list[int]]:
         f["CONT"] = [1]
     if k == "VALA":
         f["STRIDE"] = _field("STRIDE", AP_STRIDES.index(a[0]))
+    if k == "VALP":                        # two lanes; the payload in part 0's SD, no stage head written
+        f["LANE"] = [int(l // 2 == a[0]) for l in range(isa.LANES)]
+        f["SD"] = _bits(a[1], 2 * P_BITS) + [0] * (WORD_BITS - 2 * P_BITS)
     if k in ("PART", "VAL", "VALU", "VALA", "VALQ"):
         part, data = (0 if k in ("VALA", "VALQ") else a[-2]), a[-1]
         bits = PARTS[part]
@@ -253,6 +280,7 @@ def all_tokens() -> list[Token]:
     toks += [Token("VALU", p) for p in parts + negative]
     toks += [Token("VALA", (s, d)) for s in AP_STRIDES for d in r(1 << len(PARTS[0]))]
     toks += [Token("VALQ", (d,)) for d in r(1 << Q_BITS * isa.LANES)]
+    toks += [Token("VALP", (p, d)) for p in r(isa.LANES // 2) for d in r(1 << 2 * P_BITS)]
     toks += [Token(t.kind, t.args, True) for t in toks if t.kind in CONTINUABLE]
     toks += [Token(kind, (l,)) for kind in ("ST", "AT", "AW") for l in r(isa.LANES)]
     toks += [Token("CT1", (pc, m, sp)) for pc in r(isa.ROM_BLOCKS) for m in r(1 << isa.LANES)
