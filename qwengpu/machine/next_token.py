@@ -5,8 +5,9 @@
         active; the lowest active lane; whether the active lanes' values differ; lane 0's
         value + s * l (VALA); the next thread block's index; whether this block was the last;
         whether another warp of the thread block, and this one after its terminator, has a live lane
-    E2  the first such lane; whether no lane of the thread block lives on; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1) cases;
-        for each VALA stride, the bits where an active lane is not lane 0's + s * l
+    E2  the first such lane, and whether it and the next are a VALP pair; whether no lane of
+        the thread block lives on; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1)
+        cases; for each VALA stride, the bits where an active lane is not lane 0's + s * l
     E3  one flag per case: next VAL lane, VALU(0), VALA, VALQ, ST lane, EXEC(w, pc, s + 1); at
         a block's end, right after a terminator's EXEC (no writeback tokens) or after its
         pass's last writeback token, CT1 when the top of stack's mask or depth changed (and a
@@ -87,10 +88,10 @@ def build_next_token(m) -> None:
     # a live lane in another warp of the thread block (this pass's warp: WB); when there is none and
     # this warp's last lanes exit, the block end emits what CT2's pass would: CTA, COPY or HALT
     others = c.field("others", 1, E1, kind="int", vmax=isa.MAX_WARPS * (isa.MAX_WARPS - 1))
+    big = isa.LANES + 1                    # a warp match outweighs every alive count
     for w, st in enumerate(m.status):
         for cur in (v for v in range(isa.MAX_WARPS) if v != w):
             t, k0 = match(f["WB"], cur)
-            big = isa.LANES + 1
             G.step(c, E1, G.add_terms(G.ones(st.alive), {d: big * v for d, v in t.items()}),
                    big * (WARP_BITS - k0) + 1, {others[0]: 1})
     lives = {name: c.field(f"lives.{name}", 1, E1) for name in ("now", "q")}   # the warp keeps a live lane
@@ -195,7 +196,7 @@ def build_next_token(m) -> None:
     G.relu(c, E3, {k["AT"]: 1, pdst: -1}, 0, {flag["apart"][0]: 1})
     G.relu(c, E3, {k["VAL"]: 1, patom: 1, **no_vn, copying: -1}, -1, {flag["apart"][0]: 1})
     G.relu(c, E3, {k["PART"]: 1, **{d: -1 for d in pnany}}, 0, {flag["aw"][0]: 1})
-    # a VAL, VALU or VALA that ends a result: the warp's next instruction, or in the copy-out the next
+    # a VAL, VALU, VALA, VALQ or VALP that ends a result: the warp's next instruction, or in the copy-out the next
     # group (COPY) or HALT after the last
     ends = ({k["VAL"]: 1, **no_vn, **no_c}, {k["VALU"]: 1, **{d: -1 for d in unany}}, {k["VALA"]: 1}, {k["VALQ"]: 1},
             {k["VALP"]: 1, **no_c})

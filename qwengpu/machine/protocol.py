@@ -229,16 +229,18 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
 
     CT1 is the warp's new top of stack, which is where its next pass starts, and comes only
     when the top is another stack entry (a push, a pop, an exit: `Step.new_top`; the model's
-    stack depth changes exactly then) or its mask changed, and some lane is alive; otherwise
-    the next EXEC of the warp carries its new pc. Its sp is always don't-care (the lazy
-    stack's depth may differ from interp's), and so is CT1 of a warp that, before a deadlock's
-    FAULT, never runs again. CT2 comes only when the warp's alive lanes or barrier phase
-    change (EXIT, BAR: the wait bit it sets at a BAR is cleared by the warp's next EXEC),
-    after CT1 if there is one, and not when the thread block's last live lanes exit. After a BAR, the mask is the lanes that arrived,
-    also when the warp never runs again (it is its next pass's mask when every live lane
-    arrived): a divergent barrier (some live lanes of the warp did not arrive, interp's
-    DeadlockError) ends the stream with that BAR's [CT1 (pc don't-care)] CT2 and FAULT. A memory fault ends the stream with FAULT right after the
-    faulting instruction's EXEC; other interpreter errors propagate. `memory` is not modified."""
+    stack depth changes exactly then) or its mask changed other than by lanes that exit (the
+    machine reads a status mask ANDed with alive), and some lane is alive; otherwise the next
+    EXEC of the warp carries its new pc. Its sp is always don't-care (the lazy stack's depth
+    may differ from interp's), and so is CT1 of a warp that, before a deadlock's FAULT, never
+    runs again. CT2 comes only when the warp's alive lanes or barrier phase change (EXIT,
+    BAR: the wait bit it sets at a BAR is cleared by the warp's next EXEC), after CT1 if there
+    is one, and not when the thread block's last live lanes exit. After a BAR, the mask is the
+    lanes that arrived, also when the warp never runs again (it is its next pass's mask when
+    every live lane arrived): a divergent barrier (some live lanes of the warp did not arrive,
+    interp's DeadlockError) ends the stream with that BAR's [CT1 (pc don't-care)] CT2 and
+    FAULT. A memory fault ends the stream with FAULT right after the faulting instruction's
+    EXEC; other interpreter errors propagate. `memory` is not modified."""
     grid, block = check_grid_block(grid, block)
     final = np.array(memory, dtype=np.uint32, copy=True)
     steps, fault = _traced_run(program, grid, block, params, final)
