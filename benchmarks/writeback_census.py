@@ -5,11 +5,12 @@ the interpreter's traces (the streams replay holds the model to; no model needed
 
 Prints the reference streams' tokens by kind (EXEC: also the passes of pairs and of terminators
 of their own, counting those that continuing tokens run; the continuing tokens by kind), then
-for each payload width w the writeback tokens (VAL/VALU/VALA/VALQ) if a
+for each payload width w the writeback tokens (VAL/VALU/VALA/VALQ/VALP) if a
 word went in w-bit parts as today's protocol sends them (one VALU per part when every active
 lane's value is equal, else one VALA when they are d + s * lane from lane 0 and below 2 ** w,
-else one VALQ when all are below 2 ** Q_BITS, else each lane's parts up to its highest nonzero
-one, or one token for a word whose bits above part 0 are all ones) and the ids VAL, VALU and
+else one VALQ when all are below 2 ** Q_BITS, else lane by lane one VALP for lanes 2p and
+2p + 1 both below 2 ** (w / 2), or each lane's parts up to its highest nonzero one, or one token
+for a word whose bits above part 0 are all ones) and the ids VAL, VALU and
 PART would need; the same sent part by part (one VALU for a part every lane shares, else each
 lane's); sign-extended at any part (a negative value's high parts that are all ones left out
 after any part, a flag in its last token); and with a machine block per pass that writes back
@@ -58,7 +59,13 @@ def writeback(lanes: list[int], values: list[int], width: int, signed: bool = Fa
         return 1                                     # VALA
     if max(values) < 1 << Q_BITS:
         return 1                                     # VALQ
-    return sum(parts(v, width, signed) for v in values)
+    out, i = 0, 0                                    # lane by lane: VALP (half a part a lane), else VALs
+    while i < len(lanes):
+        if lanes[i] % 2 == 0 and lanes[i + 1:i + 2] == [lanes[i] + 1] and max(values[i:i + 2]) < 1 << width // 2:
+            out, i = out + 1, i + 2
+        else:
+            out, i = out + parts(values[i], width, signed), i + 1
+    return out
 
 
 def partwise(values: list[int], width: int) -> int:
