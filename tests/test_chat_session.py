@@ -162,11 +162,11 @@ def test_the_turn_and_launch_token_limits(chat):
     chat.max_tokens = 5
     turn = chat.ask("Count.", script=["one two three four five six seven eight"])
     assert (turn.tokens, turn.stopped, turn.calls) == (5, "max_tokens", [])
-    chat.max_tokens, chat.gpu.max_tokens = 256, 10
+    chat.max_tokens, chat.gpu.max_tokens = 256, 3      # no launch ends in 3: EXEC, COPY, its word, HALT at least
     [gpu] = chat.ask("Again.", script=[call_text("gpu_eval", expression="1 + 2"), "?"]).calls
-    assert gpu.response == ("error: the launch did not finish within 10 tokens; raise the limit with "
+    assert gpu.response == ("error: the launch did not finish within 3 tokens; raise the limit with "
                             "--max-tokens N (API: max_tokens=N)")
-    assert gpu.tokens == 10
+    assert gpu.tokens == 3
     # the cut turn was closed with the end token before the next user turn
     assert "one two three four five<|im_end|>\n<|im_start|>user\nAgain.<|im_end|>" in conversation(chat)
 

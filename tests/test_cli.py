@@ -297,7 +297,7 @@ def test_run_on_the_model_shows_tokens_and_checks_replay(tmp_path, stub_model_en
     lines = result.output.splitlines()
     assert lines[0] == "EXEC w0 B0.0" and "HALT" in lines
     halt = lines.index("HALT")
-    assert all(line.split()[0] in ("EXEC", "VAL", "VALU", "VALA", "VALQ", "ST", "CT1", "CT2", "CTA") for line in lines[:halt - 2])
+    assert all(line.split()[0] in ("EXEC", "VAL", "VALU", "VALA", "VALQ", "VALP", "ST", "CT1", "CT2", "CTA") for line in lines[:halt - 2])
     assert lines[halt - 2: halt] == ["COPY g1", "VALU p0 0x20"]        # out = [32], word 6: the copy-out
     assert lines[halt + 3] == "out = [32]" and f"{halt + 1} tokens" in lines[-1] and "engine model" in lines[-1]
 

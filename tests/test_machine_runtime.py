@@ -135,9 +135,10 @@ def test_stops_at_halt_even_if_the_model_would_go_on():
 
 def test_token_limit():
     program, memory, stream, machine, model = setup()
-    with pytest.raises(ExecutionError, match="the launch did not finish within 12 tokens"):
-        launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=12)
-    assert len(model.fed) == 12 and not memory.any()           # nothing read back
+    short = len(stream.tokens) - 1                             # one token short of HALT
+    with pytest.raises(ExecutionError, match=f"the launch did not finish within {short} tokens"):
+        launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=short)
+    assert len(model.fed) == short and not memory.any()        # nothing read back
 
 
 def test_replay_mismatch_names_index_tokens_and_field():
