@@ -211,6 +211,16 @@ def test_divergent_branch_partial_exit_and_reconvergence():
     assert isinstance(faulty.fault, MemoryFault) and "load at global byte address" in str(faulty.fault)
 
 
+def test_lanes_that_exit_without_a_new_top_of_stack_leave_with_ct2_alone():
+    """A BRC whose taken lanes exit (target -1) keeps the warp's stack entry: the mask the
+    machine reads is the old one ANDed with alive, so only CT2 (lanes 1-3 gone) follows; then
+    lane 0's block, and its EXIT ends the thread block: no CT2 before HALT."""
+    blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),))], Terminator(Term.BRC, -1, r(1), 1, -1)),
+              MachineBlock([Instr(Op.MOV, r(2), (Imm(5),))], EXIT)]
+    got = expected_stream(Program("k", blocks, []), 1, 4, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
+    assert got == [exec_(0, 0, 0), T("CT2", 0b0001, 0, 0), exec_(0, 1, 0), *valu(5, 1), T("HALT")]
+
+
 def test_barrier_with_two_warps():
     blocks = [MachineBlock([], Terminator(Term.BAR, 1)), MachineBlock([], EXIT)]
     got = expected_stream(Program("k", blocks, []), 1, 6, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
