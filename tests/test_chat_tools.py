@@ -136,13 +136,16 @@ def test_printf_output_is_part_of_the_response(interp):
 @pytest.mark.parametrize("overrides, message", [
     ({"source": DOT.replace("int t =", "int t")}, "error: kernel.cu:3:9: error: no viable conversion"),
     ({"block": "32"}, "error: a thread block of (32, 1, 1) has 32 threads; the limit is 16 threads per block"),
-    ({"args": "i32:zeros(2000) i32:[4,5,6] i32:zeros(1) 3"}, "needs 2004 words of global memory"),
+    ({"args": "i32:zeros(1000) i32:zeros(30) i32:zeros(1) 3"}, "needs 1031 words of global memory"),
+    ({"args": "i32:zeros(2000) i32:[4,5,6] i32:zeros(1) 3"},
+     "error: --arg 'i32:zeros(2000)': 2000 elements do not fit in the machine's global memory"),
+    ({"args": "[[1,2,3], [4,5,6], [], 3]"}, "error: --arg '[]': the array is empty"),
     ({"args": "i32:[1,2,3] 3"}, "error: kernel dot takes 4 arguments"),
-    ({"args": "i32:[1,2,x]"}, "error: --arg 'i32:[1,2,x]' is not a scalar"),
+    ({"args": "i32:[1,2,x]"}, "error: --arg 'i32:[1,2,x]': element 3 'x' is not a number"),
     ({"args": "{\"a\": 1}"}, "error: args '{\"a\": 1}': give a list of the arguments"),
     ({"kernel": "dott"}, "error: no kernel named dott in the PTX; available kernels: dot"),
     ({"args": "[[1,2,3], [4,5,6], [0], true]"}, "error: argument true: an argument is an integer"),
-    ({"grid": "two"}, "error: --grid 'two': give 1 to 3 positive integers"),
+    ({"grid": "two"}, "error: --grid 'two': size 1 'two' is not a positive decimal integer; expected 1 to 3"),
 ])
 def test_errors_go_back_to_the_model(interp, overrides, message):
     [call] = parse_tool_calls(dot_call(**overrides))
@@ -162,6 +165,7 @@ def test_parse_args_forms():
     assert (a.dtype.name, a.tolist(), b.dtype.name, b.tolist(), n) == ("int32", [1, -2], "uint32", [0, 1, 2], 7)
     assert [x.tolist() if hasattr(x, "tolist") else x for x in parse_args("i32:[1, 2],i32:full(2, -1);\n5")] \
         == [[1, 2], [-1, -1], 5]
+    assert [x.tolist() for x in parse_args("i32:[1 2 3] u32:range(2, 4)")] == [[1, 2, 3], [2, 3]]   # NumPy style
 
 
 # ---------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def invoke(*args):
 @pytest.mark.parametrize("text, want, dtype", [
     ("i32:[1,2,-3]", [1, 2, -3], np.int32), ("u32:[1, 0xffffffff]", [1, 2**32 - 1], np.uint32),
     ("[4,5]", [4, 5], np.int32), ("u32:zeros(3)", [0, 0, 0], np.uint32), ("i32:range(4)", [0, 1, 2, 3], np.int32),
-    ("i32:full(2,-1)", [-1, -1], np.int32), ("i32:[]", [], np.int32),
+    ("i32:full(2,-1)", [-1, -1], np.int32), ("i32:[1 2 3]", [1, 2, 3], np.int32),
 ])
 def test_array_arguments(text, want, dtype):
     got = parse_arg(text)
@@ -46,9 +46,12 @@ def test_scalar_arguments(text, want):
     assert parse_arg(text) == want
 
 
-@pytest.mark.parametrize("text, message", [("f32:[1]", "unknown type 'f32'"), ("i32:[1,2", "not a scalar"),
-                                           ("abc", "not a scalar"), ("i32:[2147483648]", "does not fit in int32"),
-                                           ("u32:-1", "does not fit in uint32"), ("i32:ones(3)", "not a scalar")])
+@pytest.mark.parametrize("text, message", [("f32:[1]", "unknown type 'f32'"), ("i32:[1,2", "must end with ']'"),
+                                           ("abc", "'abc' is not a number"),
+                                           ("i32:[2147483648]", "does not fit in int32"),
+                                           ("u32:-1", "does not fit in uint32"),
+                                           ("i32:ones(3)", "unknown function 'ones'"),
+                                           ("i32:[]", "the array is empty")])   # more in tests/test_args.py
 def test_bad_arguments(text, message):
     with pytest.raises(ArgSyntaxError, match=message):
         parse_arg(text)
@@ -468,11 +471,11 @@ def test_suite_table_shows_blocks(tmp_path):
     (("run", "FILE", "-O", "x"), "Invalid value for '-O'"),
     (("run", "FILE", "--bogus"), "No such option: --bogus"),
     (("frobnicate",), "No such command 'frobnicate'"),
-    (("run", "FILE", *DOT_ARGS, "--grid", "0"), "grid must be 1 to 3 positive integers"),
+    (("run", "FILE", *DOT_ARGS, "--grid", "0"), "--grid '0': size 1 is 0"),
     (("run", "FILE", *DOT_ARGS, "--grid", "2,a"), "--grid '2,a'"),
     (("run", "FILE", *DOT_ARGS, "--block", "1,1,1,1"), "--block '1,1,1,1'"),
     (("run", "FILE", *DOT_ARGS, "--kernel", "nope"), "no kernel named nope"),
-    (("run", "FILE", "--arg", "i32:[1,"), "is not a scalar"),
+    (("run", "FILE", "--arg", "i32:[1,"), "--arg 'i32:[1,': an array must end with ']'"),
     (("run", "FILE", "--arg", "1"), "takes 4 arguments"),
     (("run", "FILE", *DOT_ARGS, "--frontend", "gcc"), "--frontend 'gcc'"),
     (("run", "FILE", *DOT_ARGS, "--max-passes", "0"), "--max-passes must be at least 1"),
