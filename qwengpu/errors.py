@@ -33,8 +33,19 @@ class MemoryFault(ExecutionError):
     """An out-of-range or misaligned memory access."""
 
 
+class QwenGpuWarning(UserWarning):
+    """Something that compiles and runs, but likely not as meant (e.g. a warp shuffle by more
+    lanes than a 4-lane warp has); the message starts with `FILE:LINE: warning:`."""
+
+
+def plural(count: int, noun: str, nouns: str | None = None, *, grouped: bool = False) -> str:
+    """`1 block`, `2 blocks` (`nouns`: an irregular plural; `grouped`: 1,234 with commas)."""
+    number = f"{count:,}" if grouped else f"{count}"
+    return f"{number} {noun if count == 1 else nouns or noun + 's'}"
+
+
 __all__ = ["QwenGpuError", "CompileError", "UnsupportedError", "LaunchError", "ExecutionError",
-           "DeadlockError", "MemoryFault", "MachineLimitError"]
+           "DeadlockError", "MemoryFault", "MachineLimitError", "QwenGpuWarning", "plural"]
 
 
 class ReplayMismatch(ExecutionError):

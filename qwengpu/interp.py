@@ -14,7 +14,7 @@ from operator import itemgetter
 import numpy as np
 
 from qwengpu import isa
-from qwengpu.errors import DeadlockError, ExecutionError, LaunchError, MachineLimitError, MemoryFault
+from qwengpu.errors import DeadlockError, ExecutionError, LaunchError, MachineLimitError, MemoryFault, plural
 from qwengpu.launch import check_grid_block
 
 # lanes of each 4-bit mask, in lane order
@@ -215,7 +215,8 @@ def _const_space(program: isa.Program, params: list[int]) -> list[int]:
         raise MachineLimitError(f"{len(params)} parameter words; the limit is {isa.CONST_WORDS} CONST words")
     need = max([p.word + 1 for p in program.params] + [0])
     if len(params) < need:
-        raise LaunchError(f"kernel {program.name} reads {need} parameter words; {len(params)} were given")
+        raise LaunchError(f"kernel {program.name} reads {plural(need, 'parameter word')}; {len(params)} "
+                          f"{'was' if len(params) == 1 else 'were'} given")
     const = [0] * isa.CONST_WORDS
     const[:len(params)] = [isa.u32(int(v)) for v in params]
     for word, value in program.const_init.items():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from qwengpu.errors import MachineLimitError
+from qwengpu.errors import MachineLimitError, plural
 
 # ---------------------------------------------------------------------------
 # Machine limits
@@ -486,9 +486,12 @@ class Writes:
     to two parameters is one array: it is written if either parameter is in `params`.
     `params` may name a parameter with Param.pointer None that a launch passes an integer
     (an offset in address arithmetic): it has no array to write. docs/lowering.md says
-    what the analysis assumes."""
+    what the analysis assumes. `traced`: the analysis followed every store's address, so each
+    parameter in `params` is one the kernel stores through; False when it gave up and named
+    every pointer parameter (a launch then can't tell which arrays are written until it ran)."""
     params: frozenset[int] = frozenset()
     static: bool = False
+    traced: bool = field(default=True, compare=False)
 
 
 @dataclass
@@ -505,10 +508,11 @@ class Program:
     regs_used: int = 0
     printf_buffer: int | None = None   # GLOBAL word of the device printf buffer (qwengpu/printf.py)
     writes: Writes | None = None       # what it may write; None: unknown (every array and the static region)
+    warnings: list[str] = field(default_factory=list)   # compile-time warnings, `FILE:LINE: warning: ...`
 
     def listing(self) -> str:
-        lines = [f"// kernel {self.name}: {len(self.blocks)} blocks, {self.regs_used} registers, "
-                 f"{self.shared_words} shared words"]
+        lines = [f"// kernel {self.name}: {plural(len(self.blocks), 'block')}, {plural(self.regs_used, 'register')}, "
+                 f"{plural(self.shared_words, 'shared word')}"]
         for i, b in enumerate(self.blocks):
             lines.append(f"B{i}:")
             lines += [f"    {ins}" for ins in b.instrs]

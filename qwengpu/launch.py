@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from qwengpu import isa
-from qwengpu.errors import LaunchError, MachineLimitError
+from qwengpu.errors import LaunchError, MachineLimitError, plural
 
 ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
 Dim3 = tuple[int, int, int]
@@ -54,8 +54,9 @@ class Launch:
         grid3, block3 = check_grid_block(grid, block)
         names = list(names or [p.name for p in program.params])
         if len(args) != len(program.params):
-            raise LaunchError(f"kernel {program.name} takes {len(program.params)} arguments "
-                              f"({', '.join(names) or 'none'}); {len(args)} were given")
+            raise LaunchError(f"kernel {program.name} takes {plural(len(program.params), 'argument')} "
+                              f"({', '.join(names) or 'none'}); {len(args)} "
+                              f"{'was' if len(args) == 1 else 'were'} given")
         memory = np.zeros(isa.GLOBAL_WORDS, dtype=np.uint32)
         for word, value in program.global_init.items():
             memory[word] = isa.u32(value)
@@ -65,7 +66,8 @@ class Launch:
         next_word = program.static_global_words
         for i, (param, arg) in enumerate(zip(program.params, args)):
             what = f"argument {i} ({names[i]})"
-            if param.pointer is not None and isinstance(arg, np.ndarray) != param.pointer:
+            if param.pointer is not None and (isinstance(arg, np.ndarray) != param.pointer
+                                              or isinstance(arg, (list, tuple))):
                 raise LaunchError(_mistyped(what, param, arg))
             if isinstance(arg, np.ndarray):
                 check_array(what, arg)
@@ -78,6 +80,7 @@ class Launch:
                 params[param.word] = slot.word * 4  # byte address
             else:
                 params[param.word] = scalar_word(what, arg, param.bits)
+        _check_writeable(program, slot_of, names)
         if next_word > isa.GLOBAL_WORDS:
             raise MachineLimitError(f"kernel {program.name} needs {next_word} words of global memory "
                                     f"({program.static_global_words} for __device__ variables, "
@@ -105,15 +108,47 @@ class Launch:
             if np.array_equal(final, slot.array.view(np.uint32)):
                 continue
             if not slot.array.flags.writeable:
-                raise LaunchError(f"argument {slot.index} is a read-only array but the kernel wrote to it")
+                raise LaunchError(f"argument {slot.index} is a read-only numpy array, but the kernel wrote to it "
+                                  f"(its results are lost): pass a writeable array (a .copy() is one)")
             slot.array.view(np.uint32)[:] = final
+
+
+def _check_writeable(program: isa.Program, slot_of: dict[int, ArraySlot], names: list[str]) -> None:
+    """Refuse, before the launch, a read-only array (np.frombuffer, a read-only view) passed for a
+    parameter the kernel stores through (program.writes): the results could not come back into
+    it. Input-only arrays may be read-only. When the may-write analysis gave up (writes.traced
+    False: every pointer parameter named) or there is none, the launch can't tell which arrays
+    are written: copy_back refuses one the kernel did change, after the launch."""
+    writes = program.writes
+    if writes is None or not writes.traced:
+        return
+    for i, slot in slot_of.items():
+        if i in writes.params and not slot.array.flags.writeable:
+            raise LaunchError(f"argument {i} ({names[i]}) is a read-only numpy array, but kernel {program.name} "
+                              f"stores through {names[i]}: pass a writeable array (a .copy() is one)")
 
 
 def _mistyped(what: str, param: isa.Param, arg) -> str:
     if param.pointer:
-        return (f"{what} is a pointer parameter: pass a 1-D int32/uint32 numpy array "
-                f"(got the integer {arg!r})")
+        if isinstance(arg, (list, tuple)):
+            return (f"{what} is a pointer parameter and got a Python {type(arg).__name__}: pass a numpy array, "
+                    f"{_numpy_hint(arg)} (or dtype=np.uint32); the kernel's writes come back into it")
+        got = f"the integer {arg!r}" if isinstance(arg, Integral) else f"{type(arg).__name__} {_short(arg)}"
+        return f"{what} is a pointer parameter: pass a 1-D int32/uint32 numpy array (got {got})"
+    if isinstance(arg, (list, tuple)):
+        return f"{what} is an integer parameter: pass an integer (got a Python {type(arg).__name__} {_short(arg)})"
     return f"{what} is an integer parameter: pass an integer (got an array of {arg.size} {arg.dtype})"
+
+
+def _short(value, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 4] + " ..." + text[-1]
+
+
+def _numpy_hint(items) -> str:
+    """np.array([1, 2, 3], dtype=np.int32) for a list or tuple (long ones shortened)."""
+    shown = [repr(v) for v in list(items)[:6]] + (["..."] if len(items) > 6 else [])
+    return f"np.array([{', '.join(shown)}], dtype=np.int32)"
 
 
 def as_dim3(name: str, value) -> Dim3:
@@ -141,6 +176,9 @@ def check_grid_block(grid, block) -> tuple[Dim3, Dim3]:
 
 def scalar_word(what: str, value, bits: int = 32) -> int:
     """A Python/numpy integer as its 32-bit word (signed or unsigned range)."""
+    if isinstance(value, (list, tuple)):
+        raise LaunchError(f"{what} got a Python {type(value).__name__}: pass an integer, or for an array "
+                          f"a numpy array, {_numpy_hint(value)}")
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
         raise LaunchError(f"{what} must be a 1-D int32/uint32 numpy array or an integer, "
                           f"got {type(value).__name__}")

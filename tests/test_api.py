@@ -84,7 +84,8 @@ def test_argument_count_must_match():
     (np.zeros(4, np.float32), r"argument 0 \(a\) must be a 1-D int32 or uint32.*float32"),
     (np.zeros(4, np.int64), r"argument 0 \(a\) .*int64"),
     (np.zeros(8, np.int32)[::2], r"argument 0 \(a\) must be contiguous"),
-    ([1, 2, 3], r"argument 0 \(a\) must be a 1-D int32/uint32 numpy array or an integer, got list"),
+    ([1, 2, 3], r"argument 0 \(a\) got a Python list: pass an integer, or for an array a numpy array, "
+                r"np.array\(\[1, 2, 3\], dtype=np.int32\)"),
     (1.5, r"argument 0 \(a\) .* got float"),
     (True, r"argument 0 \(a\) .* got bool"),
     (2**32, r"argument 0 \(a\) = 4294967296 does not fit in 32 bits"),
@@ -163,6 +164,22 @@ def test_read_only_array_may_be_read_but_not_written():
     launch.memory[0] = 9
     with pytest.raises(LaunchError, match="read-only"):
         launch.copy_back()
+
+
+def test_a_read_only_output_is_refused_before_the_launch():
+    fn = Device().compile((DEFAULT_DIR / "dot.cu").read_text(), filename="dot.cu").get_function("dot")
+    read_only = lambda *v: np.frombuffer(np.array(v, np.int32).tobytes(), np.int32)   # noqa: E731
+    out = np.zeros(1, np.int32)
+    fn(grid=1, block=4, args=[read_only(1, 2, 3), read_only(4, 5, 6), out, 3])       # inputs may be read-only
+    assert out[0] == 32
+    args = [read_only(1, 2, 3), read_only(4, 5, 6), read_only(0), 3]
+    with pytest.raises(LaunchError, match=r"^argument 2 \(out\) is a read-only numpy array, but kernel dot "
+                                          r"stores through out: pass a writeable array"):
+        Launch.build(fn.program, 1, 4, args, names=fn.arg_names)     # refused while laying out: nothing ran
+    # no analysis (every pointer parameter may be written): the launch runs, the copy-back refuses
+    fn.program.writes = isa.Writes(frozenset({0, 1, 2}), False, traced=False)
+    launch = Launch.build(fn.program, 1, 4, [read_only(1, 2, 3), read_only(4, 5, 6), out, 3], names=fn.arg_names)
+    assert launch.slot_of[2].array is out
 
 
 # --- engines through the API ------------------------------------------------

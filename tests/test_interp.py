@@ -664,7 +664,7 @@ def test_bad_memory_and_params():
     p = prog(blk(EXIT), params=[0, 0])
     with pytest.raises(LaunchError, match=r"np.uint32\[1024\]"):
         interp.run(p, (1, 1, 1), (1, 1, 1), [0, 0], np.zeros(10, np.uint32))
-    with pytest.raises(LaunchError, match="reads 2 parameter words; 1 were given"):
+    with pytest.raises(LaunchError, match="reads 2 parameter words; 1 was given"):
         interp.run(p, (1, 1, 1), (1, 1, 1), [0], np.zeros(isa.GLOBAL_WORDS, np.uint32))
 
 

@@ -112,6 +112,22 @@ def test_mistyped_arguments_are_refused(fe):
         fn(grid=1, block=4, args=[x, x, np.zeros(4, np.int32), x])
 
 
+@pytest.mark.parametrize("fe", ["clang", "nvrtc"])
+def test_a_python_list_is_named_as_a_list_with_the_numpy_to_pass(fe):
+    fn = Device(engine="interp", frontend=fe).compile(VADD).get_function("vadd")
+    x = np.arange(4, dtype=np.int32)
+    with pytest.raises(LaunchError) as e:
+        fn(grid=1, block=4, args=[[0, 1, 2, 3], x, np.zeros(4, np.int32), 4])
+    assert str(e.value).startswith("argument 0 (a) is a pointer parameter and got a Python list: pass a numpy "
+                                   "array, np.array([0, 1, 2, 3], dtype=np.int32)")
+    assert "integer" not in str(e.value)
+    with pytest.raises(LaunchError, match=r"np.array\(\[0, 1, 2, 3, 4, 5, \.\.\.\], dtype=np.int32\)"):
+        fn(grid=1, block=4, args=[x, x, list(range(20)), 4])
+    with pytest.raises(LaunchError, match=r"argument 3 \(n\) is an integer parameter: pass an integer "
+                                          r"\(got a Python list \[4\]\)"):
+        fn(grid=1, block=4, args=[x, x, np.zeros(4, np.int32), [4]])
+
+
 def test_unused_parameter_takes_either():
     src = r"""extern "C" __global__ void k(int *o, int *unused, int n) { o[0] = n; }"""
     fn = Device(engine="interp").compile(src).get_function("k")

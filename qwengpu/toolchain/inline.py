@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from qwengpu.errors import UnsupportedError
+from qwengpu.errors import UnsupportedError, plural
 from qwengpu.toolchain import ptx
 
 # functions the front ends call for library features the machine does not have
@@ -92,8 +92,9 @@ class _Inliner:
         if ins.pred is not None:
             raise UnsupportedError(f"{where}: a predicated call is not supported")
         if len(args) != len(target.params) or len(rets) != len(target.returns):
-            raise UnsupportedError(f"{where} calls {ptx_name(callee)} with {len(args)} arguments and "
-                                   f"{len(rets)} results; it declares {len(target.params)} and {len(target.returns)}")
+            raise UnsupportedError(f"{where} calls {ptx_name(callee)} with {plural(len(args), 'argument')} and "
+                                   f"{plural(len(rets), 'result')}; it declares {len(target.params)} and "
+                                   f"{len(target.returns)}")
         self.sites += 1
         tag = f"@{self.sites}"
         inner = {p.name: syms.get(a, a) for p, a in zip(target.params, args)}

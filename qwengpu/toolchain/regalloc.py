@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qwengpu import isa
-from qwengpu.errors import MachineLimitError
+from qwengpu.errors import MachineLimitError, plural
 from qwengpu.toolchain.cfg import VBlock, VInstr, eliminate_dead_code, invariant_registers, uses
 
 Op, Imm = isa.Op, isa.Imm
@@ -95,9 +95,10 @@ def allocate_registers(blocks: list[VBlock], kernel: str, next_vreg: int, shared
 
 def _no_spill_room(slots: int, shared_words: int) -> str:
     """Spills live in shared memory after the kernel's own: say how much the next one lacked."""
-    return (f"; {slots} values were spilled and the next needs {SPILL_SLOT_WORDS} more words of the spill "
-            f"area (shared memory after the kernel's {shared_words} words: "
-            f"{isa.SHARED_WORDS - shared_words - SPILL_SLOT_WORDS * slots} words left of {isa.SHARED_WORDS})")
+    left = isa.SHARED_WORDS - shared_words - SPILL_SLOT_WORDS * slots
+    return (f"; {plural(slots, 'value')} {'was' if slots == 1 else 'were'} spilled and the next needs "
+            f"{plural(SPILL_SLOT_WORDS, 'more word', 'more words')} of the spill area (shared memory after the "
+            f"kernel's {plural(shared_words, 'word')}: {plural(left, 'word')} left of {isa.SHARED_WORDS})")
 
 
 def _reference_counts(blocks: list[VBlock]) -> dict[int, int]:

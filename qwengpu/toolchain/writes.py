@@ -67,7 +67,7 @@ def kernel_writes(fn: ptx.Function, params: list[isa.Param], symbols: dict[str, 
     state space the translator sends an access to ("global", "shared", ...; None: decided
     at run time)."""
     may_be_array = frozenset(i for i, p in enumerate(params) if p.pointer is not False)
-    everything = isa.Writes(may_be_array, static_words > 0)
+    everything = isa.Writes(may_be_array, static_words > 0, traced=False)
     param_index = {p.name: i for i, p in enumerate(params)}
     if any(isinstance(ins, ptx.Instruction) and ins.parts[0] not in KNOWN_OPS for ins in fn.body):
         return everything
