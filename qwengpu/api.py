@@ -41,6 +41,7 @@ from qwengpu.machine.protocol import CHECKS
 from qwengpu.printf import device_output
 from qwengpu.toolchain.frontend import FRONTENDS, INCLUDE_DIR, compile_cuda, with_prelude
 from qwengpu.toolchain.lower import MODEL_EXPANSIONS, lower, plain_name
+from qwengpu.toolchain.lint import issue_warnings
 from qwengpu.toolchain.ptx import parse_ptx
 
 ENGINES = ("interp", "cuda", "model", "vllm", "llama.cpp")
@@ -255,7 +256,7 @@ class Module:
 
     @functools.cached_property
     def parsed(self):
-        return parse_ptx(self.ptx)
+        return parse_ptx(self.ptx, filename=self.filename)
 
     @property
     def kernel_names(self) -> list[str]:
@@ -263,7 +264,9 @@ class Module:
         return sorted(plain_name(n) for n in self.parsed.kernels)
 
     def get_function(self, name: str) -> "Function":
-        """Lower kernel `name` to a machine program (MachineLimitError / UnsupportedError propagate)."""
+        """Lower kernel `name` to a machine program (MachineLimitError / UnsupportedError propagate).
+        Compile-time warnings (program.warnings, `FILE:LINE: warning: ...`) are issued once, as
+        Python warnings of category qwengpu.errors.QwenGpuWarning."""
         if name not in self._functions:
             try:
                 # the model has no divider or high multiply: those ops are micro-coded for it
@@ -274,6 +277,7 @@ class Module:
                     raise type(e)(f"{e}: {_local_memory_hint(self.device.opt)}") from e
                 raise
             self._functions[name] = Function(self, name, program)
+            issue_warnings(program.warnings)
         return self._functions[name]
 
 

@@ -118,3 +118,14 @@ def test_failed_assert_prints_cudas_message_and_fails_the_launch(fe, head):
             f"device-side assertion failed (2 threads): a.cu:{5 + head.count(chr(10))}: k: block: [0,0,0], thread: [1,0,0] "
             "Assertion `o[t] >= 0` failed.")):
         fn(grid=1, block=4, args=[np.array([1, -2, 3, -4], np.int32)])
+
+
+@pytest.mark.parametrize("fe", ["clang", "nvrtc"])
+def test_a_failed_assert_shows_the_expression_as_written(fe):
+    src = ('#include <cassert>\nextern "C" __global__ void k(int *o) {\n'
+           '    assert(o[threadIdx.x] != (int)blockDim.x);\n}\n')
+    fn = Device(frontend=fe, print_output=False).compile(src, filename="a.cu").get_function("k")
+    with pytest.raises(ExecutionError) as e:
+        fn(grid=1, block=4, args=[np.array([0, 4, 0, 0], np.int32)])
+    assert str(e.value).endswith("Assertion `o[threadIdx.x] != (int)blockDim.x` failed.")
+    assert "__qg_" not in str(e.value)

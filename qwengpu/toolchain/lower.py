@@ -27,6 +27,7 @@ from qwengpu.errors import CompileError, MachineLimitError, UnsupportedError
 from qwengpu.machine.encoding import block_passes, encode, fits_pre_alu, fixed_value, machine_blocks, overflowing
 from qwengpu.toolchain import ptx
 from qwengpu.toolchain.inline import inline_calls
+from qwengpu.toolchain.lint import shuffle_warnings
 from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, branch_on_values, drop_redundant_masks,
                                    eliminate_dead_code, fold_address_adds, fold_friendly, hoist_loads, if_convert,
                                    immediate_post_dominators, movable_to_end, ordered, propagate_constants,
@@ -1915,6 +1916,7 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
         if not _repack(prog, source, stays):
             break
     isa.check_program(prog)
+    prog.warnings = shuffle_warnings(module, fn, tr.ptx_constants)
     return prog
 
 

@@ -29,7 +29,9 @@
 #define QWENGPU_PRELUDE_H
 
 #define QWENGPU 1
-#define QG_INLINE static __inline__ __attribute__((device, always_inline))
+/* nodebug: clang's line table gives the prelude's inlined code the line of the user's call, so
+ * messages name the user's line (NVRTC ignores it; its inlined_at is followed in ptx.py). */
+#define QG_INLINE static __inline__ __attribute__((device, always_inline, nodebug))
 
 #ifndef __CUDACC_RTC__
 /* ---------------------------------------------------------------- clang-19 */
@@ -675,13 +677,14 @@ QG_INLINE void __qg_assert_fail(const char *expr, const char *file, unsigned int
                       expr);
     asm volatile("exit;");
 }
-#define __qg_assert(e) ((e) ? (void)0 : __qg_assert_fail(#e, __FILE__, __LINE__, __func__))
+#define __qg_assert(e, text) ((e) ? (void)0 : __qg_assert_fail(text, __FILE__, __LINE__, __func__))
 #else
 extern "C" __device__ void __assertfail(const char *, const char *, unsigned int, const char *, size_t);
-#define __qg_assert(e) ((e) ? (void)0 : __assertfail(#e, __FILE__, __LINE__, __func__, 1))
+#define __qg_assert(e, text) ((e) ? (void)0 : __assertfail(text, __FILE__, __LINE__, __func__, 1))
 #endif
 
-/* assert (see __qg_assert above), by NDEBUG as the standard says; the header
+/* assert (see __qg_assert above: `text` is the expression as the user wrote it, stringified
+ * by assert itself before threadIdx & co. expand), by NDEBUG as the standard says; the header
  * has no include guard, so each later #include <cassert> re-applies the rule. */
 #include <assert.h>
 

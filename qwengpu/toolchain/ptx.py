@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from qwengpu.errors import CompileError
 
@@ -148,13 +149,17 @@ class Module:
     functions: dict[str, Function] = field(default_factory=dict)
     variables: list[Variable] = field(default_factory=list)
     source: dict[int, tuple[str, int]] = field(default_factory=dict)   # PTX line -> (CUDA file, line)
+    filename: str = ""        # the CUDA file the PTX was compiled from, for messages ("" if unknown)
 
     def where(self, line: int) -> str:
-        """`dot.cu:5 (PTX line 41)` where the PTX has line info (.loc), else `line 41`."""
+        """`dot.cu:5 (PTX line 41)` where the PTX has line info (.loc), else `dot.cu: PTX line 41
+        (no CUDA source line)` (a PTX line number is not a line of dot.cu), or `PTX line 41`."""
         if line in self.source:
             path, src_line = self.source[line]
             return f"{path}:{src_line} (PTX line {line})"
-        return f"line {line}"
+        if self.filename:
+            return f"{self.filename}: PTX line {line} (no CUDA source line)"
+        return f"PTX line {line}"
 
     @property
     def kernels(self) -> dict[str, Function]:
@@ -174,6 +179,7 @@ _TOKEN = re.compile(r"""
 """, re.VERBOSE | re.DOTALL)
 
 _LINE_DIRECTIVES = (".loc", ".file")
+_TOOLCHAIN_DIR = Path(__file__).resolve().parent     # prelude.h and include/: code the user did not write
 
 
 def _tokenize(text: str) -> list[tuple[str, str, int]]:
@@ -181,7 +187,7 @@ def _tokenize(text: str) -> list[tuple[str, str, int]]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m:
-            raise CompileError(f"line {line}: unexpected character {text[pos]!r}")
+            raise CompileError(f"PTX line {line}: unexpected character {text[pos]!r}")
         kind, val = m.lastgroup, m.group()
         if kind == "nl":
             line += 1
@@ -205,23 +211,42 @@ def _strip_line_directives(text: str) -> str:
 
 def source_lines(text: str) -> dict[int, tuple[str, int]]:
     """PTX line -> (CUDA file, line) from the .file/.loc line tables (clang -gline-tables-only,
-    NVRTC -lineinfo); file paths are shown relative to the working directory."""
+    NVRTC -lineinfo); file paths are shown relative to the working directory. Code inlined from
+    the prelude is the user's line that called it: NVRTC's `.loc` of a prelude line says
+    `inlined_at FILE LINE COL`, followed out of the prelude here (clang names the call's line
+    itself: the prelude's functions are nodebug)."""
     lines = text.split("\n")
-    files = {}
+    files, toolchain = {}, set()
     for ln in lines:
         m = re.match(r'\s*\.file\s+(\d+)\s+"([^"]*)"', ln)
         if m:
             files[m.group(1)] = os.path.relpath(m.group(2)) if os.path.isabs(m.group(2)) else m.group(2)
+            if _in_toolchain(m.group(2)):
+                toolchain.add(m.group(1))
     found, loc = {}, None
+    call_site: dict[tuple[str, str, str], tuple[str, str]] = {}   # a prelude .loc -> where it was inlined
     for i, ln in enumerate(lines, 1):
-        m = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)", ln)
+        m = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)(?:\s+(\d+))?(?:.*\binlined_at\s+(\d+)\s+(\d+)\s+(\d+))?", ln)
         if m:
-            loc = (files.get(m.group(1)), int(m.group(2))) if int(m.group(2)) else None
+            file, line = m.group(1), m.group(2)
+            if m.group(4) and file in toolchain:
+                outer = m.group(4, 5, 6)
+                call_site[m.group(1, 2, 3)] = call_site.get(outer, outer[:2])
+                file, line = call_site[m.group(1, 2, 3)]
+            loc = (files.get(file), int(line)) if int(line) else None
         elif ln.strip() == "}":
             loc = None
         elif loc and loc[0]:
             found[i] = loc
     return found
+
+
+def _in_toolchain(path: str) -> bool:
+    """The prelude or one of the project's include stubs (qwengpu/toolchain/)."""
+    try:
+        return Path(path).resolve().is_relative_to(_TOOLCHAIN_DIR)
+    except (OSError, ValueError):
+        return False
 
 
 def _parse_int(tok: str) -> tuple[int, bool]:
@@ -253,7 +278,7 @@ class _Parser:
 
     def next(self) -> str:
         if self.i >= len(self.toks):
-            raise CompileError(f"line {self.line}: unexpected end of PTX")
+            raise CompileError(f"PTX line {self.line}: unexpected end of PTX")
         self.i += 1
         return self.toks[self.i - 1][1]
 
@@ -263,7 +288,7 @@ class _Parser:
     def expect(self, val: str) -> None:
         line, got = self.line, self.next()
         if got != val:
-            raise CompileError(f"line {line}: expected {val!r}, found {got!r}")
+            raise CompileError(f"PTX line {line}: expected {val!r}, found {got!r}")
 
     def accept(self, val: str) -> bool:
         if self.peek() == val:
@@ -272,7 +297,7 @@ class _Parser:
         return False
 
     def error(self, msg: str):
-        raise CompileError(f"line {self.line}: {msg}")
+        raise CompileError(f"PTX line {self.line}: {msg}")
 
     def integer(self) -> int:
         neg = self.accept("-")
@@ -385,7 +410,7 @@ class _Parser:
                 count *= self.integer()
                 self.expect("]")
             if typ is None:
-                raise CompileError(f"line {line}: parameter {name} of {fname} has no type")
+                raise CompileError(f"PTX line {line}: parameter {name} of {fname} has no type")
             params.append(ParamDecl(name, typ, count * max(1, TYPE_BITS[typ] // 8), line))
             self.accept(",")
         return params
@@ -567,6 +592,9 @@ def plain_name(name: str) -> str:
     return name
 
 
-def parse_ptx(text: str) -> Module:
-    """Parse PTX text; raise CompileError("line N: ...") on malformed input."""
-    return _Parser(text).parse()
+def parse_ptx(text: str, filename: str = "") -> Module:
+    """Parse PTX text; raise CompileError("PTX line N: ...") on malformed input. `filename`: the
+    CUDA file it came from (Module.where names it when a PTX line has no CUDA line)."""
+    module = _Parser(text).parse()
+    module.filename = filename
+    return module

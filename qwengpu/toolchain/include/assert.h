@@ -8,5 +8,5 @@
 #ifdef NDEBUG
 #define assert(e) ((void)0)
 #else
-#define assert(e) __qg_assert(e)
+#define assert(e) __qg_assert(e, #e)    /* #e here: the text as written, threadIdx.x not its expansion */
 #endif
