@@ -26,19 +26,20 @@ import json
 import re
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import List, Optional
 
 import numpy as np
 import typer
 from typer._click import exceptions as click_errors      # typer's own copy of click
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 from rich.console import Console
 from rich.table import Table
 
 from qwengpu.api import DEFAULT_MAX_PASSES, DEFAULT_MAX_TOKENS, ENGINES, MODEL_DTYPES, TOKEN_ENGINES, Device
 from qwengpu.args import ArgSyntaxError, parse_arg, parse_dims
-from qwengpu.errors import QwenGpuError
+from qwengpu.errors import QwenGpuError, QwenGpuWarning, plural
 from qwengpu.machine import DEFAULT_BATCH
 from qwengpu.machine.tokens import runs_pass
 from qwengpu.suite import SUITE_MAX_TOKENS
@@ -47,22 +48,94 @@ from qwengpu.toolchain.frontend import FRONTENDS
 class OneLineErrors(TyperGroup):
     """click's usage errors (a missing argument, an option without its value, a value of the
     wrong type, an unknown option or command) as one red line and exit code 1, like every other
-    user mistake, instead of a usage panel and exit code 2."""
+    user mistake, instead of a usage panel and exit code 2. Its commands' --help shows readable
+    metavars (_readable_metavars)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _readable_metavars(self)
 
     def main(self, *args, standalone_mode: bool = True, **kwargs):
         try:
-            rv = super().main(*args, standalone_mode=False, **kwargs)
+            with warnings.catch_warnings():
+                _show_qwengpu_warnings()
+                rv = super().main(*args, standalone_mode=False, **kwargs)
         except click_errors.NoArgsIsHelpError as e:
             typer.echo(e.ctx.get_help() if e.ctx else str(e))
             sys.exit(0)
         except click_errors.UsageError as e:
-            where = f" (see {e.ctx.command_path} --help)" if e.ctx else ""
-            err_console.print(f"[bold red]error:[/] [red]{_escape(e.format_message())}{_escape(where)}[/]")
+            err_console.print(f"[bold red]error:[/] [red]{_escape(_usage_message(e))}[/]")
             sys.exit(1)
         except click_errors.ClickException as e:
             err_console.print(f"[bold red]error:[/] [red]{_escape(e.format_message())}[/]")
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _show_qwengpu_warnings() -> None:
+    """Compile-time warnings (QwenGpuWarning: `FILE:LINE: warning: ...`) as that one line on stderr,
+    each time (not Python's `module.py:N: QwenGpuWarning: ...` once per place); other warnings as
+    Python shows them. Inside warnings.catch_warnings()."""
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, QwenGpuWarning):
+            err_console.print(f"[yellow]{_escape(str(message))}[/]")
+        else:
+            shown(message, category, filename, lineno, file, line)
+    warnings.showwarning = show
+    warnings.simplefilter("always", QwenGpuWarning)
+
+
+class _ReadableArgument(TyperArgument):
+    """An argument shown as FILE in the usage line and the help panel (typer shows `{file}` and
+    a `<path>` type)."""
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw + ("..." if self.nargs != 1 else "")
+        return name if self.required else f"[{name}]"
+
+    def display_type_rich(self, ctx) -> None:
+        return None
+
+
+def _readable_metavars(group) -> None:
+    """--help in click's style: `qgpu run [OPTIONS] FILE`, `--grid GRID`, `--max-tokens N`,
+    `--model PATH`, and nothing after a flag (typer shows `{file}`, `<str>`, `<int>`, `<bool>`,
+    `<list[str]>`)."""
+    for command in [group, *getattr(group, "commands", {}).values()]:
+        if command is not group and isinstance(command, TyperGroup):
+            _readable_metavars(command)
+            continue
+        help_option = command.get_help_option(typer.Context(command, info_name=command.name))
+        for param in [*command.params, *([help_option] if help_option else [])]:
+            if param.metavar is not None:
+                continue
+            desc = getattr(param, "type_descriptor", None)
+            if param.param_type_name == "argument":
+                param.metavar = param.name.upper()
+                if type(param) is TyperArgument:
+                    param.__class__ = _ReadableArgument
+            elif getattr(param, "is_flag", False):
+                param.metavar = ""
+            elif desc is not None and desc.annotation is int:
+                param.metavar = "N"
+            elif desc is not None and desc.is_path:
+                param.metavar = "PATH"
+            else:
+                longest = max(param.opts, key=len)
+                param.metavar = (longest.lstrip("-") if longest.startswith("--") else param.name).upper()
+
+
+def _usage_message(e) -> str:
+    """A usage error's line: --version after a command says where it goes (click would suggest
+    an unrelated option: "No such option: --version (Possible options: --json)")."""
+    if (isinstance(e, click_errors.NoSuchOption) and e.option_name == "--version" and e.ctx
+            and e.ctx.parent is not None):
+        return (f"{e.ctx.command_path} has no --version option; the version is qgpu's own option: "
+                f"run qgpu --version")
+    where = f" (see {e.ctx.command_path} --help)" if e.ctx else ""
+    return e.format_message() + where
 
 
 app = typer.Typer(help="qwengpu: run CUDA kernels on a 4-lane SIMT GPU compiled into a Qwen3.5 model. Counts: "
@@ -77,10 +150,18 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 DEVICE_HELP = "model engine: cpu, cuda, cuda:N or mps (default: the best available; the fast path runs on the CPU)"
 
 
+# a compiler diagnostic's first line, `atom64.cu:2:5: error: ...` (clang) or `k.cu:12: error: ...`
+# (NVRTC, rewritten by the front end): it names itself an error already
+_COMPILER_DIAGNOSTIC = re.compile(r"^\S[^:]*:\d+(?::\d+)?: (?:fatal )?error: ")
+
+
 def fail(e: Exception) -> None:
     """One red line (extra compiler diagnostics follow, dimmed) and exit code 1."""
     first, *rest = str(e).splitlines() or [type(e).__name__]
-    err_console.print(f"[bold red]error:[/] [red]{_escape(first)}[/]")
+    if _COMPILER_DIAGNOSTIC.match(first):      # the compiler's own `file:line:col: error: ...`, said once
+        err_console.print(f"[red]{_escape(first)}[/]")
+    else:
+        err_console.print(f"[bold red]error:[/] [red]{_escape(first)}[/]")
     for line in rest:
         err_console.print(f"[dim]{_escape(line)}[/]")
     raise typer.Exit(1)
@@ -206,7 +287,8 @@ class LaunchProgress:
         if self.bar and self.tokens % 50 == 1:
             elapsed = time.perf_counter() - self.decode_start
             rate = f", {self.tokens / elapsed:,.0f} tokens/s" if elapsed > 0.2 else ""
-            self.describe(f"generating: {self.tokens:,} tokens, {self.passes:,} passes{rate}")
+            self.describe(f"generating: {plural(self.tokens, 'token', grouped=True)}, "
+                          f"{plural(self.passes, 'pass', 'passes', grouped=True)}{rate}")
 
 
 @app.command()
@@ -323,8 +405,11 @@ def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_to
 
 def _only_kernel(module) -> str:
     names = module.kernel_names
+    if not names:
+        raise QwenGpuError(f"{module.filename} defines no __global__ kernel: mark the function to launch "
+                           f"__global__ (e.g. extern \"C\" __global__ void k(int *out) {{ ... }})")
     if len(names) != 1:
-        raise QwenGpuError(f"{module.filename} has {len(names)} kernels ({', '.join(names) or 'none'}); "
+        raise QwenGpuError(f"{module.filename} has {len(names)} kernels ({', '.join(names)}); "
                            f"choose one with --kernel")
     return names[0]
 
@@ -343,9 +428,10 @@ def _stats(result, wall: float | None = None) -> str:
     if result.tokens is not None:
         rate = (f" at {result.tokens / result.decode_seconds:,.0f} tokens/s"
                 if result.decode_seconds and result.decode_seconds > 0 else "")
-        parts.append(f"{result.tokens:,} tokens (forward passes){rate}")
+        parts.append(f"{plural(result.tokens, 'token', grouped=True)} (forward passes){rate}")
     if result.blocks is not None:
-        parts.append(f"{result.blocks:,} blocks, {result.instructions:,} instructions")
+        parts.append(f"{plural(result.blocks, 'block', grouped=True)}, "
+                     f"{plural(result.instructions, 'instruction', grouped=True)}")
     if wall is None:
         parts.append(f"{result.seconds:.3f} s")
     elif result.engine == "model":
@@ -378,7 +464,7 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
           device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP)):
     """Run the kernel suite; exit code 1 if any kernel fails (or none matches -k). Columns:
     blocks (machine blocks executed) and instructions, the same on every engine; tokens (model)."""
-    from qwengpu.suite import DEFAULT_DIR, discover, run_suite
+    from qwengpu.suite import DEFAULT_DIR, discover, run_suite, unpaired
     if directory is None:
         directory = Path("kernels") if Path("kernels").is_dir() else DEFAULT_DIR
     wall = time.perf_counter()
@@ -393,16 +479,22 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
         batch = DEFAULT_BATCH if batch is None else batch
         if batch < 1:
             raise QwenGpuError(f"--batch must be at least 1, got {batch}")
+        for note in unpaired(directory, pattern):
+            err_console.print(f"[bold yellow]warning:[/] [yellow]{_escape(note)}[/]")
         if not discover(directory, pattern):
             raise QwenGpuError(f"no kernel matches {pattern!r} in {directory}" if pattern
                                else f"no kernels (NAME.cu with NAME.py) in {directory}")
         with SuiteProgress(_show_progress(as_json), engine) as progress:
+            def on_report(report):
+                progress.report(report)
+                if not as_json:          # JSON: in each kernel's "output"
+                    _print_output(report.name, report.output)
             generates = engine in ("model",) + TOKEN_ENGINES
             dev = _device(engine, frontend, opt, model, dtype, check,
                           max_tokens or (SUITE_MAX_TOKENS if generates else None), stock, device=device,
                           max_passes=max_passes, on_phase=progress.phase, url=url)
             summary = run_suite(pattern=pattern, directory=directory, max_batch=None if stock or batch == 1 else batch,
-                                device=dev, on_start=progress.start, on_report=progress.report,
+                                device=dev, on_start=progress.start, on_report=on_report,
                                 on_token=progress.token if generates else None)
     except QwenGpuError as e:
         fail(e)
@@ -412,10 +504,16 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
     else:
         console.print(_suite_table(summary))
         tokens = sum(k["tokens"] or 0 for k in summary["kernels"])
-        console.print(f"[dim]{len(summary['kernels'])} kernels in {wall:.1f} s"
-                      + (f", {tokens:,} tokens" if generates else "") + "[/]")
+        console.print(f"[dim]{plural(len(summary['kernels']), 'kernel')} in {wall:.1f} s"
+                      + (f", {plural(tokens, 'token', grouped=True)}" if generates else "") + "[/]")
     if summary["failed"] or not summary["kernels"]:
         raise typer.Exit(1)
+
+
+def _print_output(kernel: str, output: list[str]) -> None:
+    """A suite kernel's device printf output on stdout, each line after the kernel's name."""
+    for line in "".join(output).splitlines():
+        console.print(f"{kernel}: {line}", markup=False)
 
 
 class SuiteProgress:
@@ -448,7 +546,7 @@ class SuiteProgress:
         text = self.status
         if self.tokens:
             elapsed = time.perf_counter() - self.start_time
-            text = f"{self.tokens:,} tokens, {self.tokens / elapsed:,.0f} tokens/s"
+            text = f"{plural(self.tokens, 'token', grouped=True)}, {self.tokens / elapsed:,.0f} tokens/s"
             if self.running:
                 text += "; running " + ", ".join(f"{n} ({t:,})" for n, t in list(self.running.items())[:3])
         if self.failed:
@@ -479,7 +577,7 @@ class SuiteProgress:
         self.failed += not report.passed
         self.running.pop(report.name, None)
         if self.bar:
-            tokens = f", {report.tokens:,} tokens" if report.tokens else ""
+            tokens = f", {plural(report.tokens, 'token', grouped=True)}" if report.tokens else ""
             mark = "[green]passed[/]" if report.passed else "[red]failed[/]"
             self.bar.console.print(f"  {_escape(report.name)} {mark}{tokens}, {report.seconds:.1f} s")
         self._refresh()
@@ -557,7 +655,7 @@ def _bench_table(s: dict) -> Table:
 
     def ok(flag):
         return "[green]yes[/]" if flag else "[red]no[/]"
-    table = Table(title=f"qgpu bench: {s['model']} ({s['dtype']}); stock path: first {s['stock_tokens']} tokens",
+    table = Table(title=f"qgpu bench: {s['model']} ({s['dtype']}); stock path: first {plural(s['stock_tokens'], 'token')}",
                   caption=f"speedup = {s['speedup_basis']}; tok/s over the decode steps (prefill apart); "
                           f"interp ms summed")
     for col in ("kernel", "tokens", "passes", "instrs", "fast s", "fast tok/s", "stock prefill s",
@@ -591,7 +689,7 @@ def check_circuit(cases: int = typer.Option(10_000, "--cases", help="random case
     if as_json:
         print(json.dumps(report, indent=2))
     else:
-        table = Table(title=f"circuit check ({cases} cases per gadget and dtype)")
+        table = Table(title=f"circuit check ({plural(cases, 'case')} per gadget and dtype)")
         for col in ("gadget", "cases", "mismatches", "layers", "neurons"):
             table.add_column(col, justify="left" if col == "gadget" else "right")
         for name, r in report["gadgets"].items():
@@ -778,7 +876,8 @@ class ChatView:
 
     def launch_token(self, tokens: int, passes: int, seconds: float) -> None:
         if self.status and tokens % 25 == 1:
-            self.status.update(f"GPU: {tokens:,} tokens, {passes:,} passes, {seconds:.1f} s")
+            self.status.update(f"GPU: {plural(tokens, 'token', grouped=True)}, "
+                               f"{plural(passes, 'pass', 'passes', grouped=True)}, {seconds:.1f} s")
 
     def call_end(self, gpu) -> None:
         if self.status:
@@ -788,13 +887,14 @@ class ChatView:
             return
         colour = "green" if gpu.ok else "red"
         console.print(f"[{colour}]=>[/] {_escape(gpu.response)}")
-        console.print(f"[dim]{gpu.tokens:,} GPU tokens, {gpu.passes:,} passes, {gpu.seconds:.1f} s[/]")
+        console.print(f"[dim]{plural(gpu.tokens, 'GPU token', grouped=True)}, "
+                      f"{plural(gpu.passes, 'pass', 'passes', grouped=True)}, {gpu.seconds:.1f} s[/]")
 
     def finish(self, turn) -> None:
         self.text_so_far = self.shown = ""
         limit = ", stopped at the token limit (--max-tokens)" if turn.stopped == "max_tokens" else ""
         console.print()
-        console.print(f"[dim]{turn.tokens:,} tokens, {len(turn.calls)} GPU call{'s' * (len(turn.calls) != 1)}, "
+        console.print(f"[dim]{plural(turn.tokens, 'token', grouped=True)}, {plural(len(turn.calls), 'GPU call')}, "
                       f"{turn.seconds:.1f} s{limit}[/]")
 
 
@@ -815,7 +915,8 @@ def eval_chat(model: Path = typer.Option(..., "--model", help="a merged checkpoi
         def progress(mode: str, i: int, r: dict) -> None:
             used, right = (r["used_gpu"], r["correct"]) if mode == "normal" else (r["tries"] > 0, r["within_3_tries"])
             err_console.print(f"[dim]{mode} {i + 1}/{sizes[mode]}: {'GPU used' if used else 'no GPU'}, "
-                              f"{'right' if right else 'wrong'}, {r['tokens']:,} tokens, {r['seconds']:.1f} s[/]")
+                              f"{'right' if right else 'wrong'}, {plural(r['tokens'], 'token', grouped=True)}, "
+                              f"{r['seconds']:.1f} s[/]")
         report = run_eval(model, max_tokens=max_tokens, launch_max_tokens=launch_max_tokens, on_item=progress)
     except QwenGpuError as e:
         fail(e)

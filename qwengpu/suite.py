@@ -15,9 +15,10 @@ from types import ModuleType
 import numpy as np
 
 from qwengpu.api import TOKEN_ENGINES, Device
-from qwengpu.errors import QwenGpuError
+from qwengpu.errors import QwenGpuError, plural
 from qwengpu.launch import Launch
 from qwengpu.machine import DEFAULT_BATCH
+from qwengpu.printf import device_output
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "kernels"
 # the suite's kernels are known to finish: a model launch's default limit is far above the
@@ -44,6 +45,7 @@ class KernelReport:
     blocks: int | None = None         # machine blocks executed, the same on every engine
     seconds: float = 0.0              # compile + lower + run
     features: list[str] = field(default_factory=list)
+    output: list[str] = field(default_factory=list)   # device printf output, one string per call
 
     @property
     def status(self) -> str:
@@ -62,8 +64,25 @@ def discover(directory: Path | str = DEFAULT_DIR, pattern: str | None = None) ->
     cases = [KernelCase(cu.stem, cu, cu.with_suffix(".py"))
              for cu in sorted(directory.glob("*.cu")) if cu.with_suffix(".py").exists()]
     if pattern:
-        cases = [c for c in cases if pattern in c.name or fnmatch.fnmatch(c.name, pattern)]
+        cases = [c for c in cases if _matches(c.name, pattern)]
     return cases
+
+
+def _matches(name: str, pattern: str | None) -> bool:
+    return not pattern or pattern in name or fnmatch.fnmatch(name, pattern)
+
+
+def unpaired(directory: Path | str = DEFAULT_DIR, pattern: str | None = None) -> list[str]:
+    """The kernel specs discover() skips, one line each: a NAME.py without its NAME.cu (likely a
+    misnamed or missing source). A NAME.cu alone is a plain CUDA file, not a suite kernel, and
+    names starting with _ or . are helpers (__init__.py): neither is reported."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    return [f"{py}: skipped: no {py.stem}.cu beside it (a suite kernel is NAME.cu with NAME.py)"
+            for py in sorted(directory.glob("*.py"))
+            if not py.name.startswith(("_", ".")) and _matches(py.stem, pattern)
+            and not py.with_suffix(".cu").exists()]
 
 
 def load_spec(case: KernelCase) -> ModuleType:
@@ -86,13 +105,18 @@ def run_case(case: KernelCase, device: Device) -> KernelReport:
         grid, block, args = spec.launch()
         expected = spec.reference(*copy.deepcopy(list(args)))
         fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
-        result = fn(grid=grid, block=block, args=args)
+        shown, device.print_output = device.print_output, False     # the output goes in the report
+        try:
+            result = fn(grid=grid, block=block, args=args)
+        finally:
+            device.print_output = shown
+        report.output = list(result.output)
         report.passes, report.instructions, report.tokens = result.passes, result.instructions, result.tokens
         report.blocks = result.blocks
         report.reason = "; ".join(mismatches(args, expected, fn.arg_names))
         report.passed = not report.reason
     except Exception as e:
-        report.reason = _reason(e)
+        report.reason = _reason(e, case)
     report.seconds = time.perf_counter() - start
     return report
 
@@ -100,7 +124,7 @@ def run_case(case: KernelCase, device: Device) -> KernelReport:
 def mismatches(args, expected, names, show: int = 3) -> list[str]:
     """Compare each non-None expected array with the final argument, as 32-bit words."""
     if len(expected) != len(args):
-        return [f"reference returned {len(expected)} values for {len(args)} arguments"]
+        return [f"reference returned {plural(len(expected), 'value')} for {plural(len(args), 'argument')}"]
     problems = []
     for i, (got, want) in enumerate(zip(args, expected)):
         if want is None:
@@ -127,7 +151,9 @@ def run_suite(engine: str = "interp", frontend: str = "clang", pattern: str | No
     `max_batch` runs the launches batched (`run_batched`); `device` replaces Device(engine,
     frontend, opt) (e.g. a model Device with check="replay"). Progress callbacks:
     `on_start(cases)` with the kernels found, `on_report(report)` as each finishes,
-    `on_token(name, token)` for each token the model engine generates."""
+    `on_token(name, token)` for each token the model engine generates. A kernel's device printf
+    output is in its report's `output`, not printed (the caller names the kernel it came from);
+    `skipped`: what discover() left out (unpaired())."""
     generates = ("model",) + TOKEN_ENGINES
     device = device or Device(engine, frontend, opt, **({"max_tokens": SUITE_MAX_TOKENS} if engine in generates else {}))
     cases = discover(directory, pattern)
@@ -145,7 +171,7 @@ def run_suite(engine: str = "interp", frontend: str = "clang", pattern: str | No
                 on_report(reports[-1])
     passed = sum(r.passed for r in reports)
     return {"engine": device.engine, "frontend": device.frontend, "passed": passed, "failed": len(reports) - passed,
-            "kernels": [r.to_dict() for r in reports]}
+            "kernels": [r.to_dict() for r in reports], "skipped": unpaired(directory, pattern)}
 
 
 @dataclass
@@ -185,7 +211,7 @@ def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAUL
             launch = Launch.build(fn.program, grid, block, args, names=fn.arg_names)
             ready.append(_Prepared(report, args, expected, fn.arg_names, launch))
         except Exception as e:
-            report.reason = _reason(e)
+            report.reason = _reason(e, case)
             if on_report:
                 on_report(report)
         report.seconds = time.perf_counter() - start
@@ -222,6 +248,7 @@ def _finish(p: _Prepared, result) -> None:
         report.seconds += result.seconds
         report.passes, report.instructions, report.tokens = result.passes, result.instructions, result.tokens
         report.blocks = result.blocks
+        report.output, _ = device_output(p.launch.program.printf_buffer, p.launch.memory)
         p.launch.copy_back()
         report.reason = "; ".join(mismatches(p.args, p.expected, p.names))
         report.passed = not report.reason
@@ -229,8 +256,23 @@ def _finish(p: _Prepared, result) -> None:
         report.reason = _reason(e)
 
 
-def _reason(e: Exception) -> str:
+def _reason(e: Exception, case: KernelCase | None = None) -> str:
     if isinstance(e, QwenGpuError):
         return f"{type(e).__name__}: {e}"
-    where = traceback.extract_tb(e.__traceback__)[-1]   # a bug somewhere: report it, keep running the suite
+    frames = traceback.extract_tb(e.__traceback__)
+    spec = _spec_frame(e, frames, case.spec) if case else None
+    if spec:             # the kernel's own Python file raised: its launch(), reference() or module code
+        line, function = spec
+        where = f"line {line}" + (f", in {function}()" if function and function != "<module>" else "")
+        return f"error in {case.spec.name} (the kernel's Python file, {where}): {type(e).__name__}: {e}"
+    where = frames[-1]   # a bug somewhere: report it, keep running the suite
     return f"internal error {type(e).__name__}: {e} ({Path(where.filename).name}:{where.lineno})"
+
+
+def _spec_frame(e: Exception, frames, spec: Path) -> tuple[int, str | None] | None:
+    """(line, function) of the innermost traceback frame in the kernel's NAME.py (a syntax error:
+    its line), or None when the error did not come from that file."""
+    if isinstance(e, SyntaxError) and e.filename and Path(e.filename).resolve() == spec.resolve():
+        return e.lineno or 0, None
+    inside = [f for f in frames if Path(f.filename).resolve() == spec.resolve()]
+    return (inside[-1].lineno, inside[-1].name) if inside else None

@@ -34,7 +34,7 @@ def test_chat_reads_questions_until_an_empty_line(path):
     r = invoke("chat", "--model", path, "--max-tokens", "1", input="Hi\n\n")
     assert r.exit_code == 0, r.output
     assert "normal mode" in r.stdout
-    assert "1 tokens, 0 GPU calls" in r.stdout and "stopped at the token limit (--max-tokens)" in r.stdout
+    assert "1 token, 0 GPU calls" in r.stdout and "stopped at the token limit (--max-tokens)" in r.stdout
 
 
 def test_the_view_shows_each_gpu_call_and_its_result(path, capsys):

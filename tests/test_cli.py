@@ -562,7 +562,7 @@ def test_progress_texts():
     for token in (Token("EXEC", ()), Token("VAL", (), cont=True), Token("VAL", ()), Token("EXEC", ())):
         progress.token(token)
     assert texts[:3] == ["loading the model", "prefill (the launch prompt)", "generating"]
-    assert texts[3].startswith("generating: 1 tokens, 1 passes") and progress.tokens == 4 and progress.passes == 3
+    assert re.match(r"generating: 1 token, 1 pass($|,)", texts[3]) and progress.tokens == 4 and progress.passes == 3
     suite = cli.SuiteProgress(False, "model")
     suite.bar = SimpleNamespace(update=lambda task, **kw: texts.append(kw), console=SimpleNamespace(
         print=lambda line: texts.append(line)))
@@ -583,3 +583,88 @@ def test_token_engine_options_are_checked(tmp_path):
         result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, *options)
         assert result.exit_code == 1 and message in result.output, (options, result.output)
         assert "Traceback" not in result.output
+
+
+# --- messages: what is wrong, where, what to do --------------------------------
+def test_a_file_without_a_kernel_says_it_defines_no_global_function(tmp_path):
+    (tmp_path / "noglobal.cu").write_text("__device__ int twice(int x) { return 2 * x; }\n")
+    result = invoke("run", tmp_path / "noglobal.cu")
+    one_error_line(result, "noglobal.cu defines no __global__ kernel")
+    assert "0 kernels" not in result.output and "--kernel" not in result.output
+
+
+def test_version_after_a_command_says_where_it_goes():
+    result = invoke("run", "--version")
+    one_error_line(result, "has no --version option")
+    assert "qgpu --version" in result.output and "Possible options" not in result.output
+    assert invoke("--version").output.startswith("qgpu (qwengpu) ")
+
+
+def test_a_compile_error_says_error_once(tmp_path):
+    (tmp_path / "atom64.cu").write_text('extern "C" __global__ void k(unsigned long long *p) {\n'
+                                        '    atomicAdd(p, 1ull);\n}\n')
+    result = invoke("run", tmp_path / "atom64.cu", "--arg", "u32:[0,0]")
+    assert result.exit_code == 1, result.output
+    first = result.output.splitlines()[0]
+    assert first.startswith("atom64.cu:2:5: error: ") and first.count("error:") == 1, result.output
+
+
+def test_help_shows_readable_metavars():
+    for command in (("run",), ("suite",), ("eval", "kl"), ()):
+        text = invoke(*command, "--help").output
+        for typer_style in ("{file}", "<bool>", "<str>", "<int>", "<path>", "<list[str]>"):
+            assert typer_style not in text, (command, typer_style, text)
+    text = invoke("run", "--help").output
+    assert " run [OPTIONS] FILE" in text and re.search(r"--max-tokens\s+N\b", text), text
+
+
+def test_counts_of_one_are_singular(tmp_path):
+    (tmp_path / "one.cu").write_text('extern "C" __global__ void one(int *p) { *p = 7; }\n')
+    result = invoke("run", tmp_path / "one.cu", "--block", "1", "--arg", "i32:[0]", "--show-isa")
+    assert result.exit_code == 0 and "p = [7]" in result.output, result.output
+    assert "engine interp, 1 block, " in result.output and "1 blocks" not in result.output
+    assert "// kernel one: 1 block, " in result.output
+    result = invoke("run", tmp_path / "one.cu", "--arg", "i32:[0]", "--arg", "1")
+    one_error_line(result, "kernel one takes 1 argument (p); 2 were given")
+
+
+def test_suite_names_a_spec_without_its_source_and_a_reference_error(tmp_path):
+    make_suite(tmp_path)
+    (tmp_path / "lonely.py").write_text(DOT_PY.replace("OFFSET", "0"))          # no lonely.cu
+    (tmp_path / "raises.cu").write_text(DOT_CU)
+    (tmp_path / "raises.py").write_text(DOT_PY.replace("OFFSET + int(a @ b)", "{}['x']"))
+    result = invoke("suite", "--dir", tmp_path, "-k", "l")
+    assert f"warning: {tmp_path / 'lonely.py'}: skipped: no lonely.cu beside it" in result.output, result.output
+    assert "orphan" not in result.output         # a .cu alone is a plain CUDA file
+    summary = json.loads(invoke("suite", "--dir", tmp_path, "-k", "raises", "--json").stdout)
+    assert summary["kernels"][0]["reason"] == ("error in raises.py (the kernel's Python file, line 7, in "
+                                               "reference()): KeyError: 'x'")
+
+
+def test_suite_prints_device_printf_under_the_kernels_name(tmp_path):
+    (tmp_path / "hello.cu").write_text('extern "C" __global__ void hello(int *o) {\n'
+                                       '    printf("lane %d\\n", threadIdx.x);\n    o[threadIdx.x] = 1;\n}\n')
+    (tmp_path / "hello.py").write_text('import numpy as np\nKERNEL = "hello"\n'
+                                       'def launch():\n    return 1, 2, [np.zeros(2, np.int32)]\n'
+                                       'def reference(o):\n    return [np.ones(2)]\n')
+    result = invoke("suite", "--dir", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "hello: lane 0\nhello: lane 1\n" in result.output and "\nlane 0" not in result.output
+    summary = json.loads(invoke("suite", "--dir", tmp_path, "--json").stdout)
+    assert summary["kernels"][0]["output"] == ["lane 0\n", "lane 1\n"]
+
+
+RED_CU = """extern "C" __global__ void red(int *o) {
+    int v = o[threadIdx.x];
+    for (int off = 16; off > 0; off /= 2) v += __shfl_down_sync(0xffffffff, v, off);
+    if (threadIdx.x == 0) o[0] = v;
+}
+"""
+
+
+def test_run_prints_compile_warnings_with_the_source_line(tmp_path):
+    (tmp_path / "red.cu").write_text(RED_CU)
+    result = invoke("run", tmp_path / "red.cu", "--arg", "i32:[1,2,3,4]")
+    assert result.exit_code == 0 and "o = [80, 2, 3, 4]" in result.output, result.output   # 8 x 10, as warned
+    assert "red.cu:3: warning: __shfl_down_sync with offsets 16, 8 and 4: a warp here has 4 lanes" in result.output
+    assert "QwenGpuWarning" not in result.output
