@@ -23,9 +23,9 @@ def fresh_model_cache():
 
 @pytest.fixture(autouse=True, scope="module")
 def free_chat_models():
-    """A chat session's text model (the whole merged model, 8 GB in fp32 for the stand-in) is kept
-    for later sessions; after each test module it goes, so it never sits beside the larger models
-    of later modules (CI has 24 GB)."""
+    """A chat session's text model (the merged model without its circuit layers, 1.5 GB in bf16 for
+    the stand-in) is kept for later sessions; after each test module it goes, so it never sits
+    beside the larger models of later modules (CI has 24 GB)."""
     yield
     import gc
     import sys

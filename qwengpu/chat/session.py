@@ -5,9 +5,11 @@ tool call it makes runs on the same checkpoint's machine (docs/chat.md, "Chat se
     turn = chat.ask("What is 17 * 23?")                  # generated greedily
     turn = chat.ask("...", script=["<tool_call>...</tool_call>", "It is 391."])   # forced text
 
-The conversation's text runs through the stock transformers model in one cache (`self.cache`),
-fed only what is new each time. A launch runs on a qwengpu Device of the same checkpoint
-(the model engine's fast path: the circuit layers' exact nonzero structure), which starts every
+The conversation's text runs through the stock transformers model without its circuit layers
+(qwengpu/chat/textmodel.py: exact, they add 0 at every text position), at the checkpoint's
+stored dtype, in one cache (`self.cache`), fed only what is new each time. A launch runs on a
+qwengpu Device of the same checkpoint (the model engine's fast path: the circuit layers' exact
+nonzero structure), which starts every
 launch from the launch prompt in a state of its own: no GPU token ever enters the text cache,
 so the text after a tool call is what the model computes from that text alone.
 """
@@ -24,6 +26,7 @@ from jinja2 import TemplateError
 from transformers.cache_utils import DynamicCache
 
 from qwengpu.api import DEFAULT_MAX_TOKENS, Device
+from qwengpu.chat.textmodel import DTYPES, load_text_model, quiet_transformers, stored_dtype
 from qwengpu.chat.tools import MODES, ToolCall, parse_tool_calls, run_tool_call
 from qwengpu.errors import QwenGpuError
 from qwengpu.machine import runtime
@@ -95,19 +98,30 @@ class ChatEvents:
     def call_end(self, call: GpuCall) -> None:
         """The tool call's response."""
 
+    def load_start(self, path: Path, dtype: str) -> None:
+        """The text model starts loading (not when an earlier session of the checkpoint loaded it)."""
+
+    def load_end(self, seconds: float) -> None:
+        """The text model is loaded."""
+
 
 _TEXT_MODELS: dict = {}        # the last text model loaded, by (path, dtype, device): one kept at a time
 _SYSTEM_TURNS: dict = {}       # its context after a system turn, by the turn's token ids
 
 
-def text_model(path: Path, dtype: str, device: str):
-    """The whole merged model through stock transformers (what writes the text), kept loaded so
-    sessions of one checkpoint share it (and the forward of a system turn they share)."""
+def text_model(path: Path, dtype: str, device: str, events: ChatEvents | None = None):
+    """The merged model's text model (stock transformers without the circuit layers:
+    qwengpu/chat/textmodel.py), kept loaded so sessions of one checkpoint share it (and the
+    forward of a system turn they share). `events` sees a load start and end."""
     key = (Path(path).resolve(), dtype, device)
     if key not in _TEXT_MODELS:
         _TEXT_MODELS.clear()
         _SYSTEM_TURNS.clear()
-        _TEXT_MODELS[key] = runtime.load_model(path, dtype, device)[0]
+        events = events or ChatEvents()
+        events.load_start(Path(path), dtype)
+        start = time.perf_counter()
+        _TEXT_MODELS[key] = load_text_model(path, dtype, device)
+        events.load_end(time.perf_counter() - start)
     return _TEXT_MODELS[key]
 
 
@@ -135,10 +149,11 @@ class ChatSession:
     """A conversation with the merged checkpoint `model` in `mode` (normal: gpu_eval; advanced:
     gpu_cuda). `max_tokens`: assistant tokens per turn; `launch_max_tokens`: GPU tokens per
     launch; `thinking`: let a model with a thinking mode think (False asks for none);
-    `events`: a ChatEvents that sees the turn as it happens."""
+    `events`: a ChatEvents that sees the turn as it happens; `dtype`: float32 or bfloat16 (None:
+    the checkpoint's stored dtype, bfloat16 for the stand-in)."""
 
     def __init__(self, model: str | Path, mode: str = "normal", *, system: str | None = None,
-                 dtype: str = "float32", device: str = "cpu", max_tokens: int = DEFAULT_TURN_TOKENS,
+                 dtype: str | None = None, device: str = "cpu", max_tokens: int = DEFAULT_TURN_TOKENS,
                  launch_max_tokens: int = DEFAULT_MAX_TOKENS, thinking: bool = False,
                  events: ChatEvents | None = None):
         if mode not in MODES:
@@ -146,14 +161,17 @@ class ChatSession:
         if max_tokens < 1 or launch_max_tokens < 1:
             raise ChatError("the token limits must be at least 1")
         self.path, self.mode, self.tools = Path(model), mode, MODES[mode]
+        if dtype is not None and dtype not in DTYPES:
+            raise ChatError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
         self.config = runtime.load_config(self.path)         # CheckpointError: not a merged checkpoint
+        self.dtype = dtype or stored_dtype(self.path, self.config)
         self.tokenizer = load_tokenizer(self.path)
-        self.model = text_model(self.path, dtype, device)
+        self.events = events or ChatEvents()
+        self.model = text_model(self.path, self.dtype, device, self.events)
         self.text_end = self.config["qwengpu"]["gpu_token_ids"][0]     # text ids are [0, text_end)
         self.stop_ids = {self.tokenizer.eos_token_id, self.config.get("eos_token_id")} - {None}
         self.max_tokens, self.thinking = max_tokens, thinking
-        self.events = events or ChatEvents()
-        self.gpu = Device("model", model=self.path, dtype=dtype, max_tokens=launch_max_tokens,
+        self.gpu = Device("model", model=self.path, dtype=self.dtype, max_tokens=launch_max_tokens,
                           print_output=False, on_token=self._launch_token)
         self.system = SYSTEM[mode] if system is None else system
         self._launch, self._launch_start = None, 0.0
@@ -296,12 +314,20 @@ class ChatSession:
         self._forward(self._encode(text))
 
     def _encode(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        """Text ids only: the name of a GPU token in the text (`<|gpu:HALT|>` in a message or a
+        kernel's printf output) is taken as the plain text it is, never as that token."""
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = []
+        for i, (a, b) in zip(enc["input_ids"], enc["offset_mapping"]):
+            ids += [i] if i < self.text_end else self.tokenizer(text[a:b], add_special_tokens=False,
+                                                                split_special_tokens=True)["input_ids"]
+        return ids
 
     @torch.no_grad()
     def _forward(self, ids: list[int]) -> None:
         x = torch.tensor([ids], dtype=torch.long, device=self.model.device)
-        out = self.model(input_ids=x, cache=self.cache, use_cache=True, logits_to_keep=1)
+        with quiet_transformers():
+            out = self.model(input_ids=x, cache=self.cache, use_cache=True, logits_to_keep=1)
         self.logits = out.logits[0, -1].float()
         self.ids += ids
         self.chunks.append(list(ids))
