@@ -792,7 +792,8 @@ def chat(model: Path = typer.Option(..., "--model", help="a merged checkpoint di
          max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="assistant tokens per turn (default 1,024)"),
          launch_max_tokens: Optional[int] = typer.Option(None, "--launch-max-tokens",
                                                          help=f"GPU tokens per launch (default {DEFAULT_MAX_TOKENS:,})"),
-         dtype: str = typer.Option("float32", "--dtype", help=f"{', '.join(MODEL_DTYPES)}"),
+         dtype: Optional[str] = typer.Option(None, "--dtype", help=f"{', '.join(MODEL_DTYPES)} (default: the "
+                                             "checkpoint's, bfloat16 for the stand-in)"),
          device: Optional[str] = typer.Option(None, "--device", help="the text model's torch device: cpu, cuda, "
                                               "cuda:N or mps (default: the best available; launches run on the CPU)")):
     """Chat with the model; it computes on the GPU inside its own weights. The answer streams as
@@ -800,7 +801,8 @@ def chat(model: Path = typer.Option(..., "--model", help="a merged checkpoint di
     time) and its result."""
     try:
         _choice("mode", mode, CHAT_MODES)
-        _choice("dtype", dtype, MODEL_DTYPES)
+        if dtype is not None:
+            _choice("dtype", dtype, MODEL_DTYPES)
         _check_limits(max_tokens, None)
         if launch_max_tokens is not None and launch_max_tokens < 1:
             raise ArgSyntaxError(f"--launch-max-tokens must be at least 1, got {launch_max_tokens}")
@@ -873,6 +875,15 @@ class ChatView:
         if self.live:
             self.status = err_console.status("GPU: compiling")
             self.status.start()
+
+    def load_start(self, path, dtype: str) -> None:
+        if self.live:
+            from qwengpu.chat.textmodel import SHORT
+            err_console.print(f"[dim]loading {_escape(str(path))} ({SHORT.get(dtype, dtype)})...[/]", end="")
+
+    def load_end(self, seconds: float | None) -> None:
+        if self.live:
+            err_console.print(f"[dim] done in {seconds:.1f} s[/]" if seconds is not None else "")
 
     def launch_token(self, tokens: int, passes: int, seconds: float) -> None:
         if self.status and tokens % 25 == 1:

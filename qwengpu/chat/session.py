@@ -99,28 +99,33 @@ class ChatEvents:
         """The tool call's response."""
 
     def load_start(self, path: Path, dtype: str) -> None:
-        """The text model starts loading (not when an earlier session of the checkpoint loaded it)."""
+        """The tokenizer and the text model start loading (not when an earlier session loaded them)."""
 
-    def load_end(self, seconds: float) -> None:
-        """The text model is loaded."""
+    def load_end(self, seconds: float | None) -> None:
+        """They are loaded (`seconds` None: the load failed; its error follows)."""
 
 
-_TEXT_MODELS: dict = {}        # the last text model loaded, by (path, dtype, device): one kept at a time
+_TEXT_MODELS: dict = {}        # the last (tokenizer, text model) loaded, by (path, dtype, device): one kept at a time
 _SYSTEM_TURNS: dict = {}       # its context after a system turn, by the turn's token ids
 
 
-def text_model(path: Path, dtype: str, device: str, events: ChatEvents | None = None):
-    """The merged model's text model (stock transformers without the circuit layers:
-    qwengpu/chat/textmodel.py), kept loaded so sessions of one checkpoint share it (and the
-    forward of a system turn they share). `events` sees a load start and end."""
+def text_side(path: Path, dtype: str, device: str, events: ChatEvents | None = None) -> tuple:
+    """(the checkpoint's tokenizer, its text model: stock transformers without the circuit layers,
+    qwengpu/chat/textmodel.py), kept loaded so sessions of one checkpoint share them (and the
+    forward of a system turn they share). `events` sees the load start and end."""
     key = (Path(path).resolve(), dtype, device)
     if key not in _TEXT_MODELS:
-        _TEXT_MODELS.clear()
-        _SYSTEM_TURNS.clear()
         events = events or ChatEvents()
         events.load_start(Path(path), dtype)
         start = time.perf_counter()
-        _TEXT_MODELS[key] = load_text_model(path, dtype, device)
+        try:
+            tokenizer = load_tokenizer(path)            # ChatError (no chat template) before anything goes
+            _TEXT_MODELS.clear()
+            _SYSTEM_TURNS.clear()
+            _TEXT_MODELS[key] = tokenizer, load_text_model(path, dtype, device)
+        except BaseException:
+            events.load_end(None)
+            raise
         events.load_end(time.perf_counter() - start)
     return _TEXT_MODELS[key]
 
@@ -165,9 +170,8 @@ class ChatSession:
             raise ChatError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
         self.config = runtime.load_config(self.path)         # CheckpointError: not a merged checkpoint
         self.dtype = dtype or stored_dtype(self.path, self.config)
-        self.tokenizer = load_tokenizer(self.path)
         self.events = events or ChatEvents()
-        self.model = text_model(self.path, self.dtype, device, self.events)
+        self.tokenizer, self.model = text_side(self.path, self.dtype, device, self.events)
         self.text_end = self.config["qwengpu"]["gpu_token_ids"][0]     # text ids are [0, text_end)
         self.stop_ids = {self.tokenizer.eos_token_id, self.config.get("eos_token_id")} - {None}
         self.max_tokens, self.thinking = max_tokens, thinking
