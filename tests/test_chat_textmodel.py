@@ -114,11 +114,11 @@ def compare(path, tokenizer, full, text, prompts, steps):
     exactly 0; `full` and `text` are models or loaders (the text model runs first, and goes)."""
     L, V = text_layout(runtime.load_config(path))
     runs = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-    text = text() if callable(text) else text
+    text = text if isinstance(text, torch.nn.Module) else text()
     got = [greedy(text, ids, steps, V) for ids in runs]
     del text
     gc.collect()
-    full = full() if callable(full) else full
+    full = full if isinstance(full, torch.nn.Module) else full()
     watch = CircuitWatch(full, L)
     try:
         want = [greedy(full, ids, steps, V) for ids in runs]
