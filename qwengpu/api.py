@@ -28,6 +28,7 @@ import importlib
 import re
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -40,8 +41,8 @@ from qwengpu.launch import Launch
 from qwengpu.machine.protocol import CHECKS
 from qwengpu.printf import device_output
 from qwengpu.toolchain.frontend import FRONTENDS, INCLUDE_DIR, compile_cuda, with_prelude
-from qwengpu.toolchain.lower import MODEL_EXPANSIONS, lower, plain_name
 from qwengpu.toolchain.lint import issue_warnings
+from qwengpu.toolchain.lower import MODEL_EXPANSIONS, lower, plain_name
 from qwengpu.toolchain.ptx import parse_ptx
 
 ENGINES = ("interp", "cuda", "model", "vllm", "llama.cpp")
@@ -131,7 +132,7 @@ class Device:
         self._loaded = None     # (model, machine) once the model engine has loaded them
 
     def model_and_machine(self):
-        """The loaded merged model and its machine (loaded on the first call)."""
+        """The loaded merged model and its machine's readout (loaded on the first call)."""
         if self._loaded is None:
             if self.on_phase:
                 self.on_phase("load")
@@ -174,7 +175,7 @@ _LOADED: dict = {}     # the last model the model engine loaded, by configuratio
 
 
 def _load_model(path: Path, dtype: str, fast: bool, torch_device: str):
-    """(the model engine's model, its machine). The last one loaded is kept, so Devices of one
+    """(the model engine's model, its machine's readout). The last one loaded is kept, so Devices of one
     configuration share it (a load takes seconds and gigabytes; a launch's state is its own)."""
     key = (path, dtype, fast, torch_device)
     if key not in _LOADED:
@@ -186,7 +187,8 @@ def _load_model(path: Path, dtype: str, fast: bool, torch_device: str):
 def _load_model_uncached(path: Path, dtype: str, fast: bool, torch_device: str):
     """The fast path reads only the tensors it needs from the checkpoint's safetensors files
     (FastModel.from_checkpoint, on the CPU) and never builds the stock model; fast=False loads
-    the stock transformers model on `torch_device`. The machine comes from config.json alone."""
+    the stock transformers model on `torch_device`. What the host reads the results with (the
+    machine's readout) comes from config.json alone."""
     from qwengpu.machine import runtime
     if fast:
         fast_model = _fast_model_class()
@@ -197,9 +199,22 @@ def _load_model_uncached(path: Path, dtype: str, fast: bool, torch_device: str):
             _exact_cuda_matmuls()
         model, _ = runtime.load_model(path, dtype, torch_device)
         config = model
-    host = runtime.host_config(config)     # a merged checkpoint records its circuit width: no probe build
-    machine = machine_build("machine_for").machine_for(host, host.get("qwengpu", {}).get("circuit_width"))
-    return model, machine
+    return model, _readout(runtime.host_config(config), path)
+
+
+def _readout(host: dict, path: Path):
+    """The machine's readout that the checkpoint records (one built before it was recorded: from a
+    machine build, tens of seconds)."""
+    from qwengpu.machine.readout import Readout, ReadoutWarning
+    block = host.get("qwengpu", {})
+    if "readout" in block:
+        same = block.get("machine_source") == machine_build("machine_source_digest").machine_source_digest()
+        return Readout.from_json(block["readout"], path, same_sources=same)
+    if block:                               # not a bare model of a test
+        warnings.warn(f"{path} records no readout (it was built by an older qwengpu): building the machine to "
+                      "find its global memory, 15-40 s at every load; rebuild it with qgpu build to skip this",
+                      ReadoutWarning, stacklevel=2)
+    return machine_build("machine_for").machine_for(host, block.get("circuit_width")).readout
 
 
 def _exact_cuda_matmuls() -> None:

@@ -390,7 +390,7 @@ def _run_json(fn, args, dims, result, wall: float) -> dict:
 
 def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_token=None, device=None, *,
             max_passes=DEFAULT_MAX_PASSES, on_phase=None, print_output=True, url=None) -> Device:
-    if engine == "model":
+    if engine == "model" and stock:             # the fast path never imports transformers
         from transformers.utils import logging as hf_logging
         hf_logging.set_verbosity_error()        # no loading bars or fallback notes between the tokens
         hf_logging.disable_progress_bar()
@@ -426,8 +426,8 @@ def _stats(result, wall: float | None = None) -> str:
     decode and the rest: compile, lowering, checks)."""
     parts = [f"engine {result.engine}"]
     if result.tokens is not None:
-        rate = (f" at {result.tokens / result.decode_seconds:,.0f} tokens/s"
-                if result.decode_seconds and result.decode_seconds > 0 else "")
+        rate = (f" at {(result.tokens - 1) / result.decode_seconds:,.0f} tokens/s"    # the prefill wrote the first
+                if result.decode_seconds and result.tokens > 1 else "")
         parts.append(f"{plural(result.tokens, 'token', grouped=True)} (forward passes){rate}")
     if result.blocks is not None:
         parts.append(f"{plural(result.blocks, 'block', grouped=True)}, "

@@ -261,7 +261,7 @@ def _stub_machine_build(monkeypatch, ops, script=(), final=None):
             loads.append((path, dtype, "cpu"))
             return _StubFast(_StubModel(machine.vocab, list(script)))
     monkeypatch.setitem(sys.modules, "qwengpu.fast", SimpleNamespace(FastModel=StubFast))
-    build = SimpleNamespace(MODEL_OPS=ops, machine_for=lambda cfg, width=None: machine)
+    build = SimpleNamespace(MODEL_OPS=ops, machine_for=lambda cfg, width=None: SimpleNamespace(readout=machine))
     monkeypatch.setitem(sys.modules, "qwengpu.machine.build", build)
     from qwengpu.model import merge
     monkeypatch.setattr(merge, "default_merged_model", lambda: "standin-path")

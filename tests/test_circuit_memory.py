@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from qwengpu.circuit import memory as Mem
-from qwengpu.circuit.check import check_banks, read_rows
+from qwengpu.circuit.check import check_banks
+from qwengpu.circuit.memory import read_rows
 from qwengpu.circuit.host import TINY, circuit_width
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.model import build_model, decode, encode, recurrent_state, run_decode, run_prefill

@@ -249,7 +249,7 @@ def stub_model_engine(monkeypatch):
     machine.read_global = lambda cache, layer_offset=0: machine.final
     state = SimpleNamespace(corrupt=lambda tokens: tokens, ops={op.name for op in isa.Op} | {t.name for t in isa.Term})
     monkeypatch.setitem(sys.modules, "qwengpu.machine.build", SimpleNamespace(
-        MODEL_OPS=state.ops, machine_for=lambda cfg, width=None: machine))
+        MODEL_OPS=state.ops, machine_for=lambda cfg, width=None: SimpleNamespace(readout=machine)))
     from qwengpu.model import merge
     monkeypatch.setattr(merge, "default_merged_model", lambda: "standin")
     fast = SimpleNamespace(FastModel=lambda model: model)
@@ -668,3 +668,12 @@ def test_run_prints_compile_warnings_with_the_source_line(tmp_path):
     assert result.exit_code == 0 and "o = [80, 2, 3, 4]" in result.output, result.output   # 8 x 10, as warned
     assert "red.cu:3: warning: __shfl_down_sync with offsets 16, 8 and 4: a warp here has 4 lanes" in result.output
     assert "QwenGpuWarning" not in result.output
+
+
+def test_the_closing_lines_rate_is_the_decode_steps_per_decode_second():
+    from qwengpu.cli import _stats
+    result = SimpleNamespace(engine="model", tokens=31, blocks=None, instructions=None, seconds=0.6,
+                             load_seconds=2.0, prefill_seconds=0.1, decode_seconds=0.5)
+    line = _stats(result, wall=3.0)
+    assert "31 tokens (forward passes) at 60 tokens/s" in line      # 30 steps after the prefill's token
+    assert "load 2.00 + prefill 0.10 + decode 0.50 + other 0.40" in line

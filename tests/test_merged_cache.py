@@ -1,5 +1,6 @@
 """default_merged_model skips building the machine when the merged checkpoint records the
-same source digest, and a checkpoint's recorded circuit width builds the same machine."""
+same source digest (or OUT.source notes that these sources build the same machine), and a
+checkpoint's recorded circuit width and readout are those of the machine built for it."""
 import json
 
 import pytest
@@ -11,8 +12,25 @@ from qwengpu.model import merge
 def fake_merged(tmp_path, **block):
     out = tmp_path / "merged"
     out.mkdir()
-    (out / "config.json").write_text(json.dumps({"model_type": "qwen3_5_text", "qwengpu": block}))
+    (out / "config.json").write_text(json.dumps({"model_type": "qwen3_5_text",
+                                                 "qwengpu": {"readout": {}, **block}}))
     return out
+
+
+class Rebuilt(Exception):
+    pass
+
+
+def fake_machine(monkeypatch, fingerprint: str) -> list:
+    """machine_for gives a machine of this fingerprint (its calls are counted); a rebuild raises Rebuilt."""
+    built = []
+
+    class FakeMachine:
+        def fingerprint(self):
+            return fingerprint
+    monkeypatch.setattr(B, "machine_for", lambda *a, **k: built.append(a) or FakeMachine())
+    monkeypatch.setattr(B, "circuit_weights", lambda m: (_ for _ in ()).throw(Rebuilt()))
+    return built
 
 
 def test_same_sources_return_without_building_the_machine(tmp_path, monkeypatch):
@@ -21,15 +39,32 @@ def test_same_sources_return_without_building_the_machine(tmp_path, monkeypatch)
     assert merge.default_merged_model(out) == out
 
 
-def test_other_sources_same_machine_records_the_digest_without_rebuilding(tmp_path, monkeypatch):
-    class FakeMachine:
-        def fingerprint(self):
-            return "a" * 64
-    out = fake_merged(tmp_path, machine="a" * 64, machine_source="old")
-    monkeypatch.setattr(B, "machine_for", lambda *a, **k: FakeMachine())
-    monkeypatch.setattr(B, "circuit_weights", lambda m: pytest.fail("rebuilt"))
+def test_other_sources_same_machine_are_noted_beside_the_checkpoint_without_rewriting_it(tmp_path, monkeypatch):
+    out = fake_merged(tmp_path, machine="a" * 64, machine_source="old", circuit_width=123)
+    config = (out / "config.json").read_bytes()
+    built = fake_machine(monkeypatch, "a" * 64)
     assert merge.default_merged_model(out) == out
-    assert json.loads((out / "config.json").read_text())["qwengpu"]["machine_source"] == B.machine_source_digest()
+    assert len(built) == 1 and built[0][1] == 123           # built at the recorded width: no probe
+    assert (out / "config.json").read_bytes() == config      # the fast path's cache key stays
+    assert merge.default_merged_model(out) == out and len(built) == 1      # noted: not built again
+
+
+def test_a_note_for_another_machine_does_not_count(tmp_path, monkeypatch):
+    out = fake_merged(tmp_path, machine="a" * 64, machine_source="old")
+    (tmp_path / "merged.source").write_text(f"{'b' * 64} {B.machine_source_digest()}")
+    fake_machine(monkeypatch, "c" * 64)
+    with pytest.raises(Rebuilt):
+        merge.default_merged_model(out)
+
+
+def test_a_checkpoint_without_a_readout_is_rebuilt(tmp_path, monkeypatch):
+    out = fake_merged(tmp_path, machine="a" * 64, machine_source=B.machine_source_digest())
+    config = json.loads((out / "config.json").read_text())
+    del config["qwengpu"]["readout"]
+    (out / "config.json").write_text(json.dumps(config))
+    fake_machine(monkeypatch, "a" * 64)
+    with pytest.raises(Rebuilt):
+        merge.default_merged_model(out)
 
 
 def test_digest_changes_with_any_source_file(tmp_path, monkeypatch):
@@ -45,4 +80,6 @@ def test_the_standin_checkpoint_records_the_width_the_probe_finds():
     path = merge.default_merged_model()
     block = json.loads((path / "config.json").read_text())["qwengpu"]
     assert block["circuit_width"] == B._fitting_width(HostSpec.from_config(standin_config()))
-    assert block["machine_source"] == B.machine_source_digest()
+    machine = B.machine_for(standin_config(), block["circuit_width"])
+    assert block["readout"] == machine.readout.to_json()
+    assert machine.fingerprint() == block["machine"]

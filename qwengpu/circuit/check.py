@@ -309,24 +309,8 @@ def check_banks(steps: int, dtypes, rng, decode_steps: int = 24) -> tuple[dict, 
     return result, silent
 
 
-def read_rows(state: np.ndarray, bank) -> dict[int, int]:
-    """Host readback of a bank from a layer's recurrent state [heads, d_k, d_v]: written rows only."""
-    from qwengpu.circuit.layer import RAIL
-    rows = {}
-    for r in range(bank.rows):
-        word, written = 0, False
-        for (s, lo, hi), h in zip(bank.slices(), bank.replicas[0]):
-            rails = state[h, r]
-            written |= bool(np.abs(rails).max() > RAIL / 2)
-            for i in range(hi - lo):
-                word |= int(rails[2 * i] > RAIL / 2) << (lo + i)
-        if written:
-            rows[r] = word
-    return rows
-
-
 def readback_mismatches(state, banks, final) -> int:
-    return sum(read_rows(state, bank) != model for bank, model in zip(banks, final))
+    return sum(Mem.read_rows(state, bank) != model for bank, model in zip(banks, final))
 
 
 # ---------------------------------------------------------------------------

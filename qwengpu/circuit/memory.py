@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.layer import BETA, RAIL, Z_GATE, Circuit, M
@@ -43,6 +45,18 @@ class Bank:
     def slices(self):
         for s, lo in enumerate(range(0, self.width, self.per)):
             yield s, lo, min(self.width, lo + self.per)
+
+
+def read_rows(state: np.ndarray, bank) -> dict[int, int]:
+    """Host readback of a bank from a layer's recurrent state [heads, d_k, d_v]: written rows only."""
+    slices = list(zip(bank.slices(), bank.replicas[0]))
+    rails = state[[h for _, h in slices]][:, :bank.rows]       # [slice, row, d_v]
+    written = (np.abs(rails) > RAIL / 2).any(axis=(0, 2))
+    words = np.zeros(bank.rows, dtype=object)
+    for (s, lo, hi), _ in slices:
+        bits = rails[s, :, 0:2 * (hi - lo):2] > RAIL / 2        # [row, bit]: one rail pair a bit
+        words += (bits.astype(np.uint64) << np.arange(lo, hi, dtype=np.uint64)).sum(axis=1).astype(object)
+    return {int(r): int(words[r]) for r in np.flatnonzero(written)}
 
 
 def declare_bank(c: Circuit, layer: int, name: str, rows: int, width: int, replicas: int = 1) -> Bank:

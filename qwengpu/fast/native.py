@@ -176,25 +176,24 @@ class NativeStep:
         """The head's rows in blocks of HEAD_BLOCK, each with its columns and their largest and
         smallest weights (0 counts for a row that lacks the column): native.c's Bounds."""
         indptr, cols, values = (t.numpy() for t in (csr.crow_indices(), csr.col_indices(), csr.values()))
-        rows = csr.shape[0]
+        rows, width = csr.shape
         first = list(range(0, rows, HEAD_BLOCK)) + [rows]
-        ptr, col, hi, lo = [0], [], [], []
-        for start, end in zip(first, first[1:]):
-            span = slice(indptr[start], indptr[end])
-            c, v = cols[span], values[span]
-            used, inverse, count = np.unique(c, return_inverse=True, return_counts=True)
-            top, bottom = np.full(len(used), -np.inf), np.full(len(used), np.inf)
-            np.maximum.at(top, inverse, v)
-            np.minimum.at(bottom, inverse, v)
-            lacking = count < end - start
-            top[lacking], bottom[lacking] = np.maximum(top[lacking], 0), np.minimum(bottom[lacking], 0)
-            col += used.tolist()
-            hi += top.tolist()
-            lo += bottom.tolist()
-            ptr.append(len(col))
+        block = np.repeat(np.arange(rows) // HEAD_BLOCK, np.diff(indptr))
+        key = block.astype(np.int64) * width + cols                # (block, column), sorted below
+        order = np.argsort(key, kind="stable")
+        key, v = key[order], values[order].astype(np.float64)
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
+        top = np.maximum.reduceat(v, starts) if len(key) else v
+        bottom = np.minimum.reduceat(v, starts) if len(key) else v
+        used = key[starts]
+        block, col = used // width, used % width
+        count = np.diff(np.r_[starts, len(key)])                   # rows of the block that have the column
+        lacking = count < np.minimum((block + 1) * HEAD_BLOCK, rows) - block * HEAD_BLOCK
+        top[lacking], bottom[lacking] = np.maximum(top[lacking], 0), np.minimum(bottom[lacking], 0)
+        ptr = np.searchsorted(block, np.arange(len(first)))
         return Bounds(len(first) - 1, self._array(first, np.int32, I32P), self._array(ptr, np.int32, I32P),
-                      self._array(col, np.int32, I32P), self._array(hi, np.float32, F32P),
-                      self._array(lo, np.float32, F32P))
+                      self._array(col, np.int32, I32P), self._array(top, np.float32, F32P),
+                      self._array(bottom, np.float32, F32P))
 
     def _layer(self, lay, dk: int, dv: int) -> Layer:
         g, m = lay.gdn, lay.mlp

@@ -8,7 +8,7 @@ writeback queues (writeback.py), the atomic unit (atomic.py), then the next toke
 (next_token.py). A GDN part reads its layer's input; the layer's MLP sees what the GDN added.
 Registers and queues whose value has several exclusive sources (a PUT or an ST writes memory)
 sum them (circuit.memory.bits). Here too: the isa limits the circuit follows, the host side
-(embeddings, fingerprint, global memory) and the circuit handed to the merge.
+(embeddings, fingerprint, readout) and the circuit handed to the merge.
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ from qwengpu.machine.lsu import ADDRESS_BITS, ROW_BITS, build_lsu
 from qwengpu.machine.next_token import build_next_token
 from qwengpu.machine.operands import REG_ROWS, SREG_ROWS, build_operands
 from qwengpu.machine.plan import PLAN
+from qwengpu.machine.readout import Readout
 from qwengpu.machine.scheduler import build_warp_pcs
 from qwengpu.machine.status import build_status
 from qwengpu.machine.tokens import FEATURES, KINDS, PUT_TARGETS, SLOTS, Vocab
@@ -144,15 +145,13 @@ class Machine:
             h.update(repr(lay.neurons).encode())
         return h.hexdigest()
 
+    @functools.cached_property
+    def readout(self) -> Readout:
+        """What the host reads the launches' results with (recorded in merged checkpoints)."""
+        return Readout(self.vocab, self.global_banks)
+
     def read_global(self, cache, layer_offset: int = 0) -> np.ndarray:
-        """Global memory (uint32[GLOBAL_WORDS]) from the recurrent states of a DynamicCache."""
-        from qwengpu.circuit.check import read_rows
-        mem = np.zeros(isa.GLOBAL_WORDS, dtype=np.uint32)
-        for g, bank in enumerate(self.global_banks):
-            state = cache.get_recurrent_state(layer_offset + bank.layer)[0].float().cpu().numpy()
-            for row, word in read_rows(state, bank).items():
-                mem[(g << ROW_BITS) + row] = word
-        return mem
+        return self.readout.read_global(cache, layer_offset)
 
 
 def machine_for_host(host: HostSpec, width: int | None = None) -> Machine:
@@ -221,5 +220,5 @@ def circuit_weights(m: Machine) -> CircuitWeights:
     return CircuitWeights(
         width=m.c.layout.width, layers=[LazyLayer(lay, intermediate) for lay in m.c.layers],
         token_names=[m.vocab.name(t) for t in m.vocab.tokens], token_embeddings=m.embeddings(),
-        info={"circuit": f"qwengpu machine v1 ({len(m.c.layers)} layers)"})
+        info={"circuit": f"qwengpu machine v1 ({len(m.c.layers)} layers)", "readout": m.readout.to_json()})
 

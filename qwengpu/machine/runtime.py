@@ -171,9 +171,9 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
         if len(stream) >= max_tokens:
             raise token_limit_error(max_tokens)
         token = vocab.token(decoder.step(vocab.id(token)))
+    seconds = time.perf_counter() - start          # prefill and decode: the readback is not the model's
     before = memory.copy()
     memory[:] = machine.read_global(decoder.cache, layer_offset=0)
-    seconds = time.perf_counter() - start
     if expected is not None:
         _check_memory(expected.memory, memory)
     copied = None if copy_out is None else check_copy_out(stream, copy_out, before, memory)

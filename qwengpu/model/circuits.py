@@ -28,13 +28,13 @@ def machine_circuit(text_config: dict) -> CircuitWeights:
     """The SIMT machine compiled for this host (its layers are computed one at a time as the
     build writes them). Raises CheckpointError when the compiler cannot fit the host's shape."""
     from qwengpu.circuit import CircuitError
-    from qwengpu.machine.build import circuit_weights, machine_for
+    from qwengpu.machine.build import circuit_weights, machine_for, machine_source_digest
     try:
         machine = machine_for(text_config)
     except (CircuitError, ValueError) as e:
         raise CheckpointError(f"the circuit cannot fit this base: {e}") from None
     circuit = circuit_weights(machine)
-    circuit.info["machine"] = machine.fingerprint()      # what default_merged_model() stamps too
+    circuit.info |= {"machine": machine.fingerprint(), "machine_source": machine_source_digest()}   # as default_merged_model()
     return circuit
 
 

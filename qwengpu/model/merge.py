@@ -37,6 +37,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 import struct
+import sys
 from typing import Callable, Iterator
 
 import numpy as np
@@ -289,28 +290,44 @@ STANDIN_MERGED = Path(__file__).resolve().parents[2] / "build" / "standin-merged
 
 
 def default_merged_model(out: Path = STANDIN_MERGED) -> Path:
-    """The stand-in merged model (stand-in base + the machine), rebuilt when the machine changed."""
+    """The stand-in merged model (stand-in base + the machine), rebuilt when the machine changed.
+    When only the sources changed (the machine's fingerprint is the same), the checkpoint stays and
+    the new sources' digest is noted beside it in OUT.source: rewriting its config.json would void
+    the fast path's cache, which is keyed by the checkpoint's bytes."""
+    from qwengpu.circuit import CircuitError
     from qwengpu.machine.build import circuit_weights, machine_for, machine_source_digest
     from qwengpu.model.standin import standin_config
     config, source = out / "config.json", machine_source_digest()
+    checked = out.parent / f"{out.name}.source"        # "MACHINE SOURCE": sources found to build that machine
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.parent / f"{out.name}.lock", "w") as lock:      # one builder at a time
         fcntl.flock(lock, fcntl.LOCK_EX)
         block = json.loads(config.read_text()).get("qwengpu", {}) if config.exists() else {}
-        if block.get("machine_source") == source:                 # same sources: same machine
-            return out
+        if "readout" in block:                                    # built by a qwengpu that records it
+            seen = f"{block.get('machine')} {source}"
+            if source == block.get("machine_source") or checked.exists() and checked.read_text() == seen:
+                return out
+            _say(f"qwengpu's sources changed since {out} was built: building the machine to see whether it "
+                 "changed too (15-40 s)")
+            try:
+                same = machine_for(standin_config(), block.get("circuit_width")).fingerprint() == block.get("machine")
+            except CircuitError:                                  # it no longer fits the recorded width
+                same = False
+            if same:
+                tmp = checked.with_suffix(".tmp")
+                tmp.write_text(seen)
+                tmp.replace(checked)
+                _say("the machine is the same: the checkpoint stays")
+                return out
+        _say(f"building the stand-in merged model in {out} (2-5 minutes and 10 GB)")
         m = machine_for(standin_config())
-        fingerprint = m.fingerprint()
-        if block.get("machine") == fingerprint:                   # other sources, same machine
-            cfg = json.loads(config.read_text())
-            cfg["qwengpu"]["machine_source"] = source
-            tmp = config.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(cfg, indent=2))
-            tmp.replace(config)
-            return out
         circuit = circuit_weights(m)
-        circuit.info |= {"machine": fingerprint, "machine_source": source}
+        circuit.info |= {"machine": m.fingerprint(), "machine_source": source}
         return build("standin", out, dtype="bfloat16", force=True, circuit=circuit)
+
+
+def _say(message: str) -> None:
+    print(f"qwengpu: {message}", file=sys.stderr, flush=True)
 
 
 def _write_weights(folder: Path, groups: list[list[Item]], show: bool) -> None:
