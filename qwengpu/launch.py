@@ -200,6 +200,8 @@ def check_array(what: str, arr: np.ndarray) -> None:
         raise LaunchError(f"{what} must be a 1-D int32 or uint32 numpy array, got {arr.dtype}{list(arr.shape)}")
     if not arr.flags.c_contiguous:
         raise LaunchError(f"{what} must be contiguous (pass np.ascontiguousarray(...))")
+    if arr.size == 0:       # it would get the next array's address: a stray write would land there
+        raise LaunchError(f"{what} is an empty array: pass at least one element")
 
 
 def _alias(what: str, arr: np.ndarray, placed: list[ArraySlot]) -> ArraySlot | None:

@@ -143,7 +143,7 @@ def test_global_memory_overflow_names_words_needed():
     program = exit_program(("a", "b"), static_global_words=24)
     with pytest.raises(MachineLimitError, match=r"needs 1025 words of global memory.*limit is 1024"):
         Launch.build(program, 1, 1, [np.zeros(1000, np.int32), np.zeros(1, np.uint32)])
-    Launch.build(program, 1, 1, [np.zeros(1000, np.int32), np.zeros(0, np.uint32)])   # exactly full
+    Launch.build(program, 1, 1, [np.zeros(999, np.int32), np.zeros(1, np.uint32)])    # exactly full
 
 
 def test_copy_back_in_place_keeps_dtype():

@@ -152,3 +152,11 @@ def test_constant_array_within_the_limit_reads_zeros_past_its_initialiser():
     o = np.full(4, -1, np.int32)
     Device(engine="interp").compile(src).get_function("k")(grid=1, block=4, args=[o])
     assert o.tolist() == [1, 0, 0, 0]
+
+
+def test_an_empty_array_is_refused_before_it_could_share_the_next_arrays_address():
+    from qwengpu.suite import DEFAULT_DIR
+    fn = Device("interp").compile((DEFAULT_DIR / "dot.cu").read_text()).get_function("dot")
+    with pytest.raises(LaunchError, match=r"argument 2 \(out\) is an empty array"):
+        fn(grid=1, block=4, args=(np.array([1, 2, 3], dtype=np.int32), np.array([4, 5, 6], dtype=np.int32),
+                                  np.zeros(0, dtype=np.int32), 3))
