@@ -71,7 +71,7 @@ def load(file: Path | None) -> dict | None:
     if file is None or not file.is_file():
         return None
     try:
-        return torch.load(file, weights_only=True)
+        return torch.load(file, weights_only=True, mmap=True)     # pages are read as they are used
     except Exception as e:                          # a torn or foreign file: rebuild it
         warnings.warn(f"fast-path cache entry {file} is unreadable ({e}); rebuilding it", FastCacheWarning)
         return None

@@ -9,7 +9,9 @@ token's logit beats every other GPU token's by at least 1 (docs/machine.md).
 """
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -266,38 +268,47 @@ def features(token: Token) -> dict[str, list[int]]:
     return f
 
 
+def token_runs() -> list[tuple[str, bool, list[tuple[int, ...]]]]:
+    """The vocabulary as runs of one kind: (kind, cont, each token's args), in vocabulary order."""
+    r = range
+    parts = [(k, d) for k, bits in enumerate(PARTS) for d in r(1 << len(bits))]
+    negative = [(0, HIGH_ONES | d) for d in r(1 << len(PARTS[0]))]
+    runs = [("LATCH", False, [(v,) for v in r(1 << LATCH_BITS)]),
+            ("PART", False, parts),
+            ("PUT", False, [(t,) for t in r(len(PUT_TARGETS))]),
+            ("CTA", False, [(c,) for c in r(isa.MAX_GRID_BLOCKS)]),
+            ("EXEC", False, [(w, pc, s) for w in r(isa.MAX_WARPS) for pc in r(isa.ROM_BLOCKS) for s in r(SLOTS)]),
+            ("VAL", False, [(l, *p) for l in r(isa.LANES) for p in parts + negative]),
+            ("VALU", False, parts + negative),
+            ("VALA", False, [(s, d) for s in AP_STRIDES for d in r(1 << len(PARTS[0]))]),
+            ("VALQ", False, [(d,) for d in r(1 << Q_BITS * isa.LANES)]),
+            ("VALP", False, [(p, d) for p in r(isa.LANES // 2) for d in r(1 << 2 * P_BITS)])]
+    runs += [(kind, True, args) for kind, _, args in runs if kind in CONTINUABLE]
+    runs += [(kind, False, [(l,) for l in r(isa.LANES)]) for kind in ("ST", "AT", "AW")]
+    runs += [("CT1", False, [(pc, m, sp) for pc in r(isa.ROM_BLOCKS) for m in r(1 << isa.LANES)
+                             for sp in r(1 << FEATURES["SP"])]),
+             ("CT2", False, [(al, ph, wt) for al in r(1 << isa.LANES) for ph in r(PHASES) for wt in r(2)]),
+             ("COPY", False, [(g,) for g in r(1 << GROUP_BITS)]),
+             ("HALT", False, [()]), ("FAULT", False, [()])]
+    return runs
+
+
 def all_tokens() -> list[Token]:
     """Every GPU token, in vocabulary order."""
-    r = range
-    toks = [Token("LATCH", (v,)) for v in r(1 << LATCH_BITS)]
-    parts = [(k, d) for k, bits in enumerate(PARTS) for d in r(1 << len(bits))]
-    toks += [Token("PART", p) for p in parts]
-    toks += [Token("PUT", (t,)) for t in r(len(PUT_TARGETS))]
-    toks += [Token("CTA", (c,)) for c in r(isa.MAX_GRID_BLOCKS)]
-    toks += [Token("EXEC", (w, pc, s)) for w in r(isa.MAX_WARPS) for pc in r(isa.ROM_BLOCKS) for s in r(SLOTS)]
-    negative = [(0, HIGH_ONES | d) for d in r(1 << len(PARTS[0]))]
-    toks += [Token("VAL", (l, *p)) for l in r(isa.LANES) for p in parts + negative]
-    toks += [Token("VALU", p) for p in parts + negative]
-    toks += [Token("VALA", (s, d)) for s in AP_STRIDES for d in r(1 << len(PARTS[0]))]
-    toks += [Token("VALQ", (d,)) for d in r(1 << Q_BITS * isa.LANES)]
-    toks += [Token("VALP", (p, d)) for p in r(isa.LANES // 2) for d in r(1 << 2 * P_BITS)]
-    toks += [Token(t.kind, t.args, True) for t in toks if t.kind in CONTINUABLE]
-    toks += [Token(kind, (l,)) for kind in ("ST", "AT", "AW") for l in r(isa.LANES)]
-    toks += [Token("CT1", (pc, m, sp)) for pc in r(isa.ROM_BLOCKS) for m in r(1 << isa.LANES)
-             for sp in r(1 << FEATURES["SP"])]
-    toks += [Token("CT2", (al, ph, wt)) for al in r(1 << isa.LANES) for ph in r(PHASES) for wt in r(2)]
-    toks += [Token("COPY", (g,)) for g in r(1 << GROUP_BITS)]
-    toks += [Token("HALT"), Token("FAULT")]
-    return toks
+    return [Token(kind, args, cont) for kind, cont, run in token_runs() for args in run]
 
 
 class Vocab:
-    """GPU tokens <-> ids (offset by the text vocabulary) <-> feature vectors."""
+    """GPU tokens <-> ids (offset by the text vocabulary) <-> feature vectors. Ids are found run by
+    run (token_runs), so a process that only maps a launch's tokens never builds all 211,652."""
 
     def __init__(self, first_id: int = 0):
         self.first_id = first_id
-        self.tokens = all_tokens()
-        self.index = {t: i for i, t in enumerate(self.tokens)}
+        self.runs = token_runs()
+        self.starts = list(itertools.accumulate((len(args) for _, _, args in self.runs), initial=0))
+        self.run_of = {(kind, cont): i for i, (kind, cont, _) in enumerate(self.runs)}
+        assert len(self.run_of) == len(self.runs), "one run per kind and cont"
+        self._places: dict[int, dict] = {}        # run -> {args: place in the run}, built on first use
         self.offsets, off = {}, 0
         for name, width in FEATURES.items():
             self.offsets[name] = off
@@ -305,19 +316,29 @@ class Vocab:
         self.width = off
 
     def __len__(self):
-        return len(self.tokens)
+        return self.starts[-1]
+
+    @functools.cached_property
+    def tokens(self) -> list[Token]:
+        return [Token(kind, args, cont) for kind, cont, run in self.runs for args in run]
 
     def id(self, token: Token) -> int:
-        try:
-            return self.first_id + self.index[token]
-        except KeyError:
-            raise ValueError(f"{token} is not a GPU token") from None
+        run = self.run_of.get((token.kind, token.cont))
+        if run is not None:
+            if run not in self._places:
+                self._places[run] = {args: i for i, args in enumerate(self.runs[run][2])}
+            place = self._places[run].get(token.args)
+            if place is not None:
+                return self.first_id + self.starts[run] + place
+        raise ValueError(f"{token} is not a GPU token")
 
     def token(self, token_id: int) -> Token:
         i = token_id - self.first_id
-        if not 0 <= i < len(self.tokens):
+        if not 0 <= i < len(self):
             raise ValueError(f"token id {token_id} is not a GPU token")
-        return self.tokens[i]
+        run = bisect.bisect_right(self.starts, i) - 1
+        kind, cont, args = self.runs[run]
+        return Token(kind, args[i - self.starts[run]], cont)
 
     def vector(self, token: Token) -> np.ndarray:
         v = np.zeros(self.width)
