@@ -1,11 +1,12 @@
 """Model-engine start-up: time to the first generated token, total wall time and peak RSS of one command.
 
     .venv/bin/python benchmarks/startup.py demo                       # qgpu demo (stand-in, fast path)
+    .venv/bin/python benchmarks/startup.py run                        # qgpu run kernels/dot.cu --engine model
     .venv/bin/python benchmarks/startup.py launch --model build/fixture-2b/merged --dtype bfloat16 [--kernel dot]
     ... [--repo DIR]   # the code of another checkout (e.g. `git archive` of an older commit) with this venv
 
 Each command runs in a fresh child process under `/usr/bin/time -v`: `demo` is `qgpu demo`
-(qwengpu.cli's app with argv ["demo"]), `launch` a `Device(engine="model", model=..., dtype=...)`
+(qwengpu.cli's app with argv ["demo"]), `run` is README's dot command on the model engine (RUN_DOT), `launch` a `Device(engine="model", model=..., dtype=...)`
 launch of one suite kernel (fast path, check="replay"). The child notes the wall-clock time of its
 first generated token (runtime.launch_on_model's on_token, wrapped); the parent prints one JSON
 line: first_token_s (from just before the child was spawned), wall_s and peak_rss_gb (time -v's
@@ -24,6 +25,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+RUN_DOT = ["run", "kernels/dot.cu", "--engine", "model", "--grid", "1", "--block", "4", "--arg", "i32:[1,2,3]",
+           "--arg", "i32:[4,5,6]", "--arg", "i32:zeros(1)", "--arg", "3"]
 
 
 def child(args) -> None:
@@ -40,9 +43,9 @@ def child(args) -> None:
         return real(*a, on_token=first, **kw)
 
     runtime.launch_on_model = launch_on_model
-    if args.what == "demo":
+    if args.what in ("demo", "run"):
         from qwengpu.cli import app
-        sys.argv = ["qgpu", "demo"]
+        sys.argv = ["qgpu"] + (["demo"] if args.what == "demo" else RUN_DOT)
         app()
     else:
         from qwengpu.api import Device
@@ -57,7 +60,7 @@ def child(args) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["demo", "launch"])
+    ap.add_argument("what", choices=["demo", "run", "launch"])
     ap.add_argument("--model", default=str(REPO / "build" / "standin-merged"))
     ap.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
     ap.add_argument("--kernel", default="dot")
@@ -80,8 +83,8 @@ def main() -> None:
     wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)", err)
     wall_s = (int(wall.group(1) or 0) * 3600 + int(wall.group(2)) * 60 + float(wall.group(3))) if wall else None
     status = re.search(r"Exit status: (\d+)", err)
-    record = {"what": args.what, "model": args.model if args.what == "launch" else "stand-in (qgpu demo)",
-              "dtype": args.dtype if args.what == "launch" else "demo default", "repo": str(args.repo),
+    record = {"what": args.what, "model": args.model if args.what == "launch" else "stand-in",
+              "dtype": args.dtype if args.what == "launch" else "default", "repo": str(args.repo),
               "first_token_s": None if first is None else round(first, 2),
               "wall_s": wall_s, "peak_rss_gb": round(int(rss.group(1)) / 1e6, 2) if rss else None,
               "exit": int(status.group(1)) if status else proc.returncode}

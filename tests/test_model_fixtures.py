@@ -156,7 +156,7 @@ def test_stock_path_loads_on_the_device_and_the_fast_path_on_the_cpu(monkeypatch
     monkeypatch.setattr(runtime, "host_config", lambda model: {})
     monkeypatch.setattr(runtime, "load_config", lambda path: {})
     monkeypatch.setitem(sys.modules, "qwengpu.machine.build",
-                        SimpleNamespace(machine_for=lambda cfg, width=None: "machine"))
+                        SimpleNamespace(machine_for=lambda cfg, width=None: SimpleNamespace(readout="machine")))
     monkeypatch.setattr(merge, "default_merged_model", lambda: "path")
     # the fast path reads the checkpoint's files on the CPU and never builds the stock model
     fast_model = SimpleNamespace(from_checkpoint=lambda path, dtype: loads.append("cpu") or ("fast", path))
@@ -179,7 +179,8 @@ def test_devices_of_one_configuration_share_the_loaded_model(monkeypatch, tmp_pa
     monkeypatch.setattr(runtime, "load_model", lambda path, dtype, device: pytest.fail("the stock model was built"))
     monkeypatch.setattr(runtime, "host_config", lambda model: {})
     monkeypatch.setattr(runtime, "load_config", lambda path: {})
-    monkeypatch.setitem(sys.modules, "qwengpu.machine.build", SimpleNamespace(machine_for=lambda cfg, width=None: "machine"))
+    monkeypatch.setitem(sys.modules, "qwengpu.machine.build",
+                        SimpleNamespace(machine_for=lambda cfg, width=None: SimpleNamespace(readout="machine")))
     fast_model = SimpleNamespace(from_checkpoint=lambda path, dtype: loads.append(dtype) or ("fast", f"model {len(loads)}"))
     monkeypatch.setitem(sys.modules, "qwengpu.fast", SimpleNamespace(FastModel=fast_model))
     first = Device("model", model=tmp_path).model_and_machine()
