@@ -51,9 +51,10 @@ MODEL_DTYPES = ("float32", "bfloat16")
 DEFAULT_MAX_PASSES = interp.DEFAULT_MAX_PASSES
 
 
-# The model engine's default generation limit: a runaway kernel stops in about 20 s at the
-# fast path's ~1,000 tokens/s (under 30 s with the load), and 79 of the 83 suite kernels fit
-# (the longest, int64_div, needs 103,794: raise it with max_tokens / --max-tokens). The limit
+# The model engine's default generation limit: a runaway kernel stops after about 20 s of
+# decoding at the fast path's ~1,000 tokens/s (`qgpu run` of an infinite loop: about 22 s in
+# all, 2-core machine, 2026-12-05), and all 83 suite kernels fit (the longest, isqrt_bsearch,
+# needs 14,827 tokens, int64_div 5,134; raise it with max_tokens / --max-tokens). The limit
 # is a constant on purpose: the host must not run the kernel itself to size it.
 DEFAULT_MAX_TOKENS = 20_000
 

@@ -14,9 +14,9 @@ Counts: "blocks" are machine blocks executed (one per warp scheduling turn) and 
 warp-instructions, the same on every engine; on the model engine "tokens" are the generated
 tokens, one forward pass of the model each.
 
-Limits: --max-passes (default 200,000 machine blocks) stops the interpreter in about a second
+Limits: --max-passes (default 200,000 machine blocks) stops the interpreter in about 2 s
 on an infinite loop; --max-tokens (model engine; default 20,000, suite 200,000) stops the model
-in about 20 s.
+in about 22 s in all (both on an otherwise idle 2-core machine, 2026-12-05).
 
 Argument syntax: --arg once per kernel parameter, in order (qwengpu/args.py).
 """
@@ -181,7 +181,7 @@ def _choice(name: str, value: str, choices) -> str:
 MODEL_HELP = ("model, vllm: a merged checkpoint directory (default: the stand-in); llama.cpp: a GGUF file "
               "(qgpu export gguf)")
 URL_HELP = "vllm: an OpenAI-compatible vLLM server to send the launches to (docs/engines.md)"
-MAX_TOKENS_HELP = (f"model engine: generation limit per launch (default {DEFAULT_MAX_TOKENS:,}, about 20 s; "
+MAX_TOKENS_HELP = (f"model engine: generation limit per launch (default {DEFAULT_MAX_TOKENS:,}, about 22 s; "
                    f"suite: {SUITE_MAX_TOKENS:,})")
 MAX_PASSES_HELP = f"interpreter only: limit on machine blocks executed (default {DEFAULT_MAX_PASSES:,})"
 OPT_LEVELS = (1, 2, 3)

@@ -22,7 +22,7 @@ from qwengpu.printf import device_output
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "kernels"
 # the suite's kernels are known to finish: a model launch's default limit is far above the
-# longest (int64_div, 103,794 tokens) instead of the single-launch DEFAULT_MAX_TOKENS
+# longest (isqrt_bsearch, 14,827 tokens; int64_div, 5,134) instead of the single-launch DEFAULT_MAX_TOKENS
 SUITE_MAX_TOKENS = 200_000
 
 
