@@ -62,7 +62,6 @@ def main() -> int:
     ap.add_argument("--out", type=Path, help="write the JSON summary here after every request")
     a = ap.parse_args()
     from qwengpu.engines.connect import open_engine
-    from qwengpu.machine.build import machine_for
     from qwengpu.fast import FastModel
     from qwengpu.model.merge import default_merged_model
     model = a.model or default_merged_model()
@@ -71,7 +70,7 @@ def main() -> int:
     cases = ([c for c in discover() if c.name in a.kernels.split(",")] if a.kernels else shortest(a.shortest))
     kernels = [prepared(c) for c in cases]
     fast = FastModel.from_checkpoint(model, "float32")
-    machine = machine_for(runtime.host_config(runtime.load_config(model)))
+    machine = runtime.checkpoint_readout(runtime.host_config(runtime.load_config(model)), model)
     start = time.perf_counter()
     reference = runtime.launch_many(fast, machine, [job(k[3]) for k in kernels], max_tokens=200_000, check="replay")
     fast_s = time.perf_counter() - start

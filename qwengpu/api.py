@@ -28,7 +28,6 @@ import importlib
 import re
 import sys
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -200,22 +199,7 @@ def _load_model_uncached(path: Path, dtype: str, fast: bool, torch_device: str):
             _exact_cuda_matmuls()
         model, _ = runtime.load_model(path, dtype, torch_device)
         config = model
-    return model, _readout(runtime.host_config(config), path)
-
-
-def _readout(host: dict, path: Path):
-    """The machine's readout that the checkpoint records (one built before it was recorded: from a
-    machine build, tens of seconds)."""
-    from qwengpu.machine.readout import Readout, ReadoutWarning
-    block = host.get("qwengpu", {})
-    if "readout" in block:
-        same = block.get("machine_source") == machine_build("machine_source_digest").machine_source_digest()
-        return Readout.from_json(block["readout"], path, same_sources=same)
-    if block:                               # not a bare model of a test
-        warnings.warn(f"{path} records no readout (it was built by an older qwengpu): building the machine to "
-                      "find its global memory, 15-40 s at every load; rebuild it with qgpu build to skip this",
-                      ReadoutWarning, stacklevel=2)
-    return machine_build("machine_for").machine_for(host, block.get("circuit_width")).readout
+    return model, runtime.checkpoint_readout(runtime.host_config(config), path)
 
 
 def _exact_cuda_matmuls() -> None:

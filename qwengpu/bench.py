@@ -115,12 +115,12 @@ def load(model_dir: str | Path | None, dtype: str, step: str = "c"):
     warms up on dot's prompt so the first kernel's time has no one-off costs."""
     from transformers.utils import logging as hf_logging
 
-    from qwengpu.machine.build import machine_for
     from qwengpu.fast import FastModel
     from qwengpu.model.merge import default_merged_model
     hf_logging.disable_progress_bar()
-    model, _ = runtime.load_model(model_dir if model_dir is not None else default_merged_model(), dtype)
-    machine = machine_for(runtime.host_config(model))
+    path = model_dir if model_dir is not None else default_merged_model()
+    model, _ = runtime.load_model(path, dtype)
+    machine = runtime.checkpoint_readout(runtime.host_config(model), path)
     runtime.bind_vocab(model, machine.vocab)
     fast = FastModel(model, native=_step_choice(step))
     L = kernel_launch("dot").launch

@@ -158,10 +158,10 @@ def lane_warp_program() -> Program:
 @pytest.fixture(scope="module")
 def model():
     from qwengpu.fast import FastModel
-    from qwengpu.machine.build import machine_for
     from qwengpu.model.merge import default_merged_model
-    loaded, _ = runtime.load_model(default_merged_model(), "float32")
-    return FastModel(loaded), machine_for(runtime.host_config(loaded))
+    path = default_merged_model()
+    loaded, _ = runtime.load_model(path, "float32")
+    return FastModel(loaded), runtime.checkpoint_readout(runtime.host_config(loaded), path)
 
 
 def run_on_model(model, program, grid, block, args):

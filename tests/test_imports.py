@@ -58,7 +58,7 @@ def cycle_from(start: str) -> list[str] | None:
 
 
 def test_the_reader_sees_function_level_imports():
-    assert "qwengpu.machine.readout" in GRAPH["qwengpu.api"]               # _readout's import
+    assert "qwengpu.machine.readout" in GRAPH["qwengpu.machine.runtime"]   # checkpoint_readout's import
     assert "qwengpu.machine.build" in GRAPH["qwengpu.model.circuits"]
 
 

@@ -397,7 +397,7 @@ def _merged_model():
         return None, None
     if config.get("qwengpu", {}).get("machine") != machine.fingerprint():
         return None, None
-    return path, machine
+    return path, machine.readout
 
 
 def test_machine_kernel_replay_on_fast_path():

@@ -9,7 +9,6 @@ import pytest
 from qwengpu.api import Device
 from qwengpu.launch import Launch
 from qwengpu.machine import protocol, runtime
-from qwengpu.machine.build import machine_for
 from qwengpu.model.merge import default_merged_model
 from qwengpu.fast import FastModel
 from qwengpu.machine.tokens import Token
@@ -17,8 +16,9 @@ from qwengpu.suite import discover, load_spec, mismatches
 
 @pytest.fixture(scope="module")
 def loaded():
-    model, _ = runtime.load_model(default_merged_model(), "float32")
-    return model, FastModel(model), machine_for(runtime.host_config(model))
+    path = default_merged_model()
+    model, _ = runtime.load_model(path, "float32")
+    return model, FastModel(model), runtime.checkpoint_readout(runtime.host_config(model), path)
 
 
 def launch(name, model, machine, check="replay", **kw):

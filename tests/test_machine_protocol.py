@@ -335,6 +335,20 @@ def test_every_token_kind_has_argument_names():
     assert all(len(ARG_NAMES[t.kind]) == len(t.args) for t in all_tokens())
 
 
+def test_vocabulary_ids_follow_the_token_table_run_by_run():
+    from qwengpu.machine.tokens import Vocab, all_tokens
+    table, vocab = all_tokens(), Vocab(first_id=100)
+    assert len(vocab) == len(table) == len(set(table))
+    assert [vocab.id(t) for t in table] == list(range(100, 100 + len(table)))
+    assert [vocab.token(100 + i) for i in range(len(table))] == table
+    for bad in (Token("VAL", (4, 0, 0)), Token("HALT", (), True), Token("EXEC", (0, 0, 99)), Token("NOPE")):
+        with pytest.raises(ValueError, match="is not a GPU token"):
+            vocab.id(bad)
+    for bad in (99, 100 + len(table)):
+        with pytest.raises(ValueError, match="is not a GPU token"):
+            vocab.token(bad)
+
+
 # --- compare ----------------------------------------------------------------------
 STREAM = Stream([exec_(0, 1, 0), *vals(2, 0x12345, 2), T("CT1", 0, 0, 0), T("CT2", 0, 1, 0), T("HALT")],
                 [frozenset(), frozenset(), frozenset(), frozenset({"pc", "mask", "sp"}), frozenset(), frozenset()])

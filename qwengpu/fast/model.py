@@ -193,7 +193,7 @@ class FastState:
 
 
 class RecurrentStates:
-    """The slice of a DynamicCache that the host readback uses (`Machine.read_global`), for one
+    """The slice of a DynamicCache that the host readback uses (`Readout.read_global`), for one
     launch of a batch."""
 
     def __init__(self, fast: "FastModel", state: FastState, row: int = 0):

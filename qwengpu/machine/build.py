@@ -150,9 +150,6 @@ class Machine:
         """What the host reads the launches' results with (recorded in merged checkpoints)."""
         return Readout(self.vocab, self.global_banks)
 
-    def read_global(self, cache, layer_offset: int = 0) -> np.ndarray:
-        return self.readout.read_global(cache, layer_offset)
-
 
 def machine_for_host(host: HostSpec, width: int | None = None) -> Machine:
     """The machine for `host`; `width` None sizes the circuit with a probe build first (a wide

@@ -4,7 +4,7 @@ vocabulary and where global memory lives in the recurrent state.
 The merge records it in the checkpoint's config.json (the qwengpu block's "readout"), so a
 process that loads a checkpoint never builds the 28-layer machine (tens of seconds) only to learn
 these few numbers: the checkpoint says where its own memory is. Checkpoints written before the
-record existed get it from a machine build (qwengpu.api), with a warning saying so.
+record existed get it from a machine build (runtime.checkpoint_readout), with a warning saying so.
 """
 from __future__ import annotations
 

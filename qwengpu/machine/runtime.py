@@ -75,6 +75,25 @@ def host_config(model) -> dict:
             "vocab_size": q["base_vocab_size"]}
 
 
+def checkpoint_readout(host: dict, where):
+    """What the host reads a merged checkpoint's launches with (machine/readout.py), from its host
+    config (host_config): the readout it records, or, for one built before it was recorded (or a
+    bare test model), from a machine build, tens of seconds."""
+    import warnings
+    from qwengpu.machine.readout import Readout, ReadoutWarning
+    block = host.get("qwengpu", {})
+    if "readout" in block:
+        from qwengpu.machine.build import machine_source_digest
+        same = block.get("machine_source") == machine_source_digest()
+        return Readout.from_json(block["readout"], where, same_sources=same)
+    from qwengpu.machine.build import machine_for
+    if block:
+        warnings.warn(f"{where} records no readout (it was built by an older qwengpu): building the machine to "
+                      "find its global memory, 15-40 s at every load; rebuild it with qgpu build to skip this",
+                      ReadoutWarning, stacklevel=2)
+    return machine_for(host, block.get("circuit_width")).readout
+
+
 def gpu_token_ids(model) -> tuple[int, int] | None:
     """[first, end) of the GPU tokens: a FastModel's, or a merged config's (None: a bare model)."""
     if hasattr(model, "new_state"):

@@ -320,7 +320,7 @@ class Vocab:
 
     @functools.cached_property
     def tokens(self) -> list[Token]:
-        return [Token(kind, args, cont) for kind, cont, run in self.runs for args in run]
+        return all_tokens()
 
     def id(self, token: Token) -> int:
         run = self.run_of.get((token.kind, token.cont))
