@@ -12,7 +12,7 @@ import sys
 
 from qwengpu.api import Device
 from qwengpu.launch import Launch
-from qwengpu.machine import protocol
+from qwengpu.driver import protocol
 from qwengpu.suite import discover, load_spec
 
 

@@ -1,5 +1,5 @@
 """Differential test: random integer CUDA kernels on qwengpu against the same source compiled
-as host C++ (qwengpu/difftest.py, docs/testing.md). Exit 1 on any mismatch or error.
+as host C++ (qwengpu/testing/difftest.py, docs/testing.md). Exit 1 on any mismatch or error.
 
     .venv/bin/python benchmarks/differential.py --programs 3000 --seed 1 \
         [--engine interp|model] [--frontend clang|nvrtc|both] [--json] [--small] [--ubsan]
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 
-from qwengpu import difftest  # noqa: E402
+from qwengpu.testing import difftest  # noqa: E402
 
 
 def options(small: bool, noinline: bool) -> difftest.GenOptions:

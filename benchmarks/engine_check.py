@@ -21,7 +21,7 @@ from pathlib import Path
 
 from qwengpu.api import Device
 from qwengpu.launch import Launch
-from qwengpu.machine import protocol, runtime
+from qwengpu.driver import protocol, runtime
 from qwengpu.suite import discover, load_spec, mismatches
 
 

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/engine_llamacpp.py --kernels dot,zip_guard --gguf FILE --model DIR
     nice -n 10 .venv/bin/python benchmarks/engine_llamacpp.py --out build/engines/llamacpp-suite.json &
 
-Per kernel: its launch prompt and the fast path's stream (qwengpu.engines.reference.launch_ids on
+Per kernel: its launch prompt and the fast path's stream (qwengpu.testing.reference.launch_ids on
 --model, the checkpoint the GGUF was exported from), then the same prompt on llama.cpp
 (qwengpu.engines.llamacpp.LlamaCppEngine, greedy over the GPU ids, stopping at HALT or FAULT).
 identical: llama.cpp's stream equals the fast path's, token for token, HALT included.
@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
 
     from qwengpu.engines.llamacpp import LlamaCppEngine
-    from qwengpu.engines.reference import first_difference, launch_ids
+    from qwengpu.testing.reference import first_difference, launch_ids
 
     kernels = [k for k in a.kernels.split(",") if k]
     report = {"gguf": a.gguf, "model": a.model, "kernels": [], "started": time.strftime("%Y-%m-%d %H:%M:%S")}

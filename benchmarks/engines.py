@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/engines.py --engines fast --batch 1,8      # no vLLM needed
     .venv/bin/python benchmarks/engines.py --kernels dot,zip_guard --batch 1 --mixed   # + both in one call
 
-Per kernel: its launch prompt and the fast path's stream (qwengpu.engines.reference.launch_ids,
+Per kernel: its launch prompt and the fast path's stream (qwengpu.testing.reference.launch_ids,
 bf16, the reference), then per engine and batch size B, B copies of the launch at once (the fast
 path: runtime.launch_many with max_batch B, in lockstep; vLLM: one generate() call of B prompts,
 max_num_seqs the largest B). identical_tokens: every one of the B streams equals the reference
@@ -45,8 +45,8 @@ def shortest_kernels(device, n: int) -> list[str]:
 
 
 def run_fast(device, name: str, ref, batch: int) -> dict:
-    from qwengpu.engines.reference import build_launch
-    from qwengpu.machine import runtime
+    from qwengpu.testing.reference import build_launch
+    from qwengpu.driver import runtime
     model, machine = device.model_and_machine()
     jobs = []
     for _ in range(batch):
@@ -63,8 +63,8 @@ def run_fast(device, name: str, ref, batch: int) -> dict:
 
 def run_fast_mixed(device, refs: dict) -> dict:
     """Every kernel once, all in one launch_many (max_batch = their number)."""
-    from qwengpu.engines.reference import build_launch
-    from qwengpu.machine import runtime
+    from qwengpu.testing.reference import build_launch
+    from qwengpu.driver import runtime
     model, machine = device.model_and_machine()
     names = list(refs)
     jobs = []
@@ -152,7 +152,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="write the JSON here after every measurement")
     args = ap.parse_args(argv)
 
-    from qwengpu.engines.reference import launch_ids, model_device
+    from qwengpu.testing.reference import launch_ids, model_device
     if args.model is None:
         from qwengpu.model.merge import default_merged_model
         args.model = str(default_merged_model())

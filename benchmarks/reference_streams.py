@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qwengpu.api import Device  # noqa: E402
 from qwengpu.launch import Launch  # noqa: E402
-from qwengpu.machine import protocol  # noqa: E402
+from qwengpu.driver import protocol  # noqa: E402
 from qwengpu.suite import discover, load_spec  # noqa: E402
 
 

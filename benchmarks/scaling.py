@@ -45,7 +45,7 @@ def memory_launch(words: int) -> bench.KernelLaunch:
 
 
 def measure(fast, machine, k: bench.KernelLaunch) -> dict:
-    from qwengpu.machine import protocol
+    from qwengpu.driver import protocol
     L = k.launch
     prompt_tokens = len(protocol.prompt(L.program, L.grid, L.block, L.params, k.memory))
     run, wall, prefill = bench.run_fast(fast, machine, k)

@@ -30,7 +30,7 @@ RUN_DOT = ["run", "kernels/dot.cu", "--engine", "model", "--grid", "1", "--block
 
 
 def child(args) -> None:
-    from qwengpu.machine import runtime
+    from qwengpu.driver import runtime
     real = runtime.launch_on_model
     mark = args.mark
 

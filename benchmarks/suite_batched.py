@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qwengpu.api import Device  # noqa: E402
-from qwengpu.machine import DEFAULT_BATCH  # noqa: E402
+from qwengpu.driver import DEFAULT_BATCH  # noqa: E402
 from qwengpu.suite import discover, run_batched  # noqa: E402
 
 
@@ -44,7 +44,7 @@ def whole_suite(args) -> None:
 
 
 def steps_only(args) -> None:
-    from qwengpu.machine import protocol, runtime
+    from qwengpu.driver import protocol, runtime
     from qwengpu.suite import load_spec
     from qwengpu.launch import Launch
     device = Device("model", dtype=args.dtype)

@@ -30,7 +30,7 @@ import sys
 from qwengpu import isa
 from qwengpu.api import Device
 from qwengpu.launch import Launch
-from qwengpu.machine import protocol
+from qwengpu.driver import protocol
 from qwengpu.machine.encoding import encode, live_out
 from qwengpu.machine.tokens import AP_STRIDES, Q_BITS, with_exec
 from qwengpu.machine.words import WORD_BITS

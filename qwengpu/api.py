@@ -37,7 +37,7 @@ import numpy as np
 from qwengpu import interp, isa
 from qwengpu.errors import CompileError, ExecutionError, QwenGpuError, UnsupportedError
 from qwengpu.launch import Launch
-from qwengpu.machine.protocol import CHECKS
+from qwengpu.driver.protocol import CHECKS
 from qwengpu.printf import device_output
 from qwengpu.toolchain.frontend import FRONTENDS, INCLUDE_DIR, compile_cuda, with_prelude
 from qwengpu.toolchain.lint import issue_warnings
@@ -189,7 +189,7 @@ def _load_model_uncached(path: Path, dtype: str, fast: bool, torch_device: str):
     (FastModel.from_checkpoint, on the CPU) and never builds the stock model; fast=False loads
     the stock transformers model on `torch_device`. What the host reads the results with (the
     machine's readout) comes from config.json alone."""
-    from qwengpu.machine import runtime
+    from qwengpu.driver import runtime
     if fast:
         fast_model = _fast_model_class()
         config = runtime.load_config(path)
@@ -374,7 +374,7 @@ def check_model_ops(program: isa.Program, supported) -> None:
 
 
 def _run_model(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
-    from qwengpu.machine.runtime import launch_on_model
+    from qwengpu.driver.runtime import launch_on_model
     dev = fn.module.device
     check_model_ops(fn.program, machine_build("MODEL_OPS").MODEL_OPS)    # before loading anything
     max_tokens = dev.max_tokens or DEFAULT_MAX_TOKENS
@@ -395,8 +395,8 @@ def _run_model(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
 
 def _run_engine(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
     """A launch on vllm or llama.cpp: the prompt's ids in, the generated ids out, the results from
-    the copy-out (qwengpu.machine.runtime.launch_on_engine)."""
-    from qwengpu.machine.runtime import LaunchJob, launch_on_engine
+    the copy-out (qwengpu.driver.runtime.launch_on_engine)."""
+    from qwengpu.driver.runtime import LaunchJob, launch_on_engine
     dev = fn.module.device
     check_model_ops(fn.program, machine_build("MODEL_OPS").MODEL_OPS)
     loaded = dev._engine is not None

@@ -34,7 +34,7 @@ from qwengpu import interp
 from qwengpu.api import Device
 from qwengpu.errors import QwenGpuError
 from qwengpu.launch import Launch
-from qwengpu.machine import protocol, runtime
+from qwengpu.driver import protocol, runtime
 from qwengpu.suite import DEFAULT_DIR, SUITE_MAX_TOKENS, KernelCase, load_spec
 
 # small kernels, each a different feature: shared memory + barrier (dot, pool3_shared),

@@ -40,7 +40,7 @@ from rich.table import Table
 from qwengpu.api import DEFAULT_MAX_PASSES, DEFAULT_MAX_TOKENS, ENGINES, MODEL_DTYPES, TOKEN_ENGINES, Device
 from qwengpu.args import ArgSyntaxError, parse_arg, parse_dims
 from qwengpu.errors import QwenGpuError, QwenGpuWarning, plural
-from qwengpu.machine import DEFAULT_BATCH
+from qwengpu.driver import DEFAULT_BATCH
 from qwengpu.machine.tokens import runs_pass
 from qwengpu.suite import SUITE_MAX_TOKENS
 from qwengpu.toolchain.frontend import FRONTENDS

@@ -6,7 +6,7 @@ memory layout"): global memory starts with the kernel's __device__ variables
 parameter's CONST word holds its array's byte address, a scalar's its 32-bit
 value. After the engine ran, `copy_back` writes each array's words back into
 the caller's array in place. `output_words` are the words the kernel may write: what the model
-engine copies out into its tokens at the end (qwengpu/machine/copyout.py).
+engine copies out into its tokens at the end (qwengpu/driver/copyout.py).
 """
 from __future__ import annotations
 

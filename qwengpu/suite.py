@@ -17,7 +17,7 @@ import numpy as np
 from qwengpu.api import TOKEN_ENGINES, Device
 from qwengpu.errors import QwenGpuError, plural
 from qwengpu.launch import Launch
-from qwengpu.machine import DEFAULT_BATCH
+from qwengpu.driver import DEFAULT_BATCH
 from qwengpu.printf import device_output
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "kernels"
@@ -186,7 +186,7 @@ class _Prepared:
 def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAULT_BATCH,
                 on_report=None, on_token=None) -> list[KernelReport]:
     """The kernels on a model Device, up to `max_batch` launches stepping together through
-    qwengpu.machine.runtime.launch_many (its fast path; replay as the Device's check). A report's
+    qwengpu.driver.runtime.launch_many (its fast path; replay as the Device's check). A report's
     seconds: its compile and lowering, plus its time in the batch (shared with the launches beside
     it). `on_report(report)` as each kernel finishes, `on_token(name, token)` for each generated
     token. Each launch's token limit: the Device's max_tokens, else SUITE_MAX_TOKENS. Never
@@ -194,7 +194,7 @@ def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAUL
     request (runtime.launch_on_engine: vLLM batches them itself, up to its own max_batch), and the
     results come from the copy-out."""
     from qwengpu.api import check_model_ops, machine_build
-    from qwengpu.machine import runtime
+    from qwengpu.driver import runtime
     reports, ready = [], []
     for case in cases:
         start = time.perf_counter()

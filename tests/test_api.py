@@ -245,7 +245,7 @@ class _StubFast:
 def _stub_machine_build(monkeypatch, ops, script=(), final=None):
     """A stand-in qwengpu.machine.build whose model plays `script` and whose memory reads
     `final`, and a stand-in qwengpu.fast."""
-    from qwengpu.machine import runtime
+    from qwengpu.driver import runtime
     from qwengpu.machine.tokens import Vocab
     caches = []
     machine = SimpleNamespace(vocab=Vocab(), read_global=lambda cache, layer_offset=0: caches.append(cache) or final)
@@ -282,7 +282,7 @@ def test_model_engine_refuses_unsupported_ops_before_loading(monkeypatch):
 
 @pytest.mark.parametrize("fast", [True, False])
 def test_model_engine_runs_a_launch_through_the_runtime(monkeypatch, fast):
-    from qwengpu.machine.protocol import expected_stream
+    from qwengpu.driver.protocol import expected_stream
     src, out = np.array([1, -3, 2**30, 7], np.int32), np.zeros(4, np.int32)
     launch = Launch.build(scale_add_program(), 1, 4, [src, out, -5])
     stream = expected_stream(launch.program, launch.grid, launch.block, launch.params, launch.memory,

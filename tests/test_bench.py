@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from qwengpu import interp
 from qwengpu.cli import app
-from qwengpu.machine import protocol
+from qwengpu.driver import protocol
 from qwengpu.machine.encoding import encode
 from qwengpu.machine.tokens import with_exec
 

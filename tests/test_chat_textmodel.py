@@ -22,7 +22,7 @@ from transformers.cache_utils import DynamicCache
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextRotaryEmbedding
 
 from qwengpu.chat.textmodel import load_text_model, quiet_transformers, stored_dtype, text_layout
-from qwengpu.machine import runtime
+from qwengpu.driver import runtime
 from qwengpu.model.checkpoint import shard_files
 from qwengpu.model.merge import default_merged_model
 

@@ -242,8 +242,8 @@ def stub_model_engine(monkeypatch):
     """qwengpu.machine.build replaced by a stub: the model plays the interpreter's stream
     (edited by `corrupt`, a function of the token list) and memory reads its final state."""
     from qwengpu import isa
-    from qwengpu.machine import runtime
-    from qwengpu.machine.protocol import expected_stream
+    from qwengpu.driver import runtime
+    from qwengpu.driver.protocol import expected_stream
     from qwengpu.machine.tokens import Vocab
     machine = SimpleNamespace(vocab=Vocab(), final=None)
     machine.read_global = lambda cache, layer_offset=0: machine.final
@@ -276,7 +276,7 @@ def dot_tokens() -> int:
     """How many tokens the stub model plays for DOT_ARGS: the interpreter's reference stream."""
     from qwengpu.api import Device
     from qwengpu.launch import Launch
-    from qwengpu.machine.protocol import expected_stream
+    from qwengpu.driver.protocol import expected_stream
     fn = Device("interp").compile(DOT_CU, "dot.cu").get_function("dot")
     lau = Launch.build(fn.program, 1, 4, [np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32),
                                           np.zeros(1, np.int32), 3])

@@ -1,12 +1,13 @@
-"""The differential test (qwengpu/difftest.py): random integer kernels on the interpreter
+"""The differential test (qwengpu/testing/difftest.py): random integer kernels on the interpreter
 against the same source compiled as host C++, with UBSan on the oracle (so the generator's
 programs are checked free of undefined behaviour too); proof that the tester can fail; and
 the oracle harness itself against values computed by hand."""
 import numpy as np
 import pytest
 
-from qwengpu import difftest, isa
-from qwengpu.difftest import CHAR, I16, I32, I64, U8, U16, U64
+from qwengpu import isa
+from qwengpu.testing import difftest
+from qwengpu.testing.difftest import CHAR, I16, I32, I64, U8, U16, U64
 from qwengpu.errors import QwenGpuError
 
 CI_PROGRAMS = 600

@@ -14,8 +14,8 @@ import pytest
 from qwengpu import Device
 from qwengpu.errors import DeadlockError, MemoryFault
 from qwengpu.launch import Launch
-from qwengpu.machine import runtime
-from qwengpu.machine.protocol import expected_stream
+from qwengpu.driver import runtime
+from qwengpu.driver.protocol import expected_stream
 from qwengpu.machine.tokens import Token
 
 ENGINES = ("interp", "model")

@@ -99,7 +99,7 @@ def test_gguf_norm_gains_are_exact():
 
 @needs_llamacpp
 def test_dot_stream_equals_fast_path():
-    from qwengpu.engines.reference import first_difference, launch_ids
+    from qwengpu.testing.reference import first_difference, launch_ids
     ref = launch_ids("dot", MODEL)
     with LlamaCppEngine(GGUF) as eng:
         got = eng.generate([ref.prompt_ids], allowed=ref.allowed, stop_ids=ref.stop_ids,

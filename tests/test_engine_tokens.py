@@ -9,7 +9,7 @@ import pytest
 from qwengpu.api import Device
 from qwengpu.errors import MemoryFault, ReplayMismatch
 from qwengpu.launch import Launch
-from qwengpu.machine import protocol, runtime
+from qwengpu.driver import protocol, runtime
 from qwengpu.machine.tokens import Token, Vocab
 from qwengpu.suite import discover, load_spec, mismatches
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from qwengpu.engines import vllm as vllm_engine
-from qwengpu.engines.reference import first_difference, launch_ids
+from qwengpu.testing.reference import first_difference, launch_ids
 
 REPO = Path(__file__).resolve().parent.parent
 VLLM_MISSING = vllm_engine.vllm_available()

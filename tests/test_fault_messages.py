@@ -1,5 +1,5 @@
 """A model-side FAULT names its kind, thread block, warp, pc, lane, address and operation, read
-from the model's own tokens (qwengpu.machine.faults) and the program's ROM, without replay.
+from the model's own tokens (qwengpu.driver.faults) and the program's ROM, without replay.
 
 Each case is checked against what the interpreter says for the same launch: for a memory fault
 the model's message must contain the interpreter's whole MemoryFault message ("{what} at
@@ -19,8 +19,8 @@ from qwengpu.errors import DeadlockError, MemoryFault
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Program, Reg, Space, Term, Terminator
 from qwengpu.launch import Launch
 from qwengpu.machine.encoding import encode
-from qwengpu.machine.faults import fault_error
-from qwengpu.machine.protocol import expected_stream
+from qwengpu.driver.faults import fault_error
+from qwengpu.driver.protocol import expected_stream
 from qwengpu.machine.tokens import Token, with_exec
 
 # lane 1 of warp 0 stores to p + 1: misaligned (lane 0's p + 0 is fine)
@@ -190,7 +190,7 @@ def test_deadlock_on_the_model(model):
 
 def test_memory_fault_in_a_batch_on_the_model(model):
     """launch_many (the suite's batched path) names the lane too, each launch its own."""
-    from qwengpu.machine.runtime import LaunchJob, launch_many
+    from qwengpu.driver.runtime import LaunchJob, launch_many
     fast, machine = model.model_and_machine()
     jobs = []
     for name in ("const_store", "misaligned_store"):

@@ -11,9 +11,9 @@ from qwengpu.api import Device
 from qwengpu.isa import (Imm, Instr, MachineBlock, Op, Param, Program, Reg, Space, SReg, Term,
                          Terminator)
 from qwengpu.launch import Launch
-from qwengpu.machine import runtime
+from qwengpu.driver import runtime
 from qwengpu.machine.encoding import Fixed, encode, machine_blocks
-from qwengpu.machine.protocol import expected_stream
+from qwengpu.driver.protocol import expected_stream
 
 r = Reg
 EXIT = Terminator(Term.EXIT)

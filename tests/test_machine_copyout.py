@@ -1,4 +1,4 @@
-"""Copy-out (qwengpu/machine/copyout.py): the launch's output words as the model writes them
+"""Copy-out (qwengpu/driver/copyout.py): the launch's output words as the model writes them
 before HALT. Host side against hand-worked cases; in the stand-in merged model, results decoded
 from the generated tokens alone against the kernels' NumPy references."""
 import copy
@@ -9,7 +9,7 @@ import pytest
 from qwengpu.api import Device
 from qwengpu.errors import ExecutionError, LaunchError
 from qwengpu.launch import Launch
-from qwengpu.machine import copyout, runtime
+from qwengpu.driver import copyout, runtime
 from qwengpu.machine.tokens import Token, continuing
 from qwengpu.machine.words import COPY0, COPYROW
 from qwengpu.suite import discover, load_spec, mismatches

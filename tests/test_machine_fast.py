@@ -408,7 +408,7 @@ def test_machine_kernel_replay_on_fast_path():
     if path is None:
         pytest.skip("build/standin-merged is missing or built from another machine (default_merged_model())")
     from qwengpu.bench import kernel_launch
-    from qwengpu.machine import protocol, runtime
+    from qwengpu.driver import protocol, runtime
     model, _ = runtime.load_model(path, "bfloat16")
     fast = FastModel(model)
     # what the model engine loads: the same compact matrices read from the safetensors files alone
@@ -527,7 +527,7 @@ def test_from_checkpoint_matches_stock(saved_toy, monkeypatch, tmp_path, dtype, 
     FastModel(stock model loaded in `dtype`), and the same hidden states, recurrent states and
     tokens as the stock transformers forward of that loaded model."""
     from pathlib import Path
-    from qwengpu.machine import runtime
+    from qwengpu.driver import runtime
     path = saved_toy(sharded)
     assert (Path(path) / ("model.safetensors.index.json" if sharded else "model.safetensors")).is_file()
     monkeypatch.setenv("QWENGPU_FAST_CACHE", str(tmp_path / "cache"))

@@ -8,7 +8,7 @@ import pytest
 
 from qwengpu.api import Device
 from qwengpu.launch import Launch
-from qwengpu.machine import protocol, runtime
+from qwengpu.driver import protocol, runtime
 from qwengpu.model.merge import default_merged_model
 from qwengpu.fast import FastModel
 from qwengpu.machine.tokens import Token

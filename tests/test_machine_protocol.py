@@ -9,7 +9,7 @@ from qwengpu import isa
 from qwengpu.errors import DeadlockError, MemoryFault
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Param, Program, Reg, SReg, Space, Term, Terminator
 from qwengpu.machine.encoding import Pass, encode, encode_block
-from qwengpu.machine.protocol import Stream, compare, expected_stream, prompt
+from qwengpu.driver.protocol import Stream, compare, expected_stream, prompt
 from qwengpu.machine.tokens import PUT_TARGETS, ROM_WORDS, Token, with_exec
 
 r = Reg
@@ -329,7 +329,7 @@ def test_a_whole_word_token_stages_every_part():
 
 
 def test_every_token_kind_has_argument_names():
-    from qwengpu.machine.protocol import ARG_NAMES
+    from qwengpu.driver.protocol import ARG_NAMES
     from qwengpu.machine.tokens import KINDS, all_tokens
     assert set(ARG_NAMES) == set(KINDS)
     assert all(len(ARG_NAMES[t.kind]) == len(t.args) for t in all_tokens())

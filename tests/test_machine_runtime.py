@@ -9,9 +9,9 @@ import torch
 from qwengpu import isa
 from qwengpu.errors import ExecutionError, MemoryFault, QwenGpuError
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Program, Reg, SReg, Space, Term, Terminator
-from qwengpu.machine import runtime
-from qwengpu.machine.protocol import expected_stream, prompt
-from qwengpu.machine.runtime import ReplayMismatch, launch_on_model
+from qwengpu.driver import runtime
+from qwengpu.driver.protocol import expected_stream, prompt
+from qwengpu.driver.runtime import ReplayMismatch, launch_on_model
 from qwengpu.machine.tokens import Token, Vocab
 
 def T(kind, *args):

@@ -1,5 +1,5 @@
 """The kernel suite in the stand-in merged model, batched (qwengpu.suite.run_batched through
-qwengpu.machine.runtime.launch_many on the exact fast path): every kernel's outputs against its
+qwengpu.driver.runtime.launch_many on the exact fast path): every kernel's outputs against its
 NumPy reference, every generated token against the interpreter's stream (replay) and global memory
 after HALT. Batched launches generate the token streams of the same launches run one at a time, and
 a launch's error stays with that launch. (tests/test_machine_kernels.py holds the fast path against
@@ -13,7 +13,7 @@ import pytest
 from qwengpu.api import Device
 from qwengpu.errors import ExecutionError, LaunchError
 from qwengpu.launch import Launch
-from qwengpu.machine import DEFAULT_BATCH, runtime
+from qwengpu.driver import DEFAULT_BATCH, runtime
 from qwengpu.suite import discover, load_spec, run_batched
 
 MAX_BATCH = DEFAULT_BATCH

@@ -12,7 +12,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from qwengpu.circuit.host import anchor_split
 from qwengpu.errors import QwenGpuError
 from qwengpu.model import CheckpointError
-from qwengpu.model.circuits import default_circuit, synthetic_circuit
+from qwengpu.model.circuits import default_circuit
+from qwengpu.testing.circuits import synthetic_circuit
 from qwengpu.model.hosts import host_config
 from qwengpu.model.kl import load_base
 from qwengpu.model.merge import build

@@ -12,10 +12,11 @@ from transformers import AutoModelForCausalLM
 from qwengpu import api
 from qwengpu.api import Device, resolve_device
 from qwengpu.errors import QwenGpuError
-from qwengpu.machine import runtime
+from qwengpu.driver import runtime
 from qwengpu.machine.plan import LAYERS
 from qwengpu.model import CheckpointError
-from qwengpu.model.circuits import machine_circuit, synthetic_circuit
+from qwengpu.model.circuits import machine_circuit
+from qwengpu.testing.circuits import synthetic_circuit
 from qwengpu.model.hosts import host_config, layer_shapes
 from qwengpu.model import merge
 from qwengpu.model.merge import build

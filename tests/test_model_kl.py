@@ -6,7 +6,7 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from qwengpu.model.circuits import synthetic_circuit
+from qwengpu.testing.circuits import synthetic_circuit
 from qwengpu.model.kl import TEXTS, _kl, eval_kl
 from qwengpu.model.merge import build
 from qwengpu.model.standin import ensure_standin, standin_config

@@ -11,7 +11,8 @@ the differential tester's random programs."""
 import numpy as np
 import pytest
 
-from qwengpu import Device, difftest, interp, isa
+from qwengpu import Device, interp, isa
+from qwengpu.testing import difftest
 from qwengpu.launch import Launch
 from qwengpu.suite import discover, load_spec
 from test_generic_addressing import CONST_OR_GLOBAL, LEVELS      # its kernels, at its levels

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from qwengpu.chat.session import ChatSession, Turn, is_standin
-from qwengpu.machine import runtime
+from qwengpu.driver import runtime
 
 STANDIN_NOTE = ("stand-in checkpoint (random weights): it cannot chat, so these scores are meaningless; "
                 "the run only shows the eval works end to end")

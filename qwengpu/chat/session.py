@@ -29,7 +29,7 @@ from qwengpu.api import DEFAULT_MAX_TOKENS, Device
 from qwengpu.chat.textmodel import DTYPES, load_text_model, quiet_transformers, stored_dtype
 from qwengpu.chat.tools import MODES, ToolCall, parse_tool_calls, run_tool_call
 from qwengpu.errors import QwenGpuError
-from qwengpu.machine import runtime
+from qwengpu.driver import runtime
 from qwengpu.machine.tokens import runs_pass
 
 TURN = "<|im_start|>"              # what opens a turn in Qwen3.5's chat format (ChatML)

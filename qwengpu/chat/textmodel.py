@@ -155,7 +155,7 @@ def load_text_model(path: str | Path, dtype: str | None = None, device: str = "c
     the base layers and the text vocabulary, in `dtype` (None: the stored dtype), on `device`."""
     from transformers import Qwen3_5ForCausalLM
     from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextRotaryEmbedding
-    from qwengpu.machine import runtime
+    from qwengpu.driver import runtime
     path = Path(path)
     config = runtime.load_config(path)           # CheckpointError: not a merged checkpoint
     dtype = dtype or stored_dtype(path, config)

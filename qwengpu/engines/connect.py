@@ -57,7 +57,7 @@ def _open(name: str, model, url):
 def _vocab_of(checkpoint: str | Path):
     """The GPU vocabulary at the ids of merged checkpoint `checkpoint` (a CheckpointError names
     what is wrong with it; a QwenGpuError says when it was built with another circuit)."""
-    from qwengpu.machine.runtime import load_config
+    from qwengpu.driver.runtime import load_config
     from qwengpu.machine.tokens import Vocab
     first, end = load_config(checkpoint)["qwengpu"]["gpu_token_ids"]
     vocab = Vocab(first)

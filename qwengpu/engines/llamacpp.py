@@ -3,7 +3,7 @@ llama-cpp-python in its own venv (.venv-llamacpp, scripts/install_llamacpp.sh), 
 subprocess (qwengpu/engines/llamacpp_worker.py) that keeps the model loaded across calls.
 
     from qwengpu.engines.llamacpp import LlamaCppEngine
-    from qwengpu.engines.reference import launch_ids
+    from qwengpu.testing.reference import launch_ids
     ref = launch_ids("dot", "build/engines/standin-merged")
     with LlamaCppEngine("build/engines/standin-bf16.gguf") as eng:
         got = eng.generate([ref.prompt_ids], allowed=ref.allowed, stop_ids=ref.stop_ids,

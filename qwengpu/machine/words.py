@@ -9,7 +9,7 @@ bit 0 in the order declared; a field with copies (one per lane, one per warp) re
     CONFIG    the launch configuration
     CT1, CT2  the payloads of the CT1 and CT2 tokens
     STATUS    a warp's status register: CT1's payload, then CT2's
-    COPY0, COPYROW  the copy-out's first group and its table rows (qwengpu/machine/copyout.py)
+    COPY0, COPYROW  the copy-out's first group and its table rows (qwengpu/driver/copyout.py)
     ROM0      word 0 of a ROM slot: opcode, registers, space, mod, forwarded operands (encoding.py)
     SRC       word 4 of a ROM slot: where its operands come from when not from the register file
     PRE       a pair's first instruction: opcode, registers, which operand takes its immediate
@@ -127,7 +127,7 @@ CONFIG = Word("CONFIG", nwarps=isa.MAX_WARPS, last_cta=CTA_BITS, mask=(isa.LANES
 _CT1 = {"pc": PC_BITS, "mask": isa.LANES, "sp": SP_BITS}
 _CT2 = {"alive": isa.LANES, "phase": bits_for(PHASES - 1), "wait": 1}
 CT1, CT2, STATUS = Word("CT1", **_CT1), Word("CT2", **_CT2), Word("STATUS", **_CT1, **_CT2)
-# copy-out (qwengpu/machine/copyout.py): the first group to copy, and whether there is any; a
+# copy-out (qwengpu/driver/copyout.py): the first group to copy, and whether there is any; a
 # table row per group that is not "all lanes, then the next group" (rows left 0 mean that)
 COPY0 = Word("COPY0", group=GROUP_BITS, any=1)
 COPYROW = Word("COPYROW", mask=isa.LANES, next=GROUP_BITS, last=1)

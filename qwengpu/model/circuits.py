@@ -1,7 +1,6 @@
 """Circuits to merge: the machine (qwengpu.machine.build, the default: the merged model runs
-kernels), a small demo compiled by qwengpu.circuit (an adder and a memory bank: cheap, for the
-text-drift eval), and a deterministic synthetic silent circuit for tests of shapes the compiler
-refuses (e.g. grouped GDN heads).
+kernels), and a small demo compiled by qwengpu.circuit (an adder and a memory bank: cheap, for the
+text-drift eval). The tests' synthetic circuit is qwengpu.testing.circuits.
 """
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ import numpy as np
 
 from qwengpu.circuit.weights import CircuitWeights
 from qwengpu.model import CheckpointError
-from qwengpu.model.hosts import layer_shapes
 
 DEMO_TOKENS = 256
 CIRCUITS = ("machine", "demo")
@@ -63,32 +61,3 @@ def default_circuit(text_config: dict) -> CircuitWeights:
     return CircuitWeights(width=c.layout.width, layers=layers,
                           token_names=[f"<|gpu_demo_{k}|>" for k in i], token_embeddings=codes,
                           info={"circuit": "demo: add32 + memory bank"})
-
-
-def synthetic_circuit(text_config: dict, width: int = 64, layers: int = 2, tokens: int = 8,
-                      neurons: int = 32, seed: int = 0) -> CircuitWeights:
-    """Random circuit layers that follow the silence rule: every matrix reads and writes only
-    the circuit dims (the last `width` of n + width), so on a text token the layer outputs 0.
-    The conv, decay, dt and norms are random too, so silence rests on the gates alone."""
-    n = text_config["hidden_size"]
-    N = n + width
-    shapes = layer_shapes({**text_config, "hidden_size": N, "intermediate_size": neurons}, "linear_attention")
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(layers):
-        w = {}
-        for name, shape in sorted(shapes.items()):
-            value = rng.normal(0, 0.3, shape)
-            if name.endswith(("layernorm.weight",)):
-                value[:n] = 0.0
-            elif len(shape) == 2 and name.endswith(("out_proj.weight", "down_proj.weight")):
-                value[:n] = 0.0                      # writes no text dim
-            elif len(shape) == 2:
-                value[:, :n] = 0.0                   # reads no text dim
-            if name.endswith("A_log"):
-                value = np.log(rng.uniform(1, 4, shape))
-            w[name] = value
-        out.append(w)
-    codes = rng.choice([-1.0, 1.0], (tokens, width))
-    return CircuitWeights(width=width, layers=out, token_names=[f"<|gpu_syn_{k}|>" for k in range(tokens)],
-                          token_embeddings=codes, info={"circuit": f"synthetic (seed {seed})"})

@@ -1,6 +1,6 @@
 """A launch's token ids, for running it on another inference engine and comparing.
 
-    from qwengpu.engines.reference import launch_ids
+    from qwengpu.testing.reference import launch_ids
     ref = launch_ids("dot", "build/standin-merged")          # a suite kernel, by name
     prompt, stream, allowed, halt, fault = ref                # it unpacks as a 5-tuple
     got = engine.generate([prompt], allowed=allowed, stop_ids=[halt, fault],
@@ -9,7 +9,7 @@
 
 `launch_ids` compiles and lays out the launch as the model engine does (Device("model") ->
 Launch.build -> protocol.prompt), runs it on qwengpu's exact fast path of the same checkpoint
-(qwengpu.machine.runtime.launch_on_model), and returns the prompt's ids, the generated ids (HALT
+(qwengpu.driver.runtime.launch_on_model), and returns the prompt's ids, the generated ids (HALT
 or FAULT included), the GPU token id range [first, end) that the argmax is restricted to, and the
 ids of HALT and FAULT (the stop tokens). An engine that computes the same model must generate
 exactly `stream` from `prompt` (the circuit's logit margins are >= 1: docs/machine.md).
@@ -114,7 +114,7 @@ def launch_ids(case_or_program, model_dir, *, grid=None, block=None, args: Seque
     qwengpu.api.Function or qwengpu.isa.Program (these three need grid, block and args).
     dtype: the fast path's (bfloat16 is what vLLM's CPU build runs; the token stream is the
     same in float32). `device`: a model Device to reuse instead of model_device(...)."""
-    from qwengpu.machine import protocol, runtime
+    from qwengpu.driver import protocol, runtime
 
     dev = device or model_device(model_dir, dtype, frontend, max_tokens)
     name, program, launch = build_launch(case_or_program, dev, grid=grid, block=block, args=args, kernel=kernel)
@@ -122,7 +122,7 @@ def launch_ids(case_or_program, model_dir, *, grid=None, block=None, args: Seque
     runtime.bind_vocab(model, machine.vocab)
     vocab = machine.vocab
     first, end = runtime.gpu_token_ids(model)
-    copy_out = launch.output_words()          # the launch's results end the stream (machine/copyout.py)
+    copy_out = launch.output_words()          # the launch's results end the stream (driver/copyout.py)
     prompt_ids = [vocab.id(t) for t in protocol.prompt(program, launch.grid, launch.block, launch.params,
                                                        launch.memory, copy_out)]
     start = time.perf_counter()

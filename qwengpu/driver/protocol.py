@@ -15,7 +15,7 @@ import numpy as np
 from qwengpu import interp, isa
 from qwengpu.errors import DeadlockError, LaunchError, MachineLimitError, MemoryFault
 from qwengpu.launch import check_grid_block
-from qwengpu.machine import copyout
+from qwengpu.driver import copyout
 from qwengpu.machine.encoding import BlockCode, encode
 from qwengpu.machine.tokens import (LATCH_BITS, PUT_TARGETS, Token, continuing, part_tokens, tok, with_exec,
                                     writeback_tokens)

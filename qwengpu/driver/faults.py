@@ -28,7 +28,7 @@ pc Bn)`).
 from __future__ import annotations
 
 from qwengpu import isa
-from qwengpu.machine import protocol
+from qwengpu.driver import protocol
 from qwengpu.errors import DeadlockError, ExecutionError, MemoryFault
 from qwengpu.launch import check_grid_block
 from qwengpu.machine.encoding import Fixed, encode

@@ -23,7 +23,7 @@ import torch
 from qwengpu import isa
 from qwengpu.errors import ExecutionError, QwenGpuError, ReplayMismatch  # noqa: F401 (re-exported)
 from qwengpu.launch import check_grid_block
-from qwengpu.machine import DEFAULT_BATCH, copyout, protocol
+from qwengpu.driver import DEFAULT_BATCH, copyout, protocol
 from qwengpu.machine.tokens import Token, runs_pass
 
 CHECKS = protocol.CHECKS
@@ -204,10 +204,10 @@ def launch_on_model(model, machine, program: isa.Program, grid, block, params: l
 def _fault(stream: list[Token], expected: protocol.Stream | None, program: isa.Program | None = None,
            block=None, grid=None, params: list[int] | None = None) -> None:
     """FAULT: a bad memory access or a deadlock. With replay the interpreter's error says which;
-    without, qwengpu.machine.faults reads the cause from the generated tokens alone (and, for a
+    without, qwengpu.driver.faults reads the cause from the generated tokens alone (and, for a
     memory fault, the operation from `program`'s ROM and the lane and address from the model's
     VAL, VALU and CT1 tokens): a MemoryFault or DeadlockError accordingly (docs/protocol.md)."""
-    from qwengpu.machine.faults import fault_error, fault_where
+    from qwengpu.driver.faults import fault_error, fault_where
     if expected is not None and expected.fault is not None:
         raise type(expected.fault)(f"{fault_where(stream)}; the interpreter: {expected.fault}")
     raise fault_error(stream, program, block, grid, params)
