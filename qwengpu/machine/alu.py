@@ -43,6 +43,8 @@ division by a divisor up to 2^30 too, and its other 64-bit loops from DIVR and D
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.gadgets import MAX_POSITIVE, add_terms, span
@@ -69,6 +71,13 @@ RESOLVE = 4           # carry resolution: 4 and 5
 SHIFT_LAST = 3        # the shifter's last stage
 BIT_FIELD = 4         # BFE/BFEU masking: 4 and 5
 LATE = 3              # bitwise and bit counting
+
+
+@dataclass(frozen=True)
+class LaneResults:
+    """What the machine passes on of an execute unit (the ALU, the pre-ALU, the warp unit)."""
+    r: list[Field]      # per lane, 32 bits (later units add into them: copy-out addresses, loads)
+    end: int            # the first layer whose MLP may read them
 
 
 # ---------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 Interface: `build_atomic(c, at, op, old, b, cc)` reads one-dim op flags (one per isa.AtomOp
 name, at most one is 1) and 32-bit fields `old`, `b`, `cc`; it returns `new` (exactly 0
 when every flag is 0) and the first layer whose MLP may read it. The machine serialises
-atomics lane by lane, so one lane is enough; `build_atomic_unit(m)` wires it into the
-machine (L14-L17: the old value, the unit, its queue).
+atomics lane by lane, so one lane is enough; `build_atomic_unit(c, tokens, status, results,
+memory)` wires it into the machine (the old value at L_WB, the unit from L_ATOM, its queue at
+L_NEXT: plan.py) and returns `AtomicResult`.
 
 Two layers, every op writing straight into `new` with its neurons gated by its flag
 (relu(y + K f - K), K = the largest y: relu(y) when f = 1, 0 when f = 0):
@@ -23,6 +24,8 @@ Two layers, every op writing straight into `new` with its neurons gated by its f
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from qwengpu import isa
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
@@ -30,7 +33,11 @@ from qwengpu.circuit import memory as B
 from qwengpu.circuit.gadgets import add_terms, span
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
+from qwengpu.machine.alu import LaneResults
+from qwengpu.machine.inputs import TokenInputs
+from qwengpu.machine.lsu import Memory
 from qwengpu.machine.plan import ATOMIC_LAYERS, L_ATOM, L_NEXT, L_WB
+from qwengpu.machine.status import WarpStatus
 from qwengpu.machine.wiring import flag_if, match, view
 
 WORD = 32
@@ -159,30 +166,39 @@ def build_atomic(c: Circuit, at: int, op: dict[str, Field], old: Field, b: Field
 # ---------------------------------------------------------------------------
 # in the machine
 # ---------------------------------------------------------------------------
-def build_atomic_unit(m) -> None:
-    """The machine's atomic stage (L14-L17): on an AT(l) pass, lane l's loaded word (old) and the
-    pending ATOM's op into the unit (L15-L16), its new value and lane kept in a queue (L17) for
-    the VAL/PART/AW passes that follow."""
-    c, k, L = m.c, m.k, L_WB
+@dataclass(frozen=True)
+class AtomicResult:
+    """The atomic queue's head, for the passes after an AT: the new value and its lane."""
+    new: Field          # the read-modify-write's new value
+    lane: Field         # one-hot: the lane it was for
+
+
+def build_atomic_unit(c: Circuit, tokens: TokenInputs, status: WarpStatus, results: LaneResults,
+                      memory: Memory) -> AtomicResult:
+    """The machine's atomic stage: on an AT(l) pass, lane l's loaded word (old, L_WB) and the
+    pending ATOM's op into the unit (from L_ATOM) with the store queue's b and c, its new value
+    and lane kept in a queue (L_NEXT) for the VAL/PART/AW passes that follow."""
+    k, L, zero = tokens.kind, L_WB, tokens.zero
     old = c.field("atom.old", 32, L)
     for l in range(4):                  # on AT(l) passes only lane l's r (the old value) is nonzero
         for i in range(32):
-            G.relu(c, L, {m.r[l][i]: 1, k["AT"]: 1}, -1, {old[i]: 1})
+            G.relu(c, L, {results.r[l][i]: 1, k["AT"]: 1}, -1, {old[i]: 1})
     flags = {}
     for i, a in enumerate(isa.AtomOp):
         flags[a.name] = c.field(f"atom.{a.name}", 1, L)
-        t, k0 = match(view(m.patom, 2, 6), i)
+        t, k0 = match(view(status.patom, 2, 6), i)
         flag_if(c, L, [(t, k0, 4), ({k["AT"]: 1}, 0, 1)], {flags[a.name][0]: 1})
-    new, end = build_atomic(c, L_ATOM, flags, old, m.mb, m.md)
+    new, end = build_atomic(c, L_ATOM, flags, old, memory.store_b, memory.store_data)
     if end != L_NEXT:
         raise CircuitError(f"the atomic unit ends at L{end}, the plan has L{L_NEXT}")
     c.clear(old, end)
     for fld in flags.values():
         c.clear(fld, end)
-    m.new, m.alane = new, c.field("atom.lane", 4, end)
+    lane = c.field("atom.lane", 4, end)
     q = B.register(c, end, "atom", 32)
     ql = B.register(c, end, "atom.lane", 4)
-    B.write_bits(c, q, m.zero, B.bits(new), [k["AT"]])
-    B.write_bits(c, ql, m.zero, B.bits(m.f["LANE"]), [k["AT"]])
-    B.read_into(c, q, m.zero, new.dims, enable=[k["VAL"], k["PART"]])
-    B.read_into(c, ql, m.zero, m.alane.dims, enable=[k["VAL"], k["PART"]])
+    B.write_bits(c, q, zero, B.bits(new), [k["AT"]])
+    B.write_bits(c, ql, zero, B.bits(tokens.features["LANE"]), [k["AT"]])
+    B.read_into(c, q, zero, new.dims, enable=[k["VAL"], k["PART"]])
+    B.read_into(c, ql, zero, lane.dims, enable=[k["VAL"], k["PART"]])
+    return AtomicResult(new, lane)

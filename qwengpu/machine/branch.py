@@ -2,6 +2,12 @@
 with the SIMT stack kept in GDN heads, and which halves of the warp's status it changes.
 It reproduces qwengpu/interp.py exactly (`_Machine._terminate`, `_Warp.settle`/`exit_lanes`).
 
+Interface: `build_terminator(c, at, bank_layer, ...)` reads the running warp's Status, the
+terminator's flags and TERM fields and each lane's condition, and returns the new Status and the
+first layer that may read it; `build_status_change(c, at, new, old)` returns whether each half
+(CT1, CT2) changes, 2 layers. The machine wires both at L_BRANCH, L_STACK and L_CHANGE
+(execute.build_branch_unit) and passes them on as `StatusUpdate`.
+
 The stack of warp w lives in STACK_DEPTH "pc" heads (depth d: the entry's pc) and
 STACK_DEPTH - 1 "meta" heads (depth d >= 1: reconv, rvalid, mask); every row is keyed
 by the warp. Depth 0's meta is constant: it never reconverges (reconv -1) and its mask
@@ -36,6 +42,8 @@ threshold neurons see the bits. (Checked: without it fp32 outputs are off by ~5e
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from qwengpu import isa
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
@@ -51,6 +59,14 @@ META_BITS = PC_BITS + 1 + LANES          # reconv (7), rvalid (1), mask (4)
 REQUANT = 128                            # offset of the requantizing neurons
 FAR = 2 * (1 << PC_BITS) + 2             # pushes a pc difference far below zero (|D| <= 127)
 TERMS = ("JMP", "BRC", "BAR", "EXIT")
+
+
+@dataclass(frozen=True)
+class StatusUpdate:
+    """What the running warp's terminator does to its status."""
+    new: Status                 # the status after the terminator and settle
+    changed: dict[str, Field]   # "CT1", "CT2": whether that half changes (its token is emitted)
+    end: int                    # the first layer whose MLP may read `new`
 
 
 # ---------------------------------------------------------------------------

@@ -1,21 +1,22 @@
-"""The machine: its units (one module each, docs/machine.md "Layer map") assembled into one circuit.
+"""The machine: its units (one module each, docs/machine.md "Layer plan") assembled into one circuit.
 
-The build runs the units in layer order: registers written by tokens (inputs.py, L0), ROM fetch
-and decode (fetch.py, L1-L2), warp status and pending writeback (status.py, L2), operands from
-the register file (operands.py, L3), the execute stage (execute.py: scheduler, ALU, warp unit,
-terminator, L2-L11), the copy-out (copy_unit.py), the load/store unit (lsu.py, L10-L13), the
-writeback queues (writeback.py), the atomic unit (atomic.py), then the next token
-(next_token.py). A GDN part reads its layer's input; the layer's MLP sees what the GDN added.
-Registers and queues whose value has several exclusive sources (a PUT or an ST writes memory)
-sum them (circuit.memory.bits). Here too: the isa limits the circuit follows, the host side
-(embeddings, fingerprint, readout) and the circuit handed to the merge.
+`Machine.__init__` is the wiring: it builds the units in layer order (plan.py has each one's
+layers), each from the port bundles it reads, and passes on the bundle it returns: the token's
+features (inputs.TokenInputs) -> the registers tokens write (Registers) -> ROM fetch and decode
+(Decoded) -> warp status and pending writeback (WarpStatus) -> the pre-ALU's operands -> the
+execute stage (execute.py: the scheduler's Schedule, the pre-ALU, the ALU's operands, the warp
+unit and the ALU's LaneResults, the branch unit's StatusUpdate) -> the copy-out (CopyOut) -> the
+load/store unit (Memory) -> the writeback queues (Queues) -> the atomic unit (AtomicResult) ->
+each warp's next pc (NextPc) -> the next token. A GDN part reads its layer's input; the layer's
+MLP sees what the GDN added. Registers and queues whose value has several exclusive sources (a
+PUT or an ST writes memory) sum them (circuit.memory.bits). Here too: the isa limits the circuit
+follows, the host side (embeddings, fingerprint, readout) and the circuit handed to the merge.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
 from collections.abc import Mapping
-from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -28,17 +29,18 @@ from qwengpu.circuit.weights import CircuitWeights
 from qwengpu.machine.alu import ALU_OPS
 from qwengpu.machine.atomic import build_atomic_unit
 from qwengpu.machine.copy_unit import build_copy_unit
-from qwengpu.machine.execute import build_execute
+from qwengpu.machine.execute import (build_alu_unit, build_branch_unit, build_pre_alu, build_schedule,
+                                     build_warp_unit, check_execute_end)
 from qwengpu.machine.fetch import TERMS, build_fetch
-from qwengpu.machine.inputs import build_inputs
+from qwengpu.machine.inputs import build_inputs, token_inputs
 from qwengpu.machine.lsu import ADDRESS_BITS, ROW_BITS, build_lsu
 from qwengpu.machine.next_token import build_next_token
-from qwengpu.machine.operands import REG_ROWS, SREG_ROWS, build_operands
+from qwengpu.machine.operands import REG_ROWS, SREG_ROWS, build_alu_operands, build_pre_operands
 from qwengpu.machine.plan import PLAN
 from qwengpu.machine.readout import Readout
 from qwengpu.machine.scheduler import build_warp_pcs
 from qwengpu.machine.status import build_status
-from qwengpu.machine.tokens import FEATURES, KINDS, PUT_TARGETS, SLOTS, Vocab
+from qwengpu.machine.tokens import FEATURES, SLOTS, Vocab
 from qwengpu.machine.words import CTA_BITS, PC_BITS, ROM0, TERM, TID_BITS, WARP_BITS
 from qwengpu.machine.writeback import build_writeback
 
@@ -89,40 +91,52 @@ def _supported_limits() -> list[tuple[str, range, str]]:
 
 
 class Machine:
-    """The compiled machine for one host shape: circuit, vocabulary, and where state lives."""
+    """The compiled machine for one host shape: its circuit and vocabulary, the token features the
+    host embeds, global memory's banks (readout), and the layers each unit was built in."""
 
     def __init__(self, host: HostSpec, width: int | None = None):
         check_limits()
         self.host = host
         self.vocab = Vocab()
         self.c = c = Circuit(host, width or circuit_width(host, 6000, limit=8192), slack=BUILD_SLACK if width else 0)
-        self.f = {name: c.input(name, w) for name, w in FEATURES.items()}
-        self.zero = [[c.input("zero", 1)[0]]]          # an always-0 dim: the row-0 address
-        self.k = {name: self.f["kind"][i] for i, name in enumerate(KINDS)}
-        self.put = {name: self.f["PT"][i] for i, name in enumerate(PUT_TARGETS)}
+        self.tokens = tokens = token_inputs(c)
         self.plan = PLAN
         self.footprint: dict[str, set[int]] = {}     # unit -> the layers it added neurons or GDN heads to
-        for name, build_unit in (("inputs", build_inputs), ("fetch", build_fetch), ("status", build_status),
-                                 ("operands", build_operands), (None, build_execute), ("copy_unit", build_copy_unit),
-                                 ("lsu", build_lsu), ("writeback", build_writeback), ("atomic", build_atomic_unit),
-                                 ("warp_pcs", build_warp_pcs), ("next_token", build_next_token)):
-            # the execute stage records the scheduler, warp unit, ALU and branch unit as units of their own
-            with self.unit(name) if name else nullcontext():
-                build_unit(self)
+        unit = self._unit
+        registers = unit("inputs", build_inputs, c, tokens)
+        decoded = unit("fetch", build_fetch, c, tokens, registers)
+        status = unit("status", build_status, c, tokens, registers, decoded)
+        pre_operands = unit("operands", build_pre_operands, c, tokens, registers, decoded, status)
+        schedule = unit("scheduler", build_schedule, c, tokens, registers, decoded, status)
+        pre_result = unit("pre_alu", build_pre_alu, c, decoded, pre_operands)
+        operands = unit("operands", build_alu_operands, c, tokens, registers, decoded, status, pre_operands,
+                        pre_result)
+        warp_result = unit("warp", build_warp_unit, c, decoded, operands, status)
+        results = unit("alu", build_alu_unit, c, decoded, operands, warp_result)
+        update = unit("branch", build_branch_unit, c, tokens, decoded, operands, status)
+        check_execute_end(schedule, warp_result, results, update)
+        copy = unit("copy_unit", build_copy_unit, c, tokens, registers, status, results)
+        memory = unit("lsu", build_lsu, c, tokens, registers, decoded, status, operands, results)
+        queues = unit("writeback", build_writeback, c, tokens, decoded, status, results, update, copy)
+        atomic = unit("atomic", build_atomic_unit, c, tokens, status, results, memory)
+        next_pc = unit("warp_pcs", build_warp_pcs, c, tokens, decoded, update, schedule)
+        unit("next_token", build_next_token, c, tokens, registers, decoded, status, results, update, copy, memory,
+             queues, atomic, schedule, next_pc)
+        self.global_banks = memory.global_banks      # where the host reads global memory (readout)
         c.compact()
 
-    @contextmanager
-    def unit(self, name: str):
-        """Records in footprint[name] the layers whose MLP gets neurons or whose GDN gets heads
-        while the block runs (the plan's check: tests/test_machine_plan.py)."""
+    def _unit(self, name: str, build_unit, *ports):
+        """build_unit(*ports), recording in footprint[name] the layers whose MLP gets neurons or
+        whose GDN gets heads meanwhile (the plan's check: tests/test_machine_plan.py)."""
         def census():
             return [(lay.neuron_count, lay.heads_used) for lay in self.c.layers]
         before = census()
-        yield
+        out = build_unit(*ports)
         after = census()
         before += [(0, 0)] * (len(after) - len(before))
         touched = {i for i, (b, a) in enumerate(zip(before, after)) if a != b}
         self.footprint[name] = self.footprint.get(name, set()) | touched
+        return out
 
     # ---- host side -----------------------------------------------------------------------------------------
     def embeddings(self) -> np.ndarray:
@@ -130,7 +144,7 @@ class Machine:
         lay = self.c.layout
         out = np.zeros((len(self.vocab), lay.width))
         out[:, [d - lay.n for d in lay.anchor.dims]] = lay.anchor_value
-        dims = [d - lay.n for name in FEATURES for d in self.f[name].dims]
+        dims = [d - lay.n for name in FEATURES for d in self.tokens.features[name].dims]
         out[:, dims] = self.vocab.matrix
         return out
 

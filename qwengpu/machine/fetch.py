@@ -1,18 +1,28 @@
 """ROM fetch and decode: the config register and the ROM (GDN heads, read at the pass's pc and slot:
-word 0 of every slot and the pre-ALU's PRE word at L1, TERM at L2, the pre-immediate at L3, word
-4 (SRC) at L7, words 1-3, the immediates, at L9 where the ALU's operands are read); the L1 MLP
-decodes word 0 into one flag per opcode in use, the space of a load or store, and the warp's
-initial mask, and the PRE word into the pre-ALU's op flags; the L7 MLP decodes SRC into a flag
-per operand and fixed source (m.fixed). The TERM bank holds each pc's
-terminator; the L2 MLP sets the terminator's flag (m.op["JMP"/"BRC"/"BAR"/"EXIT"]) on the EXEC
-pass whose slot is the one that runs it (TERM.slot: encoding.py), and 0 on every other pass."""
+word 0 of every slot and the pre-ALU's PRE word at L_ROM, TERM at L_STATUS, the pre-immediate at
+L_PRE_REG, word 4 (SRC) at L_SRC, words 1-3, the immediates, at L_IMM where the ALU's operands
+are read); the L_ROM MLP decodes word 0 into one flag per opcode in use, the space of a load or
+store, and the warp's initial mask, and the PRE word into the pre-ALU's op flags; the L_SRC MLP
+decodes SRC into a flag per operand and fixed source. The TERM bank holds each pc's terminator;
+the L_STATUS MLP sets the terminator's flag (op["JMP"/"BRC"/"BAR"/"EXIT"]) on the EXEC pass whose
+slot is the one that runs it (TERM.slot: encoding.py), and 0 on every other pass.
+
+Interface: `build_fetch(c, tokens, registers)` reads the token (its pc, slot, kind, PUT target)
+and the staged word and latch a PUT writes the ROM with, and returns `Decoded`. Layers L_ROM to
+L_IMM (plan.py).
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from qwengpu import isa
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as B
+from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.memory import declare_bank
+from qwengpu.circuit.residual import Field
 from qwengpu.machine.alu import ALU_OPS
+from qwengpu.machine.inputs import Registers, TokenInputs
 from qwengpu.machine.plan import L_IMM, L_PRE_REG, L_ROM, L_SRC, L_STATUS
 from qwengpu.machine.tokens import ROM_WORDS, SLOTS
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES
@@ -25,134 +35,172 @@ WORD_LAYERS = (L_ROM, L_IMM, L_IMM, L_IMM, L_SRC)     # where each ROM word is r
 FIXED_OPERANDS = ("a", "b", "c", "cond")           # the SRC fields
 
 
-def build_fetch(m) -> None:
-    """Adds the config register, the ROM's read and the decoded flags to machine m."""
-    c, f = m.c, m.f
-    config = declare_bank(c, L_ROM, "config", 1, 32)
-    m.config = c.field("config", 32, L_ROM)
-    B.write_bits(c, config, m.zero, B.bits(m.staged), [m.put["CONFIG"]])
-    B.read_into(c, config, m.zero, m.config.dims)
+@dataclass(frozen=True)
+class Decoded:
+    """The running pass's instruction, read from the ROM and decoded, and the config register."""
+    config: Field                       # the launch's CONFIG word
+    rom0: dict[str, Field]              # ROM word 0's fields (words.ROM0)
+    imm: list[Field]                    # ROM words 1-3: the ALU's immediates, at L_IMM
+    pre: Field                          # the pre-ALU's PRE word
+    pre_fields: dict[str, Field]        # its fields (words.PRE)
+    pre_imm: Field                      # the pre-ALU's immediate, at L_PRE_REG
+    term: Field                         # the TERM word
+    term_fields: dict[str, Field]       # its fields (words.TERM)
+    src_word: Field                     # SRC.word: the CONST word a fixed operand reads
+    fixed: dict[str, dict[int, Field]]  # operand (FIXED_OPERANDS) -> SRC value -> flag, from L_SRC + 1
+    op: dict[str, Field]                # a flag per opcode in use, and per terminator (TERMS, at L_STATUS)
+    alu_op: dict[str, Field]            # the ALU's op flags (LD, ST: ADD; ATOM: MOV)
+    pre_op: dict[str, Field]            # the pre-ALU's op flags
+    warp_op: dict[str, Field]           # SHFL and VOTE by mode ("SHFL.IDX", ...)
+    exits: Field                        # a BRC's taken lanes exit (TERM.exits)
+    ld_space: Field                     # one-hot: a load's space (a COPY loads from global)
+    st_space: Field                     # one-hot: a store's or atomic's space
+    has_result: Field                   # the instruction has a register result
+    dst_nz: Field                       # its destination is not r0
+    init_mask: Field                    # the running warp's initial mask (EXEC passes)
+
+
+def build_fetch(c: Circuit, tokens: TokenInputs, registers: Registers) -> Decoded:
+    """The config register, the ROM's read and the decoded flags."""
+    f, rom = tokens.features, _Rom(c, tokens, registers)
+    bank = declare_bank(c, L_ROM, "config", 1, 32)
+    config = c.field("config", 32, L_ROM)
+    B.write_bits(c, bank, tokens.zero, B.bits(registers.staged), [tokens.put["CONFIG"]])
+    B.read_into(c, bank, tokens.zero, config.dims)
     # word 0 at L_ROM; the immediates at L_IMM, where the ALU's operands need them
-    m.words = [_rom_word(m, j, WORD_LAYERS[j]) for j in range(ROM_WORDS)]
-    # the pre-ALU's instruction (PRE word at L1, its immediate at L_PRE_REG, where its operands are read)
-    m.pre = c.field("pre", PRE.width, L_ROM)
-    m.pre_imm = c.field("pre.imm", 32, L_PRE_REG)
+    words = [rom.word(j, WORD_LAYERS[j]) for j in range(ROM_WORDS)]
+    # the pre-ALU's instruction (PRE word at L_ROM, its immediate at L_PRE_REG, where its operands are read)
+    pre = c.field("pre", PRE.width, L_ROM)
+    pre_imm = c.field("pre.imm", 32, L_PRE_REG)
     for s in range(PRE_SLOTS):
-        _rom(m, f"PRE{s}.0", L_ROM, m.pre, f["SLOT"][s])
-        _rom(m, f"PRE{s}.1", L_PRE_REG, m.pre_imm, f["SLOT"][s])
-    m.pw = {name: part(m.pre, PRE, name) for name in PRE.fields}
-    w0 = m.words[0]
-    m.w0 = {name: part(w0, ROM0, name) for name in ROM0.fields}
-    m.term = term = c.field("term", 32, L_STATUS)
-    _rom(m, "TERM", L_STATUS, term, m.k["EXEC"])
-    m.tw = {name: part(term, TERM, name) for name in TERM.fields}
-    _decode(m)
-    _decode_term(m)
-    _decode_src(m)
+        rom.read(f"PRE{s}.0", L_ROM, pre, f["SLOT"][s])
+        rom.read(f"PRE{s}.1", L_PRE_REG, pre_imm, f["SLOT"][s])
+    pre_fields = {name: part(pre, PRE, name) for name in PRE.fields}
+    rom0 = {name: part(words[0], ROM0, name) for name in ROM0.fields}
+    term = c.field("term", 32, L_STATUS)
+    rom.read("TERM", L_STATUS, term, tokens.kind["EXEC"])
+    term_fields = {name: part(term, TERM, name) for name in TERM.fields}
+    flags = _decode(c, tokens, config, rom0, pre_fields)
+    exits = _decode_term(c, tokens, term_fields, flags["op"])
+    fixed, src_word = _decode_src(c, words[4])
     for name in ("op", "dst", "space", "mod"):       # decoded, and kept by the pending writeback (L_STATUS)
-        c.clear(m.w0[name], L_PRE_REG)
+        c.clear(rom0[name], L_PRE_REG)
+    return Decoded(config=config, rom0=rom0, imm=words[1:4], pre=pre, pre_fields=pre_fields, pre_imm=pre_imm,
+                   term=term, term_fields=term_fields, src_word=src_word, fixed=fixed, exits=exits, **flags)
 
 
-def _rom(m, target: str, layer: int, word, enable) -> None:
-    """A ROM bank (a row per pc) that PUT(target) writes and EXEC passes with `enable` read into word."""
-    c = m.c
-    bank = declare_bank(c, layer, target.lower(), 1 << PC_BITS, 32)
-    B.write_bits(c, bank, B.bits(view(m.latch, 0, PC_BITS)), B.bits(m.staged), [m.put[target]])
-    B.read_into(c, bank, B.bits(m.f["PC"]), word.dims, enable=[enable])
+class _Rom:
+    """The ROM's banks: a row per pc, which PUT(target) writes and EXEC passes read."""
+
+    def __init__(self, c: Circuit, tokens: TokenInputs, registers: Registers):
+        self.c, self.tokens, self.registers = c, tokens, registers
+
+    def read(self, target: str, layer: int, word: Field, enable: int) -> None:
+        """A bank that PUT(target) writes and passes with `enable` read into word."""
+        c, tokens = self.c, self.tokens
+        bank = declare_bank(c, layer, target.lower(), 1 << PC_BITS, 32)
+        B.write_bits(c, bank, B.bits(view(self.registers.latch, 0, PC_BITS)), B.bits(self.registers.staged),
+                     [tokens.put[target]])
+        B.read_into(c, bank, B.bits(tokens.features["PC"]), word.dims, enable=[enable])
+
+    def word(self, j: int, layer: int) -> Field:
+        """Word j of the running pass's ROM slot, read at `layer`."""
+        word = self.c.field(f"w{j}", 32, layer)
+        for s in range(isa.BLOCK_SLOTS):
+            self.read(f"ROM{s}.{j}", layer, word, self.tokens.features["SLOT"][s])
+        return word
 
 
-def _rom_word(m, j: int, layer: int):
-    """Word j of the running pass's ROM slot, read at `layer`."""
-    word = m.c.field(f"w{j}", 32, layer)
-    for s in range(isa.BLOCK_SLOTS):
-        _rom(m, f"ROM{s}.{j}", layer, word, m.f["SLOT"][s])
-    return word
-
-
-def _decode_term(m):
-    """L2 MLP: the terminator's flag, 1 on the EXEC pass of the slot that runs it (TERM.slot), and
-    m.exits beside BRC's when its taken lanes exit (TERM.exits)."""
-    c, L = m.c, L_STATUS
+def _decode_term(c: Circuit, tokens: TokenInputs, term_fields: dict[str, Field], op: dict[str, Field]) -> Field:
+    """L_STATUS MLP: the terminator's flag (into op), 1 on the EXEC pass of the slot that runs it
+    (TERM.slot); returns the flag beside BRC's that its taken lanes exit (TERM.exits)."""
+    L, tw = L_STATUS, term_fields
     op_bits, slot_bits = TERM["op"].width, TERM["slot"].width
-    m.exits = c.field("op.BRC.exits", 1, L)
-    te, ke = match(m.tw["exits"], 1)
+    exits = c.field("op.BRC.exits", 1, L)
+    te, ke = match(tw["exits"], 1)
     for i, name in enumerate(TERMS):
-        m.op[name] = c.field(f"op.{name}", 1, L)
-        t, k0 = match(m.tw["op"], i)
+        op[name] = c.field(f"op.{name}", 1, L)
+        t, k0 = match(tw["op"], i)
         for s in range(SLOTS):       # SLOT is the pending writeback's on VAL/ST/AT passes: EXEC gates it
-            t2, k2 = match(m.tw["slot"], s)
-            conds = [(t, k0, op_bits), (t2, k2, slot_bits), ({m.f["SLOT"][s]: 1, m.k["EXEC"]: 1}, 0, 2)]
-            flag_if(c, L, conds, {m.op[name][0]: 1})
+            t2, k2 = match(tw["slot"], s)
+            conds = [(t, k0, op_bits), (t2, k2, slot_bits),
+                     ({tokens.features["SLOT"][s]: 1, tokens.kind["EXEC"]: 1}, 0, 2)]
+            flag_if(c, L, conds, {op[name][0]: 1})
             if name == "BRC":
-                flag_if(c, L, conds + [(te, ke, 1)], {m.exits[0]: 1})
+                flag_if(c, L, conds + [(te, ke, 1)], {exits[0]: 1})
+    return exits
 
 
-def _decode_src(m):
-    """L_SRC MLP: m.fixed[q][v], 1 when operand q (a, b, c, the terminator's condition) is fixed
-    value v of SRC (1 + r: special register r; SRC_WORD: the CONST word m.src_word); the flags
-    exact from L_SRC + 1."""
-    c, w4 = m.c, m.words[4]
-    m.fixed = {}
+def _decode_src(c: Circuit, w4: Field) -> tuple[dict[str, dict[int, Field]], Field]:
+    """L_SRC MLP: fixed[q][v], 1 when operand q (a, b, c, the terminator's condition) is fixed
+    value v of SRC (1 + r: special register r; SRC_WORD: the CONST word SRC.word, returned too);
+    the flags exact from L_SRC + 1."""
+    fixed = {}
     for q in FIXED_OPERANDS:
         bits = part(w4, SRC, q)
-        flags = m.fixed[q] = {v: c.field(f"fixed.{q}{v}", 1, L_SRC) for v in range(1, SRC_WORD + 1)}
+        flags = fixed[q] = {v: c.field(f"fixed.{q}{v}", 1, L_SRC) for v in range(1, SRC_WORD + 1)}
         for v, fld in flags.items():
             G.relu(c, L_SRC, *all_hold(*match(bits, v), bits.width), {fld[0]: 1})
             G.requantize(c, L_SRC + 1, fld)
         c.clear(bits, L_SRC + 1)
-    m.src_word = part(w4, SRC, "word")
+    src_word = part(w4, SRC, "word")
     c.clear(view(w4, SRC.width, 32, "w4.tail"), L_SRC + 1)
+    return fixed, src_word
 
 
-def _decode(m):
-    """L1 MLP: one flag per instruction opcode in use, ALU op flags (LD/ST address = ADD)."""
-    c, L = m.c, L_ROM
+def _decode(c: Circuit, tokens: TokenInputs, config: Field, rom0: dict[str, Field],
+            pre_fields: dict[str, Field]) -> dict:
+    """L_ROM MLP: one flag per instruction opcode in use, ALU op flags (LD/ST address = ADD), the
+    pre-ALU's, spaces, warp ops, the initial mask: Decoded's fields of these names."""
+    L, k = L_ROM, tokens.kind
     names = list(ALU_OPS) + ["LD", "ST", "ATOM"]
-    m.op = {n: c.field(f"op.{n}", 1, L) for n in names}
+    op = {n: c.field(f"op.{n}", 1, L) for n in names}
     for n in names:
-        G.relu(c, L, *_is_op(m, n), {m.op[n][0]: 1})
-    m.alu_op = {n: m.op[n] for n in ALU_OPS}
+        G.relu(c, L, *_is_op(rom0, n), {op[n][0]: 1})
+    alu_op = {n: op[n] for n in ALU_OPS}
     for n, alias in (("LD", "ADD"), ("ST", "ADD"), ("ATOM", "MOV")):
-        G.relu(c, L, *_is_op(m, n), {m.op[alias][0]: 1})
+        G.relu(c, L, *_is_op(rom0, n), {op[alias][0]: 1})
     # the pre-ALU's op flags (a pre slot holds only ALU ops; NOP: none is set)
-    m.pre_op = {n: c.field(f"pre.{n}", 1, L) for n in ALU_OPS}
-    for n, fld in m.pre_op.items():
-        t, k0 = match(m.pw["op"], OPCODES.index(n))
+    pre_op = {n: c.field(f"pre.{n}", 1, L) for n in ALU_OPS}
+    for n, fld in pre_op.items():
+        t, k0 = match(pre_fields["op"], OPCODES.index(n))
         G.relu(c, L, *all_hold(t, k0, OP_BITS), {fld[0]: 1})
-    for fld in [*m.op.values(), *m.pre_op.values(), m.w0["fwd"], m.w0["tfwd"], m.pw["imm"]]:   # exact flags: the ALU's gated units
-        G.requantize(c, L + 1, fld)                                 # multiply their error
+    for fld in [*op.values(), *pre_op.values(), rom0["fwd"], rom0["tfwd"], pre_fields["imm"]]:   # exact flags: the
+        G.requantize(c, L + 1, fld)                                 # ALU's gated units multiply their error
     # loads and stores by space
-    m.ld_space = c.field("ld_space", 3, L)
-    m.st_space = c.field("st_space", 3, L)          # ST and ATOM
+    ld_space = c.field("ld_space", 3, L)
+    st_space = c.field("st_space", 3, L)          # ST and ATOM
     for g in range(len(SPACES)):
-        for name, out in (("LD", m.ld_space), ("ST", m.st_space), ("ATOM", m.st_space)):
-            t, k0 = _is_op_terms(m, name)
-            t2, k2 = match(m.w0["space"], g)
+        for name, out in (("LD", ld_space), ("ST", st_space), ("ATOM", st_space)):
+            t, k0 = _is_op_terms(rom0, name)
+            t2, k2 = match(rom0["space"], g)
             flag_if(c, L, [(t, k0, OP_BITS), (t2, k2, ROM0["space"].width)], {out[g]: 1})
-    G.relu(c, L, {m.k["COPY"]: 1}, 0, {m.ld_space[0]: 1})     # a COPY pass loads from global
-    m.has_result = c.field("has_result", 1, L)
+    G.relu(c, L, {k["COPY"]: 1}, 0, {ld_space[0]: 1})     # a COPY pass loads from global
+    has_result = c.field("has_result", 1, L)
     for n in list(ALU_OPS) + ["LD", "SHFL", "VOTE"]:
-        G.relu(c, L, *_is_op(m, n), {m.has_result[0]: 1})
-    m.warp_op = {}                           # SHFL / VOTE by mode
+        G.relu(c, L, *_is_op(rom0, n), {has_result[0]: 1})
+    warp_op = {}                           # SHFL / VOTE by mode
     for name, modes in (("SHFL", SHFL_MODES), ("VOTE", VOTE_MODES)):
         for i, mode in enumerate(modes):
-            fld = m.warp_op[f"{name}.{mode}"] = c.field(f"op.{name}.{mode}", 1, L)
-            t, k0 = _is_op_terms(m, name)
-            t2, k2 = match(m.w0["mod"], i)
+            fld = warp_op[f"{name}.{mode}"] = c.field(f"op.{name}.{mode}", 1, L)
+            t, k0 = _is_op_terms(rom0, name)
+            t2, k2 = match(rom0["mod"], i)
             flag_if(c, L, [(t, k0, OP_BITS), (t2, k2, ROM0["mod"].width)], {fld[0]: 1})
-    m.dst_nz = c.field("dst_nz", 1, L)
-    G.step(c, L, {d: 1 for d in m.w0["dst"].dims}, 1, {m.dst_nz[0]: 1})
+    dst_nz = c.field("dst_nz", 1, L)
+    G.step(c, L, {d: 1 for d in rom0["dst"].dims}, 1, {dst_nz[0]: 1})
     # this warp's initial mask (the depth-0 stack entry), on EXEC passes
-    m.init_mask = c.field("init_mask", 4, L)
+    init_mask = c.field("init_mask", 4, L)
     for w in range(isa.MAX_WARPS):
         for i, bit in enumerate(CONFIG.bits("mask", w)):
-            G.relu(c, L, {m.config[bit]: 1, m.f["W"][w]: 1}, -1, {m.init_mask[i]: 1})
+            G.relu(c, L, {config[bit]: 1, tokens.features["W"][w]: 1}, -1, {init_mask[i]: 1})
+    return dict(op=op, alu_op=alu_op, pre_op=pre_op, warp_op=warp_op, ld_space=ld_space, st_space=st_space,
+                has_result=has_result, dst_nz=dst_nz, init_mask=init_mask)
 
 
-def _is_op_terms(m, name):
-    return match(m.w0["op"], OPCODES.index(name))
+def _is_op_terms(rom0: dict[str, Field], name: str):
+    return match(rom0["op"], OPCODES.index(name))
 
 
-def _is_op(m, name):
-    t, k0 = _is_op_terms(m, name)
+def _is_op(rom0: dict[str, Field], name: str):
+    t, k0 = _is_op_terms(rom0, name)
     return all_hold(t, k0, OP_BITS)      # a neuron's terms and bias: 1 exactly on a match of every bit

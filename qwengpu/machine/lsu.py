@@ -1,15 +1,29 @@
-"""The load/store unit (L10-L13): the store queue (address, data and an atomic's operand per
-lane, L10), write and load enables per memory group and lane, memory faults (L10-L11), global
-memory (8 groups x 4 lane replicas, L11-L12), shared and CONST memory and a load's result in
-place of its address (L13)."""
+"""The load/store unit (LSU_LAYERS from L_Q): the store queue (address, data and an atomic's operand
+per lane, L_Q), write and load enables per memory group and lane, memory faults (L_Q, L_Q + 1),
+global memory (8 groups x 4 lane replicas, L_Q + 1 and L_Q + 2), shared and CONST memory and a
+load's result in place of its address (L_LOAD).
+
+Interface: `build_lsu(c, tokens, registers, decoded, status, operands, results)` reads the
+store queue's enables and a PUT's staged word and latch (Registers), the spaces of a load, store
+or atomic (Decoded), the running warp's mask, the ALU's operands (a store's data, an atomic's b)
+and each lane's address in its result; a load's word replaces the address there. Returns `Memory`.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from qwengpu import isa
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as B
-from qwengpu.circuit.memory import declare_bank
+from qwengpu.circuit.layer import Circuit
+from qwengpu.circuit.memory import Bank, declare_bank
 from qwengpu.circuit.residual import Field
+from qwengpu.machine.alu import LaneResults
+from qwengpu.machine.fetch import Decoded
+from qwengpu.machine.inputs import Registers, TokenInputs
+from qwengpu.machine.operands import AluOperands
 from qwengpu.machine.plan import L_LOAD, L_Q
+from qwengpu.machine.status import WarpStatus
 from qwengpu.machine.wiring import flag_if, match, view
 from qwengpu.machine.words import SPACES
 
@@ -21,37 +35,34 @@ GA, SA = ADDRESS_BITS[isa.Space.GLOBAL], ADDRESS_BITS[isa.Space.SHARED]      # w
 GROUPS, SHARED_GROUPS = 1 << GA - ROW_BITS, 1 << SA - ROW_BITS
 
 
-def build_lsu(m) -> None:
-    """Adds the store queue, the memories, faults and the loads' results (in r) to machine m."""
-    c, f, k = m.c, m.f, m.k
-    Lq = L_Q
-    # store queue: word address + space, and data, per lane
-    m.ma, m.md, m.mb = c.field("ma", GA + len(SPACES), Lq), c.field("md", 32, Lq), c.field("mb", 32, Lq)
-    for l in range(4):
-        addr = B.register(c, Lq, f"st.addr{l}", GA + len(SPACES))
-        data = B.register(c, Lq, f"st.data{l}", 32)
-        value = B.register(c, Lq, f"st.b{l}", 32)
-        B.write_bits(c, addr, m.zero, B.bits(view(m.r[l], 2, 2 + GA)) + B.bits(m.st_space),
-                [m.op["ST"][0], m.op["ATOM"][0]])
-        B.write_bits(c, data, m.zero, B.bits(m.cc[l]), [m.op["ST"][0], m.op["ATOM"][0]])
-        B.write_bits(c, value, m.zero, B.bits(m.b[l]), [m.op["ATOM"][0]])
-        B.read_into(c, addr, m.zero, m.ma.dims, enable=[m.q_addr[l]])
-        B.read_into(c, data, m.zero, m.md.dims, enable=[m.q_data[l]])
-        B.read_into(c, value, m.zero, m.mb.dims, enable=[m.q_b[l]])
+@dataclass(frozen=True)
+class Memory:
+    """What the memories give the units after them, and the host."""
+    store_data: Field          # the store queue's head: a store's data, an atomic's c
+    store_b: Field             # ... an atomic's b
+    fault: Field               # a memory fault: the pass emits FAULT
+    global_banks: list[Bank]   # global memory's banks (the host reads it back: readout.py)
+
+
+def build_lsu(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: Decoded, status: WarpStatus,
+              operands: AluOperands, results: LaneResults) -> Memory:
+    """The store queue, the memories, faults and the loads' results (in the lanes' results)."""
+    f, k, regs, r, Lq = tokens.features, tokens.kind, registers, results.r, L_Q
+    ma, md, mb = _store_queue(c, tokens, registers, decoded, operands, results)
     # Lq MLP: write enables (ST passes and prompt PUTs) and load enables per lane
-    waddr = B.bits(view(m.ma, 0, GA), m.latch)
-    wdata = B.bits(m.md, m.staged)
-    mspace = view(m.ma, GA, GA + len(SPACES))        # one-hot: global, shared, const
+    waddr = B.bits(view(ma, 0, GA), regs.latch)
+    wdata = B.bits(md, regs.staged)
+    mspace = view(ma, GA, GA + len(SPACES))        # one-hot: global, shared, const
     # the two banked spaces: groups, word address bits, the PUT that fills them, write enables, first load enable
     banked = ((GROUPS, GA, "GLOBAL", "gw", 0), (SHARED_GROUPS, SA, "SHARED", "sw", GROUPS))
     we = []
     for space, (groups, bits, target, name, _) in enumerate(banked):
         fld = c.field(name, groups, Lq)
         for g in range(groups):
-            t, k0 = match(view(m.ma, ROW_BITS, bits), g)
+            t, k0 = match(view(ma, ROW_BITS, bits), g)
             flag_if(c, Lq, [({k["ST"]: 1, k["AW"]: 1, mspace[space]: 1}, 0, 2), (t, k0, bits - ROW_BITS)], {fld[g]: 1})
-            t, k0 = match(view(m.latch, ROW_BITS, bits), g)
-            flag_if(c, Lq, [({m.put[target]: 1}, 0, 1), (t, k0, bits - ROW_BITS)], {fld[g]: 1})
+            t, k0 = match(view(regs.latch, ROW_BITS, bits), g)
+            flag_if(c, Lq, [({tokens.put[target]: 1}, 0, 1), (t, k0, bits - ROW_BITS)], {fld[g]: 1})
         we.append(fld)
     gw, sw = we
     lg = [c.field(f"lg{l}", GROUPS + SHARED_GROUPS, Lq) for l in range(4)]
@@ -59,58 +70,87 @@ def build_lsu(m) -> None:
         for space, (groups, bits, _, _, first) in enumerate(banked):
             for g in range(groups):
                 out = {lg[l][first + g]: 1}
-                t, k0 = match(view(m.r[l], 2 + ROW_BITS, 2 + bits), g)
-                flag_if(c, Lq, [({m.ld_space[space]: 1}, 0, 1), (t, k0, bits - ROW_BITS)], out)
-                t, k0 = match(view(m.ma, ROW_BITS, bits), g)
+                t, k0 = match(view(r[l], 2 + ROW_BITS, 2 + bits), g)
+                flag_if(c, Lq, [({decoded.ld_space[space]: 1}, 0, 1), (t, k0, bits - ROW_BITS)], out)
+                t, k0 = match(view(ma, ROW_BITS, bits), g)
                 flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[space]: 1}, 0, 3), (t, k0, bits - ROW_BITS)], out)
-    _faults(m, Lq)
-    m.loaded = [c.field(f"loaded{l}", 32, Lq + 1) for l in range(4)]
-    m.global_banks = []
-    wrow = waddr[:ROW_BITS]
+    fault = _faults(c, decoded, status, results)
+    global_banks = _memories(c, tokens, decoded, results, ma, waddr[:ROW_BITS], wdata, gw, sw, lg)
+    return Memory(store_data=md, store_b=mb, fault=fault, global_banks=global_banks)
+
+
+def _store_queue(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: Decoded, operands: AluOperands,
+                 results: LaneResults) -> tuple[Field, Field, Field]:
+    """Per lane, a store's or atomic's word address + space, data and an atomic's b, written on its
+    EXEC pass and read by its ST/AT/AW passes, lane by lane: (address, data, b) at the queue's head."""
+    Lq, zero, op = L_Q, tokens.zero, decoded.op
+    ma, md, mb = c.field("ma", GA + len(SPACES), Lq), c.field("md", 32, Lq), c.field("mb", 32, Lq)
+    for l in range(4):
+        addr = B.register(c, Lq, f"st.addr{l}", GA + len(SPACES))
+        data = B.register(c, Lq, f"st.data{l}", 32)
+        value = B.register(c, Lq, f"st.b{l}", 32)
+        B.write_bits(c, addr, zero, B.bits(view(results.r[l], 2, 2 + GA)) + B.bits(decoded.st_space),
+                     [op["ST"][0], op["ATOM"][0]])
+        B.write_bits(c, data, zero, B.bits(operands.cc[l]), [op["ST"][0], op["ATOM"][0]])
+        B.write_bits(c, value, zero, B.bits(operands.b[l]), [op["ATOM"][0]])
+        B.read_into(c, addr, zero, ma.dims, enable=[registers.q_addr[l]])
+        B.read_into(c, data, zero, md.dims, enable=[registers.q_data[l]])
+        B.read_into(c, value, zero, mb.dims, enable=[registers.q_b[l]])
+    return ma, md, mb
+
+
+def _memories(c: Circuit, tokens: TokenInputs, decoded: Decoded, results: LaneResults, ma: Field, wrow, wdata,
+              gw: Field, sw: Field, lg: list[Field]) -> list[Bank]:
+    """Global memory (L_Q + 1, L_Q + 2), shared and CONST (L_LOAD), written at row wrow with wdata
+    where the write enables say and read into each lane's loaded word where its load enables say;
+    at L_LOAD a load's word replaces its address in the lane's result. Returns global memory's banks."""
+    Lq, r = L_Q, results.r
+    loaded = [c.field(f"loaded{l}", 32, Lq + 1) for l in range(4)]
+    global_banks = []
     for g in range(GROUPS):
         bank = declare_bank(c, Lq + 1 + g // 4, f"global{g}", 1 << ROW_BITS, 32, replicas=4)
-        m.global_banks.append(bank)
+        global_banks.append(bank)
         B.write_bits(c, bank, wrow, wdata, [gw[g]])
         for l in range(4):
-            B.read_into(c, bank, _lane_row(m, l), m.loaded[l].dims, l, [lg[l][g]])
+            B.read_into(c, bank, _lane_row(r, ma, l), loaded[l].dims, l, [lg[l][g]])
     Lm = L_LOAD
     for g in range(SHARED_GROUPS):
         bank = declare_bank(c, Lm, f"shared{g}", 1 << ROW_BITS, 32, replicas=4)
         B.write_bits(c, bank, wrow, wdata, [sw[g]])
         for l in range(4):
-            B.read_into(c, bank, _lane_row(m, l), m.loaded[l].dims, l,
-                   [lg[l][GROUPS + g]])
+            B.read_into(c, bank, _lane_row(r, ma, l), loaded[l].dims, l, [lg[l][GROUPS + g]])
     const = declare_bank(c, Lm, "const", 1 << ROW_BITS, 32, replicas=4)
-    B.write_bits(c, const, wrow, wdata, [m.put["CONST"]])
+    B.write_bits(c, const, wrow, wdata, [tokens.put["CONST"]])
     for l in range(4):
-        B.read_into(c, const, _lane_row(m, l), m.loaded[l].dims, l,
-               [m.ld_space[2]])
+        B.read_into(c, const, _lane_row(r, ma, l), loaded[l].dims, l, [decoded.ld_space[2]])
     # Lm MLP: a load's result replaces its address
-    is_ld = sum(([m.ld_space[g]] for g in range(3)), [])
+    is_ld = sum(([decoded.ld_space[g]] for g in range(3)), [])
     for l in range(4):
         for i in range(32):
-            G.relu(c, Lm, {m.r[l][i]: 1, **{d: 1 for d in is_ld}}, -1, {m.r[l][i]: -1})
-        G.copy_bits(c, Lm, m.loaded[l], Field("r", m.r[l].dims, "bits", Lm))
-        c.clear(m.loaded[l], Lm)
+            G.relu(c, Lm, {r[l][i]: 1, **{d: 1 for d in is_ld}}, -1, {r[l][i]: -1})
+        G.copy_bits(c, Lm, loaded[l], Field("r", r[l].dims, "bits", Lm))
+        c.clear(loaded[l], Lm)
+    return global_banks
 
 
-def _faults(m, Lq):
+def _faults(c: Circuit, decoded: Decoded, status: WarpStatus, results: LaneResults) -> Field:
     """A load, store or atomic of an active lane at a misaligned or out-of-range address (or a
     store to CONST) makes the pass emit FAULT instead of its next token."""
-    c = m.c
+    Lq, r, mask = L_Q, results.r, status.running.mask
     limits = {g: 2 + ADDRESS_BITS[space] for g, space in enumerate(SPACES)}     # byte address bits
     bad = c.field("bad", 16, Lq)
     for l in range(4):
         for g, top in limits.items():
-            flags = {m.ld_space[g]: 64, m.st_space[g]: 64}
-            out_of_range = {m.r[l][i]: 1 for i in [0, 1] + list(range(top, 32))}
-            G.step(c, Lq, {**out_of_range, **flags, m.cs.mask[l]: 64}, 129, {bad[4 * l + g]: 1})
-        G.relu(c, Lq, {m.st_space[2]: 1, m.cs.mask[l]: 1}, -1, {bad[4 * l + 3]: 1})
-    m.fault = c.field("fault", 1, Lq + 1)
-    G.step(c, Lq + 1, {d: 1 for d in bad.dims}, 1, {m.fault[0]: 1})
+            flags = {decoded.ld_space[g]: 64, decoded.st_space[g]: 64}
+            out_of_range = {r[l][i]: 1 for i in [0, 1] + list(range(top, 32))}
+            G.step(c, Lq, {**out_of_range, **flags, mask[l]: 64}, 129, {bad[4 * l + g]: 1})
+        G.relu(c, Lq, {decoded.st_space[2]: 1, mask[l]: 1}, -1, {bad[4 * l + 3]: 1})
+    fault = c.field("fault", 1, Lq + 1)
+    G.step(c, Lq + 1, {d: 1 for d in bad.dims}, 1, {fault[0]: 1})
     c.clear(bad, Lq + 1)
+    return fault
 
 
-def _lane_row(m, l):
+def _lane_row(r: list[Field], ma: Field, l: int):
     """Lane l's memory row: its address register on EXEC passes, the store queue's on AT passes."""
-    return B.bits(view(m.r[l], 2, 2 + ROW_BITS), view(m.ma, 0, ROW_BITS))
+    return B.bits(view(r[l], 2, 2 + ROW_BITS), view(ma, 0, ROW_BITS))

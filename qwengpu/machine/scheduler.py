@@ -1,8 +1,17 @@
-"""The warp scheduler (3 layers from L3; the round-robin turn at L2, execute.py): the next warp
-to run, or that the thread block is done, or a deadlock at a barrier; and each warp's next pc
-(at L_NEXT), which the scheduler's EXEC carries. It reproduces
-qwengpu/interp.py exactly (`run_block`'s barrier release and `_next_runnable`)."""
+"""The warp scheduler (SCHEDULER_LAYERS from L_SCHED; the round-robin turn at L_STATUS, execute.py):
+the next warp to run, or that the thread block is done, or a deadlock at a barrier; and each
+warp's next pc (at L_NEXT), which the scheduler's EXEC carries. It reproduces qwengpu/interp.py
+exactly (`run_block`'s barrier release and `_next_runnable`).
+
+Interface: `build_scheduler(c, at, statuses, nwarps, turn)` reads the 4 warps' Status and
+one-hot nwarps and turn, and returns ({"found", "warp", "deadlock", "done"}, end) (the machine
+passes it on as `Schedule`: execute.build_schedule). `build_warp_pcs(c, tokens, decoded, update,
+schedule)` keeps each warp's next pc, written by its terminator's pass (the branch unit's
+`StatusUpdate`), and returns the chosen warp's as `NextPc`; layers L_NEXT - 1 and L_NEXT.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from qwengpu import isa
 from qwengpu.circuit import CircuitError
@@ -10,13 +19,31 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit import memory as Mem
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
-from qwengpu.machine.fetch import TERMS
+from qwengpu.machine.branch import StatusUpdate
+from qwengpu.machine.fetch import TERMS, Decoded
+from qwengpu.machine.inputs import TokenInputs
 from qwengpu.machine.plan import L_NEXT, SCHEDULER_LAYERS
 from qwengpu.machine.status import Status
 from qwengpu.machine.words import PC_BITS, PHASES
 
 LANES = isa.LANES
 WARPS = isa.MAX_WARPS
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The scheduler's choice (build_scheduler's fields)."""
+    found: Field        # some warp is runnable
+    warp: Field         # one-hot: the warp chosen
+    deadlock: Field     # a deadlock at a barrier (FAULT)
+    done: Field         # no warp of the thread block is live
+    end: int            # the first layer whose MLP may read them
+
+
+@dataclass(frozen=True)
+class NextPc:
+    """The chosen warp's pc, for the scheduler's EXEC."""
+    pc: Field
 
 
 def build_scheduler(c: Circuit, at: int, statuses: list[Status], nwarps: Field,
@@ -125,29 +152,30 @@ def _choose(c, at, runnable, turn, waiting, partial) -> dict[str, Field]:
     return {"found": found, "warp": warp, "deadlock": deadlock}
 
 
-def build_warp_pcs(m) -> None:
+def build_warp_pcs(c: Circuit, tokens: TokenInputs, decoded: Decoded, update: StatusUpdate,
+                   schedule: Schedule) -> NextPc:
     """Each warp's next pc (L_NEXT): written in the pass that runs the warp's terminator (its
     new pc, at any block end; CT1 comes only when the top of stack's mask or depth changes),
-    0 on a CTA pass; the scheduler's choice reads it for its EXEC (m.sched["pc"]).
+    0 on a CTA pass; the scheduler's choice reads it for its EXEC.
     L_NEXT - 1: which warp's register a terminator writes, the gated pc; L_NEXT: the registers
     and the chosen warp's pc."""
-    c, f, k = m.c, m.f, m.k
-    at, ran = L_NEXT - 1, {m.op[t][0]: 1 for t in TERMS}     # exactly one terminator flag on its pass
+    f, k = tokens.features, tokens.kind
+    at, ran = L_NEXT - 1, {decoded.op[t][0]: 1 for t in TERMS}     # exactly one terminator flag on its pass
     writes = c.field("pcs.write", WARPS, at)
     for w in range(WARPS):
         G.relu(c, at, {f["W"][w]: 1, **ran}, -1, {writes[w]: 1})
     new = c.field("pcs.new", PC_BITS, at)
-    for b, d in enumerate(m.ns.pc.dims):
+    for b, d in enumerate(update.new.pc.dims):
         G.relu(c, at, {d: 1, **ran}, -1, {new[b]: 1})
     pc = c.field("sched.pc", PC_BITS, L_NEXT)
     for w in range(WARPS):
         reg = Mem.register(c, L_NEXT, f"pc{w}", PC_BITS)
-        Mem.write_bits(c, reg, m.zero, Mem.bits(new), [writes[w], k["CTA"]])
+        Mem.write_bits(c, reg, tokens.zero, Mem.bits(new), [writes[w], k["CTA"]])
         held = c.field(f"pcs.{w}", PC_BITS, L_NEXT)
-        Mem.read_into(c, reg, m.zero, held.dims)
+        Mem.read_into(c, reg, tokens.zero, held.dims)
         for b in range(PC_BITS):
-            G.relu(c, L_NEXT, {m.sched["warp"][w]: 1, held[b]: 1}, -1, {pc[b]: 1})
+            G.relu(c, L_NEXT, {schedule.warp[w]: 1, held[b]: 1}, -1, {pc[b]: 1})
         c.clear(held, L_NEXT)
     c.clear(writes, L_NEXT)
     c.clear(new, L_NEXT)
-    m.sched["pc"] = pc
+    return NextPc(pc)
