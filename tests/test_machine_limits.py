@@ -8,7 +8,8 @@ from qwengpu import isa
 from qwengpu.circuit.host import QWEN35_2B
 from qwengpu.errors import MachineLimitError
 from qwengpu.isa import MachineBlock, Program, Term, Terminator
-from qwengpu.machine import build, encoding, protocol, words
+from qwengpu.driver import protocol
+from qwengpu.machine import build, encoding, words
 from qwengpu.machine.words import CONFIG, CT1, CT2, OPCODES, ROM0, SPACES, SREG, TERM, STATUS, Word
 
 ALL_WORDS = (*SREG, CONFIG, CT1, CT2, STATUS, ROM0, TERM)
