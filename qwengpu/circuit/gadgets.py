@@ -7,10 +7,9 @@ be <= 256 (exact in bf16); negative arguments only have to stay negative.
 
 Gadgets take the circuit, the layer `at` of their first MLP, their input fields, and
 return their output fields (born at their last layer). Temporaries are cleared by the
-gadget's last layer. `DEPTH` gives each gadget's MLP layers.
+gadget's last layer.
 """
 from __future__ import annotations
-
 
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit.layer import MAX_POSITIVE, Circuit
@@ -59,14 +58,24 @@ def step(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, floa
 def basis(c: Circuit, at: int, terms: dict[int, int], const: int,
           functions: list[tuple[callable, dict[int, float]]], values: list[int] | None = None) -> None:
     """For an integer S = sum(terms) + const that only takes values in the sorted list `values`
-    (default: every integer in its span), adds f(S) * coef to dim d for each (f, {d: coef}).
-
-    Between consecutive reachable values u < v nothing is reachable, so
-    [S >= v] = relu(S - u) - relu(S - u - 1); neurons at shared offsets are merged, and
-    f(values[0]) comes from one neuron on the anchor."""
+    (default: every integer in its span), adds f(S) * coef to dim d for each (f, {d: coef}):
+    f(values[0]) from one neuron on the anchor, the rest as basis_rows' relu(S - u)."""
     if values is None:
         lo, hi = span(c, terms, const)
         values = list(range(lo, hi + 1))
+    base, rows = basis_rows(values, functions)
+    if base:
+        const_one(c, at, base)
+    for offset, row in rows.items():
+        relu(c, at, terms, const - offset, row)
+
+
+def basis_rows(values: list[int], functions: list[tuple[callable, dict[int, float]]]
+               ) -> tuple[dict[int, float], dict[int, dict[int, float]]]:
+    """f(S) for S taking only the sorted `values`, as f(values[0]) + sum_u row_u relu(S - u):
+    between consecutive reachable values u < v nothing is reachable, so
+    [S >= v] = relu(S - u) - relu(S - u - 1). Returns ({d: f(values[0]) coef}, {u: row_u}), rows
+    at shared offsets merged, by offset, without zero coefficients or empty rows."""
     coef: dict[int, dict[int, float]] = {}
     base: dict[int, float] = {}
     for f, out in functions:
@@ -79,13 +88,12 @@ def basis(c: Circuit, at: int, terms: dict[int, int], const: int,
                     row = coef.setdefault(offset, {})
                     for d, k in out.items():
                         row[d] = row.get(d, 0.0) + sign * jump * k
-    base = {d: k for d, k in base.items() if k}
-    if base:
-        const_one(c, at, base)
+    rows = {}
     for offset in sorted(coef):
         row = {d: k for d, k in coef[offset].items() if k}
         if row:
-            relu(c, at, terms, const - offset, row)
+            rows[offset] = row
+    return {d: k for d, k in base.items() if k}, rows
 
 
 def copy_bits(c: Circuit, at: int, src: Field, dst: Field, sign: float = 1.0) -> None:

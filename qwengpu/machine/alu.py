@@ -96,27 +96,18 @@ def _gated_both(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict
 
 
 def _basis_rows(values: list[int], functions: list[tuple[callable, dict[int, float]]]) -> dict[int, dict[int, float]]:
-    """f(S) for S taking only the sorted `values`, f(values[0]) = 0, as sum_u row_u relu(S - u):
-    [S >= v] = relu(S - u) - relu(S - u - 1) for consecutive reachable u < v."""
-    rows: dict[int, dict[int, float]] = {}
-    for f, out in functions:
-        if f(values[0]):
-            raise CircuitError("basis: f(values[0]) must be 0")
-        for u, v in zip(values, values[1:]):
-            jump = f(v) - f(u)
-            for offset, sign in ((u, 1), (u + 1, -1)):
-                row = rows.setdefault(offset, {})
-                for d, k in out.items():
-                    row[d] = row.get(d, 0) + sign * jump * k
-    return {offset: {d: k for d, k in row.items() if k} for offset, row in sorted(rows.items())}
+    """gadgets.basis_rows for functions with f(values[0]) = 0 (a gated neuron has no constant)."""
+    base, rows = G.basis_rows(values, functions)
+    if base:
+        raise CircuitError("basis: f(values[0]) must be 0")
+    return rows
 
 
 def _gated_basis(c: Circuit, at: int, terms: dict[int, int], values: list[int],
                  functions: list[tuple[callable, dict[int, float]]], gate: list[Field], const: int = 0) -> None:
     """gadgets.basis (f(S) for S = sum(terms) + const taking only the sorted `values`), gated."""
     for offset, row in _basis_rows(values, functions).items():
-        if row:
-            G.gated(c, at, terms, const - offset, row, gate)
+        G.gated(c, at, terms, const - offset, row, gate)
 
 
 # ---------------------------------------------------------------------------
