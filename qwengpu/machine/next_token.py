@@ -57,7 +57,7 @@ def build_next_token(c: Circuit, tokens: TokenInputs, registers: Registers, deco
                      atomic: AtomicResult, schedule: Schedule, next_pc: NextPc) -> None:
     """The emission layers, the circuit's last four: the next token's features."""
     facts = _e1_facts(c, tokens, registers, decoded, status, results, update, queues, atomic)
-    cases = _e2_cases(c, tokens, status, results, atomic, facts)
+    cases = _e2_cases(c, tokens, status, results, facts)
     flags = _e3_flags(c, tokens, decoded, status, update, copy, memory, queues, schedule, facts, cases)
     _e4_output_code(c, tokens, status, results, update, copy, queues, atomic, schedule, next_pc, facts, cases, flags)
 
@@ -203,8 +203,7 @@ class _Cases:
     u_more: Field                       # the lowest lane's value goes on after part 0
 
 
-def _e2_cases(c: Circuit, tokens: TokenInputs, status: WarpStatus, results: LaneResults, atomic: AtomicResult,
-              facts: _Facts) -> _Cases:
+def _e2_cases(c: Circuit, tokens: TokenInputs, status: WarpStatus, results: LaneResults, facts: _Facts) -> _Cases:
     ends_cta = {name: c.field(f"ends_cta.{name}", 1, E2) for name in facts.lives}
     for name, fld in ends_cta.items():
         G.relu(c, E2, *all_hold({facts.others[0]: -1, facts.lives[name][0]: -1}, 0, 0), {fld[0]: 1})

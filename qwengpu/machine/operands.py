@@ -61,18 +61,20 @@ class _RegisterFile:
         self.c, self.tokens, self.registers, self.status = c, tokens, registers, status
 
     def replica(self, layer: int, name: str, lane: int) -> B.Bank:
-        regs, status = self.registers, self.status
+        registers, status = self.registers, self.status
         bank = declare_bank(self.c, layer, name, REG_ROWS, 32)
         B.write_bits(self.c, bank, B.bits(self.tokens.features["WB"]) + B.bits(status.pdst),
-                     B.bits(regs.staged, regs.ap_data[lane]), [regs.val_lane[lane], status.valu_lane[lane]])
+                     B.bits(registers.staged, registers.ap_data[lane]),
+                     [registers.val_lane[lane], status.valu_lane[lane]])
         return bank
 
-    def read(self, layer: int, tag: str, regs: list[Field]) -> list[list[Field]]:
-        """Operands a, b, c (a field per lane, requantized) = this warp's registers `regs`, read at `layer`."""
+    def read(self, layer: int, tag: str, names: list[Field]) -> list[list[Field]]:
+        """Operands a, b, c (a field per lane, requantized) = this warp's registers that the
+        instruction's fields `names` name, read at `layer`."""
         c, wb = self.c, self.tokens.features["WB"]
         out = []
-        for q, reg in zip(OPERANDS, regs):
-            key = B.bits(wb) + B.bits(reg)
+        for q, name in zip(OPERANDS, names):
+            key = B.bits(wb) + B.bits(name)
             lanes = [c.field(f"{tag}{q}{l}", 32, layer) for l in range(isa.LANES)]
             for l, fld in enumerate(lanes):
                 B.read_into(c, self.replica(layer, f"reg.{tag}{q}{l}", l), key, fld.dims,
