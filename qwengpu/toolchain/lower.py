@@ -20,13 +20,12 @@ Pipeline (docs/lowering.md describes each stage):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from qwengpu import isa
-from qwengpu.errors import CompileError, MachineLimitError, UnsupportedError
+from qwengpu.errors import CompileError, UnsupportedError
 from qwengpu.machine.encoding import block_passes, encode, fits_pre_alu, fixed_value, machine_blocks, overflowing
 from qwengpu.toolchain import ptx
 from qwengpu.toolchain.inline import inline_calls
+from qwengpu.toolchain.layout import Layout, layout
 from qwengpu.toolchain.lint import shuffle_warnings
 from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, branch_on_values, drop_redundant_masks,
                                    eliminate_dead_code, fold_address_adds, fold_friendly, hoist_loads, if_convert,
@@ -62,160 +61,6 @@ def find_kernel(module: ptx.Module, kernel_name: str) -> ptx.Function:
     if found:
         raise CompileError(f"kernel name {kernel_name} is ambiguous: {', '.join(k.name for k in found)}")
     raise CompileError(f"no kernel named {kernel_name} in the PTX; available kernels: {listing}")
-
-
-# ---------------------------------------------------------------------------
-# Memory layout
-# ---------------------------------------------------------------------------
-def _pack_words(var: ptx.Variable) -> dict[int, int]:
-    """Variable initialiser -> {word offset: value} (little-endian bytes)."""
-    data = bytearray(max(var.size, 4 * ((var.size + 3) // 4)))
-    eb = var.elem_bytes
-    for i, v in enumerate(var.init or []):
-        data[i * eb:(i + 1) * eb] = (v & ((1 << (8 * eb)) - 1)).to_bytes(eb, "little")
-    return {w: int.from_bytes(data[4 * w:4 * w + 4], "little") for w in range(len(data) // 4)
-            if any(data[4 * w:4 * w + 4])}
-
-
-@dataclass
-class Layout:
-    symbols: dict[str, tuple[str, int]]     # name -> (space, byte address)
-    params: list[isa.Param]
-    param_bits: dict[str, int]
-    const_init: dict[int, int]
-    global_init: dict[int, int]
-    static_global_words: int
-    shared_words: int
-
-
-def _first_local_access(fn: ptx.Function, default: int) -> int:
-    """The PTX line of the first .local load or store (it carries the CUDA line), else `default`."""
-    return next((i.line for i in fn.body if isinstance(i, ptx.Instruction) and "local" in i.parts), default)
-
-
-def _referenced(fn: ptx.Function) -> set[str]:
-    names = set()
-
-    def visit(o):
-        if isinstance(o, ptx.Sym):
-            names.add(o.name)
-        elif isinstance(o, ptx.Addr) and isinstance(o.base, ptx.Sym):
-            names.add(o.base.name)
-        elif isinstance(o, ptx.Vec):
-            for x in o.items:
-                visit(x)
-    for ins in fn.body:
-        if isinstance(ins, ptx.Instruction):
-            for o in ins.operands:
-                visit(o)
-    return names
-
-
-def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
-    symbols, params, param_bits = {}, [], {}
-    kinds = pointer_params(fn)
-    for i, p in enumerate(fn.params):
-        if p.size != max(1, TYPE_BITS[p.type] // 8) or p.size > 8:
-            raise UnsupportedError(f"{module.where(p.line)}: parameter {p.name} is a {p.size}-byte struct or array; "
-                                   "only scalars and pointers (one word each) are supported")
-        params.append(isa.Param(p.name, i, TYPE_BITS[p.type], kinds.get(p.name)))
-        param_bits[p.name] = TYPE_BITS[p.type]
-        symbols[p.name] = ("param", 4 * i)
-    next_byte = {"const": 4 * len(params), "global": 0, "shared": 0}
-    inits = {"const": {}, "global": {}, "shared": {}}
-    used = _referenced(fn)
-    # every kernel of a module sees its __device__ variables at the same addresses;
-    # constant and shared variables are per launch, so only the referenced ones take space
-    variables = [v for v in module.variables if v.space == "global" or v.name in used] + fn.variables
-    dynamic = []
-    for var in variables:
-        if var.space == "local":
-            raise UnsupportedError(f"{module.where(_first_local_access(fn, var.line))}: kernel {plain_name(fn.name)} "
-                                   f"uses local memory ({var.name}: "
-                                   "a stack frame or a local array indexed at run time), which is not supported")
-        if var.space not in next_byte:
-            raise UnsupportedError(f"{module.where(var.line)}: .{var.space} variable {var.name} is not supported")
-        if var.extern and var.space == "shared" and var.size == 0:
-            dynamic.append(var)
-            continue
-        align = max(4, var.align)
-        addr = -(-next_byte[var.space] // align) * align
-        symbols[var.name] = (var.space, addr)
-        next_byte[var.space] = addr + max(var.size, 1)
-        if var.init:
-            for w, v in _pack_words(var).items():
-                inits[var.space][addr // 4 + w] = v
-    words = {s: -(-b // 4) for s, b in next_byte.items()}
-    if words["const"] > isa.CONST_WORDS:
-        tables = ", ".join(f"{v.name} {-(-v.size // 4)}" for v in variables if v.space == "const")
-        raise MachineLimitError(f"kernel {plain_name(fn.name)} needs {words['const']} words of parameters and "
-                                f"constants ({len(params)} for parameters; __constant__ data in words: {tables}); "
-                                f"the limit is {isa.CONST_WORDS} words")
-    shared_words = words["shared"]
-    for var in dynamic:   # dynamic shared memory: whatever the static variables leave
-        symbols[var.name] = ("shared", 4 * shared_words)
-    if dynamic:
-        shared_words = max(shared_words, isa.SHARED_WORDS)
-    return Layout(symbols, params, param_bits, inits["const"], inits["global"], words["global"], shared_words)
-
-
-def pointer_params(fn: ptx.Function) -> dict[str, bool]:
-    """Which kernel parameters are pointers (True) or integers (False), from how the PTX
-    uses them; a parameter left out is unused or unclear. A pointer's loaded value (through
-    plain copies) is converted with cvta or used as an address; an integer's value never
-    reaches an address, whatever arithmetic it goes through."""
-    params = {p.name for p in fn.params}
-    defs: dict[str, int] = {}
-    for ins in fn.body:
-        if isinstance(ins, ptx.Instruction) and ins.operands and isinstance(ins.operands[0], ptx.Reg):
-            defs[ins.operands[0].name] = defs.get(ins.operands[0].name, 0) + 1
-    copy_of: dict[str, str] = {}       # register (defined once) -> the parameter it holds unchanged
-    flows: dict[str, set[str]] = {}    # register -> parameters its value depends on
-    loaded, changed = set(), True
-    while changed:
-        changed = False
-        for ins in fn.body:
-            if not isinstance(ins, ptx.Instruction) or not ins.operands or not isinstance(ins.operands[0], ptx.Reg):
-                continue
-            d, srcs = ins.operands[0].name, ins.operands[1:]
-            if ins.parts[0] == "ld" and "param" in ins.parts and _param_of(srcs[0]) in params:
-                name = _param_of(srcs[0])
-                loaded.add(name)
-                new_copy, new_flow = name, {name}
-            else:
-                regs = [o.name for o in srcs if isinstance(o, ptx.Reg)]
-                new_flow = set().union(*(flows.get(r, set()) for r in regs))
-                new_copy = copy_of.get(regs[0]) if ins.parts[0] == "mov" and len(regs) == 1 else None
-            if new_copy is not None and d not in copy_of and defs[d] == 1:
-                copy_of[d] = new_copy
-                changed = True
-            if not new_flow <= flows.setdefault(d, set()):
-                flows[d] |= new_flow
-                changed = True
-    pointers, reach = set(), set()
-    for ins in fn.body:
-        if not isinstance(ins, ptx.Instruction):
-            continue
-        for r in _address_registers(ins):
-            if r in copy_of:
-                pointers.add(copy_of[r])
-            reach |= flows.get(r, set())
-    kinds = {p.name: False for p in fn.params if p.name in loaded and p.name not in reach}
-    return kinds | {name: True for name in pointers}
-
-
-def _param_of(o) -> str | None:
-    base = o.base if isinstance(o, ptx.Addr) else o
-    return base.name if isinstance(base, ptx.Sym) else None
-
-
-def _address_registers(ins: ptx.Instruction) -> list[str]:
-    """Registers used as an address: the base of a non-param [..] operand, or a cvta's source."""
-    if ins.parts[0] == "cvta":
-        return [o.name for o in ins.operands[1:] if isinstance(o, ptx.Reg)]
-    if "param" in ins.parts:
-        return []
-    return [o.base.name for o in ins.operands if isinstance(o, ptx.Addr) and isinstance(o.base, ptx.Reg)]
 
 
 # ---------------------------------------------------------------------------
