@@ -33,6 +33,7 @@ from qwengpu.toolchain.cfg import (VBlock, VInstr, VTerm, branch_on_values, drop
                                    propagate_copies, pure, simplify, simplify_cfg)
 from qwengpu.toolchain.ptx import plain_name
 from qwengpu.toolchain.regalloc import allocate_registers
+from qwengpu.toolchain.spaces import STATE_SPACES, WINDOW_SHIFT, WINDOWS, Spaces, address_spaces
 from qwengpu.toolchain.writes import kernel_writes
 
 Op, Imm, Term = isa.Op, isa.Imm, isa.Term
@@ -63,94 +64,6 @@ def find_kernel(module: ptx.Module, kernel_name: str) -> ptx.Function:
     raise CompileError(f"no kernel named {kernel_name} in the PTX; available kernels: {listing}")
 
 
-# ---------------------------------------------------------------------------
-# Address spaces of registers (for generic addressing)
-# ---------------------------------------------------------------------------
-_PARAM_PTR, _CONFLICT = "param", "conflict"
-_ADDRESS_OPS = {"mov", "cvta", "cvt", "add", "sub", "mad", "mul", "selp", "and", "or", "shl", "bfi"}
-
-
-# Generic addresses normally carry no space: every generic access is resolved at compile
-# time from where its address came from. When one cannot be (a pointer that may be global
-# or __constant__, say), the kernel is lowered in windowed mode: cvta puts const and shared
-# addresses in windows above global memory, and such accesses test the window at run time.
-WINDOWS = {"global": 0, "const": 0x10000, "shared": 0x20000}
-STATE_SPACES = ("global", "shared", "const", "param", "local")    # an ld/st/atom naming one is not generic
-WINDOW_SHIFT = 16
-
-
-def _needs_windows(fn: ptx.Function, spaces: dict[str, str]) -> bool:
-    for ins in fn.body:
-        if isinstance(ins, ptx.Instruction) and ins.parts[0] in ("ld", "st", "atom", "red") \
-                and not any(s in ins.parts for s in STATE_SPACES):
-            addr = ins.operands[1] if ins.parts[0] in ("ld", "atom") else ins.operands[0]
-            base = addr.base if isinstance(addr, ptx.Addr) else None
-            if isinstance(base, ptx.Reg) and spaces.get(base.name) not in (*WINDOWS, _PARAM_PTR):
-                return True
-    return False
-
-
-def _join(a, b):
-    if a is None or a == b:
-        return b
-    if b is None:
-        return a
-    if a == _PARAM_PTR:
-        return b
-    if b == _PARAM_PTR:
-        return a
-    return _CONFLICT
-
-
-def _merge(a, b):
-    """Two definitions of one register (a phi): a raw parameter value is a global pointer
-    there, so one that meets a shared or const address makes the register's space unknown."""
-    if a is None or b is None or a == b:
-        return b if a is None else a
-    a, b = ("global" if x == _PARAM_PTR else x for x in (a, b))
-    return a if a == b else _CONFLICT
-
-
-def register_spaces(fn: ptx.Function, symbols: dict) -> dict[str, str]:
-    """Flow-insensitive: the space each register's address value may point
-    into. Kernel parameters count as (weak) global pointers; shared/const
-    variable addresses and cvta conversions are definite."""
-    tags: dict[str, str] = {}
-
-    def tag_of(o):
-        if isinstance(o, ptx.Reg):
-            return tags.get(o.name)
-        sym = o.name if isinstance(o, ptx.Sym) else (o.base.name if isinstance(o, ptx.Addr) and
-                                                      isinstance(o.base, ptx.Sym) else None)
-        if sym in symbols and symbols[sym][0] != "param":
-            return symbols[sym][0]
-        return None
-
-    changed = True
-    while changed:
-        changed = False
-        for ins in fn.body:
-            if not isinstance(ins, ptx.Instruction) or not ins.operands or not isinstance(ins.operands[0], ptx.Reg):
-                continue
-            parts = ins.parts
-            base, d = parts[0], ins.operands[0].name
-            t = None
-            if base == "cvta":
-                t = next((s for s in ("global", "shared", "const") if s in parts), None)
-            elif base == "ld" and "param" in parts:
-                t = _PARAM_PTR
-            elif base == "selp":     # a choice between two addresses, like two definitions
-                t = _merge(tag_of(ins.operands[1]), tag_of(ins.operands[2]))
-            elif base in _ADDRESS_OPS:
-                for o in ins.operands[1:]:
-                    t = _join(t, tag_of(o))
-            new = _merge(tags.get(d), t)
-            if new != tags.get(d):
-                tags[d] = new
-                changed = True
-    return tags
-
-
 def _constant_registers(fn: ptx.Function) -> dict[str, Imm]:
     """PTX registers defined exactly once, by an unpredicated `mov` of an integer immediate."""
     defs: dict[str, list] = {}
@@ -166,10 +79,8 @@ def _constant_registers(fn: ptx.Function) -> dict[str, Imm]:
 # Translation
 # ---------------------------------------------------------------------------
 class _Translator:
-    def __init__(self, module: ptx.Module, fn: ptx.Function, lay: Layout):
-        self.module, self.fn, self.lay = module, fn, lay
-        self.spaces = register_spaces(fn, lay.symbols)
-        self.windowed = _needs_windows(fn, self.spaces)
+    def __init__(self, module: ptx.Module, fn: ptx.Function, lay: Layout, spaces: Spaces):
+        self.module, self.fn, self.lay, self.spaces = module, fn, lay, spaces
         self.blocks: list[VBlock] = [VBlock()]
         self.cur = 0
         self.labels: dict[str, int] = {}
@@ -445,7 +356,7 @@ class _Translator:
         d, a = ins.operands
         v = self.read(a, bits)
         space = next((p for p in parts[1:] if p in WINDOWS), "global")
-        if self.windowed and WINDOWS[space]:
+        if self.spaces.windowed and WINDOWS[space]:
             v[0] = self.emit(Op.SUB if "to" in parts else Op.ADD, v[0], Imm(WINDOWS[space]))
         self.put(d, v, bits)
 
@@ -1052,8 +963,7 @@ class _Translator:
         base = addr.base if isinstance(addr, ptx.Addr) else addr
         if isinstance(base, ptx.Sym) and base.name in self.lay.symbols:
             return self.lay.symbols[base.name][0]
-        tag = self.spaces.get(base.name) if isinstance(base, ptx.Reg) else None
-        return "global" if tag == _PARAM_PTR else tag if tag in WINDOWS else None
+        return self.spaces.of(base.name) if isinstance(base, ptx.Reg) else None
 
     def located(self, ins, parts, addr) -> tuple[str | None, object, int]:
         """(space or None, base operand, byte offset) of a non-param access."""
@@ -1061,7 +971,7 @@ class _Translator:
         base, off = self.address(addr)
         generic = not any(s in parts[1:] for s in WINDOWS) and isinstance(addr, ptx.Addr) \
             and isinstance(addr.base, ptx.Reg)
-        if generic and self.windowed and space is not None and WINDOWS[space]:
+        if generic and self.spaces.windowed and space is not None and WINDOWS[space]:
             base = self.emit(Op.SUB, base, Imm(WINDOWS[space]))
         return space, base, off
 
@@ -1726,7 +1636,7 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
         raise ValueError(f"cannot expand {', '.join(unknown)}; expandable ops: {', '.join(sorted(EXPANDABLE))}")
     fn = inline_calls(module, find_kernel(module, kernel_name))
     lay = layout(module, fn)
-    tr = _Translator(module, fn, lay)
+    tr = _Translator(module, fn, lay, address_spaces(fn, lay.symbols))
     blocks = tr.run()
     propagate_constants(blocks)
     propagate_copies(blocks)

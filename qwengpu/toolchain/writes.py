@@ -28,7 +28,7 @@ the same instruction, which the state there covers; lanes follow paths of the CF
 whatever the divergence.
 
 Each st / atom / red that the translator sends to global memory, or dispatches at run
-time (a generic access in windowed mode, lower.py), is a write site; the translator's own
+time (a generic access in windowed mode, spaces.py), is a write site; the translator's own
 `space_of` decides, so the analysis sees what the lowering does. A site writes the
 parameters and STATIC among its address's bases (C's rule: pointer arithmetic stays
 inside its object); it may write *everything* when the address has ANY or RAW, or no base
