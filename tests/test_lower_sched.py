@@ -1,4 +1,4 @@
-"""Block scheduling and CFG transformations that save passes (lower.schedule, cfg.fold_friendly,
+"""Block scheduling and CFG transformations that save passes (blocks.schedule, cfg.fold_friendly,
 cfg.hoist_loads, cfg.if_convert): hand-built instruction lists where a move must or must not happen, a
 property test that a move never changes what a block computes, and CUDA kernels through the
 real pipeline against NumPy."""
@@ -13,7 +13,7 @@ from qwengpu.api import Device
 from qwengpu.machine.encoding import Fixed, own_terminator_pass
 from qwengpu.toolchain import cfg
 from qwengpu.toolchain.cfg import VBlock, VInstr, VTerm, movable_to_end
-from qwengpu.toolchain.lower import balance_barriers, schedule
+from qwengpu.toolchain.blocks import balance_barriers, schedule
 
 from test_lower import FRONTENDS, launch
 
@@ -33,7 +33,7 @@ def flat(chunks):
 
 
 # ---------------------------------------------------------------------------
-# lower.schedule: the condition's definition goes before an instruction it does not need
+# blocks.schedule: the condition's definition goes before an instruction it does not need
 # ---------------------------------------------------------------------------
 def test_independent_instruction_moves_after_the_condition():
     add, cmp = ins(Op.ADD, 2, 3, I(1)), ins(Op.SETLT, 1, 4, I(5))
@@ -241,7 +241,7 @@ def test_loop_with_moved_instruction(frontend, opt):
 
 
 # ---------------------------------------------------------------------------
-# lower.balance_barriers: pure instructions cross a BAR into the block's slack
+# blocks.balance_barriers: pure instructions cross a BAR into the block's slack
 # ---------------------------------------------------------------------------
 def bar_pair(b_instrs, s_instrs, s_term=None, extra_pred=False):
     """IR blocks 0 (jumps to 1, or branches to 1 or 2), 1 (`BAR 2`), 2 (its successor), 3 (EXIT);

@@ -514,7 +514,7 @@ def fold_friendly(blocks: list[VBlock]) -> None:
     instruction's pass instead of a pass of its own (encoding.own_terminator_pass). This runs before
     register allocation, where the only dependences are the program's own; it prefers the
     last such instruction that is not a copy (a copy may be coalesced away, leaving the
-    condition's definition last again). lower.schedule repeats this on machine registers."""
+    condition's definition last again). blocks.schedule repeats this on machine registers."""
     for b in blocks:
         if b.term.kind is not Term.BRC or not b.instrs or b.instrs[-1].dst != b.term.cond:
             continue
