@@ -38,7 +38,7 @@ def issue_warnings(messages: list[str], stacklevel: int = 3) -> None:
 
 def shuffle_warnings(module: ptx.Module, fn: ptx.Function, constants: dict) -> list[str]:
     """The warnings for `fn` (the kernel after inlining); `constants`: PTX register name -> the
-    immediate it alone holds (lower._constant_registers)."""
+    immediate it alone holds (translate.constant_registers)."""
     def value(o) -> int | None:
         if isinstance(o, ptx.Imm) and not o.is_float:
             return o.value & 0xFFFF_FFFF
