@@ -23,10 +23,10 @@ class PairArithmetic(Builder):
         lo = self.emit(Op.SUB, a[0], b[0])
         return [lo, self.emit(Op.SUB, self.emit(Op.SUB, a[1], b[1]), borrow)]
 
-    def negate_if(self, x, sign):
-        """x when sign == 0, -x when sign == -1 (two's complement, 64-bit)."""
-        flipped = [self.emit(Op.XOR, x[0], sign), self.emit(Op.XOR, x[1], sign)]
-        return self.sub64(flipped, [sign, sign])
+    def negate_if(self, x: list, sign) -> list:
+        """x when sign == 0, -x when sign == -1 (two's complement; a pair, or one word)."""
+        flipped = [self.emit(Op.XOR, w, sign) for w in x]
+        return self.sub64(flipped, [sign, sign]) if len(x) == 2 else [self.emit(Op.SUB, flipped[0], sign)]
 
     def mul64(self, a, b):
         lo = self.emit(Op.MUL, a[0], b[0])

@@ -209,9 +209,7 @@ class AluOps(TranslatorBase):
         d, a = ins.operands
         av = self.read(a, bits)
         if bits == 64:
-            sign = self.emit(Op.SRA, av[1], Imm(31))
-            x = [self.emit(Op.XOR, av[0], sign), self.emit(Op.XOR, av[1], sign)]
-            out = self.sub64(x, [sign, sign])
+            out = self.negate_if(av, self.emit(Op.SRA, av[1], Imm(31)))
         else:
             x = self.sext(av[0], bits)
             out = [self.trunc(self.emit(Op.MAX, x, self.emit(Op.SUB, Imm(0), x)), bits)]
