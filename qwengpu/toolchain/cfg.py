@@ -524,6 +524,27 @@ def fold_friendly(blocks: list[VBlock]) -> None:
             b.instrs.append(b.instrs.pop(k))
 
 
+def clean_up(blocks: list[VBlock]) -> None:
+    """Constant and copy propagation, then dead code: the translator's IR, and the
+    micro-coded IR again."""
+    propagate_constants(blocks)
+    propagate_copies(blocks)
+    eliminate_dead_code(blocks)
+
+
+def optimise(blocks: list[VBlock], next_vreg: int) -> tuple[list[VBlock], int]:
+    """The passes between clean-up and register allocation, in order (docs/lowering.md,
+    step 5). Returns the blocks and the next free virtual register."""
+    drop_redundant_masks(blocks)
+    fold_address_adds(blocks)
+    blocks = simplify_cfg(blocks)
+    next_vreg = if_convert(blocks, next_vreg)
+    blocks = simplify_cfg(blocks)
+    branch_on_values(blocks)
+    hoist_loads(blocks)
+    fold_friendly(blocks)
+    return blocks, next_vreg
+
 def _reachable(blocks: list[VBlock]) -> list[int]:
     seen, stack = {0}, [0]
     while stack:

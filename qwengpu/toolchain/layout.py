@@ -36,6 +36,12 @@ class Layout:
     static_global_words: int
     shared_words: int
 
+    @property
+    def printf_buffer(self) -> int | None:
+        """The GLOBAL word of the device printf buffer (qwengpu/printf.py), if there is one."""
+        return next((addr // 4 for name, (space, addr) in self.symbols.items()
+                     if space == "global" and "__qg_printf_buffer" in name), None)
+
 
 def _first_local_access(fn: ptx.Function, default: int) -> int:
     """The PTX line of the first .local load or store (it carries the CUDA line), else `default`."""

@@ -9,7 +9,7 @@ shift-and-subtract loop (its own blocks), and the next free virtual register.
 from __future__ import annotations
 
 from qwengpu import isa
-from qwengpu.toolchain.cfg import VBlock, VInstr, simplify
+from qwengpu.toolchain.cfg import VBlock, VInstr, clean_up, simplify
 from qwengpu.toolchain.division import Division
 
 Op, Imm = isa.Op, isa.Imm
@@ -98,5 +98,12 @@ class MicroCode(Division):
 
 
 def expand_ops(blocks: list[VBlock], names, next_vreg: int) -> int:
-    """Micro-code the ALU ops `names` (a subset of EXPANDABLE); returns the next free virtual register."""
-    return MicroCode(blocks, frozenset(Op[n] for n in names), next_vreg).run()
+    """Micro-code the ALU ops `names` (a subset of EXPANDABLE) and clean up after (cfg.clean_up);
+    returns the next free virtual register. Blocks without them stay as they are (so a kernel
+    without them lowers to the same program with and without `expand`)."""
+    ops = frozenset(Op[n] for n in names)
+    if not any(ins.op in ops for b in blocks for ins in b.instrs):
+        return next_vreg
+    next_vreg = MicroCode(blocks, ops, next_vreg).run()
+    clean_up(blocks)
+    return next_vreg
