@@ -244,16 +244,17 @@ def upper_bounds(blocks: list[VBlock]) -> dict[int, int]:
     return ub
 
 
-def read_counts(blocks: list[VBlock]) -> dict[int, int]:
-    """How many times each virtual register is read, by instructions and branch conditions."""
-    readers: dict[int, int] = {}
+def read_counts(blocks: list[VBlock], count_writes: bool = False) -> dict[int, int]:
+    """How many times each virtual register is read, by instructions and branch conditions
+    (and written, with `count_writes`)."""
+    counts: dict[int, int] = {}
     for b in blocks:
         for ins in b.instrs:
-            for x in uses(ins):
-                readers[x] = readers.get(x, 0) + 1
+            for x in uses(ins) + ([ins.dst] if count_writes and ins.dst is not None else []):
+                counts[x] = counts.get(x, 0) + 1
         if b.term.cond is not None:
-            readers[b.term.cond] = readers.get(b.term.cond, 0) + 1
-    return readers
+            counts[b.term.cond] = counts.get(b.term.cond, 0) + 1
+    return counts
 
 
 def drop_redundant_masks(blocks: list[VBlock]) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from qwengpu import isa
 from qwengpu.errors import MachineLimitError, plural
-from qwengpu.toolchain.cfg import VBlock, VInstr, eliminate_dead_code, invariant_registers, uses
+from qwengpu.toolchain.cfg import VBlock, VInstr, eliminate_dead_code, invariant_registers, read_counts, uses
 
 Op, Imm = isa.Op, isa.Imm
 
@@ -85,7 +85,7 @@ def allocate_registers(blocks: list[VBlock], kernel: str, next_vreg: int, shared
                                     + (_no_spill_room(spill.slots, shared_words) if cands else
                                        " and nothing more can be spilled")
                                     + "; split the work into smaller steps or keep fewer values live at once")
-        refs = _reference_counts(blocks)
+        refs = read_counts(blocks, count_writes=True)
         v = min(cands, key=lambda x: (refs.get(x, 1) / max(1, len(graph[x])), x))
         before = spill.next_vreg
         spill.spill(v)
@@ -99,17 +99,6 @@ def _no_spill_room(slots: int, shared_words: int) -> str:
     return (f"; {plural(slots, 'value')} {'was' if slots == 1 else 'were'} spilled and the next needs "
             f"{plural(SPILL_SLOT_WORDS, 'more word', 'more words')} of the spill area (shared memory after the "
             f"kernel's {plural(shared_words, 'word')}: {plural(left, 'word')} left of {isa.SHARED_WORDS})")
-
-
-def _reference_counts(blocks: list[VBlock]) -> dict[int, int]:
-    n: dict[int, int] = {}
-    for b in blocks:
-        for ins in b.instrs:
-            for v in uses(ins) + ([ins.dst] if ins.dst is not None else []):
-                n[v] = n.get(v, 0) + 1
-        if b.term.cond is not None:
-            n[b.term.cond] = n.get(b.term.cond, 0) + 1
-    return n
 
 
 class _Spiller:
