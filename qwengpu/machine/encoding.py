@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from qwengpu import isa
+from qwengpu import isa, liveness
 from qwengpu.errors import MachineLimitError
 from qwengpu.machine.words import OPCODES, PRE, ROM0, SPACES, SRC, SRC_WORD, TERM
 
@@ -109,20 +109,11 @@ def _successors(term: isa.Terminator) -> list[int]:
 
 def live_out(program: isa.Program) -> list[set[int]]:
     """Registers live at each block's end (a terminator's condition counts as read in its block)."""
-    blocks = program.blocks
-    live_in, out = [set() for _ in blocks], [set() for _ in blocks]
-    changed = True
-    while changed:
-        changed = False
-        for i in reversed(range(len(blocks))):
-            o = set().union(*(live_in[s] for s in _successors(blocks[i].term)))
-            live = o | ({_reg(blocks[i].term.cond)} - {0})
-            for ins in reversed(blocks[i].instrs):
-                live.discard(ins.dst.n)
-                live |= {s.n for s in ins.srcs if isinstance(s, isa.Reg) and s.n}
-            if (o, live) != (out[i], live_in[i]):
-                out[i], live_in[i], changed = o, live, True
-    return out
+    def reads(operands) -> list[int]:
+        return [r for r in map(_reg, operands) if r]        # r0 holds nothing to keep
+    steps = [[(reads(ins.srcs), ins.dst.n) for ins in b.instrs] + [(reads([b.term.cond]), None)]
+             for b in program.blocks]
+    return liveness.live_out([_successors(b.term) for b in program.blocks], steps)
 
 
 def fixed_value(ins: isa.Instr) -> Fixed | None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from qwengpu import isa
 from qwengpu.errors import MachineLimitError, plural
+from qwengpu.liveness import live_out
 from qwengpu.toolchain.cfg import VBlock, VInstr, eliminate_dead_code, invariant_registers, read_counts, uses
 
 Op, Imm = isa.Op, isa.Imm
@@ -15,29 +16,9 @@ Op, Imm = isa.Op, isa.Imm
 
 def liveness(blocks: list[VBlock]) -> list[set[int]]:
     """live-out set of each block."""
-    use, defs = [], []
-    for b in blocks:
-        u, d = set(), set()
-        for ins in b.instrs:
-            u |= {s for s in uses(ins) if s not in d}
-            if ins.dst is not None:
-                d.add(ins.dst)
-        if b.term.cond is not None and b.term.cond not in d:
-            u.add(b.term.cond)
-        use.append(u)
-        defs.append(d)
-    live_in = [set() for _ in blocks]
-    live_out = [set() for _ in blocks]
-    changed = True
-    while changed:
-        changed = False
-        for i in reversed(range(len(blocks))):
-            out = set().union(*(live_in[s] for s in blocks[i].term.succs())) if blocks[i].term.succs() else set()
-            inn = use[i] | (out - defs[i])
-            if out != live_out[i] or inn != live_in[i]:
-                live_out[i], live_in[i] = out, inn
-                changed = True
-    return live_out
+    steps = [[(uses(ins), ins.dst) for ins in b.instrs] + [([b.term.cond] if b.term.cond is not None else [], None)]
+             for b in blocks]
+    return live_out([b.term.succs() for b in blocks], steps)
 
 
 SPILL_SLOT_WORDS = isa.MAX_BLOCK_THREADS     # one word per thread of the block
@@ -235,12 +216,12 @@ REMAT_REUSE_DISTANCE = 4
 def interference(blocks: list[VBlock]):
     """Interference graph over the registers that are read somewhere (those
     only written go to r0), and the move partners of each register."""
-    live_out = liveness(blocks)
+    outs = liveness(blocks)
     used = {s for b in blocks for ins in b.instrs for s in uses(ins)}
     used |= {b.term.cond for b in blocks if b.term.cond is not None}
     graph: dict[int, set[int]] = {v: set() for v in used}
     moves: dict[int, set[int]] = {}
-    for b, out in zip(blocks, live_out):
+    for b, out in zip(blocks, outs):
         live = set(out)
         if b.term.cond is not None:
             live.add(b.term.cond)
