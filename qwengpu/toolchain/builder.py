@@ -48,7 +48,7 @@ class Builder:
         """A fresh register for a result."""
         return self.new_vreg()
 
-    # -- blocks ------------------------------------------------------------------
+    # -- blocks ----------------------------------------------------------------
     def new_block(self) -> int:
         self.blocks.append(VBlock())
         return len(self.blocks) - 1

@@ -31,7 +31,7 @@ class Division(PairArithmetic):
     """Quotient and remainder of a division, as instructions emitted in place (a loop
     splits the current block: its head, the loop's blocks, the block after)."""
 
-    # -- what both widths share -------------------------------------------------------
+    # -- what both widths share ------------------------------------------------
     def signed_divmod(self, n: list, d: list, unsigned):
         """C's signed n / d and n % d (one word or a pair each) from `unsigned` on their
         magnitudes: the quotient negative when the signs differ, the remainder with the
@@ -64,7 +64,7 @@ class Division(PairArithmetic):
         self.cur = setup
         return loop, after
 
-    # -- 32 bits: the micro-code -------------------------------------------------------
+    # -- 32 bits: the micro-code -----------------------------------------------
     def divmod32(self, n, d, signed: bool):
         """n / d and n % d on words: DIV and REM (signed), else DIVU and REMU."""
         if not signed:
@@ -95,7 +95,7 @@ class Division(PairArithmetic):
         self.cur = after
         return q, r
 
-    # -- 64 bits: PTX's div/rem .u64/.s64 -----------------------------------------------
+    # -- 64 bits: PTX's div/rem .u64/.s64 --------------------------------------
     def divmod64(self, n, d, signed: bool):
         """n / d and n % d on pairs, C's signed or unsigned division."""
         return self.signed_divmod(n, d, self.udivmod64) if signed else self.udivmod64(n, d)

@@ -16,16 +16,6 @@ from qwengpu.toolchain import ptx
 from qwengpu.toolchain.ptx import TYPE_BITS, plain_name
 
 
-def _pack_words(var: ptx.Variable) -> dict[int, int]:
-    """Variable initialiser -> {word offset: value} (little-endian bytes)."""
-    data = bytearray(max(var.size, 4 * ((var.size + 3) // 4)))
-    eb = var.elem_bytes
-    for i, v in enumerate(var.init or []):
-        data[i * eb:(i + 1) * eb] = (v & ((1 << (8 * eb)) - 1)).to_bytes(eb, "little")
-    return {w: int.from_bytes(data[4 * w:4 * w + 4], "little") for w in range(len(data) // 4)
-            if any(data[4 * w:4 * w + 4])}
-
-
 @dataclass
 class Layout:
     symbols: dict[str, tuple[str, int]]     # name -> (space, byte address)
@@ -41,29 +31,6 @@ class Layout:
         """The GLOBAL word of the device printf buffer (qwengpu/printf.py), if there is one."""
         return next((addr // 4 for name, (space, addr) in self.symbols.items()
                      if space == "global" and "__qg_printf_buffer" in name), None)
-
-
-def _first_local_access(fn: ptx.Function, default: int) -> int:
-    """The PTX line of the first .local load or store (it carries the CUDA line), else `default`."""
-    return next((i.line for i in fn.body if isinstance(i, ptx.Instruction) and "local" in i.parts), default)
-
-
-def _referenced(fn: ptx.Function) -> set[str]:
-    names = set()
-
-    def visit(o):
-        if isinstance(o, ptx.Sym):
-            names.add(o.name)
-        elif isinstance(o, ptx.Addr) and isinstance(o.base, ptx.Sym):
-            names.add(o.base.name)
-        elif isinstance(o, ptx.Vec):
-            for x in o.items:
-                visit(x)
-    for ins in fn.body:
-        if isinstance(ins, ptx.Instruction):
-            for o in ins.operands:
-                visit(o)
-    return names
 
 
 def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
@@ -159,6 +126,39 @@ def pointer_params(fn: ptx.Function) -> dict[str, bool]:
     return kinds | {name: True for name in pointers}
 
 
+def _pack_words(var: ptx.Variable) -> dict[int, int]:
+    """Variable initialiser -> {word offset: value} (little-endian bytes)."""
+    data = bytearray(max(var.size, 4 * ((var.size + 3) // 4)))
+    eb = var.elem_bytes
+    for i, v in enumerate(var.init or []):
+        data[i * eb:(i + 1) * eb] = (v & ((1 << (8 * eb)) - 1)).to_bytes(eb, "little")
+    return {w: int.from_bytes(data[4 * w:4 * w + 4], "little") for w in range(len(data) // 4)
+            if any(data[4 * w:4 * w + 4])}
+
+
+def _first_local_access(fn: ptx.Function, default: int) -> int:
+    """The PTX line of the first .local load or store (it carries the CUDA line), else `default`."""
+    return next((i.line for i in fn.body if isinstance(i, ptx.Instruction) and "local" in i.parts), default)
+
+
+def _referenced(fn: ptx.Function) -> set[str]:
+    names = set()
+
+    def visit(o):
+        if isinstance(o, ptx.Sym):
+            names.add(o.name)
+        elif isinstance(o, ptx.Addr) and isinstance(o.base, ptx.Sym):
+            names.add(o.base.name)
+        elif isinstance(o, ptx.Vec):
+            for x in o.items:
+                visit(x)
+    for ins in fn.body:
+        if isinstance(ins, ptx.Instruction):
+            for o in ins.operands:
+                visit(o)
+    return names
+
+
 def _param_of(o) -> str | None:
     base = o.base if isinstance(o, ptx.Addr) else o
     return base.name if isinstance(base, ptx.Sym) else None
@@ -171,4 +171,3 @@ def _address_registers(ins: ptx.Instruction) -> list[str]:
     if "param" in ins.parts:
         return []
     return [o.base.name for o in ins.operands if isinstance(o, ptx.Addr) and isinstance(o.base, ptx.Reg)]
-

@@ -33,7 +33,7 @@ class MicroCode(Division):
         super().__init__(blocks, next_vreg)
         self.ops = ops
 
-    # -- the pass ----------------------------------------------------------------
+    # -- the pass --------------------------------------------------------------
     def run(self) -> int:
         for i in range(len(self.blocks)):       # blocks added on the way are expanded already
             if any(ins.op in self.ops for ins in self.blocks[i].instrs):
@@ -71,7 +71,7 @@ class MicroCode(Division):
                 break
         return found
 
-    # -- multiplication ------------------------------------------------------------
+    # -- multiplication --------------------------------------------------------
     def mulhi(self, a, b, signed: bool):
         """High word of a*b from 16-bit halves (Hacker's Delight 8-2): no partial
         sum overflows 32 bits. Signed: subtract b when a < 0 and a when b < 0."""
@@ -86,7 +86,7 @@ class MicroCode(Division):
             hi = e(Op.SUB, hi, e(Op.AND, a, e(Op.SRA, b, Imm(31))))
         return hi
 
-    # -- division ----------------------------------------------------------------------
+    # -- division --------------------------------------------------------------
     def divmod(self, ins: VInstr) -> dict:
         """{quotient op: q, remainder op: r} for ins's operands."""
         qop, rop = _DIV_PAIRS[ins.op]

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from qwengpu.toolchain import ptx
 
+# a register's tag: a space, the value of a parameter (a weak global pointer: `_join`), or
+# a conflict (no one space)
 _PARAM_PTR, _CONFLICT = "param", "conflict"
 _ADDRESS_OPS = {"mov", "cvta", "cvt", "add", "sub", "mad", "mul", "selp", "and", "or", "shl", "bfi"}
 
@@ -39,39 +41,6 @@ class Spaces:
 def address_spaces(fn: ptx.Function, symbols: dict) -> Spaces:
     tags = register_spaces(fn, symbols)
     return Spaces(tags, _needs_windows(fn, tags))
-
-
-def _needs_windows(fn: ptx.Function, spaces: dict[str, str]) -> bool:
-    """Whether some generic access's address register has no space of its own."""
-    for ins in fn.body:
-        if isinstance(ins, ptx.Instruction) and ins.parts[0] in ("ld", "st", "atom", "red") \
-                and not any(s in ins.parts for s in STATE_SPACES):
-            addr = ins.operands[1] if ins.parts[0] in ("ld", "atom") else ins.operands[0]
-            base = addr.base if isinstance(addr, ptx.Addr) else None
-            if isinstance(base, ptx.Reg) and spaces.get(base.name) not in (*WINDOWS, _PARAM_PTR):
-                return True
-    return False
-
-
-def _join(a, b):
-    if a is None or a == b:
-        return b
-    if b is None:
-        return a
-    if a == _PARAM_PTR:
-        return b
-    if b == _PARAM_PTR:
-        return a
-    return _CONFLICT
-
-
-def _merge(a, b):
-    """Two definitions of one register (a phi): a raw parameter value is a global pointer
-    there, so one that meets a shared or const address makes the register's space unknown."""
-    if a is None or b is None or a == b:
-        return b if a is None else a
-    a, b = ("global" if x == _PARAM_PTR else x for x in (a, b))
-    return a if a == b else _CONFLICT
 
 
 def register_spaces(fn: ptx.Function, symbols: dict) -> dict[str, str]:
@@ -113,3 +82,35 @@ def register_spaces(fn: ptx.Function, symbols: dict) -> dict[str, str]:
                 changed = True
     return tags
 
+
+def _join(a, b):
+    if a is None or a == b:
+        return b
+    if b is None:
+        return a
+    if a == _PARAM_PTR:
+        return b
+    if b == _PARAM_PTR:
+        return a
+    return _CONFLICT
+
+
+def _merge(a, b):
+    """Two definitions of one register (a phi): a raw parameter value is a global pointer
+    there, so one that meets a shared or const address makes the register's space unknown."""
+    if a is None or b is None or a == b:
+        return b if a is None else a
+    a, b = ("global" if x == _PARAM_PTR else x for x in (a, b))
+    return a if a == b else _CONFLICT
+
+
+def _needs_windows(fn: ptx.Function, spaces: dict[str, str]) -> bool:
+    """Whether some generic access's address register has no space of its own."""
+    for ins in fn.body:
+        if isinstance(ins, ptx.Instruction) and ins.parts[0] in ("ld", "st", "atom", "red") \
+                and not any(s in ins.parts for s in STATE_SPACES):
+            addr = ins.operands[1] if ins.parts[0] in ("ld", "atom") else ins.operands[0]
+            base = addr.base if isinstance(addr, ptx.Addr) else None
+            if isinstance(base, ptx.Reg) and spaces.get(base.name) not in (*WINDOWS, _PARAM_PTR):
+                return True
+    return False

@@ -6,12 +6,12 @@ blocks of instructions over unbounded virtual registers, ending in machine termi
 64-bit value is a register pair; an 8/16-bit value lives zero-extended in one register.
 
 The Translator is assembled from its concerns, bottom up:
-  builder.py    emitting instructions (constants folded), registers, blocks, branches
-  pairs.py      64-bit arithmetic on register pairs
-  division.py   division as other instructions (shared with the micro-code)
-  core.py       the body: operands, results, predication, labels and branches
-  alu.py        data movement, arithmetic, shifts, bit operations, comparisons
-  memory.py     loads, stores, atomics, warp operations, barriers
+  ../builder.py    emitting instructions (constants folded), registers, blocks, branches
+  ../pairs.py      64-bit arithmetic on register pairs
+  ../division.py   division as other instructions (the micro-code's too)
+  core.py          the body: operands, results, predication, labels and branches
+  alu.py           data movement, arithmetic, shifts, bit operations, comparisons
+  memory.py        loads, stores, atomics, warp operations, barriers
 """
 from qwengpu.toolchain.translate.alu import AluOps
 from qwengpu.toolchain.translate.core import constant_registers

@@ -16,7 +16,7 @@ Op, Imm = isa.Op, isa.Imm
 class AluOps(TranslatorBase):
     """op_<name> for the PTX ALU instructions (core.PURE_OPS)."""
 
-    # -- data movement -----------------------------------------------------------
+    # -- data movement ---------------------------------------------------------
     def op_mov(self, ins, parts):
         bits, _ = self.itype(parts)
         d, a = ins.operands
@@ -94,7 +94,7 @@ class AluOps(TranslatorBase):
         av, bv = self.read(a, bits), self.read(b, bits)
         self.put(d, [self.emit(Op.SEL, f, x, y) for x, y in zip(av, bv)], bits)
 
-    # -- integer arithmetic ------------------------------------------------------
+    # -- integer arithmetic ----------------------------------------------------
     def binary(self, ins, parts, op32, op64=None, signed_inputs=False):
         bits, signed = self.itype(parts)
         d, a, b = ins.operands

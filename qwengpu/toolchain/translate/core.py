@@ -59,7 +59,71 @@ class TranslatorBase(Division):
         self.ins: ptx.Instruction | None = None
         self.ptx_constants = constant_registers(fn)
 
-    # -- errors ----------------------------------------------------------------
+    # -- the body --------------------------------------------------------------
+    def run(self) -> list[VBlock]:
+        for item in self.fn.body:
+            if isinstance(item, ptx.Label):
+                self.switch_to(self.label_block(item.name))
+                continue
+            self.ins = item
+            if self.block.term is not None:     # code after ret/bra: unreachable unless labelled
+                self.cur = self.new_block()
+            self.instruction(item)
+        self.ins = None
+        self.terminate(VTerm(Term.EXIT))
+        for b in self.blocks:
+            if b.term is None:
+                b.term = VTerm(Term.EXIT)
+        return self.blocks
+
+    def instruction(self, ins: ptx.Instruction) -> None:
+        parts = ins.parts
+        base = parts[0]
+        handler = getattr(self, f"op_{base}", None)
+        if handler is None:
+            self.unsupported(f"instruction {ins.opcode} is not supported")
+        floats = [p for p in parts[1:] if p in ("f16", "f32", "f64", "bf16", "f16x2")]
+        if floats:
+            self.unsupported(f"floating point ({ins.opcode}) is not supported")
+        for bad in ("sat", "cc"):
+            if bad in parts[1:]:
+                self.unsupported(f"{ins.opcode}: .{bad} is not supported")
+        if base in ("addc", "subc"):
+            self.unsupported(f"{ins.opcode}: carry chains are not supported")
+        if ins.pred is None:
+            handler(ins, parts)
+        elif base in PURE_OPS:
+            self.guarded_alu(ins, parts, handler)
+        elif base == "bra":
+            handler(ins, parts)
+        else:
+            self.guarded_region(ins, parts, handler)
+
+    def pred_vreg(self, ins) -> int:
+        return self.vregs(ins.pred.name)[0]
+
+    def guarded_alu(self, ins, parts, handler) -> None:
+        """@p d = op(...): compute into temporaries, then d = p ? new : d."""
+        p = self.pred_vreg(ins)
+        self.guard, self.pending = (p, ins.pred_negated), []
+        handler(ins, parts)
+        self.guard = None
+        for real, temp in self.pending:
+            a, b = (real, temp) if ins.pred_negated else (temp, real)
+            self.emit(Op.SEL, p, a, b, dst=real)
+        self.pending = []
+
+    def guarded_region(self, ins, parts, handler) -> None:
+        """@p op with side effects: a conditional region around it."""
+        p = self.pred_vreg(ins)
+        then, join = self.new_block(), self.new_block()
+        t, f = (join, then) if ins.pred_negated else (then, join)
+        self.terminate(VTerm(Term.BRC, t, p, f))
+        self.cur = then
+        handler(ins, parts)
+        self.switch_to(join)
+
+    # -- the instruction at hand -----------------------------------------------
     def unsupported(self, what: str):
         line = self.ins.line if self.ins else self.fn.line
         raise UnsupportedError(f"{self.module.where(line)}: {what} (kernel {plain_name(self.fn.name)})")
@@ -68,7 +132,7 @@ class TranslatorBase(Division):
     def line(self) -> int:
         return self.ins.line if self.ins else 0
 
-    # -- PTX registers -----------------------------------------------------------
+    # -- PTX registers ---------------------------------------------------------
     def reg_bits(self, name: str) -> int:
         return TYPE_BITS[self.fn.regs[name]]
 
@@ -95,11 +159,6 @@ class TranslatorBase(Division):
             self.alias[value] = target
         elif value != target:
             self.emit(Op.MOV, value, dst=target)
-
-    def label_block(self, name: str) -> int:
-        if name not in self.labels:
-            self.labels[name] = self.new_block()
-        return self.labels[name]
 
     # -- operands --------------------------------------------------------------
     def sym_address(self, name: str) -> int:
@@ -191,70 +250,6 @@ class TranslatorBase(Division):
     def trunc(self, v, bits: int):
         return v if bits >= 32 else self.emit(Op.AND, v, Imm(type_mask(bits)))
 
-    # -- the body --------------------------------------------------------------
-    def run(self) -> list[VBlock]:
-        for item in self.fn.body:
-            if isinstance(item, ptx.Label):
-                self.switch_to(self.label_block(item.name))
-                continue
-            self.ins = item
-            if self.block.term is not None:     # code after ret/bra: unreachable unless labelled
-                self.cur = self.new_block()
-            self.instruction(item)
-        self.ins = None
-        self.terminate(VTerm(Term.EXIT))
-        for b in self.blocks:
-            if b.term is None:
-                b.term = VTerm(Term.EXIT)
-        return self.blocks
-
-    def instruction(self, ins: ptx.Instruction) -> None:
-        parts = ins.parts
-        base = parts[0]
-        handler = getattr(self, f"op_{base}", None)
-        if handler is None:
-            self.unsupported(f"instruction {ins.opcode} is not supported")
-        floats = [p for p in parts[1:] if p in ("f16", "f32", "f64", "bf16", "f16x2")]
-        if floats:
-            self.unsupported(f"floating point ({ins.opcode}) is not supported")
-        for bad in ("sat", "cc"):
-            if bad in parts[1:]:
-                self.unsupported(f"{ins.opcode}: .{bad} is not supported")
-        if base in ("addc", "subc"):
-            self.unsupported(f"{ins.opcode}: carry chains are not supported")
-        if ins.pred is None:
-            handler(ins, parts)
-        elif base in PURE_OPS:
-            self.guarded_alu(ins, parts, handler)
-        elif base == "bra":
-            handler(ins, parts)
-        else:
-            self.guarded_region(ins, parts, handler)
-
-    def pred_vreg(self, ins) -> int:
-        return self.vregs(ins.pred.name)[0]
-
-    def guarded_alu(self, ins, parts, handler) -> None:
-        """@p d = op(...): compute into temporaries, then d = p ? new : d."""
-        p = self.pred_vreg(ins)
-        self.guard, self.pending = (p, ins.pred_negated), []
-        handler(ins, parts)
-        self.guard = None
-        for real, temp in self.pending:
-            a, b = (real, temp) if ins.pred_negated else (temp, real)
-            self.emit(Op.SEL, p, a, b, dst=real)
-        self.pending = []
-
-    def guarded_region(self, ins, parts, handler) -> None:
-        """@p op with side effects: a conditional region around it."""
-        p = self.pred_vreg(ins)
-        then, join = self.new_block(), self.new_block()
-        t, f = (join, then) if ins.pred_negated else (then, join)
-        self.terminate(VTerm(Term.BRC, t, p, f))
-        self.cur = then
-        handler(ins, parts)
-        self.switch_to(join)
-
     # -- types -----------------------------------------------------------------
     def itype(self, parts, k: int = -1) -> tuple[int, bool]:
         types = [p for p in parts[1:] if p in TYPE_BITS]
@@ -263,7 +258,12 @@ class TranslatorBase(Division):
         t = types[k]
         return TYPE_BITS[t], t.startswith("s")
 
-    # -- control flow ------------------------------------------------------------
+    # -- control flow ----------------------------------------------------------
+    def label_block(self, name: str) -> int:
+        if name not in self.labels:
+            self.labels[name] = self.new_block()
+        return self.labels[name]
+
     def op_bra(self, ins, parts):
         target = ins.operands[0]
         if not isinstance(target, ptx.Sym):

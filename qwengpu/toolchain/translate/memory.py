@@ -17,7 +17,7 @@ SPACES = {"global": isa.Space.GLOBAL, "shared": isa.Space.SHARED, "const": isa.S
 class MemoryOps(TranslatorBase):
     """op_<name> for loads, stores, atomics, warp operations and barriers."""
 
-    # -- where an access goes ------------------------------------------------------
+    # -- where an access goes --------------------------------------------------
     def space_of(self, ins, parts, addr) -> str | None:
         """The state space an access goes to; None: a generic address whose space only
         the run time knows (windowed mode: see `generic`)."""
@@ -78,7 +78,7 @@ class MemoryOps(TranslatorBase):
             return Imm(self.sym_address(addr.base.name) + addr.offset), 0
         return self.read1(addr.base, 32), addr.offset
 
-    # -- loads, stores, atomics -----------------------------------------------------
+    # -- loads, stores, atomics ------------------------------------------------
     def op_ld(self, ins, parts):
         d, addr = ins.operands
         space = self.space_of(ins, parts, addr)
@@ -191,7 +191,7 @@ class MemoryOps(TranslatorBase):
     def op_red(self, ins, parts):
         self.op_atom(ins, parts, has_dst=False)
 
-    # -- barriers, fences, warp operations ------------------------------------------
+    # -- barriers, fences, warp operations -------------------------------------
     def op_bar(self, ins, parts):
         if "warp" in parts:              # bar.warp.sync: lanes of a warp run in lockstep here
             return
