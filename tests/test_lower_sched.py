@@ -83,7 +83,7 @@ def test_schedule_packs_by_passes():
     # the ALU op starts the next block, where the two may pair
     feeding = distinct[:4] + [ST(0, 5)]
     assert [len(c) for c in schedule(feeding)] == [3, 2]
-    # by instruction count (lower's last resort): BLOCK_SLOTS each, whatever the passes
+    # by instruction count (blocks._repack's last resort): BLOCK_SLOTS each, whatever the passes
     assert [len(c) for c in schedule(fixed, stays=None)] == [4, 2]
     # a parameter whose definition stays (lower learnt it from the program) takes its pass
     assert [len(c) for c in schedule(fixed, stays=frozenset({Fixed(word=3)}))] == [5, 1]

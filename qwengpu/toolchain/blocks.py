@@ -1,4 +1,4 @@
-"""The last stage of lowering, machine blocks: the register-allocated virtual IR as the
+"""The last stage of lowering (lower.py), machine blocks: the register-allocated virtual IR as the
 ROM's blocks, with reconvergence, as an isa.Program.
 
 Takes the IR blocks, each virtual register's machine register and the program's other
@@ -118,7 +118,7 @@ def schedule(instrs: list[isa.Instr], cond: isa.Reg | None = None, stays: frozen
     dependences, or deleted the moved instruction as a copy to itself.) A machine block fills
     the ROM's BLOCK_SLOTS passes as far as `_passes` can tell, with the definitions of the
     fixed values in `stays` in passes of their own; `stays=None`: BLOCK_SLOTS instructions, which
-    always fit (lower's last resort where the estimate was wrong). A memory or warp op may
+    always fit (_repack's last resort where the estimate was wrong). A memory or warp op may
     take any pass."""
     instrs = list(instrs)
     if cond is not None and cond.n and instrs and instrs[-1].dst == cond:

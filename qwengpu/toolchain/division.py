@@ -6,8 +6,8 @@ model's).
 Every division here is restoring shift-and-subtract in radix-2 or radix-4 steps: the next
 quotient digit is how many times the divisor (shifted) fits into the partial remainder,
 which then loses that many divisors. On words the machine takes a step's digit and
-subtraction in two ALU ops, DIVQ/DIVR (one bit) or DIVQ4/DIVR4 (two bits) (`digit_step`);
-a partial remainder of 64 bits, a register pair, finds its bit with compares and SELs.
+subtraction in two ALU ops (`digit_step`): DIVQ and DIVR for one bit, DIVQ4 and DIVR4 for
+two; a partial remainder of 64 bits, a register pair, finds its bit with compares and SELs.
 Signed division divides the magnitudes and gives the results C's signs (`signed_divmod`).
 
   divmod32   a word by a word, exactly as isa.py's DIV/DIVU/REM/REMU: radix 4, the

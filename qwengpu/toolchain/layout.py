@@ -1,4 +1,4 @@
-"""Stage 1 of lowering, the memory layout: where a kernel's parameters and variables live.
+"""The layout stage of lowering (lower.py): where a kernel's parameters and variables live.
 
 Takes the (inlined) kernel and its module; gives a `Layout`: parameter i is CONST word i
 (`pointer_params` says which are pointers, from how the PTX uses them), the referenced

@@ -4,7 +4,7 @@
 and for each .entry/.func its parameters, register declarations and body (a
 flat list of labels and instructions, in source order). Nested `{ }` scopes
 are flattened: a register declared in an inner scope is renamed `name#k` so
-shadowing declarations stay distinct. Semantics live in lower.py.
+shadowing declarations stay distinct. Semantics live in the lowering (lower.py and its stages).
 """
 from __future__ import annotations
 

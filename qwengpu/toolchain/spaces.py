@@ -1,5 +1,5 @@
-"""Stage 2 of lowering, address spaces: where each register's address value points, so
-that a generic ld/st/atom (one that names no state space) goes to the right memory.
+"""The address-space stage of lowering (lower.py): where each register's address value
+points, so that a generic ld/st/atom (one that names no state space) goes to the right memory.
 
 Takes the kernel and the layout's symbols; gives `Spaces`: each register's tag
 (`register_spaces`, a flow-insensitive fixpoint) and whether the kernel needs address

@@ -1,4 +1,4 @@
-"""Stage 3 of lowering, translation: PTX instructions -> the virtual IR (cfg.py).
+"""The translation stage of lowering (lower.py): PTX instructions -> the virtual IR (cfg.py).
 
 Takes the (inlined) kernel, its layout and its registers' address spaces; gives basic
 blocks of instructions over unbounded virtual registers, ending in machine terminators
