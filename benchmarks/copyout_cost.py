@@ -7,6 +7,7 @@ generate, which replay holds it to; no model needed).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -21,11 +22,11 @@ def kernel_cost(case) -> dict:
     grid, block, args = spec.launch()
     fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
     L = Launch.build(fn.program, grid, block, list(args))
-    words = L.output_words()
+    words = L.copy_out                       # output_words()
     arrays = sum(a.array.size for a in L.arrays) + fn.program.static_global_words
-    run = [L.program, L.grid, L.block, L.params, L.memory]
-    with_copy, without = protocol.expected_stream(*run, words), protocol.expected_stream(*run)
-    prompt_with, prompt_without = len(protocol.prompt(*run, words)), len(protocol.prompt(*run))
+    bare = dataclasses.replace(L, copy_out=None)
+    with_copy, without = protocol.expected_stream(L), protocol.expected_stream(bare)
+    prompt_with, prompt_without = len(protocol.prompt(L)), len(protocol.prompt(bare))
     return {"kernel": case.name, "words": len(words), "array_words": arrays,
             "generated": len(with_copy.tokens), "copy_tokens": len(with_copy.tokens) - len(without.tokens),
             "prompt": prompt_with, "copy_prompt_tokens": prompt_with - prompt_without}

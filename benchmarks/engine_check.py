@@ -37,17 +37,11 @@ def prepared(case):
             Launch.build(fn.program, grid, block, engine_args))
 
 
-def job(launch: Launch) -> runtime.LaunchJob:
-    return runtime.LaunchJob(launch.program, launch.grid, launch.block, launch.params, launch.memory,
-                             launch.output_words())
-
-
 def shortest(n: int) -> list:
     """The n suite kernels with the shortest streams (prompt + generated, on the reference)."""
     def length(case):
         _, _, _, L, _ = prepared(case)
-        args = (L.program, L.grid, L.block, L.params, L.memory, L.output_words())
-        return len(protocol.prompt(*args)) + len(protocol.expected_stream(*args).tokens)
+        return len(protocol.prompt(L)) + len(protocol.expected_stream(L).tokens)      # copy-out: output_words()
     return sorted(discover(), key=length)[:n]
 
 
@@ -72,7 +66,7 @@ def main() -> int:
     fast = FastModel.from_checkpoint(model, "float32")
     machine = runtime.checkpoint_readout(runtime.host_config(runtime.load_config(model)), model)
     start = time.perf_counter()
-    reference = runtime.launch_many(fast, machine, [job(k[3]) for k in kernels], max_tokens=200_000, check="replay")
+    reference = runtime.launch_many(fast, machine, [k[3] for k in kernels], max_tokens=200_000, check="replay")
     fast_s = time.perf_counter() - start
     print(f"fast path: {len(kernels)} launches in {fast_s:.1f} s; starting {a.engine}", file=sys.stderr, flush=True)
     engine, vocab = open_engine(a.engine, a.gguf if a.engine == "llama.cpp" else model)
@@ -80,7 +74,7 @@ def main() -> int:
     rows, engine_s = [], 0.0
     for request in requests:
         start = time.perf_counter()
-        runs = runtime.launch_on_engine(engine, vocab, [job(kernels[i][4]) for i in request], max_tokens=200_000,
+        runs = runtime.launch_on_engine(engine, vocab, [kernels[i][4] for i in request], max_tokens=200_000,
                                         check="replay")
         engine_s += time.perf_counter() - start
         rows += [row(cases[i], kernels[i], reference[i], run) for i, run in zip(request, runs)]

@@ -48,13 +48,10 @@ def run_fast(device, name: str, ref, batch: int) -> dict:
     from qwengpu.testing.reference import build_launch
     from qwengpu.driver import runtime
     model, machine = device.model_and_machine()
-    jobs = []
-    for _ in range(batch):
-        _, program, launch = build_launch(name, device)
-        jobs.append(runtime.LaunchJob(program, launch.grid, launch.block, launch.params, launch.memory))
-    streams = [[] for _ in jobs]
+    launches = [build_launch(name, device)[2] for _ in range(batch)]     # with the copy-out, as the reference
+    streams = [[] for _ in launches]
     start = time.perf_counter()
-    results = runtime.launch_many(model, machine, jobs, max_tokens=device.max_tokens, max_batch=batch,
+    results = runtime.launch_many(model, machine, launches, max_tokens=device.max_tokens, max_batch=batch,
                                   on_token=lambda i, t: streams[i].append(machine.vocab.id(t)))
     seconds = time.perf_counter() - start
     errors = [str(r) for r in results if isinstance(r, Exception)]
@@ -66,14 +63,10 @@ def run_fast_mixed(device, refs: dict) -> dict:
     from qwengpu.testing.reference import build_launch
     from qwengpu.driver import runtime
     model, machine = device.model_and_machine()
-    names = list(refs)
-    jobs = []
-    for name in names:
-        _, program, launch = build_launch(name, device)
-        jobs.append(runtime.LaunchJob(program, launch.grid, launch.block, launch.params, launch.memory))
-    streams = [[] for _ in jobs]
+    launches = [build_launch(name, device)[2] for name in refs]         # with the copy-out, as the references
+    streams = [[] for _ in launches]
     start = time.perf_counter()
-    results = runtime.launch_many(model, machine, jobs, max_tokens=device.max_tokens, max_batch=len(jobs),
+    results = runtime.launch_many(model, machine, launches, max_tokens=device.max_tokens, max_batch=len(launches),
                                   on_token=lambda i, t: streams[i].append(machine.vocab.id(t)))
     seconds = time.perf_counter() - start
     errors = [str(r) for r in results if isinstance(r, Exception)]

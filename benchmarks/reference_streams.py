@@ -28,8 +28,7 @@ def streams(case, device) -> tuple[list, list]:
     grid, block, args = spec.launch()
     fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
     launch = Launch.build(fn.program, grid, block, list(args), names=fn.arg_names)
-    job = (fn.program, launch.grid, launch.block, launch.params, launch.memory, launch.output_words())
-    return protocol.prompt(*job), protocol.expected_stream(*job).tokens
+    return protocol.prompt(launch), protocol.expected_stream(launch).tokens     # copy-out: output_words()
 
 
 def main() -> None:

@@ -46,8 +46,7 @@ def memory_launch(words: int) -> bench.KernelLaunch:
 
 def measure(fast, machine, k: bench.KernelLaunch) -> dict:
     from qwengpu.driver import protocol
-    L = k.launch
-    prompt_tokens = len(protocol.prompt(L.program, L.grid, L.block, L.params, k.memory))
+    prompt_tokens = len(protocol.prompt(k.launch))       # what run_fast prefills (copy-out included)
     run, wall, prefill = bench.run_fast(fast, machine, k)
     decode = wall - prefill
     return {"launch": k.name, "prompt_tokens": prompt_tokens, "prefill_s": round(prefill, 2),

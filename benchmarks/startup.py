@@ -8,7 +8,8 @@
 Each command runs in a fresh child process under `/usr/bin/time -v`: `demo` is `qgpu demo`
 (qwengpu.cli's app with argv ["demo"]), `run` is README's dot command on the model engine (RUN_DOT), `launch` a `Device(engine="model", model=..., dtype=...)`
 launch of one suite kernel (fast path, check="replay"). The child notes the wall-clock time of its
-first generated token (runtime.launch_on_model's on_token, wrapped); the parent prints one JSON
+first generated token (runtime.LaunchRun.take, which every route feeds each token, wrapped; in an
+older checkout runtime.launch_on_model's on_token); the parent prints one JSON
 line: first_token_s (from just before the child was spawned), wall_s and peak_rss_gb (time -v's
 "Maximum resident set size"), and the child's exit status.
 """
@@ -30,19 +31,33 @@ RUN_DOT = ["run", "kernels/dot.cu", "--engine", "model", "--grid", "1", "--block
 
 
 def child(args) -> None:
-    from qwengpu.driver import runtime
-    real = runtime.launch_on_model
+    try:
+        from qwengpu.driver import runtime
+    except ImportError:                          # a checkout from before qwengpu.driver
+        from qwengpu.machine import runtime
     mark = args.mark
 
-    def launch_on_model(*a, on_token=None, **kw):
-        def first(token):
-            if not os.path.exists(mark):
-                Path(mark).write_text(repr(time.time()))
-            if on_token:
-                on_token(token)
-        return real(*a, on_token=first, **kw)
+    def first():
+        if not os.path.exists(mark):
+            Path(mark).write_text(repr(time.time()))
 
-    runtime.launch_on_model = launch_on_model
+    if hasattr(runtime, "LaunchRun"):            # every route's generated tokens go through LaunchRun.take
+        take = runtime.LaunchRun.take
+
+        def marked_take(self, token_id):
+            first()
+            return take(self, token_id)
+        runtime.LaunchRun.take = marked_take
+    else:                                        # an older checkout (--repo): launch_on_model's on_token
+        real = runtime.launch_on_model
+
+        def launch_on_model(*a, on_token=None, **kw):
+            def on_first(token):
+                first()
+                if on_token:
+                    on_token(token)
+            return real(*a, on_token=on_first, **kw)
+        runtime.launch_on_model = launch_on_model
     if args.what in ("demo", "run"):
         from qwengpu.cli import app
         sys.argv = ["qgpu"] + (["demo"] if args.what == "demo" else RUN_DOT)

@@ -55,7 +55,7 @@ def steps_only(args) -> None:
     grid, block, kargs = spec.launch()
     fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
     lau = Launch.build(fn.program, grid, block, list(kargs))
-    ids = [machine.vocab.id(t) for t in protocol.prompt(fn.program, lau.grid, lau.block, lau.params, lau.memory)]
+    ids = [machine.vocab.id(t) for t in protocol.prompt(lau)]      # as the engine feeds it: copy-out too
     for B in args.steps_only:
         state = fast.new_state(B)
         for t in ids[:-1]:

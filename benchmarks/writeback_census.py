@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import sys
 
-from qwengpu import isa
+from qwengpu import interp, isa
 from qwengpu.api import Device
 from qwengpu.launch import Launch
 from qwengpu.driver import protocol
@@ -87,7 +88,7 @@ def kernel_census(case) -> dict:
     grid, block, args = spec.launch()
     fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
     L = Launch.build(fn.program, grid, block, list(args))
-    stream = protocol.expected_stream(L.program, L.grid, L.block, L.params, L.memory, L.output_words())
+    stream = protocol.expected_stream(L)            # L.copy_out: output_words()
     kinds = collections.Counter(t.kind for t in stream.tokens)
     outs, codes = live_out(L.program), encode(L.program)
     for t in with_exec(stream.tokens):
@@ -98,7 +99,8 @@ def kernel_census(case) -> dict:
     for t in stream.tokens:                 # the last writeback token of a pass that also runs the next
         if t.cont:
             kinds[f"{t.kind} (continuing)"] += 1
-    steps, _ = protocol._traced_run(L.program, L.grid, L.block, L.params, L.memory.copy())
+    steps = interp.run_launch(dataclasses.replace(L, memory=L.memory.copy()), trace=True, max_passes=1_000_000,
+                              keep_fault=True).steps          # the trace expected_stream reads
     every, by_part, signed, live = (collections.Counter() for _ in range(4))
     for step in steps:
         b, writes = L.program.blocks[step.pc], iter(step.reg_writes)

@@ -24,7 +24,6 @@ OpenAI-compatible vLLM server by url) and "llama.cpp" (a GGUF export):
 from __future__ import annotations
 
 import functools
-import importlib
 import re
 import sys
 import time
@@ -44,8 +43,6 @@ from qwengpu.toolchain.lint import issue_warnings
 from qwengpu.toolchain.lower import MODEL_EXPANSIONS, lower, plain_name
 from qwengpu.toolchain.ptx import parse_ptx
 
-ENGINES = ("interp", "cuda", "model", "vllm", "llama.cpp")
-TOKEN_ENGINES = ("vllm", "llama.cpp")      # they return only tokens: results come from the copy-out
 MODEL_DTYPES = ("float32", "bfloat16")
 DEFAULT_MAX_PASSES = interp.DEFAULT_MAX_PASSES
 
@@ -117,7 +114,7 @@ class Device:
             raise QwenGpuError(f"max_tokens must be at least 1, got {max_tokens}")
         if max_passes < 1:
             raise QwenGpuError(f"max_passes must be at least 1, got {max_passes}")
-        if url is not None and engine != "vllm":
+        if url is not None and "url" not in ENGINES[engine].options:
             raise QwenGpuError(f"url names a vLLM server: it applies to engine='vllm', not {engine!r}")
         if engine == "llama.cpp" and model is None:
             raise QwenGpuError("engine='llama.cpp' needs a GGUF file: model=FILE.gguf (qgpu: --model FILE.gguf); "
@@ -138,7 +135,6 @@ class Device:
                 self.on_phase("load")
             start = time.perf_counter()
             from qwengpu.model.merge import default_merged_model
-            machine_build("machine_for")            # a clear error while the machine is missing
             path = self.model_path if self.model_path is not None else default_merged_model()
             self._loaded = _load_model(path, self.dtype, self.fast, self.torch_device)
             self.load_seconds = time.perf_counter() - start      # seconds the last load took
@@ -155,6 +151,28 @@ class Device:
             self._engine = open_engine(self.engine, self.model_path, self.url)
             self.load_seconds = time.perf_counter() - start
         return self._engine
+
+    def run_batch(self, calls: Sequence[Call], *, trace: bool = False, max_batch: int = 1,
+                  on_token: Callable[[int, object], None] | None = None,
+                  on_done: Callable[[int, object], None] | None = None) -> list:
+        """Run launches, each a (Function, Launch) of this Device: the one route every launch
+        takes (a call of a Function, the suite, bench, chat, the engines' reference checks). The
+        result per call, in order: a LaunchResult (the arrays written back, the device printf
+        output read) or the QwenGpuError that ended that launch alone. max_batch: the model
+        engine's fast path steps up to that many launches in lockstep (vllm and llama.cpp take
+        them all in one request); on_token(index, token) for each token the model generates
+        (default: the Device's on_token); on_done(index, result) as each launch ends."""
+        calls, results = list(calls), [None] * len(calls)
+        if on_token is None and self.on_token is not None:
+            on_token = lambda index, token: self.on_token(token)    # noqa: E731
+
+        def done(index: int, result) -> None:
+            results[index] = _with_output(*calls[index], result)
+            if on_done:
+                on_done(index, results[index])
+
+        ENGINES[self.engine].run(self, calls, trace, max_batch, on_token, done)
+        return results
 
     def compile(self, src: str, filename: str = "<source>") -> "Module":
         ptx = compile_cuda(src, frontend=self.frontend, opt=self.opt, filename=filename)
@@ -191,9 +209,9 @@ def _load_model_uncached(path: Path, dtype: str, fast: bool, torch_device: str):
     machine's readout) comes from config.json alone."""
     from qwengpu.driver import runtime
     if fast:
-        fast_model = _fast_model_class()
+        from qwengpu.fast import FastModel
         config = runtime.load_config(path)
-        model = fast_model.from_checkpoint(path, dtype)
+        model = FastModel.from_checkpoint(path, dtype)
     else:
         if torch_device.startswith("cuda"):
             _exact_cuda_matmuls()
@@ -263,6 +281,22 @@ class Module:
         """The module's __global__ functions, by plain (unmangled) name."""
         return sorted(plain_name(n) for n in self.parsed.kernels)
 
+    def kernel(self, name: str | None = None, *, choose: str = "choose one with --kernel",
+               source: str | None = None) -> str:
+        """The kernel to launch: `name` when given (get_function names the kernels when it is
+        missing), else the module's only kernel, or a QwenGpuError when it has none or several.
+        `choose` ends the several-kernels message (how the caller names one); `source` is what
+        the messages call the source (default: the module's filename)."""
+        if name:
+            return name
+        names, source = self.kernel_names, source or self.filename
+        if not names:
+            raise QwenGpuError(f"{source} defines no __global__ kernel: mark the function to launch "
+                               f"__global__ (e.g. extern \"C\" __global__ void k(int *out) {{ ... }})")
+        if len(names) != 1:
+            raise QwenGpuError(f"{source} has {len(names)} kernels ({', '.join(names)}); {choose}")
+        return names[0]
+
     def get_function(self, name: str) -> "Function":
         """Lower kernel `name` to a machine program (MachineLimitError / UnsupportedError propagate).
         Compile-time warnings (program.warnings, `FILE:LINE: warning: ...`) are issued once, as
@@ -270,7 +304,7 @@ class Module:
         if name not in self._functions:
             try:
                 # the model has no divider or high multiply: those ops are micro-coded for it
-                expand = MODEL_EXPANSIONS if self.device.engine == "model" else frozenset()
+                expand = MODEL_EXPANSIONS if ENGINES[self.device.engine].generates else frozenset()
                 program = lower(self.parsed, name, expand=expand)
             except CompileError as e:
                 if ".local" in self.ptx:
@@ -288,6 +322,9 @@ def _local_memory_hint(opt: int) -> str:
             "don't take a local variable's address, or put the array in __shared__ memory")
 
 
+Call = tuple["Function", Launch]       # a launch of a kernel, for Device.run_batch
+
+
 class Function:
     """A lowered kernel; `program` is its isa.Program (see program.listing())."""
 
@@ -296,17 +333,18 @@ class Function:
         ptx_names = [p.name for p in program.params]
         self.arg_names = source_param_names(module.src, name, len(ptx_names)) or ptx_names
 
+    def launch(self, grid=1, block=1, args: Sequence[Any] = ()) -> Launch:
+        """The checked launch of this kernel with these arguments (arrays are laid out, not copied)."""
+        return Launch.build(self.program, grid, block, list(args), names=self.arg_names)
+
     def __call__(self, grid=1, block=1, args: Sequence[Any] = (), trace: bool = False) -> LaunchResult:
-        launch = Launch.build(self.program, grid, block, list(args), names=self.arg_names)
-        result = ENGINE_RUNNERS[self.module.device.engine](self, launch, trace)
-        if self.module.device.engine != "cuda":      # on a GPU, CUDA's own printf has printed
-            result.output, failed = device_output(self.program.printf_buffer, launch.memory)
-            if result.output and self.module.device.print_output:
-                sys.stdout.write("".join(result.output))
-                sys.stdout.flush()
-            if failed:
-                raise ExecutionError(f"device-side assertion failed ({len(failed)} thread"
-                                     f"{'s' if len(failed) > 1 else ''}): {failed[0]}")
+        device = self.module.device
+        [result] = device.run_batch([(self, self.launch(grid, block, args))], trace=trace)
+        if isinstance(result, Exception):
+            raise result
+        if result.output and device.print_output:
+            sys.stdout.write("".join(result.output))
+            sys.stdout.flush()
         return result
 
     def __repr__(self):
@@ -332,40 +370,29 @@ def source_param_names(src: str, kernel: str, count: int) -> list[str] | None:
 
 
 # ---------------------------------------------------------------------------
-# Engines: each runs a checked Launch and writes the arrays back.
+# Engines: each runs a batch of checked launches and calls done(index, result) with each one's
+# LaunchResult or the error that ended it; Device.run_batch writes the arrays back and reads printf.
 # ---------------------------------------------------------------------------
-def _run_interp(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
-    ex = interp.run(fn.program, launch.grid, launch.block, launch.params, launch.memory, trace=trace,
-                    max_passes=fn.module.device.max_passes)
-    launch.copy_back()
-    return LaunchResult("interp", ex.seconds, ex.instructions, ex.passes, None, ex.steps, blocks=ex.passes)
+def _run_interp(dev: Device, calls: list[Call], trace: bool, max_batch: int, on_token, done) -> None:
+    def run(fn: Function, launch: Launch) -> LaunchResult:
+        ex = interp.run_launch(launch, trace=trace, max_passes=dev.max_passes)
+        return LaunchResult("interp", ex.seconds, ex.instructions, ex.passes, None, ex.steps, blocks=ex.passes)
+    _one_by_one(run, calls, done)
 
 
-def machine_build(*needs: str):
-    """qwengpu.machine.build (the machine's assembly) with attributes `needs`, or a clear
-    error while it is missing."""
-    try:
-        build = importlib.import_module("qwengpu.machine.build")
-        missing = [name for name in needs if not hasattr(build, name)]
-        if missing:
-            raise ImportError(f"qwengpu.machine.build has no {', '.join(missing)}")
-    except ImportError as e:
-        raise QwenGpuError(f"the in-model engine is not built yet ({e}); use engine='interp' "
-                           f"(or 'cuda' on an NVIDIA GPU)") from None
-    return build
+def _one_by_one(run, calls: list[Call], done) -> None:
+    for i, (fn, launch) in enumerate(calls):
+        try:
+            result = run(fn, launch)
+        except QwenGpuError as e:
+            result = e
+        done(i, result)
 
 
-def _fast_model_class():
-    try:
-        return importlib.import_module("qwengpu.fast").FastModel
-    except (ImportError, AttributeError) as e:
-        raise QwenGpuError(f"the model engine's fast path is missing ({e}); pass fast=False "
-                           f"(qgpu: --stock) for the stock transformers forward") from None
-
-
-def check_model_ops(program: isa.Program, supported) -> None:
+def check_model_ops(program: isa.Program) -> None:
     """UnsupportedError naming every op and terminator of `program` the model cannot run yet."""
-    names = {getattr(op, "name", op) for op in supported}
+    from qwengpu.machine.build import MODEL_OPS
+    names = {getattr(op, "name", op) for op in MODEL_OPS}
     used = {ins.op.name for b in program.blocks for ins in b.instrs} | {b.term.kind.name for b in program.blocks}
     missing = sorted(used - names)
     if missing:
@@ -373,63 +400,101 @@ def check_model_ops(program: isa.Program, supported) -> None:
                                f"does not support yet; use engine='interp'")
 
 
-def _run_model(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
-    from qwengpu.driver.runtime import launch_on_model
-    dev = fn.module.device
-    check_model_ops(fn.program, machine_build("MODEL_OPS").MODEL_OPS)    # before loading anything
-    max_tokens = dev.max_tokens or DEFAULT_MAX_TOKENS
+def _runnable_on_model(calls: list[Call], done) -> list[int]:
+    """The indices of the launches the model can run; done(i, error) for the others."""
+    runnable = []
+    for i, (fn, _) in enumerate(calls):
+        try:
+            check_model_ops(fn.program)
+            runnable.append(i)
+        except QwenGpuError as e:
+            done(i, e)
+    return runnable
+
+
+def _run_model(dev: Device, calls: list[Call], trace: bool, max_batch: int, on_token, done) -> None:
+    """The launches on the merged model: one at a time from its prompt on a decoder, or up to
+    max_batch in lockstep on the fast path (qwengpu.driver.runtime)."""
+    from qwengpu.driver.runtime import launch_many
+    runnable = _runnable_on_model(calls, done)          # before loading anything
+    if not runnable:
+        return
     loaded = dev._loaded is not None
     model, machine = dev.model_and_machine()
     load_seconds = 0.0 if loaded else dev.load_seconds
     if dev.on_phase:
         dev.on_phase("prefill")
-    on_token = _before_first_token(lambda: dev.on_phase("decode"), dev.on_token) if dev.on_phase else dev.on_token
-    run = launch_on_model(model, machine, fn.program, launch.grid, launch.block, launch.params, launch.memory,
-                          max_tokens=max_tokens, check=dev.check, copy_out=launch.output_words(), on_token=on_token)
-    launch.copy_back()
-    return LaunchResult("model", run.seconds, run.instructions, run.passes, run.tokens,
-                        run.stream if trace else None, blocks=run.blocks,
-                        load_seconds=load_seconds, prefill_seconds=run.prefill_seconds,
-                        decode_seconds=run.seconds - run.prefill_seconds)
+        on_token = _before_first_token(lambda: dev.on_phase("decode"), on_token)
+
+    def finished(k: int, run) -> None:
+        done(runnable[k], run if isinstance(run, Exception) else LaunchResult(
+            "model", run.seconds, run.instructions, run.passes, run.tokens, run.stream if trace else None,
+            blocks=run.blocks, load_seconds=load_seconds, prefill_seconds=run.prefill_seconds,
+            decode_seconds=run.seconds - run.prefill_seconds))
+
+    launch_many(model, machine, [calls[i][1] for i in runnable], max_tokens=dev.max_tokens or DEFAULT_MAX_TOKENS,
+                check=dev.check, max_batch=max_batch, on_done=finished,
+                on_token=(lambda k, t: on_token(runnable[k], t)) if on_token else None)
 
 
-def _run_engine(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
-    """A launch on vllm or llama.cpp: the prompt's ids in, the generated ids out, the results from
-    the copy-out (qwengpu.driver.runtime.launch_on_engine)."""
-    from qwengpu.driver.runtime import LaunchJob, launch_on_engine
-    dev = fn.module.device
-    check_model_ops(fn.program, machine_build("MODEL_OPS").MODEL_OPS)
+def _run_token_engine(dev: Device, calls: list[Call], trace: bool, max_batch: int, on_token, done) -> None:
+    """The launches on vllm or llama.cpp, in one request: the prompts' ids in, the generated ids
+    out, the results from the copy-out (qwengpu.driver.runtime.launch_on_engine)."""
+    from qwengpu.driver.runtime import launch_on_engine
+    runnable = _runnable_on_model(calls, done)
+    if not runnable:
+        return
     loaded = dev._engine is not None
     engine, vocab = dev.token_engine()
     if dev.on_phase:
         dev.on_phase("engine")
-    job = LaunchJob(fn.program, launch.grid, launch.block, launch.params, launch.memory, launch.output_words())
-    [run] = launch_on_engine(engine, vocab, [job], max_tokens=dev.max_tokens or DEFAULT_MAX_TOKENS, check=dev.check)
-    if isinstance(run, Exception):
-        raise run
-    if dev.on_token:
-        for token in run.stream:
-            dev.on_token(token)
-    launch.copy_back()
-    return LaunchResult(dev.engine, run.seconds, run.instructions, run.passes, run.tokens,
-                        run.stream if trace else None, blocks=run.blocks,
-                        load_seconds=0.0 if loaded else dev.load_seconds)
+    runs = launch_on_engine(engine, vocab, [calls[i][1] for i in runnable],
+                            max_tokens=dev.max_tokens or DEFAULT_MAX_TOKENS, check=dev.check)
+    for i, run in zip(runnable, runs):
+        if isinstance(run, Exception):
+            done(i, run)
+            continue
+        for token in run.stream if on_token else ():
+            on_token(i, token)
+        done(i, LaunchResult(dev.engine, run.seconds, run.instructions, run.passes, run.tokens,
+                             run.stream if trace else None, blocks=run.blocks,
+                             load_seconds=0.0 if loaded else dev.load_seconds))
+
+
+def _with_output(fn: Function, launch: Launch, result):
+    """A launch's arrays written back and its printf output read (on a GPU, CUDA's own printf has
+    printed); a failed device-side assertion is the launch's error."""
+    if isinstance(result, Exception) or result.engine == "cuda":
+        return result
+    try:
+        launch.copy_back()
+    except QwenGpuError as e:
+        return e
+    result.output, failed = device_output(fn.program.printf_buffer, launch.memory)
+    if failed:
+        return ExecutionError(f"device-side assertion failed ({len(failed)} thread"
+                              f"{'s' if len(failed) > 1 else ''}): {failed[0]}")
+    return result
 
 
 def _before_first_token(hook: Callable[[], None], user: Callable | None) -> Callable:
-    """A token callback that calls hook() before the first token, then user(token) for each."""
+    """A token callback that calls hook() before the first token, then user(index, token) for each."""
     first = [True]
 
-    def on_token(token):
+    def on_token(index, token):
         if first[0]:
             first[0] = False
             hook()
         if user:
-            user(token)
+            user(index, token)
     return on_token
 
 
-def _run_cuda(fn: Function, launch: Launch, trace: bool) -> LaunchResult:
+def _run_cuda(dev: Device, calls: list[Call], trace: bool, max_batch: int, on_token, done) -> None:
+    _one_by_one(_run_cuda_one, calls, done)
+
+
+def _run_cuda_one(fn: Function, launch: Launch) -> LaunchResult:
     """The same CUDA source on a real GPU through CuPy (NVRTC), with the prelude's
     QWENGPU_REAL_GPU build so warps look 4 lanes wide. Arrays go in and come
     back as device copies; __device__ variables start from their initialisers."""
@@ -476,8 +541,29 @@ def _cuda_kernel(src: str, filename: str, name: str):
         return cp.RawModule(code=code, options=options, name_expressions=[name]).get_function(name)
 
 
-ENGINE_RUNNERS: dict[str, Callable[[Function, Launch, bool], LaunchResult]] = {
-    "interp": _run_interp, "cuda": _run_cuda, "model": _run_model, "vllm": _run_engine, "llama.cpp": _run_engine}
+@dataclass(frozen=True)
+class Engine:
+    """An engine a Device runs launches on: `run(device, calls, trace, max_batch, on_token, done)`
+    calls done(index, result) with a LaunchResult or the QwenGpuError that ended it for each
+    (Function, Launch) call; `generates`:
+    the merged model writes its launches as tokens; `tokens_only`: it returns only those
+    tokens, so the results come from the copy-out; `options`: the Device options it reads."""
+    name: str
+    run: Callable
+    generates: bool = False
+    tokens_only: bool = False
+    options: frozenset[str] = frozenset()
+
+
+GENERATED = frozenset({"model", "check", "max_tokens", "on_token", "trace", "max_batch"})   # token engines' options
+ENGINES: dict[str, Engine] = {e.name: e for e in (
+    Engine("interp", _run_interp, options=frozenset({"max_passes", "trace"})),
+    Engine("cuda", _run_cuda),
+    Engine("model", _run_model, generates=True, options=GENERATED | {"dtype", "fast", "device"}),
+    Engine("vllm", _run_token_engine, generates=True, tokens_only=True, options=GENERATED | {"url"}),
+    Engine("llama.cpp", _run_token_engine, generates=True, tokens_only=True, options=GENERATED),
+)}
+TOKEN_ENGINES = tuple(name for name, e in ENGINES.items() if e.tokens_only)
 
 
 def compile_file(path, *, engine: str = "interp", frontend: str = "clang", opt: int = 2, **model_options) -> Module:

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import torch
 
 from qwengpu import interp
@@ -55,9 +54,9 @@ class KernelLaunch:
     name: str
     launch: Launch
 
-    @property
-    def memory(self) -> np.ndarray:
-        return self.launch.memory.copy()       # every run starts from the pristine image
+    def fresh(self) -> Launch:
+        """The launch with a copy of its memory: every run starts from the pristine image."""
+        return replace(self.launch, memory=self.launch.memory.copy())
 
 
 @dataclass
@@ -107,7 +106,7 @@ def kernel_launch(name: str, directory: Path = DEFAULT_DIR) -> KernelLaunch:
     spec = load_spec(case)
     fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
     grid, block, args = spec.launch()
-    return KernelLaunch(name, Launch.build(fn.program, grid, block, list(args), names=fn.arg_names))
+    return KernelLaunch(name, fn.launch(grid, block, args))
 
 
 def load(model_dir: str | Path | None, dtype: str, step: str = "c"):
@@ -124,25 +123,23 @@ def load(model_dir: str | Path | None, dtype: str, step: str = "c"):
     runtime.bind_vocab(model, machine.vocab)
     fast = FastModel(model, native=_step_choice(step))
     L = kernel_launch("dot").launch
-    fast.prefill(fast.new_state(), [machine.vocab.id(t) for t in protocol.prompt(
-        L.program, L.grid, L.block, L.params, L.memory.copy())])
+    fast.prefill(fast.new_state(), [machine.vocab.id(t) for t in protocol.prompt(L)])
     return model, fast, machine
 
 
 def time_interp(k: KernelLaunch, max_passes: int = interp.DEFAULT_MAX_PASSES) -> float:
-    L = k.launch
+    launch = k.fresh()
     start = time.perf_counter()
-    interp.run(L.program, L.grid, L.block, L.params, k.memory, max_passes=max_passes)
+    interp.run_launch(launch, max_passes=max_passes)
     return time.perf_counter() - start
 
 
 def run_fast(fast, machine, k: KernelLaunch, max_tokens: int = SUITE_MAX_TOKENS) -> tuple[runtime.ModelRun, float, float]:
     """The whole launch with the replay check: (run, wall seconds, prefill seconds). The prefill
     ends when the first generated token arrives (launch_on_model's on_token)."""
-    L, first_token_at = k.launch, []
+    first_token_at = []
     on_token = lambda token: first_token_at.append(time.perf_counter()) if not first_token_at else None  # noqa: E731
-    run = runtime.launch_on_model(fast, machine, L.program, L.grid, L.block, L.params, k.memory,
-                                  max_tokens=max_tokens, check="replay", copy_out=L.output_words(), on_token=on_token)
+    run = runtime.launch_on_model(fast, machine, k.fresh(), max_tokens=max_tokens, check="replay", on_token=on_token)
     launch_started = time.perf_counter() - run.seconds   # run.seconds ends just before it returns
     return run, run.seconds, first_token_at[0] - launch_started
 
@@ -150,8 +147,8 @@ def run_fast(fast, machine, k: KernelLaunch, max_tokens: int = SUITE_MAX_TOKENS)
 def run_stock(model, machine, k: KernelLaunch, count: int,
               progress: Callable[[int], None] | None = None) -> tuple[list[int], float, float]:
     """The first `count` generated token ids of the stock forward: (ids, prefill s, decode s)."""
-    L, vocab = k.launch, machine.vocab
-    ids = [vocab.id(t) for t in protocol.prompt(L.program, L.grid, L.block, L.params, k.memory, L.output_words())]
+    vocab = machine.vocab
+    ids = [vocab.id(t) for t in protocol.prompt(k.launch)]
     decoder = runtime.StockDecoder(model, vocab.first_id, vocab.first_id + len(vocab))
     start = time.perf_counter()
     stream = [decoder.prefill(ids)]
@@ -171,9 +168,8 @@ def bench_kernel(model, fast, machine, name: str, stock_tokens: int,
     """`limits`: (max_tokens of the fast launch, max_passes of the interpreter's)."""
     max_tokens, max_passes = limits or (SUITE_MAX_TOKENS, interp.DEFAULT_MAX_PASSES)
     k = kernel_launch(name)
-    L = k.launch
-    expected = protocol.expected_stream(L.program, L.grid, L.block, L.params, k.memory, L.output_words())
-    prompt_tokens = len(protocol.prompt(L.program, L.grid, L.block, L.params, k.memory, L.output_words()))
+    expected = protocol.expected_stream(k.launch)
+    prompt_tokens = len(protocol.prompt(k.launch))
     interp_s = time_interp(k, max_passes)
     error, replay_exact = "", True
     try:

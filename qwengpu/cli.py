@@ -37,7 +37,7 @@ from typer.core import TyperArgument, TyperGroup
 from rich.console import Console
 from rich.table import Table
 
-from qwengpu.api import DEFAULT_MAX_PASSES, DEFAULT_MAX_TOKENS, ENGINES, MODEL_DTYPES, TOKEN_ENGINES, Device
+from qwengpu.api import DEFAULT_MAX_PASSES, DEFAULT_MAX_TOKENS, ENGINES, MODEL_DTYPES, Device
 from qwengpu.args import ArgSyntaxError, parse_arg, parse_dims
 from qwengpu.errors import QwenGpuError, QwenGpuWarning, plural
 from qwengpu.driver import DEFAULT_BATCH
@@ -202,31 +202,26 @@ def _check_opt(opt: int | None, frontend: str = "clang") -> int:
     return opt
 
 
-# what the engines that return only tokens (vllm, llama.cpp) take of the model engine's options
-TOKEN_ENGINE_OPTIONS = ("model", "check", "max_tokens", "show_tokens", "batch")
+# a command-line option -> the Device option it sets (api.Engine.options names what each engine takes)
+DEVICE_OPTION = {"show_tokens": "on_token", "stock": "fast", "batch": "max_batch"}
 
 
-def _check_engine_options(engine: str, url=None, **given) -> None:
-    """Refuse model-engine options on another engine, and --url but on vllm (one line naming the
-    first)."""
-    if url is not None and engine != "vllm":
-        raise ArgSyntaxError(f"--url names a vLLM server: it applies to --engine vllm only (this is --engine {engine})")
-    if engine == "model":
-        return
+def _check_engine_options(engine: str, **given) -> None:
+    """Refuse an option the engine does not take (api.ENGINES[engine].options), one line naming
+    the first: --url is vllm's, most options the model engine's, --max-passes the interpreter's."""
     for name, value in given.items():
-        if value not in (None, False) and not (engine in TOKEN_ENGINES and name in TOKEN_ENGINE_OPTIONS):
-            raise ArgSyntaxError(f"--{name.replace('_', '-')} applies to the model engine only "
+        option = DEVICE_OPTION.get(name, name)
+        if value in (None, False) or option in ENGINES[engine].options:
+            continue
+        flag = "--" + name.replace("_", "-")
+        users = [e for e, spec in ENGINES.items() if option in spec.options]
+        if name == "url":
+            raise ArgSyntaxError(f"--url names a vLLM server: it applies to --engine vllm only (this is --engine {engine})")
+        if users == ["model"] or (name not in ("trace", "max_passes") and "model" in users):
+            raise ArgSyntaxError(f"{flag} applies to the model engine only "
                                  f"(this is --engine {engine}); add --engine model or drop it")
-
-
-def _check_applies(engine: str, engines: tuple[str, ...], **given) -> None:
-    """Refuse options that apply to `engines` only (one line naming the first); e.g. --max-passes
-    limits the interpreter, --max-tokens the model, and a real GPU (cuda) has neither."""
-    for name, value in given.items():
-        if engine not in engines and value not in (None, False):
-            only = ", ".join(f"--engine {e}" for e in engines)
-            raise ArgSyntaxError(f"--{name.replace('_', '-')} does not apply to --engine {engine} (only to "
-                                 f"{only}); drop it")
+        only = ", ".join(f"--engine {e}" for e in users)
+        raise ArgSyntaxError(f"{flag} does not apply to --engine {engine} (only to {only}); drop it")
 
 
 def _check_limits(max_tokens, max_passes) -> None:
@@ -326,12 +321,11 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
     wall = time.perf_counter()
     try:
         _choice("engine", engine, ENGINES)
-        _check_engine_options(engine, url, check=check, show_tokens=show_tokens, device=device, stock=stock,
+        _check_engine_options(engine, url=url, check=check, show_tokens=show_tokens, device=device, stock=stock,
                               dtype=dtype, model=model, max_tokens=max_tokens)
         if as_json and (show_ptx or show_isa or trace or show_tokens):
             raise ArgSyntaxError("--json prints JSON alone: drop --show-ptx, --show-isa, --trace and --show-tokens")
-        _check_applies(engine, ("interp", "model") + TOKEN_ENGINES, trace=trace)
-        _check_applies(engine, ("interp",), max_passes=max_passes)
+        _check_engine_options(engine, trace=trace, max_passes=max_passes)
         opt = _check_opt(opt, frontend)
         _check_limits(max_tokens, max_passes)
         max_passes = max_passes or DEFAULT_MAX_PASSES
@@ -341,7 +335,7 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         args = [parse_arg(a) for a in arg or []]
         dims = parse_dims("grid", grid), parse_dims("block", block)
         echo = (lambda token: console.print(str(token), markup=False)) if show_tokens else None
-        generates = engine in ("model",) + TOKEN_ENGINES
+        generates = ENGINES[engine].generates
         with LaunchProgress(_show_progress(as_json) and generates, echo) as progress:
             dev = _device(engine, frontend, opt, model, dtype, check, max_tokens, stock,
                           progress.token if generates else None, device, max_passes=max_passes,
@@ -349,7 +343,7 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
             module = dev.compile(source, filename=file.name)
             if show_ptx:
                 console.print(module.ptx, markup=False)
-            fn = module.get_function(kernel or _only_kernel(module))
+            fn = module.get_function(module.kernel(kernel))
             if show_isa:
                 console.print(fn.program.listing(), markup=False)
             result = fn(grid=dims[0], block=dims[1], args=args, trace=trace)
@@ -399,19 +393,8 @@ def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_to
                   model=model, dtype=_choice("dtype", dtype, MODEL_DTYPES),
                   check=None if _choice("check", check or "none", ("none", "replay")) == "none" else check,
                   max_tokens=max_tokens, on_token=on_token, fast=not stock, device=device,
-                  max_passes=max_passes, on_phase=on_phase if engine in ("model",) + TOKEN_ENGINES else None,
+                  max_passes=max_passes, on_phase=on_phase if ENGINES[engine].generates else None,
                   print_output=print_output, url=url)
-
-
-def _only_kernel(module) -> str:
-    names = module.kernel_names
-    if not names:
-        raise QwenGpuError(f"{module.filename} defines no __global__ kernel: mark the function to launch "
-                           f"__global__ (e.g. extern \"C\" __global__ void k(int *out) {{ ... }})")
-    if len(names) != 1:
-        raise QwenGpuError(f"{module.filename} has {len(names)} kernels ({', '.join(names)}); "
-                           f"choose one with --kernel")
-    return names[0]
 
 
 def _step_line(i: int, step) -> str:
@@ -470,9 +453,8 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
     wall = time.perf_counter()
     try:
         _choice("engine", engine, ENGINES)
-        _check_engine_options(engine, url, check=check, device=device, stock=stock, dtype=dtype, model=model,
-                              max_tokens=max_tokens, batch=batch)
-        _check_applies(engine, ("interp",), max_passes=max_passes)
+        _check_engine_options(engine, url=url, check=check, device=device, stock=stock, dtype=dtype, model=model,
+                              max_tokens=max_tokens, batch=batch, max_passes=max_passes)
         opt = _check_opt(opt, frontend)
         _check_limits(max_tokens, max_passes)
         max_passes = max_passes or DEFAULT_MAX_PASSES
@@ -489,7 +471,7 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
                 progress.report(report)
                 if not as_json:          # JSON: in each kernel's "output"
                     _print_output(report.name, report.output)
-            generates = engine in ("model",) + TOKEN_ENGINES
+            generates = ENGINES[engine].generates
             dev = _device(engine, frontend, opt, model, dtype, check,
                           max_tokens or (SUITE_MAX_TOKENS if generates else None), stock, device=device,
                           max_passes=max_passes, on_phase=progress.phase, url=url)
@@ -961,9 +943,7 @@ def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}
     wall = time.perf_counter()
     try:
         _choice("engine", engine, ENGINES)
-        if engine != "model":
-            _check_engine_options(engine, stock=stock, device=device, max_tokens=max_tokens)
-        _check_applies(engine, ("interp",), max_passes=max_passes)
+        _check_engine_options(engine, stock=stock, device=device, max_tokens=max_tokens, max_passes=max_passes)
         _check_limits(max_tokens, max_passes)
         max_passes = max_passes or DEFAULT_MAX_PASSES
         from qwengpu.suite import DEFAULT_DIR

@@ -14,8 +14,8 @@ from operator import itemgetter
 import numpy as np
 
 from qwengpu import isa
-from qwengpu.errors import DeadlockError, ExecutionError, LaunchError, MachineLimitError, MemoryFault, plural
-from qwengpu.launch import check_grid_block
+from qwengpu.errors import DeadlockError, ExecutionError, MemoryFault
+from qwengpu.launch import Launch
 
 # lanes of each 4-bit mask, in lane order
 _LANES_OF = [tuple(l for l in range(isa.LANES) if m >> l & 1) for m in range(1 << isa.LANES)]
@@ -57,6 +57,7 @@ class Execution:
     passes: int
     seconds: float
     steps: list[Step] | None = None
+    fault: Exception | None = None     # run_launch(keep_fault=True): the fault that ended the run
 
 
 # ---------------------------------------------------------------------------
@@ -210,26 +211,6 @@ def _decode(program: isa.Program):
 # ---------------------------------------------------------------------------
 # Launch state
 # ---------------------------------------------------------------------------
-def _const_space(program: isa.Program, params: list[int]) -> list[int]:
-    if len(params) > isa.CONST_WORDS:
-        raise MachineLimitError(f"{len(params)} parameter words; the limit is {isa.CONST_WORDS} CONST words")
-    need = max([p.word + 1 for p in program.params] + [0])
-    if len(params) < need:
-        raise LaunchError(f"kernel {program.name} reads {plural(need, 'parameter word')}; {len(params)} "
-                          f"{'was' if len(params) == 1 else 'were'} given")
-    const = [0] * isa.CONST_WORDS
-    const[:len(params)] = [isa.u32(int(v)) for v in params]
-    for word, value in program.const_init.items():
-        const[word] = isa.u32(value)
-    return const
-
-
-def _check_memory(memory) -> None:
-    if not isinstance(memory, np.ndarray) or memory.dtype != np.uint32 or memory.shape != (isa.GLOBAL_WORDS,):
-        got = f"{memory.dtype}{list(memory.shape)}" if isinstance(memory, np.ndarray) else type(memory).__name__
-        raise LaunchError(f"memory must be np.uint32[{isa.GLOBAL_WORDS}] (global memory); got {got}")
-
-
 class _Context:
     """What an executing instruction may touch: memories, special registers,
     the fault location and the trace of memory writes."""
@@ -450,17 +431,25 @@ def run(program: isa.Program, grid: tuple[int, int, int], block: tuple[int, int,
     params: the CONST words for program.params (index = Param.word); memory:
     np.uint32[GLOBAL_WORDS] global memory, updated in place (also when a fault
     stops the launch part way)."""
+    return run_launch(Launch.from_words(program, grid, block, params, memory), trace=trace, max_passes=max_passes)
+
+
+def run_launch(launch: Launch, *, trace: bool = False, max_passes: int = DEFAULT_MAX_PASSES,
+               keep_fault: bool = False) -> Execution:
+    """Run a checked launch, its global memory updated in place. keep_fault: a memory fault or a
+    deadlock ends the run and is returned in Execution.fault, the trace up to it kept (the
+    machine's stream ends in FAULT there) instead of raised."""
     start = time.perf_counter()
-    isa.check_program(program)
-    grid, block = check_grid_block(grid, block)
-    code = _decode(program)
-    const = _const_space(program, params)
-    _check_memory(memory)
-    glob = memory.tolist()
-    machine = _Machine(code, grid, block, const, glob, trace, max_passes)
+    glob = launch.memory.tolist()
+    machine = _Machine(_decode(launch.program), launch.grid, launch.block, launch.const, glob, trace, max_passes)
+    fault = None
     try:
-        for cta in range(grid[0] * grid[1] * grid[2]):
+        for cta in range(launch.ctas):
             machine.run_block(cta)
+    except (MemoryFault, DeadlockError) as e:
+        if not keep_fault:
+            raise
+        fault = e
     finally:
-        memory[:] = glob
-    return Execution(machine.instructions, machine.passes, time.perf_counter() - start, machine.steps)
+        launch.memory[:] = glob
+    return Execution(machine.instructions, machine.passes, time.perf_counter() - start, machine.steps, fault)

@@ -7,9 +7,14 @@ parameter's CONST word holds its array's byte address, a scalar's its 32-bit
 value. After the engine ran, `copy_back` writes each array's words back into
 the caller's array in place. `output_words` are the words the kernel may write: what the model
 engine copies out into its tokens at the end (qwengpu/driver/copyout.py).
+
+A Launch is checked once, when it is made (`build` from a kernel's arguments, `from_words` from
+words set by hand), and every engine and the driver take it as it is: its CONST image and its
+program's ROM encoding are computed once, on first use.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from numbers import Integral
 from typing import Sequence
@@ -18,6 +23,7 @@ import numpy as np
 
 from qwengpu import isa
 from qwengpu.errors import LaunchError, MachineLimitError, plural
+from qwengpu.machine.encoding import BlockCode, encode
 
 ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
 Dim3 = tuple[int, int, int]
@@ -35,10 +41,11 @@ class ArraySlot:
         return slice(self.word, self.word + self.array.size)
 
 
-@dataclass
+@dataclass(eq=False)
 class Launch:
-    """A checked launch: grid/block as (x, y, z), the CONST parameter words
-    (index = Param.word) and the initial global-memory image."""
+    """A checked launch: grid/block as (x, y, z), the CONST parameter words (index =
+    Param.word), global memory (the engines update it in place) and `copy_out`, the global words
+    the model engine writes as tokens at the end (None: no copy-out)."""
     program: isa.Program
     grid: Dim3
     block: Dim3
@@ -46,11 +53,14 @@ class Launch:
     memory: np.ndarray
     arrays: list[ArraySlot] = field(default_factory=list)
     slot_of: dict[int, ArraySlot] = field(default_factory=dict)     # array argument -> its slot
+    copy_out: list[int] | None = None
 
     @classmethod
     def build(cls, program: isa.Program, grid, block, args: Sequence,
               names: Sequence[str] | None = None) -> "Launch":
-        """`names`: the parameters' source names for messages (default: the PTX names)."""
+        """A kernel's launch with its arguments laid out; its copy-out is output_words().
+        `names`: the parameters' source names for messages (default: the PTX names)."""
+        isa.check_program(program)
         grid3, block3 = check_grid_block(grid, block)
         names = list(names or [p.name for p in program.params])
         if len(args) != len(program.params):
@@ -88,7 +98,46 @@ class Launch:
                                     f"the limit is {isa.GLOBAL_WORDS} words")
         for slot in arrays:
             memory[slot.words] = slot.array.view(np.uint32)
-        return cls(program, grid3, block3, params, memory, arrays, slot_of)
+        launch = cls(program, grid3, block3, params, memory, arrays, slot_of)
+        launch.copy_out = launch.output_words()
+        return launch
+
+    @classmethod
+    def from_words(cls, program: isa.Program, grid=1, block=1, params: Sequence[int] = (),
+                   memory: np.ndarray | None = None, copy_out: Sequence[int] | None = None) -> "Launch":
+        """A launch of words set by hand (the interpreter's API, tests, fuzzers): `params` the CONST
+        parameter words, `memory` all of global memory (np.uint32[GLOBAL_WORDS], updated in place;
+        None: zeros)."""
+        isa.check_program(program)
+        grid3, block3 = check_grid_block(grid, block)
+        memory = np.zeros(isa.GLOBAL_WORDS, dtype=np.uint32) if memory is None else memory
+        check_memory(memory)
+        params = [int(v) for v in params]
+        if len(params) > isa.CONST_WORDS:
+            raise MachineLimitError(f"{len(params)} parameter words; the limit is {isa.CONST_WORDS} CONST words")
+        need = max([p.word + 1 for p in program.params] + [0])
+        if len(params) < need:
+            raise LaunchError(f"kernel {program.name} reads {plural(need, 'parameter word')}; {len(params)} "
+                              f"{'was' if len(params) == 1 else 'were'} given")
+        return cls(program, grid3, block3, params, memory, copy_out=None if copy_out is None else list(copy_out))
+
+    @functools.cached_property
+    def const(self) -> list[int]:
+        """CONST space: the parameter words, then the program's .const data over them."""
+        const = [0] * isa.CONST_WORDS
+        const[:len(self.params)] = [isa.u32(v) for v in self.params]
+        for word, value in self.program.const_init.items():
+            const[word] = isa.u32(value)
+        return const
+
+    @functools.cached_property
+    def code(self) -> list[BlockCode]:
+        """The program's ROM encoding: what the prompt loads and the token streams name."""
+        return encode(self.program)
+
+    @property
+    def ctas(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
 
     def output_words(self) -> list[int]:
         """The global words the kernel may write, in address order: the arrays of the parameters
@@ -193,6 +242,12 @@ def scalar_word(what: str, value, bits: int = 32) -> int:
         raise LaunchError(f"{what} = {v} is a {bits}-bit parameter, passed zero-extended from 32 bits; "
                           f"it must be 0 .. 2**32-1")
     return isa.u32(v)
+
+
+def check_memory(memory) -> None:
+    if not isinstance(memory, np.ndarray) or memory.dtype != np.uint32 or memory.shape != (isa.GLOBAL_WORDS,):
+        got = f"{memory.dtype}{list(memory.shape)}" if isinstance(memory, np.ndarray) else type(memory).__name__
+        raise LaunchError(f"memory must be np.uint32[{isa.GLOBAL_WORDS}] (global memory); got {got}")
 
 
 def check_array(what: str, arr: np.ndarray) -> None:

@@ -14,11 +14,10 @@ from types import ModuleType
 
 import numpy as np
 
-from qwengpu.api import TOKEN_ENGINES, Device
+from qwengpu.api import ENGINES, Device, Function
+from qwengpu.driver import DEFAULT_BATCH
 from qwengpu.errors import QwenGpuError, plural
 from qwengpu.launch import Launch
-from qwengpu.driver import DEFAULT_BATCH
-from qwengpu.printf import device_output
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "kernels"
 # the suite's kernels are known to finish: a model launch's default limit is far above the
@@ -95,30 +94,38 @@ def load_spec(case: KernelCase) -> ModuleType:
     return module
 
 
-def run_case(case: KernelCase, device: Device) -> KernelReport:
-    """Compile, lower and run one kernel; never raises."""
+@dataclass
+class _Prepared:
+    """A kernel compiled and laid out, ready to launch."""
+    report: KernelReport
+    args: list
+    expected: list
+    function: Function
+    launch: Launch
+
+
+def prepare(case: KernelCase, device: Device) -> KernelReport | _Prepared:
+    """Compile, lower and lay out one kernel's launch: its _Prepared, or its failed report."""
     report = KernelReport(case.name)
     start = time.perf_counter()
     try:
         spec = load_spec(case)
         report.kernel, report.features = spec.KERNEL, list(getattr(spec, "FEATURES", []))
         grid, block, args = spec.launch()
-        expected = spec.reference(*copy.deepcopy(list(args)))
+        args = list(args)
+        expected = spec.reference(*copy.deepcopy(args))
         fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
-        shown, device.print_output = device.print_output, False     # the output goes in the report
-        try:
-            result = fn(grid=grid, block=block, args=args)
-        finally:
-            device.print_output = shown
-        report.output = list(result.output)
-        report.passes, report.instructions, report.tokens = result.passes, result.instructions, result.tokens
-        report.blocks = result.blocks
-        report.reason = "; ".join(mismatches(args, expected, fn.arg_names))
-        report.passed = not report.reason
+        prepared = _Prepared(report, args, expected, fn, fn.launch(grid, block, args))
     except Exception as e:
         report.reason = _reason(e, case)
+        prepared = report
     report.seconds = time.perf_counter() - start
-    return report
+    return prepared
+
+
+def run_case(case: KernelCase, device: Device) -> KernelReport:
+    """Compile, lower and run one kernel; never raises."""
+    return run_batched([case], device, 1)[0]
 
 
 def mismatches(args, expected, names, show: int = 3) -> list[str]:
@@ -148,112 +155,69 @@ def run_suite(engine: str = "interp", frontend: str = "clang", pattern: str | No
               directory: Path | str = DEFAULT_DIR, opt: int = 2, *, max_batch: int | None = None,
               device: Device | None = None, on_start=None, on_report=None, on_token=None) -> dict:
     """Run the suite: {"passed": P, "failed": F, "kernels": [report dicts]}. On the model engine
-    `max_batch` runs the launches batched (`run_batched`); `device` replaces Device(engine,
-    frontend, opt) (e.g. a model Device with check="replay"). Progress callbacks:
+    `max_batch` runs that many launches in lockstep (`run_batched`); `device` replaces
+    Device(engine, frontend, opt) (e.g. a model Device with check="replay"). Progress callbacks:
     `on_start(cases)` with the kernels found, `on_report(report)` as each finishes,
     `on_token(name, token)` for each token the model engine generates. A kernel's device printf
     output is in its report's `output`, not printed (the caller names the kernel it came from);
     `skipped`: what discover() left out (unpaired())."""
-    generates = ("model",) + TOKEN_ENGINES
-    device = device or Device(engine, frontend, opt, **({"max_tokens": SUITE_MAX_TOKENS} if engine in generates else {}))
+    generates = ENGINES[engine].generates
+    device = device or Device(engine, frontend, opt, **({"max_tokens": SUITE_MAX_TOKENS} if generates else {}))
     cases = discover(directory, pattern)
     if on_start:
         on_start(cases)
-    if max_batch and device.engine in generates:
+    if max_batch and ENGINES[device.engine].generates:
         reports = run_batched(cases, device, max_batch, on_report=on_report, on_token=on_token)
-    else:
-        reports = []
-        for case in cases:
-            if on_token and device.engine == "model":
-                device.on_token = lambda token, name=case.name: on_token(name, token)
-            reports.append(run_case(case, device))
-            if on_report:
-                on_report(reports[-1])
+    else:                                       # one at a time: each compiled just before it runs
+        reports = [run_batched([case], device, 1, on_report=on_report, on_token=on_token)[0] for case in cases]
     passed = sum(r.passed for r in reports)
     return {"engine": device.engine, "frontend": device.frontend, "passed": passed, "failed": len(reports) - passed,
             "kernels": [r.to_dict() for r in reports], "skipped": unpaired(directory, pattern)}
 
 
-@dataclass
-class _Prepared:
-    report: KernelReport
-    args: list
-    expected: list
-    names: list[str]
-    launch: Launch
-
-
 def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAULT_BATCH,
                 on_report=None, on_token=None) -> list[KernelReport]:
-    """The kernels on a model Device, up to `max_batch` launches stepping together through
-    qwengpu.driver.runtime.launch_many (its fast path; replay as the Device's check). A report's
-    seconds: its compile and lowering, plus its time in the batch (shared with the launches beside
-    it). `on_report(report)` as each kernel finishes, `on_token(name, token)` for each generated
-    token. Each launch's token limit: the Device's max_tokens, else SUITE_MAX_TOKENS. Never
-    raises for one kernel. On a vllm or llama.cpp Device every launch goes to the engine in one
-    request (runtime.launch_on_engine: vLLM batches them itself, up to its own max_batch), and the
-    results come from the copy-out."""
-    from qwengpu.api import check_model_ops, machine_build
-    from qwengpu.driver import runtime
-    reports, ready = [], []
-    for case in cases:
-        start = time.perf_counter()
-        report = KernelReport(case.name)
-        reports.append(report)
-        try:
-            spec = load_spec(case)
-            report.kernel, report.features = spec.KERNEL, list(getattr(spec, "FEATURES", []))
-            grid, block, args = spec.launch()
-            args = list(args)
-            expected = spec.reference(*copy.deepcopy(args))
-            fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
-            check_model_ops(fn.program, machine_build("MODEL_OPS").MODEL_OPS)
-            launch = Launch.build(fn.program, grid, block, args, names=fn.arg_names)
-            ready.append(_Prepared(report, args, expected, fn.arg_names, launch))
-        except Exception as e:
-            report.reason = _reason(e, case)
-            if on_report:
+    """The kernels on `device` through Device.run_batch, up to `max_batch` launches of the model
+    engine stepping together (vllm and llama.cpp take them all in one request; results from the
+    copy-out). A report's seconds: its compile and lowering, plus its launch (in a batch, shared
+    with the launches beside it). `on_report(report)` as each kernel finishes, `on_token(name,
+    token)` for each generated token. A model Device without max_tokens gets SUITE_MAX_TOKENS.
+    Never raises for one kernel."""
+    prepared = [prepare(case, device) for case in cases]
+    reports = [p if isinstance(p, KernelReport) else p.report for p in prepared]
+    ready = [p for p in prepared if isinstance(p, _Prepared)]
+    if on_report:
+        for report in reports:
+            if report.reason:
                 on_report(report)
-        report.seconds = time.perf_counter() - start
-    if not ready:
-        return reports
-    jobs = [runtime.LaunchJob(p.launch.program, p.launch.grid, p.launch.block, p.launch.params, p.launch.memory,
-                              p.launch.output_words()) for p in ready]
 
     def finished(index: int, result) -> None:
         _finish(ready[index], result)
         if on_report:
             on_report(ready[index].report)
 
-    if device.engine in TOKEN_ENGINES:          # one request: the engine batches the launches itself
-        engine, vocab = device.token_engine()
-        for i, result in enumerate(runtime.launch_on_engine(engine, vocab, jobs, check=device.check,
-                                                            max_tokens=device.max_tokens or SUITE_MAX_TOKENS)):
-            finished(i, result)
-        return reports
-    model, machine = device.model_and_machine()
-
-    runtime.launch_many(model, machine, jobs, max_tokens=device.max_tokens or SUITE_MAX_TOKENS, check=device.check,
-                        max_batch=max_batch, on_done=finished,
-                        on_token=(lambda i, t: on_token(ready[i].report.name, t)) if on_token else None)
+    limit = device.max_tokens
+    if device.max_tokens is None and ENGINES[device.engine].generates:
+        device.max_tokens = SUITE_MAX_TOKENS
+    try:
+        device.run_batch([(p.function, p.launch) for p in ready], max_batch=max_batch, on_done=finished,
+                         on_token=(lambda i, t: on_token(ready[i].report.name, t)) if on_token else None)
+    finally:
+        device.max_tokens = limit
     return reports
 
 
 def _finish(p: _Prepared, result) -> None:
     """A launch's result into its kernel's report: counts, and mismatches against the reference."""
     report = p.report
-    try:
-        if isinstance(result, Exception):
-            raise result
-        report.seconds += result.seconds
-        report.passes, report.instructions, report.tokens = result.passes, result.instructions, result.tokens
-        report.blocks = result.blocks
-        report.output, _ = device_output(p.launch.program.printf_buffer, p.launch.memory)
-        p.launch.copy_back()
-        report.reason = "; ".join(mismatches(p.args, p.expected, p.names))
-        report.passed = not report.reason
-    except Exception as e:
-        report.reason = _reason(e)
+    if isinstance(result, Exception):
+        report.reason = _reason(result)
+        return
+    report.seconds += result.seconds
+    report.passes, report.instructions, report.tokens = result.passes, result.instructions, result.tokens
+    report.blocks, report.output = result.blocks, list(result.output)
+    report.reason = "; ".join(mismatches(p.args, p.expected, p.function.arg_names))
+    report.passed = not report.reason
 
 
 def _reason(e: Exception, case: KernelCase | None = None) -> str:

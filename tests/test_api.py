@@ -200,13 +200,6 @@ def test_trace_is_returned_when_asked():
     assert result.trace is not None and len(result.trace) == result.passes
 
 
-def test_model_engine_without_the_machine_says_so(monkeypatch):
-    monkeypatch.setitem(sys.modules, "qwengpu.machine.build", None)
-    with pytest.raises(QwenGpuError, match="in-model engine is not built yet"):
-        as_function(scale_add_program(), "model")(grid=1, block=4, args=[np.ones(4, np.int32),
-                                                                          np.zeros(4, np.int32), 0])
-
-
 class _StubModel:
     """Plays `script` (the logits pick script[i] on the i-th call after the prefill)."""
 
@@ -285,8 +278,7 @@ def test_model_engine_runs_a_launch_through_the_runtime(monkeypatch, fast):
     from qwengpu.driver.protocol import expected_stream
     src, out = np.array([1, -3, 2**30, 7], np.int32), np.zeros(4, np.int32)
     launch = Launch.build(scale_add_program(), 1, 4, [src, out, -5])
-    stream = expected_stream(launch.program, launch.grid, launch.block, launch.params, launch.memory,
-                             launch.output_words())
+    stream = expected_stream(launch)
     all_ops = {op.name for op in isa.Op} | {t.name for t in isa.Term}
     loads, caches = _stub_machine_build(monkeypatch, all_ops, stream.tokens, stream.memory)
     fn = Function(Module(Device("model", dtype="bfloat16", check="replay", fast=fast), "", "", "<hand-built>"),
@@ -301,14 +293,6 @@ def test_model_engine_runs_a_launch_through_the_runtime(monkeypatch, fast):
     assert result.tokens == len(stream.tokens) and result.trace == stream.tokens
     assert loads == [("standin-path", "bfloat16", "cpu")]
     assert caches == ["fast cache" if fast else "stock cache"]     # memory read from the decoder that ran
-
-
-def test_model_engine_without_the_fast_path_says_so(monkeypatch):
-    _stub_machine_build(monkeypatch, {op.name for op in isa.Op} | {t.name for t in isa.Term})
-    monkeypatch.setitem(sys.modules, "qwengpu.fast", None)
-    with pytest.raises(QwenGpuError, match=r"fast path is missing .*fast=False \(qgpu: --stock\)"):
-        as_function(scale_add_program(), "model")(grid=1, block=4, args=[np.ones(4, np.int32),
-                                                                          np.zeros(4, np.int32), 0])
 
 
 @pytest.mark.parametrize("kwargs, message", [({"dtype": "fp16"}, "unknown dtype 'fp16'"),

@@ -261,10 +261,10 @@ def stub_model_engine(monkeypatch):
     monkeypatch.setattr(runtime, "_new_cache", lambda model: None)
     real = runtime.launch_on_model
 
-    def launch(model, mach, program, grid, block, params, memory, **kw):
-        stream = expected_stream(program, grid, block, params, memory, kw.get("copy_out") or ())
+    def launch(model, mach, lau, **kw):
+        stream = expected_stream(lau)
         model.script, model.calls, machine.final = state.corrupt(list(stream.tokens)), 0, stream.memory
-        return real(model, mach, program, grid, block, params, memory, **kw)
+        return real(model, mach, lau, **kw)
     monkeypatch.setattr(runtime, "launch_on_model", launch)
     return state
 
@@ -280,7 +280,7 @@ def dot_tokens() -> int:
     fn = Device("interp").compile(DOT_CU, "dot.cu").get_function("dot")
     lau = Launch.build(fn.program, 1, 4, [np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32),
                                           np.zeros(1, np.int32), 3])
-    return len(expected_stream(fn.program, lau.grid, lau.block, lau.params, lau.memory, lau.output_words()).tokens)
+    return len(expected_stream(lau).tokens)
 
 
 def dot_counts() -> str:

@@ -13,8 +13,9 @@ import pytest
 
 from qwengpu import Device
 from qwengpu.errors import DeadlockError, MemoryFault
+from qwengpu.isa import MachineBlock, Program, Term, Terminator
 from qwengpu.launch import Launch
-from qwengpu.driver import runtime
+from qwengpu.driver.faults import fault_error
 from qwengpu.driver.protocol import expected_stream
 from qwengpu.machine.tokens import Token
 
@@ -124,7 +125,7 @@ def test_model_tokens_match_the_interpreter_up_to_the_fault(devices):
 def test_reference_stream_ends_with_the_barrier_pass():
     fn = Device("interp").compile(DIV4, filename="div4.cu").get_function("k")
     lau = Launch.build(fn.program, 1, 4, [np.zeros(4, np.int32)])
-    got = expected_stream(fn.program, lau.grid, lau.block, lau.params, lau.memory)
+    got = expected_stream(lau)
     assert isinstance(got.fault, DeadlockError)
     # the BAR's target is the if's reconvergence point: a pop, so the BAR's pass has a CT1, whose
     # mask is the lanes that arrived
@@ -157,5 +158,6 @@ def T(kind, *args):
      "while its live lanes 0b0010"),
 ])
 def test_fault_cause_from_the_tokens(stream, error, text):
+    launch = Launch.from_words(Program("k", [MachineBlock([], Terminator(Term.EXIT))], []), 1, 12)
     with pytest.raises(error, match=text):
-        runtime._fault(stream, None, block=(12, 1, 1))
+        raise fault_error(stream, launch)

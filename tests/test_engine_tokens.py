@@ -41,25 +41,23 @@ def engine():
     return fast, Vocab(fast.first)
 
 
-def job_of(name):
+def launch_of(name):
     case = next(c for c in discover() if c.name == name)
     spec = load_spec(case)
     grid, block, args = spec.launch()
     args = list(args)
     fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
     launch = Launch.build(fn.program, grid, block, args)
-    job = runtime.LaunchJob(fn.program, launch.grid, launch.block, launch.params, launch.memory,
-                            launch.output_words())
-    return job, launch, args, spec.reference(*copy.deepcopy(args)), fn.arg_names
+    return launch, args, spec.reference(*copy.deepcopy(args)), fn.arg_names
 
 
 def test_results_come_from_the_tokens(engine):
     fast, vocab = engine
     names = ["dot", "histogram_shared", "matvec_warp"]
-    jobs = [job_of(n) for n in names]
-    results = runtime.launch_on_engine(TokensOnly(fast), vocab, [j[0] for j in jobs], max_tokens=20_000,
+    cases = [launch_of(n) for n in names]
+    results = runtime.launch_on_engine(TokensOnly(fast), vocab, [c[0] for c in cases], max_tokens=20_000,
                                        check="replay")
-    for (job, launch, args, expected, arg_names), run in zip(jobs, results):
+    for (launch, args, expected, arg_names), run in zip(cases, results):
         assert isinstance(run, runtime.ModelRun), run
         assert run.copied and run.stream[-1].kind == "HALT"
         launch.copy_back()
@@ -71,17 +69,14 @@ def test_a_fault_and_a_corrupted_stream(engine):
     src = "__global__ void k(int *a) { a[threadIdx.x + 5000] = 1; }"
     fn = Device("model").compile(src).get_function("k")
     launch = Launch.build(fn.program, 1, 4, [np.zeros(4, dtype=np.int32)])
-    bad = runtime.LaunchJob(fn.program, launch.grid, launch.block, launch.params, launch.memory,
-                            launch.output_words())
-    [faulted] = runtime.launch_on_engine(TokensOnly(fast), vocab, [bad], max_tokens=20_000)
+    [faulted] = runtime.launch_on_engine(TokensOnly(fast), vocab, [launch], max_tokens=20_000)
     assert isinstance(faulted, MemoryFault) and "past the end" in str(faulted)
     # dot's first VAL fed back with its data's low bit flipped: a wrong register value, which replay catches
-    job = job_of("dot")[0]
-    stream = protocol.expected_stream(job.program, job.grid, job.block, job.params, job.memory.copy(),
-                                      job.copy_out).tokens
+    dot = launch_of("dot")[0]
+    stream = protocol.expected_stream(dot).tokens
     i = next(i for i, t in enumerate(stream) if t.kind == "VAL")
     lane, k, d = stream[i].args
     flipped = vocab.id(Token("VAL", (lane, k, d ^ 1)))
-    [corrupted] = runtime.launch_on_engine(TokensOnly(fast, corrupt=(i, flipped)), vocab, [job],
+    [corrupted] = runtime.launch_on_engine(TokensOnly(fast, corrupt=(i, flipped)), vocab, [dot],
                                            max_tokens=20_000, check="replay")
     assert isinstance(corrupted, ReplayMismatch)

@@ -109,10 +109,10 @@ def test_memory_fault_from_the_reference_stream(name):
     _, grid, block, args = MEMORY[name]
     fn = function(Device("interp"), name)
     lau = Launch.build(fn.program, grid, block, args())
-    stream = expected_stream(fn.program, lau.grid, lau.block, lau.params, lau.memory)
+    stream = expected_stream(lau)
     faulting_pass = stream.tokens[-2]             # an EXEC, or a writeback token that continues its block
     assert stream.tokens[-1].kind == "FAULT" and (faulting_pass.kind == "EXEC" or faulting_pass.cont)
-    error = fault_error(stream.tokens, fn.program, lau.block, lau.grid, lau.params)
+    error = fault_error(stream.tokens, lau)
     assert isinstance(error, MemoryFault)
     assert_names_the_fault(str(error), interp, fn.program)
 
@@ -124,11 +124,10 @@ def test_lane_not_known_when_the_tokens_show_no_bad_address():
     source = MISALIGNED.replace("threadIdx.x", "threadIdx.x * 5")
     fn = Device("interp").compile(source).get_function("k")
     lau = Launch.build(fn.program, 1, 4, [np.zeros(8, np.int32)])
-    stream = expected_stream(fn.program, lau.grid, lau.block, lau.params, lau.memory)
+    stream = expected_stream(lau)
     tokens = with_exec(stream.tokens)             # the passes' EXECs stay when their continuing VALAs go
-    assert "lane 1" in str(fault_error(tokens, fn.program, lau.block, lau.grid, lau.params))
-    error = fault_error([t for t in tokens if t.kind not in ("VAL", "VALA")], fn.program, lau.block, lau.grid,
-                        lau.params)
+    assert "lane 1" in str(fault_error(tokens, lau))
+    error = fault_error([t for t in tokens if t.kind not in ("VAL", "VALA")], lau)
     assert isinstance(error, MemoryFault)
     assert "a store in global memory" in str(error) and "which lane is not known" in str(error)
     pc, slot = next((pc, s) for pc, b in enumerate(fn.program.blocks) for s, ins in enumerate(b.instrs)
@@ -138,16 +137,18 @@ def test_lane_not_known_when_the_tokens_show_no_bad_address():
 
 def test_a_fixed_operand_needs_the_launch():
     """The faulting store's address is parameter p plus the thread index, both fixed operands
-    (encoding.Fixed) with no token of their own: with the launch's grid and parameters the
-    message names lane 1 and its address, without them it says the lane is not known."""
+    (encoding.Fixed) with no token of their own: with the launch (its grid and parameters) the
+    message names lane 1 and its address, without it neither the lane nor the address."""
     fn = function(Device("interp"), "misaligned_store")
     lau = Launch.build(fn.program, 1, 4, [np.zeros(4, np.int32)])
-    stream = expected_stream(fn.program, lau.grid, lau.block, lau.params, lau.memory).tokens
+    stream = expected_stream(lau).tokens
     assert not any(t.kind.startswith("VAL") for t in stream)
     p = lau.params[0]
-    known = str(fault_error(stream, fn.program, lau.block, lau.grid, lau.params))
+    known = str(fault_error(stream, lau))
     assert f"global byte address {p + 1:#x} is not 4-byte aligned" in known and "lane 1" in known
-    assert "which lane is not known" in str(fault_error(stream, fn.program, lau.block))
+    unknown = str(fault_error(stream))
+    assert "lane 1" not in unknown and f"{p + 1:#x}" not in unknown
+    assert "(misaligned, out of range, or a store to CONST)" in unknown
 
 
 def test_without_the_program_the_fault_still_says_where():
@@ -190,18 +191,17 @@ def test_deadlock_on_the_model(model):
 
 def test_memory_fault_in_a_batch_on_the_model(model):
     """launch_many (the suite's batched path) names the lane too, each launch its own."""
-    from qwengpu.driver.runtime import LaunchJob, launch_many
+    from qwengpu.driver.runtime import launch_many
     fast, machine = model.model_and_machine()
-    jobs = []
+    launches = []
     for name in ("const_store", "misaligned_store"):
         _, grid, block, args = MEMORY[name]
         fn = function(Device("interp"), name)
-        lau = Launch.build(fn.program, grid, block, args())
-        jobs.append(LaunchJob(fn.program, lau.grid, lau.block, lau.params, lau.memory))
-    results = launch_many(fast, machine, jobs, max_tokens=10_000, max_batch=2)
-    for name, job, result in zip(("const_store", "misaligned_store"), jobs, results):
+        launches.append(Launch.build(fn.program, grid, block, args()))
+    results = launch_many(fast, machine, launches, max_tokens=10_000, max_batch=2)
+    for name, lau, result in zip(("const_store", "misaligned_store"), launches, results):
         assert isinstance(result, MemoryFault), result
-        assert_names_the_fault(str(result), interp_error(name), job.program)
+        assert_names_the_fault(str(result), interp_error(name), lau.program)
 
 
 def test_a_fault_the_tokens_do_not_explain():

@@ -130,7 +130,7 @@ def test_the_stream_of_blocks_run_by_fixed_operands():
     VALA; B2 stores tid.x there: 3 EXECs, the VALA, 4 STs, then HALT (no CT1 nor CT2: no lane of
     the thread block is alive)."""
     program = Program("k", across_blocks(), [])
-    got = expected_stream(program, 1, 4, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
+    got = expected_stream(Launch.from_words(program, 1, 4))
     assert [str(t) for t in got.tokens] == ["EXEC w0 B0.0", "EXEC w0 B1.0", "VALA s4 0x00", "EXEC w0 B2.0",
                                            "ST l0", "ST l1", "ST l2", "ST l3", "HALT"]
     assert list(got.memory[:4]) == [0, 1, 2, 3]
@@ -167,8 +167,7 @@ def model():
 def run_on_model(model, program, grid, block, args):
     fast, machine = model
     lau = Launch.build(program, grid, block, args)
-    runtime.launch_on_model(fast, machine, program, lau.grid, lau.block, lau.params, lau.memory,
-                            max_tokens=2000, check="replay")
+    runtime.launch_on_model(fast, machine, lau, max_tokens=2000, check="replay")
     lau.copy_back()
 
 

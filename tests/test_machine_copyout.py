@@ -2,6 +2,7 @@
 before HALT. Host side against hand-worked cases; in the stand-in merged model, results decoded
 from the generated tokens alone against the kernels' NumPy references."""
 import copy
+import dataclasses
 
 import numpy as np
 import pytest
@@ -154,9 +155,9 @@ def test_results_decode_from_the_tokens_alone(fast_model, name):
     expected = spec.reference(*copy.deepcopy(args))
     fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
     launch = Launch.build(fn.program, grid, block, args)
-    memory = launch.memory.copy()
-    run = runtime.launch_on_model(fast, machine, fn.program, launch.grid, launch.block, launch.params, memory,
-                                  max_tokens=20_000, check="replay", copy_out=launch.output_words())
+    on_copy = dataclasses.replace(launch, memory=launch.memory.copy())    # the model's state stays there
+    assert on_copy.copy_out == launch.output_words()
+    run = runtime.launch_on_model(fast, machine, on_copy, max_tokens=20_000, check="replay")
     stream = [tok for tok in run.stream]
     decoded = copyout.decode(stream, launch.output_words())
     for w, v in decoded.items():

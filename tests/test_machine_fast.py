@@ -415,13 +415,11 @@ def test_machine_kernel_replay_on_fast_path():
     assert_same_derived(FastModel.from_checkpoint(path, "bfloat16", cache=False)._saved(), fast._saved())
     del model
     L = kernel_launch("abs_neg").launch
-    program, grid, block, params, memory = L.program, L.grid, L.block, L.params, L.memory.copy()
-    want = memory.copy()
-    expected = protocol.expected_stream(program, grid, block, params, memory)
-    run = runtime.launch_on_model(fast, machine, program, grid, block, params, memory,
-                                  max_tokens=5000, check="replay")
+    want = L.memory.copy()
+    expected = protocol.expected_stream(L)                  # with L's copy-out, as the run below
+    run = runtime.launch_on_model(fast, machine, L, max_tokens=5000, check="replay")
     assert run.stream[-1].kind == "HALT" and run.tokens == len(expected.tokens) and run.passes > 50   # a real run
-    assert not np.array_equal(memory, want)                 # the kernel wrote its outputs
+    assert run.copied and not np.array_equal(L.memory, want)       # the kernel wrote its outputs
 
 
 # ---------------------------------------------------------------------------

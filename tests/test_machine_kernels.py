@@ -28,8 +28,7 @@ def launch(name, model, machine, check="replay", **kw):
     expected = spec.reference(*copy.deepcopy(list(args)))
     fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
     lau = Launch.build(fn.program, grid, block, args)
-    run = runtime.launch_on_model(model, machine, fn.program, lau.grid, lau.block, lau.params, lau.memory,
-                                  max_tokens=20_000, check=check, **kw)
+    run = runtime.launch_on_model(model, machine, lau, max_tokens=20_000, check=check, **kw)
     lau.copy_back()
     return run, mismatches(args, expected, fn.arg_names)
 
@@ -45,7 +44,7 @@ def test_fast_path_generates_the_stock_tokens(loaded):
     fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
     lau = Launch.build(fn.program, grid, block, args)
     runtime.bind_vocab(model, machine.vocab)
-    ids = [machine.vocab.id(t) for t in protocol.prompt(fn.program, lau.grid, lau.block, lau.params, lau.memory)]
+    ids = [machine.vocab.id(t) for t in protocol.prompt(lau)]
     streams = []
     for decoder in (runtime.StockDecoder(model, fast.first, fast.end), runtime.FastDecoder(fast)):
         out = [decoder.prefill(ids)]
@@ -83,7 +82,9 @@ def test_a_corrupted_result_token_changes_the_result(loaded):
     _, fast, machine = loaded
     clean, _ = launch("dot", fast, machine, check=None)
     # the last VALU before the store carries the sum (32 = 0x20, lane 0 alone): feed back 0x21 instead
-    last_val = max(i for i, t in enumerate(clean.stream) if t.kind == "VALU" and t.args[1] == 0x20)
+    # (the copy-out's tokens, from COPY on, only report the stored words: they come after it)
+    first_copy = next(i for i, t in enumerate(clean.stream) if t.kind == "COPY")
+    last_val = max(i for i, t in enumerate(clean.stream[:first_copy]) if t.kind == "VALU" and t.args[1] == 0x20)
     change = lambda t: Token("VALU", (t.args[0], t.args[1] ^ 1))
     tampered = Tampered(fast, machine.vocab, last_val, change)
     run, bad = launch("dot", tampered, machine, check=None)

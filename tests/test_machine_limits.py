@@ -1,7 +1,6 @@
 """The machine's packed words (qwengpu/machine/words.py) hold every value isa's limits allow and
 refuse the rest by name; a build under isa limits the circuit cannot follow is refused naming the
 limit (build.check_limits), and smaller ROM and grid limits give a machine that follows them."""
-import numpy as np
 import pytest
 
 from qwengpu import isa
@@ -9,6 +8,7 @@ from qwengpu.circuit.host import QWEN35_2B
 from qwengpu.errors import MachineLimitError
 from qwengpu.isa import MachineBlock, Program, Term, Terminator
 from qwengpu.driver import protocol
+from qwengpu.launch import Launch
 from qwengpu.machine import build, encoding, words
 from qwengpu.machine.words import CONFIG, CT1, CT2, OPCODES, ROM0, SPACES, SREG, TERM, STATUS, Word
 
@@ -107,10 +107,10 @@ def test_smaller_rom_and_grid_limits_build_a_machine_that_follows_them(monkeypat
     assert m.embeddings().shape[0] == len(m.vocab)
     # a launch of `grid` thread blocks loads with the machine's tokens; one more is refused
     program = Program("k", [MachineBlock([], Terminator(Term.EXIT))], [])
-    tokens = protocol.prompt(program, grid, 1, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
+    tokens = protocol.prompt(Launch.from_words(program, grid, 1))
     assert all(m.vocab.id(t) >= 0 for t in tokens)
     with pytest.raises(MachineLimitError, match=f"the limit is {grid}"):
-        protocol.prompt(program, grid + 1, 1, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
+        protocol.prompt(Launch.from_words(program, grid + 1, 1))
     with pytest.raises(MachineLimitError):
         isa.check_program(Program("k", [MachineBlock([], Terminator(Term.EXIT))] * (rom + 1), []))
 

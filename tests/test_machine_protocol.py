@@ -10,6 +10,7 @@ from qwengpu.errors import DeadlockError, MemoryFault
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Param, Program, Reg, SReg, Space, Term, Terminator
 from qwengpu.machine.encoding import Pass, encode, encode_block
 from qwengpu.driver.protocol import Stream, compare, expected_stream, prompt
+from qwengpu.launch import Launch
 from qwengpu.machine.tokens import PUT_TARGETS, ROM_WORDS, Token, with_exec
 
 r = Reg
@@ -95,7 +96,7 @@ def test_prompt_decodes_back_to_the_launch():
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
     memory[[0, 7, 1023]] = [0x100, 0xFFFF_FFFF, 3]
     grid, block = (3, 2), (3, 2, 2)                      # 6 thread blocks of 12 threads: 3 warps
-    tables, latched = decode_prompt(prompt(program, grid, block, [0x1234, 0], memory))
+    tables, latched = decode_prompt(prompt(Launch.from_words(program, grid, block, [0x1234, 0], memory)))
     # ROM: every slot's words at row pc (unwritten rows read 0)
     for pc, code in enumerate(encode(program)):
         for s in range(isa.BLOCK_SLOTS):
@@ -126,7 +127,7 @@ def test_prompt_decodes_back_to_the_launch():
 
 
 def test_prompt_lanes_past_the_thread_count_are_zero():
-    tables, _ = decode_prompt(prompt(divergent_program(), 1, 5, [0, 0], np.zeros(isa.GLOBAL_WORDS, np.uint32)))
+    tables, _ = decode_prompt(prompt(Launch.from_words(divergent_program(), 1, 5, [0, 0])))
     assert tables["SREG0"][1] == 4                 # warp 1: tid.x = 4 in lane 0, lanes 1-3 zero
     assert sorted(tables["SREG2"]) == [0, 1]       # one thread block of two warps
     assert tables["CONFIG"][0] == 0b0010 | 0 << 4 | 0b1111 << 8 | 0b0001 << 12
@@ -135,7 +136,7 @@ def test_prompt_lanes_past_the_thread_count_are_zero():
 def test_prompt_word_parts_up_to_the_highest_nonzero_part():
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
     memory[2], memory[3] = 0x00FF_0000, 0xF000_0000
-    toks = prompt(Program("k", [MachineBlock([], EXIT)], []), 1, 1, [], memory)
+    toks = prompt(Launch.from_words(Program("k", [MachineBlock([], EXIT)], []), 1, 1, [], memory))
     i = toks.index(T("LATCH", 2))
     assert toks[i:i + 4] == [T("LATCH", 2), T("PART", 0, 0), T("PART", 1, 0xFF0), T("PUT", PUT_TARGETS.index("GLOBAL"))]
     i = toks.index(T("LATCH", 3))
@@ -153,7 +154,7 @@ def test_straight_line_with_store():
         MachineBlock([Instr(Op.MOV, r(3), (Imm(0x0100_0000),))], EXIT),
     ]
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
-    got = expected_stream(Program("k", blocks, []), 1, 3, [], memory)
+    got = expected_stream(Launch.from_words(Program("k", blocks, []), 1, 3, [], memory))
     want = [exec_(0, 0, 0), C("VALA", 1, 0),               # tid: 0, 1, 2 = 0 + 1 * lane; runs pass 1
             C("VALA", 4, 0),                            # tid << 2 (the ADD, dead, pairs with the SHL); runs pass 2
             T("ST", 0), T("ST", 1), T("ST", 2),                                # the JMP runs in the ST's pass
@@ -169,7 +170,7 @@ def test_a_pass_that_writes_nothing_back_leaves_the_next_pass_to_an_exec():
                             Instr(Op.SHL, r(2), (r(1), Imm(2))),
                             Instr(Op.ST, r(0), (r(2), Imm(0), r(1)), Space.GLOBAL),
                             Instr(Op.MOV, r(3), (Imm(7),))], EXIT)]
-    got = expected_stream(Program("k", blocks, []), 1, 3, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
+    got = expected_stream(Launch.from_words(Program("k", blocks, []), 1, 3))
     want = [exec_(0, 0, 0), C("VALA", 1, 0),                 # tid, and the store's pass (the SHL pairs into it)
             T("ST", 0), T("ST", 1), T("ST", 2),              # no register written back: nothing to continue
             exec_(0, 0, 2), *valu(7, 1),                     # the MOV, and the EXIT in its pass
@@ -182,7 +183,7 @@ def test_with_exec_writes_out_the_passes_continuing_tokens_run():
                             Instr(Op.ADD, r(2), (r(1), Imm(3))),            # read after the next one: no pair
                             Instr(Op.ADD, r(3), (r(1), Imm(5))),            # pairs with the last ADD
                             Instr(Op.ADD, r(4), (r(2), r(3)))], EXIT)]
-    got = expected_stream(Program("k", blocks, []), 1, 2, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
+    got = expected_stream(Launch.from_words(Program("k", blocks, []), 1, 2)).tokens
     assert got[:4] == [exec_(0, 0, 0), C("VALA", 1, 0), C("VALA", 1, 3), T("VALA", 2, 8)]    # r4 = 2 tid + 8
     assert with_exec(got)[:7] == [exec_(0, 0, 0), T("VALA", 1, 0), exec_(0, 0, 1), T("VALA", 1, 3),
                                   exec_(0, 0, 2), T("VALA", 2, 8), got[4]]
@@ -195,7 +196,7 @@ def test_with_exec_writes_out_the_passes_continuing_tokens_run():
 def test_divergent_branch_partial_exit_and_reconvergence():
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
     memory[1] = 0xABCDEF
-    got = expected_stream(divergent_program(), 1, 4, [0, 0], memory).tokens
+    got = expected_stream(Launch.from_words(divergent_program(), 1, 4, [0, 0], memory)).tokens
     want = [exec_(0, 0, 0), C("VALA", 1, 0),            # and the BRC's pass, which SETLT's pre-ALU forwards r2 to
             T("CT1", 1, 0b0011, 0),
             exec_(0, 1, 0), *valu(5, 1),                                        # the others fold
@@ -206,7 +207,7 @@ def test_divergent_branch_partial_exit_and_reconvergence():
             T("HALT")]
     assert got == want
     # a load from byte address -4 faults: FAULT right after the load's EXEC
-    faulty = expected_stream(divergent_program(load_at=-4), 1, 4, [0, 0], memory)
+    faulty = expected_stream(Launch.from_words(divergent_program(load_at=-4), 1, 4, [0, 0], memory))
     assert faulty.tokens == want[:want.index(exec_(0, 3, 0)) + 1] + [T("FAULT")]
     assert isinstance(faulty.fault, MemoryFault) and "load at global byte address" in str(faulty.fault)
 
@@ -217,13 +218,13 @@ def test_lanes_that_exit_without_a_new_top_of_stack_leave_with_ct2_alone():
     lane 0's block, and its EXIT ends the thread block: no CT2 before HALT."""
     blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),))], Terminator(Term.BRC, -1, r(1), 1, -1)),
               MachineBlock([Instr(Op.MOV, r(2), (Imm(5),))], EXIT)]
-    got = expected_stream(Program("k", blocks, []), 1, 4, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
+    got = expected_stream(Launch.from_words(Program("k", blocks, []), 1, 4)).tokens
     assert got == [exec_(0, 0, 0), T("CT2", 0b0001, 0, 0), exec_(0, 1, 0), *valu(5, 1), T("HALT")]
 
 
 def test_barrier_with_two_warps():
     blocks = [MachineBlock([], Terminator(Term.BAR, 1)), MachineBlock([], EXIT)]
-    got = expected_stream(Program("k", blocks, []), 1, 6, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
+    got = expected_stream(Launch.from_words(Program("k", blocks, []), 1, 6)).tokens
     assert got == [exec_(0, 0, 0), T("CT2", 0b1111, 1, 1),       # the mask stays: no CT1
                    exec_(1, 0, 0), T("CT2", 0b0011, 1, 1),
                    exec_(0, 1, 0), T("CT2", 0, 1, 0),           # its EXEC cleared wait; all exit: no CT1
@@ -233,7 +234,7 @@ def test_barrier_with_two_warps():
 def test_a_released_warp_needs_no_ct2_to_stop_waiting():
     blocks = [MachineBlock([], Terminator(Term.BAR, 1)),
               MachineBlock([Instr(Op.MOV, r(1), (Imm(5),))], jmp(2)), MachineBlock([], EXIT)]
-    got = expected_stream(Program("k", blocks, []), 1, 4, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
+    got = expected_stream(Launch.from_words(Program("k", blocks, []), 1, 4)).tokens
     assert got == [exec_(0, 0, 0), T("CT2", 0b1111, 1, 1),
                    exec_(0, 1, 0), *valu(5, 1),             # its EXEC cleared wait: no CT2(0b1111, 1, 0)
                    exec_(0, 2, 0), T("HALT")]
@@ -242,7 +243,7 @@ def test_a_released_warp_needs_no_ct2_to_stop_waiting():
 def test_two_thread_blocks():
     """ctaid.x + 1 per thread block (ctaid.x an ADD's fixed operand: its S2R runs in no pass)."""
     blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.CTAID_X),)), Instr(Op.ADD, r(2), (r(1), Imm(1)))], EXIT)]
-    got = expected_stream(Program("k", blocks, []), 2, 1, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)).tokens
+    got = expected_stream(Launch.from_words(Program("k", blocks, []), 2, 1)).tokens
     per_block = lambda c: [exec_(0, 0, 0), *valu(c + 1, 1)]         # its end is the next CTA's or HALT's
     assert got == per_block(0) + [T("CTA", 1)] + per_block(1) + [T("HALT")]
 
@@ -254,7 +255,7 @@ def test_deadlock_ends_in_fault():
     S2R runs in no pass, so the block is its terminator's pass alone."""
     blocks = [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),))], Terminator(Term.BRC, 1, r(1), 2, -1)),
               MachineBlock([], Terminator(Term.BAR, 2)), MachineBlock([], EXIT)]
-    got = expected_stream(Program("k", blocks, []), 1, 2, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
+    got = expected_stream(Launch.from_words(Program("k", blocks, []), 1, 2))
     assert got.tokens == [exec_(0, 0, 0), T("CT1", 1, 0b0010, 0),
                           exec_(0, 1, 0), T("CT2", 0b0011, 1, 1), T("FAULT")]
     assert isinstance(got.fault, DeadlockError)
@@ -391,7 +392,7 @@ def test_atomics_run_lane_by_lane():
     ]
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
     memory[1] = 5
-    got = expected_stream(Program("k", blocks, []), 1, 3, [], memory)
+    got = expected_stream(Launch.from_words(Program("k", blocks, []), 1, 3, [], memory))
     olds, news = [5, 305, 606], [305, 606, 908]           # lane order: 5+300, +301, +302
 
     def new_parts(v):
@@ -443,7 +444,7 @@ def test_a_pair_forwards_the_pre_alu_result_and_writes_nothing_back():
     assert [field(shl, ROM0, n) for n in ("a", "b", "fwd")] == [1, 0, 0b010]      # b forwarded, reads r0
     assert [field(pre[0], PRE, n) for n in ("op", "a", "b", "imm")] == [OPCODES.index("ADD"), 1, 0, 0b010]
     assert pre[1] == 5
-    got = expected_stream(program, 1, 3, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))
+    got = expected_stream(Launch.from_words(program, 1, 3))
     want = [exec_(0, 0, 0), C("VALA", 1, 0),
             *vals(0, 0, 1), *vals(1, 64, 1), *vals(2, 256, 1),          # no VAL of r2; not a progression
             exec_(0, 1, 0), *vals(0, 0, 1), *vals(1, 64, 1), *vals(2, 256, 1),
@@ -493,5 +494,5 @@ def test_the_branch_condition_is_forwarded_only_into_the_last_pass():
     full = [Instr(Op.LD, r(d), (r(1), Imm(0)), Space.GLOBAL) for d in (3, 4, 5)] + [setlt]
     assert code(full).passes[-1] == Pass(3, None, 3)        # the last of BLOCK_SLOTS pairs with the terminator
     blocks = [MachineBlock(full, brc), MachineBlock([], EXIT)]
-    tables, _ = decode_prompt(prompt(Program("k", blocks, []), 1, 4, [], np.zeros(isa.GLOBAL_WORDS, np.uint32)))
+    tables, _ = decode_prompt(prompt(Launch.from_words(Program("k", blocks, []), 1, 4)))
     assert tables["PRE3.0"][0] == code(full).pre_words[3][0]

@@ -9,6 +9,7 @@ import torch
 from qwengpu import isa
 from qwengpu.errors import ExecutionError, MemoryFault, QwenGpuError
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Program, Reg, SReg, Space, Term, Terminator
+from qwengpu.launch import Launch
 from qwengpu.driver import runtime
 from qwengpu.driver.protocol import expected_stream, prompt
 from qwengpu.driver.runtime import ReplayMismatch, launch_on_model
@@ -94,7 +95,7 @@ def stub_cache(monkeypatch):
 
 def setup(script=None, final=None):
     program, memory = store_program(), np.zeros(isa.GLOBAL_WORDS, np.uint32)
-    stream = expected_stream(program, 2, 2, [], memory)
+    stream = expected_stream(Launch.from_words(program, 2, 2, [], memory))
     machine = StubMachine(stream.memory if final is None else final)
     model = StubModel(machine.vocab, stream.tokens if script is None else script)
     return program, memory, stream, machine, model
@@ -103,11 +104,11 @@ def setup(script=None, final=None):
 def test_replay_run_feeds_back_each_token_and_reads_memory():
     program, memory, stream, machine, model = setup()
     seen = []
-    run = launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=1000, check="replay",
+    run = launch_on_model(model, machine, Launch.from_words(program, 2, 2, [], memory), max_tokens=1000, check="replay",
                           on_token=seen.append)
     assert machine.vocab.first_id == FIRST                     # bound to the model's GPU ids
     assert run.stream == stream.tokens == seen and run.stream[-1] == T("HALT")
-    ids = [machine.vocab.id(t) for t in prompt(program, 2, 2, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))]
+    ids = [machine.vocab.id(t) for t in prompt(Launch.from_words(program, 2, 2))]
     assert model.fed[0] == ids                                 # one prefill of the whole prompt
     assert model.fed[1:] == [[machine.vocab.id(t)] for t in stream.tokens[:-1]]   # HALT is not fed
     # per thread block: 3 passes (S2R, ADD, then the SHL of the address paired into the ST's pass,
@@ -119,9 +120,9 @@ def test_replay_run_feeds_back_each_token_and_reads_memory():
 def test_fast_model_runs_the_same_loop():
     program, memory, stream, machine, _ = setup()
     fast = StubFast(machine.vocab, stream.tokens + [T("HALT")])
-    run = launch_on_model(fast, machine, program, 2, 2, [], memory, max_tokens=1000, check="replay")
+    run = launch_on_model(fast, machine, Launch.from_words(program, 2, 2, [], memory), max_tokens=1000, check="replay")
     assert machine.vocab.first_id == FIRST and run.stream == stream.tokens
-    ids = [machine.vocab.id(t) for t in prompt(program, 2, 2, [], np.zeros(isa.GLOBAL_WORDS, np.uint32))]
+    ids = [machine.vocab.id(t) for t in prompt(Launch.from_words(program, 2, 2))]
     assert fast.fed == [ids] + [[machine.vocab.id(t)] for t in stream.tokens[:-1]]
     assert memory[:2].tolist() == [0x100, 0x101]
 
@@ -129,7 +130,7 @@ def test_fast_model_runs_the_same_loop():
 def test_stops_at_halt_even_if_the_model_would_go_on():
     program, memory, stream, machine, model = setup()
     model.script = stream.tokens + [T("CTA", 3)] * 5
-    run = launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=1000, check=None)
+    run = launch_on_model(model, machine, Launch.from_words(program, 2, 2, [], memory), max_tokens=1000, check=None)
     assert run.stream == stream.tokens and len(model.fed) == len(stream.tokens)
 
 
@@ -137,7 +138,7 @@ def test_token_limit():
     program, memory, stream, machine, model = setup()
     short = len(stream.tokens) - 1                             # one token short of HALT
     with pytest.raises(ExecutionError, match=f"the launch did not finish within {short} tokens"):
-        launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=short)
+        launch_on_model(model, machine, Launch.from_words(program, 2, 2, [], memory), max_tokens=short)
     assert len(model.fed) == short and not memory.any()        # nothing read back
 
 
@@ -148,7 +149,7 @@ def test_replay_mismatch_names_index_tokens_and_field():
     script[i] = Token("VALA", (1, 0x101), cont=True)
     model.script = script
     with pytest.raises(ReplayMismatch, match=rf"token {i}: expected VALA s1 0x100 \+, got VALA s1 0x101 \+ \(data differs\)") as e:
-        launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=1000, check="replay")
+        launch_on_model(model, machine, Launch.from_words(program, 2, 2, [], memory), max_tokens=1000, check="replay")
     assert e.value.mismatch.index == i and len(model.fed) == i + 1   # stopped at once
 
 
@@ -156,7 +157,7 @@ def test_replay_ignores_dont_care_fields():
     program, memory, stream, machine, model = setup()
     model.script = [T("CT1", 5, 3, 6) if t.kind == "CT1" else t
                     for t in stream.tokens]            # exited warps: CT1's pc, mask and sp are don't-cares
-    launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=1000, check="replay")
+    launch_on_model(model, machine, Launch.from_words(program, 2, 2, [], memory), max_tokens=1000, check="replay")
 
 
 def test_replay_checks_global_memory_after_halt():
@@ -164,7 +165,7 @@ def test_replay_checks_global_memory_after_halt():
     wrong[:2] = [0x100, 0x102]
     program, memory, stream, machine, model = setup(final=wrong)
     with pytest.raises(ReplayMismatch, match=r"global memory after HALT: word 1 is 0x102, the interpreter has 0x101"):
-        launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=1000, check="replay")
+        launch_on_model(model, machine, Launch.from_words(program, 2, 2, [], memory), max_tokens=1000, check="replay")
 
 
 def test_fault_token_is_an_execution_error():
@@ -172,14 +173,14 @@ def test_fault_token_is_an_execution_error():
     model.script = stream.tokens[:3] + [T("FAULT")]
     # EXEC B0.0, then two VALAs that each run the block's next pass
     with pytest.raises(ExecutionError, match=r"FAULT at generated token 3 \(last pass: EXEC w0 B0.2\)"):
-        launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=1000)
+        launch_on_model(model, machine, Launch.from_words(program, 2, 2, [], memory), max_tokens=1000)
 
 
 def test_replayed_fault_raises_the_interpreters_error():
     program = store_program()
     program.blocks[0].instrs[3] = Instr(Op.ST, Reg(0), (Reg(3), Imm(2), Reg(2)), Space.GLOBAL)   # misaligned
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
-    stream = expected_stream(program, 1, 2, [], memory)
+    stream = expected_stream(Launch.from_words(program, 1, 2, [], memory))
     assert stream.tokens[-2:] == [Token("VALA", (1, 0x100), cont=True), T("FAULT")]
     machine = StubMachine(None)
     model = StubModel(machine.vocab, stream.tokens)
@@ -187,20 +188,20 @@ def test_replayed_fault_raises_the_interpreters_error():
     # SHL of its address paired into it)
     with pytest.raises(MemoryFault, match=r"FAULT at generated token 3 \(last pass: EXEC w0 B0.2\); "
                                           r"the interpreter: store at global byte address 0x2 is not 4-byte aligned"):
-        launch_on_model(model, machine, program, 1, 2, [], memory, max_tokens=100, check="replay")
+        launch_on_model(model, machine, Launch.from_words(program, 1, 2, [], memory), max_tokens=100, check="replay")
 
 
 def test_vocabulary_size_must_match_the_checkpoint():
     program, memory, stream, machine, model = setup()
     model.config.qwengpu["gpu_token_ids"] = [FIRST, FIRST + 10]
     with pytest.raises(QwenGpuError, match=f"this checkpoint has 10 GPU tokens; the machine's vocabulary has {len(machine.vocab)}"):
-        launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=1000)
+        launch_on_model(model, machine, Launch.from_words(program, 2, 2, [], memory), max_tokens=1000)
 
 
 def test_unknown_check_is_refused():
     program, memory, stream, machine, model = setup()
     with pytest.raises(QwenGpuError, match="check 'exact'"):
-        launch_on_model(model, machine, program, 2, 2, [], memory, max_tokens=10, check="exact")
+        launch_on_model(model, machine, Launch.from_words(program, 2, 2, [], memory), max_tokens=10, check="exact")
 
 
 def test_load_model_refuses_a_directory_without_a_checkpoint(tmp_path):

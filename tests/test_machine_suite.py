@@ -5,11 +5,13 @@ after HALT. Batched launches generate the token streams of the same launches run
 a launch's error stays with that launch. (tests/test_machine_kernels.py holds the fast path against
 the stock transformers forward.)"""
 import copy
+import dataclasses
 import time
 
 import numpy as np
 import pytest
 
+from qwengpu import isa
 from qwengpu.api import Device
 from qwengpu.errors import ExecutionError, LaunchError
 from qwengpu.launch import Launch
@@ -27,13 +29,12 @@ def device():
 
 
 def job(device, name):
-    """(LaunchJob, Launch) of suite kernel `name` on the model engine."""
+    """The Launch of suite kernel `name` on the model engine (its copy-out: output_words())."""
     case = next(c for c in discover() if c.name == name)
     spec = load_spec(case)
     grid, block, args = spec.launch()
     fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
-    lau = Launch.build(fn.program, grid, block, copy.deepcopy(list(args)))
-    return runtime.LaunchJob(fn.program, lau.grid, lau.block, lau.params, lau.memory), lau
+    return Launch.build(fn.program, grid, block, copy.deepcopy(list(args)))
 
 
 def test_whole_suite_exact_in_model_batched(device):
@@ -57,12 +58,11 @@ def test_batched_streams_equal_single_launches(device):
     """Two rows for five launches: rows are reused and the batch shrinks; no replay check here, so
     that the comparison with the single launches is the only judge."""
     fast, machine = device.model_and_machine()
-    batched = [job(device, name)[0] for name in BATCHED]
+    batched = [job(device, name) for name in BATCHED]
     runs = runtime.launch_many(fast, machine, batched, max_tokens=20_000, max_batch=2)
     for name, run, b in zip(BATCHED, runs, batched):
-        alone = job(device, name)[0]
-        want = runtime.launch_on_model(fast, machine, alone.program, alone.grid, alone.block, alone.params,
-                                       alone.memory, max_tokens=20_000)
+        alone = job(device, name)                  # the same launch, copy-out included
+        want = runtime.launch_on_model(fast, machine, alone, max_tokens=20_000)
         assert isinstance(run, runtime.ModelRun), (name, run)
         assert [str(t) for t in run.stream] == [str(t) for t in want.stream], name
         assert (run.tokens, run.passes, run.instructions) == (want.tokens, want.passes, want.instructions)
@@ -71,13 +71,13 @@ def test_batched_streams_equal_single_launches(device):
 
 def test_a_launch_error_stays_with_that_launch(device):
     fast, machine = device.model_and_machine()
-    dot, long_one = job(device, "dot")[0], job(device, "warp_broadcast")[0]
-    bad_grid = copy.copy(dot)
-    bad_grid.memory, bad_grid.grid = dot.memory.copy(), (0, 1, 1)
+    dot, long_one = job(device, "dot"), job(device, "warp_broadcast")
+    # a launch the prompt cannot load: a copy-out word past global memory
+    bad_copy_out = dataclasses.replace(dot, memory=dot.memory.copy(), copy_out=[isa.GLOBAL_WORDS])
     done = []
-    runs = runtime.launch_many(fast, machine, [long_one, bad_grid, dot], max_tokens=100, check="replay",
+    runs = runtime.launch_many(fast, machine, [long_one, bad_copy_out, dot], max_tokens=100, check="replay",
                                on_done=lambda i, r: done.append(i))
-    assert isinstance(runs[0], ExecutionError) and "within 100 tokens" in str(runs[0])   # 121 tokens; dot 43
-    assert isinstance(runs[1], LaunchError)
+    assert isinstance(runs[0], ExecutionError) and "within 100 tokens" in str(runs[0])   # 160 tokens; dot 30
+    assert isinstance(runs[1], LaunchError) and "outside global memory" in str(runs[1])
     assert isinstance(runs[2], runtime.ModelRun) and runs[2].stream[-1].kind == "HALT"
     assert sorted(done) == [0, 1, 2]

@@ -15,7 +15,7 @@ The FAULT token carries no payload; the tokens before it say the rest:
   model's values; the one instruction the host evaluates is the pass's pre-ALU instruction when
   it computed the address (a pair, encoding.py: its result was forwarded, never written back),
   on operands from the tokens. A fixed operand (encoding.Fixed: a special register or a
-  parameter, never written back) takes its value from the launch (`grid`, `params`).
+  parameter, never written back) takes its value from the launch.
 * FAULT after `CT2` with wait = 1 and the warp's mask (the lanes that arrived: the last CT1's,
   which comes whenever it changes) not CT2's alive: a deadlock at a divergent barrier, ended
   by the pass of the last `EXEC` (the BAR's own pass, or its block's last instruction's with
@@ -28,10 +28,9 @@ pc Bn)`).
 from __future__ import annotations
 
 from qwengpu import isa
-from qwengpu.driver import protocol
 from qwengpu.errors import DeadlockError, ExecutionError, MemoryFault
-from qwengpu.launch import check_grid_block
-from qwengpu.machine.encoding import Fixed, encode
+from qwengpu.launch import Launch
+from qwengpu.machine.encoding import Fixed
 from qwengpu.machine.tokens import Token, lane_word, unpack_pair, unpack_small, with_exec
 from qwengpu.machine.words import PARTS
 
@@ -39,18 +38,14 @@ _WORDS = {isa.Space.GLOBAL: isa.GLOBAL_WORDS, isa.Space.SHARED: isa.SHARED_WORDS
 _WHAT = {isa.Op.LD: "load", isa.Op.ST: "store", isa.Op.ATOM: "atomic"}
 
 
-def fault_error(stream: list[Token], program: isa.Program | None = None, block=None, grid=None,
-                params: list[int] | None = None) -> ExecutionError:
-    """The error for a generated stream ending in FAULT (`program` and `block`, the launch's
-    block dims, let a memory fault name its operation, lane and address; `grid` and `params`,
-    the parameter words, give the fixed operands' values: without them an address that needs
-    one is not known)."""
+def fault_error(stream: list[Token], launch: Launch | None = None) -> ExecutionError:
+    """The error for a generated stream ending in FAULT (the launch lets a memory fault name its
+    operation, lane and address, and a deadlock its warp and lanes)."""
     message = fault_where(stream)
     stream = with_exec(stream)       # a continuing token's pass as its EXEC
     if len(stream) >= 2 and stream[-2].kind == "EXEC":
-        launch = (grid, block, params)
-        return MemoryFault(f"{message}: bad memory access{_memory_cause(stream, program, launch)}")
-    cause = _deadlock_cause(stream, block)
+        return MemoryFault(f"{message}: bad memory access{_memory_cause(stream, launch)}")
+    cause = _deadlock_cause(stream, launch.block) if launch is not None else ""
     if cause:
         return DeadlockError(f"{message}: {cause}")
     return ExecutionError(f"{message}: the tokens before it show neither a memory access (FAULT right after "
@@ -75,10 +70,10 @@ def _instruction(program, passes, pc: int, s: int, pre: bool = False) -> isa.Ins
     return None if i is None else program.blocks[pc].instrs[i]
 
 
-def _memory_cause(stream: list[Token], program, launch) -> str:
+def _memory_cause(stream: list[Token], launch: Launch | None) -> str:
     w, pc, s = stream[-2].args
     cta = _cta(stream)
-    passes = encode(program) if program is not None else []
+    program, passes = (launch.program, launch.code) if launch is not None else (None, [])
     ins = _instruction(program, passes, pc, s)
     if ins is None or ins.op not in _WHAT:
         what = f" by {ins}" if ins is not None else " (misaligned, out of range, or a store to CONST)"
@@ -87,7 +82,7 @@ def _memory_cause(stream: list[Token], program, launch) -> str:
     space = ins.mod[0] if ins.op is isa.Op.ATOM else ins.mod
     pre = _instruction(program, passes, pc, s, pre=True)
     here = f"pc B{pc} slot {s}: " + (f"{pre}, then " if pre is not None else "") + str(ins)
-    found = _bad_lane(stream, program, passes, launch, ins, space) if launch[1] is not None else None
+    found = _bad_lane(stream, launch, ins, space)
     if found is None:
         return (f": a {what} in {space.value} memory (thread block {cta}, warp {w}, {here}); which lane is not "
                 f"known: by the register values in the model's VAL tokens no active lane's address is bad")
@@ -96,14 +91,13 @@ def _memory_cause(stream: list[Token], program, launch) -> str:
             f"lane {lane}, pc B{pc}); {here}; lane and address from the model's VAL, VALU, VALA, VALQ, VALP and CT1 tokens")
 
 
-def _bad_lane(stream, program, passes, launch, ins, space):
+def _bad_lane(stream, launch: Launch, ins, space):
     """(lane, byte address, problem) of the first active lane whose access is bad, by the
     register values and masks in the stream's VAL, VALU, VALA, VALQ, VALP and CT1 tokens (and the
     launch's values of fixed operands); None if none is."""
-    grid, params = launch[0], launch[2]
-    block = check_grid_block(1, launch[1])[1]
+    program, passes = launch.program, launch.code
     regs = [[[0] * isa.NUM_REGS for _ in range(isa.LANES)] for _ in range(isa.MAX_WARPS)]
-    mask = _masks(stream[:-2], block)
+    mask = _masks(stream[:-2], launch.block)
     w = dst = None
     for t in stream[:-2]:                        # registers keep their values across thread blocks
         if t.kind == "EXEC":
@@ -136,7 +130,7 @@ def _bad_lane(stream, program, passes, launch, ins, space):
     def read(q, lane):
         op = ins.srcs[q]
         if fixed[q] is not None:
-            return _fixed_value(fixed[q], program, grid, block, params, cta, w * isa.LANES + lane)
+            return _fixed_value(fixed[q], launch, cta, w * isa.LANES + lane)
         if isinstance(op, isa.Reg) and pre is not None and op.n == pre.dst.n:     # forwarded from the pre-ALU
             return isa.ALU_SEMANTICS[pre.op.name](*(register(src, lane) for src in pre.srcs))
         return register(op, lane)
@@ -146,8 +140,6 @@ def _bad_lane(stream, program, passes, launch, ins, space):
         if not mask[w] >> lane & 1:
             continue
         a, b = (read(q, lane) for q in range(2))
-        if a is None or b is None:
-            return None                          # a fixed operand's value is not known
         address = a if ins.op is isa.Op.ATOM else isa.u32(a + b)
         if address % 4:
             return lane, address, "is not 4-byte aligned"
@@ -158,14 +150,12 @@ def _bad_lane(stream, program, passes, launch, ins, space):
     return None
 
 
-def _fixed_value(fixed: Fixed, program, grid, block, params, cta: int, thread: int) -> int | None:
+def _fixed_value(fixed: Fixed, launch: Launch, cta: int, thread: int) -> int:
     """A fixed operand's value for one thread of thread block `cta`: its CONST word, or its
-    special register (None: the launch's grid or parameters were not given)."""
+    special register."""
     if fixed.word is not None:
-        return None if params is None else protocol.const_image(program, list(params))[fixed.word]
-    if grid is None:
-        return None
-    (gx, gy, gz), (bx, by, bz) = check_grid_block(grid, block)
+        return launch.const[fixed.word]
+    (gx, gy, gz), (bx, by, bz) = launch.grid, launch.block
     values = (thread % bx, thread // bx % by, thread // (bx * by), bx, by, bz,
               cta % gx, cta // gx % gy, cta // (gx * gy), gx, gy, gz, thread % isa.LANES, thread // isa.LANES)
     return values[fixed.sreg]
@@ -175,7 +165,7 @@ def _masks(stream: list[Token], block) -> list[int]:
     """Each warp's active lanes after `stream`: its last CT1's mask in the thread block, else its
     launch mask, ANDed with its last CT2's alive lanes (a CT1 comes whenever the mask changes but
     for lanes that exit)."""
-    nthreads = block[0] * block[1] * block[2] if isinstance(block, tuple) else int(block)
+    nthreads = block[0] * block[1] * block[2]
     initial = [sum(1 << l for l in range(isa.LANES) if w * isa.LANES + l < nthreads) for w in range(isa.MAX_WARPS)]
     mask, alive, w = list(initial), list(initial), None
     for t in stream:
@@ -191,9 +181,8 @@ def _masks(stream: list[Token], block) -> list[int]:
 
 
 def _deadlock_cause(stream: list[Token], block) -> str:
-    """What EXEC [CT1] CT2 before FAULT say ("" when they are not there, or without the launch's
-    `block` to tell the warps' launch masks)."""
-    if len(stream) < 3 or stream[-2].kind != "CT2" or block is None:
+    """What EXEC [CT1] CT2 before FAULT say ("" when they are not there)."""
+    if len(stream) < 3 or stream[-2].kind != "CT2":
         return ""
     last = next((t for t in reversed(stream) if t.kind == "EXEC"), None)     # the pass that ran the BAR
     if last is None:

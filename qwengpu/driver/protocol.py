@@ -8,15 +8,15 @@ tokens the model must write from the reference interpreter's trace, for `--check
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from qwengpu import interp, isa
-from qwengpu.errors import DeadlockError, LaunchError, MachineLimitError, MemoryFault
-from qwengpu.launch import check_grid_block
 from qwengpu.driver import copyout
-from qwengpu.machine.encoding import BlockCode, encode
+from qwengpu.errors import MachineLimitError, MemoryFault
+from qwengpu.launch import Launch
+from qwengpu.machine.encoding import BlockCode
 from qwengpu.machine.tokens import (LATCH_BITS, PUT_TARGETS, Token, continuing, part_tokens, tok, with_exec,
                                     writeback_tokens)
 from qwengpu.machine.words import CONFIG, PHASES, SREG
@@ -55,17 +55,6 @@ def rows_tokens(rows: dict[int, list[tuple[str, int]]]) -> list[Token]:
     return out
 
 
-def const_image(program: isa.Program, const_words: list[int]) -> list[int]:
-    """CONST space: the parameter words, then the program's .const data over them."""
-    if len(const_words) > isa.CONST_WORDS:
-        raise MachineLimitError(f"{len(const_words)} parameter words; the limit is {isa.CONST_WORDS} CONST words")
-    const = [0] * isa.CONST_WORDS
-    const[:len(const_words)] = [isa.u32(int(v)) for v in const_words]
-    for word, value in program.const_init.items():
-        const[word] = isa.u32(value)
-    return const
-
-
 def thread_masks(block: tuple[int, int, int]) -> list[int]:
     """Each warp's initial lane mask (lanes past the block's thread count are off)."""
     threads = block[0] * block[1] * block[2]
@@ -92,28 +81,20 @@ def config_word(grid, block) -> int:
     return CONFIG.pack(nwarps=1 << len(masks) - 1, last_cta=grid[0] * grid[1] * grid[2] - 1, mask=masks)
 
 
-def prompt(program: isa.Program, grid, block, const_words: list[int], global_words: np.ndarray,
-           copy_out: Iterable[int] = ()) -> list[Token]:
+def prompt(launch: Launch) -> list[Token]:
     """The prefill: ROM, GLOBAL, CONST, the special-register table, CONFIG and the copy-out
-    list, then CTA(0).
-
-    const_words: the parameter words (program.const_init is laid over them);
-    global_words: the initial global memory, GLOBAL_WORDS words;
-    copy_out: the global words the model writes as tokens at the end (copyout.py)."""
-    isa.check_program(program)
-    grid, block = check_grid_block(grid, block)
-    glob = np.asarray(global_words)
-    if glob.shape != (isa.GLOBAL_WORDS,):
-        raise LaunchError(f"global memory must have {isa.GLOBAL_WORDS} words; got shape {list(glob.shape)}")
+    list (launch.copy_out: the global words the model writes as tokens at the end, copyout.py),
+    then CTA(0)."""
+    grid, block = launch.grid, launch.block
     rom = {pc: [(f"ROM{s}.{j}", w) for s, words in enumerate(code.words) for j, w in enumerate(words)]
            + [(f"PRE{s}.{j}", w) for s, words in code.pre_words.items() for j, w in enumerate(words)]
-           + [("TERM", code.term)] for pc, code in enumerate(encode(program))}
-    memory = {i: [("GLOBAL", int(v) & isa.MASK32)] for i, v in enumerate(glob.tolist())}
-    const = {i: [("CONST", v)] for i, v in enumerate(const_image(program, const_words))}
-    ctas, warps = grid[0] * grid[1] * grid[2], len(thread_masks(block))
+           + [("TERM", code.term)] for pc, code in enumerate(launch.code)}
+    memory = {i: [("GLOBAL", int(v) & isa.MASK32)] for i, v in enumerate(launch.memory.tolist())}
+    const = {i: [("CONST", v)] for i, v in enumerate(launch.const)}
+    warps = len(thread_masks(block))
     sregs = {c * SREG_ROWS_PER_CTA + w: [(f"SREG{j}", v) for j, v in enumerate(sreg_words(grid, block, c, w))]
-             for c in range(ctas) for w in range(warps)}
-    first, rows = copyout.prompt_words(copy_out)
+             for c in range(launch.ctas) for w in range(warps)}
+    first, rows = copyout.prompt_words(launch.copy_out or ())
     config = {0: [("CONFIG", config_word(grid, block)), ("COPY0", first)]}
     table = {g: [("COPYTAB", row)] for g, row in rows.items()}
     sections = (rom, memory, const, sregs, config, table)
@@ -203,29 +184,9 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
             written = True
 
 
-def _traced_run(program, grid, block, params, memory) -> tuple[list[interp.Step], Exception | None]:
-    """interp.run(trace=True), keeping the trace of a launch that ends in a memory fault or a
-    deadlock (the machine emits FAULT there); `memory` is updated in place."""
-    isa.check_program(program)
-    interp._check_memory(memory)
-    glob = memory.tolist()
-    machine = interp._Machine(interp._decode(program), grid, block, interp._const_space(program, params),
-                              glob, True, 1_000_000)
-    fault = None
-    try:
-        for cta in range(grid[0] * grid[1] * grid[2]):
-            machine.run_block(cta)
-    except (MemoryFault, DeadlockError) as e:
-        fault = e
-    finally:
-        memory[:] = glob
-    return machine.steps, fault
-
-
-def expected_stream(program: isa.Program, grid, block, params: list[int], memory: np.ndarray,
-                    copy_out: Iterable[int] = ()) -> Stream:
+def expected_stream(launch: Launch) -> Stream:
     """The tokens after the prompt, from the interpreter's trace (docs/protocol.md), ending
-    with the copy-out of the words `copy_out` (when there is no fault) and HALT.
+    with the copy-out of the words launch.copy_out (when there is no fault) and HALT.
 
     CT1 is the warp's new top of stack, which is where its next pass starts, and comes only
     when the top is another stack entry (a push, a pop, an exit: `Step.new_top`; the model's
@@ -240,14 +201,14 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
     every live lane arrived): a divergent barrier (some live lanes of the warp did not arrive,
     interp's DeadlockError) ends the stream with that BAR's [CT1 (pc don't-care)] CT2 and
     FAULT. A memory fault ends the stream with FAULT right after the faulting instruction's
-    EXEC; other interpreter errors propagate. `memory` is not modified."""
-    grid, block = check_grid_block(grid, block)
-    final = np.array(memory, dtype=np.uint32, copy=True)
-    steps, fault = _traced_run(program, grid, block, params, final)
-    masks = thread_masks(block)
-    stream = Stream(memory=final, fault=fault)
+    EXEC; other interpreter errors propagate. launch.memory is not modified."""
+    program, codes = launch.program, launch.code
+    traced = replace(launch, memory=launch.memory.copy())
+    run = interp.run_launch(traced, trace=True, max_passes=1_000_000, keep_fault=True)
+    steps, fault = run.steps, run.fault
+    masks = thread_masks(launch.block)
+    stream = Stream(memory=traced.memory, fault=fault)
     following = _next_pass_of_same_warp(steps)
-    codes = encode(program)
     for i, step in enumerate(steps):
         if not i or step.block_id != steps[i - 1].block_id:
             if i:
@@ -277,7 +238,7 @@ def expected_stream(program: isa.Program, grid, block, params: list[int], memory
         if new != old and not _thread_block_ends(status):
             stream.add(tok("CT2", *new))
     if not fault:
-        stream.extend(copyout.expected_tokens(copy_out, final))
+        stream.extend(copyout.expected_tokens(launch.copy_out or (), traced.memory))
     stream.add(tok("FAULT" if fault else "HALT"))
     return stream
 
@@ -288,11 +249,11 @@ def _thread_block_ends(status: list[tuple[int, int, int]]) -> bool:
     return not any(alive for alive, _, _ in status)
 
 
-def pass_counts(program: isa.Program, stream: Iterable[Token]) -> tuple[int, int]:
-    """(instructions, blocks) the stream's EXEC passes ran: a pair's pass runs two instructions,
-    a terminator pass of its own none, a block's first pass also those in no pass (read as fixed
-    operands: encoding.py); a block's last pass ends it."""
-    codes = encode(program)
+def pass_counts(codes: list[BlockCode], stream: Iterable[Token]) -> tuple[int, int]:
+    """(instructions, blocks) the stream's EXEC passes ran, for a program of ROM encoding `codes`
+    (Launch.code): a pair's pass runs two instructions, a terminator pass of its own none, a
+    block's first pass also those in no pass (read as fixed operands: encoding.py); a block's
+    last pass ends it."""
     instructions = blocks = 0
     for t in with_exec(list(stream)):
         if t.kind != "EXEC":

@@ -1,14 +1,16 @@
 """Run a launch on the merged model: prefill the launch prompt, then greedy-decode GPU
 tokens until HALT, and read global memory back from the model's recurrent states.
 
-The model chooses every token; this loop only restricts the argmax to the GPU tokens and
+The model chooses every token; the host only restricts the argmax to the GPU tokens and
 feeds each token back (docs/protocol.md). `check="replay"` holds every generated token
-against the reference interpreter's stream as it arrives.
+against the reference interpreter's stream as it arrives. One token state machine,
+LaunchRun, follows each launch whichever way its tokens come:
 
-Two decoders run the same model: the stock transformers forward (StockDecoder), and
-qwengpu.fast.FastModel, which runs only the circuit layers' nonzero structure
-with the stock formulas (exact; its docstring says why the token stream is the same).
-`launch_many` runs many launches on one FastModel, up to `max_batch` in lockstep.
+    launch_on_model   one launch on a decoder: the stock transformers forward (StockDecoder),
+                      or qwengpu.fast.FastModel, which runs only the circuit layers' nonzero
+                      structure with the stock formulas (exact: its docstring says why)
+    launch_many       many launches on one FastModel, up to `max_batch` in lockstep
+    launch_on_engine  many launches on an engine that returns only tokens (qwengpu.engines)
 """
 from __future__ import annotations
 
@@ -20,14 +22,13 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from qwengpu import isa
-from qwengpu.errors import ExecutionError, QwenGpuError, ReplayMismatch  # noqa: F401 (re-exported)
-from qwengpu.launch import check_grid_block
+from qwengpu.dtypes import DTYPES
+from qwengpu.errors import ExecutionError, QwenGpuError, ReplayMismatch
+from qwengpu.launch import Launch
 from qwengpu.driver import DEFAULT_BATCH, copyout, protocol
 from qwengpu.machine.tokens import Token, runs_pass
 
 CHECKS = protocol.CHECKS
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
 @dataclass
@@ -156,61 +157,90 @@ def _new_cache(model):
     return DynamicCache(config=model.config)
 
 
-def launch_on_model(model, machine, program: isa.Program, grid, block, params: list[int], memory: np.ndarray,
-                    *, max_tokens: int, check: str | None = None, copy_out: Sequence[int] | None = None,
-                    on_token: Callable[[Token], None] | None = None) -> ModelRun:
-    """Run one launch on `model`, a stock merged model or a FastModel of one (global memory
-    `memory` is updated in place from the model's state). With `copy_out` (a list of global
-    words, maybe empty) the model also writes those words as tokens at the end, and they must
-    agree with its state (check_copy_out); None: no copy-out."""
+def check_choice(check: str | None) -> None:
     if check not in CHECKS:
         raise QwenGpuError(f"check {check!r}: choose one of {', '.join(str(c) for c in CHECKS)}")
-    grid, block = check_grid_block(grid, block)
-    vocab = machine.vocab
-    bind_vocab(model, vocab)
-    args = (program, grid, block, params, memory, copy_out or ())
-    expected = protocol.expected_stream(*args) if check == "replay" else None
-    ids = [vocab.id(t) for t in protocol.prompt(*args)]
-    start = time.perf_counter()
-    decoder = (FastDecoder(model) if hasattr(model, "new_state")
-               else StockDecoder(model, vocab.first_id, vocab.first_id + len(vocab)))
-    token = vocab.token(decoder.prefill(ids))
-    prefill_seconds = time.perf_counter() - start
-    stream: list[Token] = []
-    while True:
-        stream.append(token)
-        if on_token:
-            on_token(token)
-        if expected is not None:
-            _check(expected, len(stream) - 1, token)
-        if token.kind == "HALT":
-            break
+
+
+class LaunchRun:
+    """One launch's generation: the token state machine every route drives (one launch on a
+    decoder, a batch in lockstep, an engine that returns only tokens). It holds the prompt's ids
+    and the replay stream; `take` takes each generated token in order (the replay check, FAULT,
+    the token limit); at HALT, `finish` reads the results back from the model's state, or
+    `finish_from_copy_out` from the tokens alone."""
+
+    def __init__(self, launch: Launch, vocab, *, max_tokens: int, check: str | None = None,
+                 on_token: Callable[[Token], None] | None = None):
+        self.launch, self.vocab, self.max_tokens, self.on_token = launch, vocab, max_tokens, on_token
+        self.expected = protocol.expected_stream(launch) if check == "replay" else None
+        self.prompt = [vocab.id(t) for t in protocol.prompt(launch)]
+        self.stream: list[Token] = []
+        self.start, self.prefill_seconds = time.perf_counter(), 0.0
+
+    def take(self, token_id: int) -> bool:
+        """The model's next token: True when it ends the launch (HALT); a QwenGpuError when it
+        breaks the replay, signals FAULT or passes the token limit."""
+        token = self.vocab.token(token_id)
+        self.stream.append(token)
+        self.last_id = token_id
+        if self.on_token:
+            self.on_token(token)
+        if self.expected is not None:
+            mismatch = protocol.check_token(self.expected, len(self.stream) - 1, token)
+            if mismatch:
+                raise ReplayMismatch(f"replay mismatch at {mismatch}", mismatch)
         if token.kind == "FAULT":
-            _fault(stream, expected, program, block, grid, params)
-        if len(stream) >= max_tokens:
-            raise token_limit_error(max_tokens)
-        token = vocab.token(decoder.step(vocab.id(token)))
-    seconds = time.perf_counter() - start          # prefill and decode: the readback is not the model's
-    before = memory.copy()
-    memory[:] = machine.read_global(decoder.cache, layer_offset=0)
-    if expected is not None:
-        _check_memory(expected.memory, memory)
-    copied = None if copy_out is None else check_copy_out(stream, copy_out, before, memory)
-    run = _model_run(program, stream, seconds, copied)
-    run.prefill_seconds = prefill_seconds
-    return run
+            raise self._fault()
+        if token.kind == "HALT":
+            return True
+        if len(self.stream) >= self.max_tokens:
+            raise token_limit_error(self.max_tokens)
+        return False
 
+    def finish(self, read_memory: Callable[[], np.ndarray]) -> ModelRun:
+        """The launch halted: global memory from the model's state (read_memory()) into
+        launch.memory, checked against the interpreter's (replay) and the copy-out's words."""
+        seconds = time.perf_counter() - self.start          # the readback is not the model's
+        memory = self.launch.memory
+        before = memory.copy()
+        memory[:] = read_memory()
+        self._check_memory()
+        copy_out = self.launch.copy_out
+        copied = None if copy_out is None else check_copy_out(self.stream, copy_out, before, memory)
+        return self._result(seconds, copied)
 
-def _fault(stream: list[Token], expected: protocol.Stream | None, program: isa.Program | None = None,
-           block=None, grid=None, params: list[int] | None = None) -> None:
-    """FAULT: a bad memory access or a deadlock. With replay the interpreter's error says which;
-    without, qwengpu.driver.faults reads the cause from the generated tokens alone (and, for a
-    memory fault, the operation from `program`'s ROM and the lane and address from the model's
-    VAL, VALU and CT1 tokens): a MemoryFault or DeadlockError accordingly (docs/protocol.md)."""
-    from qwengpu.driver.faults import fault_error, fault_where
-    if expected is not None and expected.fault is not None:
-        raise type(expected.fault)(f"{fault_where(stream)}; the interpreter: {expected.fault}")
-    raise fault_error(stream, program, block, grid, params)
+    def finish_from_copy_out(self, seconds: float) -> ModelRun:
+        """The launch halted on an engine that returns only tokens: the copy-out's words into
+        launch.memory (its other words stay as they were)."""
+        copied = copyout.decode(self.stream, self.launch.copy_out or ())
+        for word, value in copied.items():
+            self.launch.memory[word] = value
+        self._check_memory()
+        return self._result(seconds, copied)
+
+    def _check_memory(self) -> None:
+        if self.expected is None:
+            return
+        want, got = self.expected.memory, self.launch.memory
+        bad = np.flatnonzero(want != got)
+        if bad.size:
+            w = int(bad[0])
+            raise ReplayMismatch(f"replay mismatch in global memory after HALT: word {w} is {int(got[w]):#x}, "
+                                 f"the interpreter has {int(want[w]):#x} ({bad.size} words differ)")
+
+    def _fault(self) -> ExecutionError:
+        """FAULT: a bad memory access or a deadlock. With replay the interpreter's error says which;
+        without, qwengpu.driver.faults reads the cause from the generated tokens and the launch: a
+        MemoryFault or DeadlockError accordingly (docs/protocol.md)."""
+        from qwengpu.driver.faults import fault_error, fault_where
+        if self.expected is not None and self.expected.fault is not None:
+            return type(self.expected.fault)(f"{fault_where(self.stream)}; the interpreter: {self.expected.fault}")
+        return fault_error(self.stream, self.launch)
+
+    def _result(self, seconds: float, copied: dict[int, int] | None) -> ModelRun:
+        instructions, blocks = protocol.pass_counts(self.launch.code, self.stream)
+        return ModelRun(len(self.stream), sum(map(runs_pass, self.stream)), instructions, seconds, self.stream,
+                        self.prefill_seconds, copied or {}, blocks)
 
 
 def token_limit_error(max_tokens: int) -> ExecutionError:
@@ -218,180 +248,108 @@ def token_limit_error(max_tokens: int) -> ExecutionError:
                           f"with --max-tokens N (API: max_tokens=N)")
 
 
-def _check(expected: protocol.Stream, index: int, token: Token) -> None:
-    mismatch = protocol.check_token(expected, index, token)
-    if mismatch:
-        raise ReplayMismatch(f"replay mismatch at {mismatch}", mismatch)
+def launch_on_model(model, machine, launch: Launch, *, max_tokens: int, check: str | None = None,
+                    on_token: Callable[[Token], None] | None = None) -> ModelRun:
+    """Run one launch on `model`, a stock merged model or a FastModel of one; launch.memory is
+    updated from the model's state. With launch.copy_out (a list of global words, maybe empty)
+    the model also writes those words as tokens at the end, and they must agree with its state
+    (check_copy_out)."""
+    check_choice(check)
+    bind_vocab(model, machine.vocab)
+    run = LaunchRun(launch, machine.vocab, max_tokens=max_tokens, check=check, on_token=on_token)
+    decoder = (FastDecoder(model) if hasattr(model, "new_state")
+               else StockDecoder(model, machine.vocab.first_id, machine.vocab.first_id + len(machine.vocab)))
+    token_id = decoder.prefill(run.prompt)
+    run.prefill_seconds = time.perf_counter() - run.start
+    while not run.take(token_id):
+        token_id = decoder.step(token_id)
+    return run.finish(lambda: machine.read_global(decoder.cache, layer_offset=0))
 
 
-def _check_memory(want: np.ndarray, got: np.ndarray) -> None:
-    bad = np.flatnonzero(want != got)
-    if bad.size:
-        w = int(bad[0])
-        raise ReplayMismatch(f"replay mismatch in global memory after HALT: word {w} is {int(got[w]):#x}, "
-                             f"the interpreter has {int(want[w]):#x} ({bad.size} words differ)")
-
-
-@dataclass
-class LaunchJob:
-    """One launch for `launch_many`: global memory `memory` is updated in place."""
-    program: isa.Program
-    grid: object
-    block: object
-    params: list[int]
-    memory: np.ndarray
-    copy_out: Sequence[int] | None = None
-
-
-@dataclass
-class _Running:
-    """A launch in the batch: its prompt, what it generated, and its replay stream."""
-    index: int
-    job: LaunchJob
-    prompt: list[int]
-    expected: protocol.Stream | None
-    fed: int = 0
-    start: float = 0.0
-    stream: list[Token] = field(default_factory=list)
-
-    def next_input(self, vocab) -> tuple[int, bool]:
-        """(the token to feed, whether the model's next token counts)."""
-        if self.fed < len(self.prompt):
-            self.fed += 1
-            return self.prompt[self.fed - 1], self.fed == len(self.prompt)
-        return vocab.id(self.stream[-1]), True
-
-
-def launch_many(model, machine, jobs: list[LaunchJob], *, max_tokens: int, check: str | None = None,
+def launch_many(model, machine, launches: list[Launch], *, max_tokens: int, check: str | None = None,
                 max_batch: int = DEFAULT_BATCH, on_done: Callable[[int, object], None] | None = None,
                 on_token: Callable[[int, Token], None] | None = None) -> list:
     """Run many launches on `model`; a FastModel steps up to `max_batch` of them in lockstep, one
     token each per step (prompts and generation alike), longest expected stream first when
-    replaying. The result per job, in order: a ModelRun (seconds: from joining the batch to HALT,
-    shared with the launches beside it) or the QwenGpuError that ended that launch alone.
+    replaying. The result per launch, in order: a ModelRun (seconds: from joining the batch to
+    HALT, shared with the launches beside it) or the QwenGpuError that ended that launch alone.
     `on_done(index, result)` as each finishes, `on_token(index, token)` for each generated token.
-    Another model runs them one by one."""
-    if check not in CHECKS:
-        raise QwenGpuError(f"check {check!r}: choose one of {', '.join(str(c) for c in CHECKS)}")
+    One launch, max_batch 1 or another model: one by one, each prefilled at once (launch_on_model)."""
+    check_choice(check)
     if max_batch < 1:
         raise QwenGpuError(f"max_batch must be >= 1, not {max_batch}")
-    results: list = [None] * len(jobs)
+    results: list = [None] * len(launches)
 
     def done(index: int, result) -> None:
         results[index] = result
         if on_done:
             on_done(index, result)
 
-    if not hasattr(model, "step_batch"):
-        for i, job in enumerate(jobs):
+    def token_hook(i):
+        return (lambda t: on_token(i, t)) if on_token else None
+
+    if max_batch == 1 or len(launches) == 1 or not hasattr(model, "step_batch"):     # each from its whole prompt
+        for i, launch in enumerate(launches):
             try:
-                done(i, launch_on_model(model, machine, job.program, job.grid, job.block, job.params, job.memory,
-                                        max_tokens=max_tokens, check=check, copy_out=job.copy_out,
-                                        on_token=(lambda t, i=i: on_token(i, t)) if on_token else None))
+                done(i, launch_on_model(model, machine, launch, max_tokens=max_tokens, check=check,
+                                        on_token=token_hook(i)))
             except QwenGpuError as e:
                 done(i, e)
         return results
     bind_vocab(model, machine.vocab)
     waiting = []
-    for i, job in enumerate(jobs):
+    for i, launch in enumerate(launches):
         try:
-            waiting.append(_prepare(model, machine.vocab, i, job, check))
+            run = LaunchRun(launch, machine.vocab, max_tokens=max_tokens, check=check, on_token=token_hook(i))
+            if any(not model.first <= t < model.end for t in run.prompt):
+                raise QwenGpuError("the launch prompt has a token outside the GPU tokens")
+            waiting.append(_Row(i, run))
         except QwenGpuError as e:
             done(i, e)
     if check == "replay":
-        waiting.sort(key=lambda r: len(r.prompt) + len(r.expected.tokens), reverse=True)
-    _run_batch(model, machine, waiting[::-1], max_tokens, max_batch, done, on_token)
+        waiting.sort(key=lambda r: len(r.run.prompt) + len(r.run.expected.tokens), reverse=True)
+    _run_batch(model, machine, waiting[::-1], max_batch, done)
     return results
 
 
-def launch_on_engine(engine, vocab, jobs: list[LaunchJob], *, max_tokens: int, check: str | None = None) -> list:
-    """Run launches on an engine that returns only tokens (qwengpu.engines: vLLM, llama.cpp, an
-    OpenAI-compatible server) whose GPU token ids start at vocab.first_id. Every prompt goes to
-    the engine in one generate() call, so it batches them; each launch's results come from its
-    copy-out alone (job.copy_out, written into job.memory; its other words stay as they were).
-    The result per job, in order: a ModelRun (seconds: the whole batch's) or the QwenGpuError
-    that ended that launch."""
-    if check not in CHECKS:
-        raise QwenGpuError(f"check {check!r}: choose one of {', '.join(str(c) for c in CHECKS)}")
-    results: list = [None] * len(jobs)
-    ready = []
-    for i, job in enumerate(jobs):
-        try:
-            ready.append((i, job, *_prompt_and_replay(vocab, job, check)))
-        except QwenGpuError as e:
-            results[i] = e
-    stops = [vocab.id(Token(kind)) for kind in ("HALT", "FAULT")]
-    start = time.perf_counter()
-    outs = engine.generate([prompt for _, _, prompt, _ in ready], allowed=(vocab.first_id, vocab.first_id + len(vocab)),
-                           stop_ids=stops, max_tokens=max_tokens) if ready else []
-    seconds = time.perf_counter() - start
-    for (i, job, _, expected), ids in zip(ready, outs):
-        try:
-            results[i] = _engine_result(vocab, job, ids, expected, max_tokens, seconds)
-        except QwenGpuError as e:
-            results[i] = e
-    return results
+@dataclass
+class _Row:
+    """A launch in the batch, and how much of its prompt was fed."""
+    index: int
+    run: LaunchRun
+    fed: int = 0
+
+    def next_input(self) -> tuple[int, bool]:
+        """(the token to feed, whether the model's next token counts)."""
+        prompt = self.run.prompt
+        if self.fed < len(prompt):
+            self.fed += 1
+            return prompt[self.fed - 1], self.fed == len(prompt)
+        return self.run.last_id, True
 
 
-def _engine_result(vocab, job: LaunchJob, ids: list[int], expected, max_tokens: int, seconds: float) -> ModelRun:
-    try:
-        stream = [vocab.token(i) for i in ids]
-    except ValueError as e:                     # an engine that did not keep to the GPU ids
-        raise ExecutionError(f"the engine generated {e}") from None
-    if expected is not None:
-        for index, token in enumerate(stream):
-            _check(expected, index, token)
-    if stream and stream[-1].kind == "FAULT":
-        _fault(stream, expected, job.program, job.block, job.grid, job.params)
-    if not stream or stream[-1].kind != "HALT":
-        raise token_limit_error(max_tokens)
-    copied = copyout.decode(stream, job.copy_out or ())
-    for word, value in copied.items():
-        job.memory[word] = value
-    if expected is not None:
-        _check_memory(expected.memory, job.memory)
-    return _model_run(job.program, stream, seconds, copied)
-
-
-def _prompt_and_replay(vocab, job: LaunchJob, check: str | None) -> tuple[list[int], protocol.Stream | None]:
-    """A job's prompt ids, and its replay stream when `check` asks for one."""
-    job.grid, job.block = check_grid_block(job.grid, job.block)
-    args = (job.program, job.grid, job.block, job.params, job.memory, job.copy_out or ())
-    expected = protocol.expected_stream(*args) if check == "replay" else None
-    return [vocab.id(t) for t in protocol.prompt(*args)], expected
-
-
-def _prepare(fast, vocab, index: int, job: LaunchJob, check: str | None) -> _Running:
-    prompt, expected = _prompt_and_replay(vocab, job, check)
-    if any(not fast.first <= t < fast.end for t in prompt):
-        raise QwenGpuError("the launch prompt has a token outside the GPU tokens")
-    return _Running(index, job, prompt, expected)
-
-
-def _run_batch(fast, machine, waiting: list[_Running], max_tokens: int, max_batch: int, done,
-               on_token=None) -> None:
+def _run_batch(fast, machine, waiting: list[_Row], max_batch: int, done) -> None:
     """Step the launches in lockstep; a finished launch's row takes the next waiting launch (its
     states zeroed), else the batch shrinks. `waiting` is popped from its end."""
-    vocab = machine.vocab
     rows = [waiting.pop() for _ in range(min(max_batch, len(waiting)))]
     if not rows:
         return
     state = fast.new_state(len(rows))
     for r in rows:
-        r.start = time.perf_counter()
+        r.run.start = time.perf_counter()
     while rows:
-        inputs, decide = zip(*(r.next_input(vocab) for r in rows))
+        inputs, decide = zip(*(r.next_input() for r in rows))
         outputs = fast.step_batch(state, inputs, decide)
         leaving = []
         for b, (r, out) in enumerate(zip(rows, outputs)):
-            result = None if out is None else _advance(fast, machine, state, b, r, out, max_tokens, on_token)
+            result = None if out is None else _advance(fast, machine, state, b, r.run, out)
             if result is None:
                 continue
             done(r.index, result)
             if waiting:
                 fast.reset(state, b)
                 rows[b] = waiting.pop()
-                rows[b].start = time.perf_counter()
+                rows[b].run.start = time.perf_counter()
             else:
                 leaving.append(b)
         if leaving:
@@ -401,38 +359,54 @@ def _run_batch(fast, machine, waiting: list[_Running], max_tokens: int, max_batc
                 fast.keep(state, keep)
 
 
-def _advance(fast, machine, state, row: int, r: _Running, out, max_tokens: int, on_token=None):
-    """Take launch r's next token: None while it runs on, else its ModelRun or error."""
+def _advance(fast, machine, state, row: int, run: LaunchRun, out):
+    """Launch `run` takes its next token: None while it runs on, else its ModelRun or error."""
     try:
         if isinstance(out, Exception):
             raise out
-        token = machine.vocab.token(out)
-        r.stream.append(token)
-        if on_token:
-            on_token(r.index, token)
-        if r.expected is not None:
-            _check(r.expected, len(r.stream) - 1, token)
-        if token.kind == "FAULT":
-            _fault(r.stream, r.expected, r.job.program, r.job.block, r.job.grid, r.job.params)
-        if token.kind != "HALT":
-            if len(r.stream) >= max_tokens:
-                raise token_limit_error(max_tokens)
+        if not run.take(out):
             return None
-        before = r.job.memory.copy()
-        r.job.memory[:] = machine.read_global(fast.cache(state, row), layer_offset=0)
-        if r.expected is not None:
-            _check_memory(r.expected.memory, r.job.memory)
-        copied = None if r.job.copy_out is None else check_copy_out(r.stream, r.job.copy_out, before, r.job.memory)
-        return _model_run(r.job.program, r.stream, time.perf_counter() - r.start, copied)
+        return run.finish(lambda: machine.read_global(fast.cache(state, row), layer_offset=0))
     except QwenGpuError as e:
         return e
 
 
-def _model_run(program: isa.Program, stream: list[Token], seconds: float,
-               copied: dict[int, int] | None = None) -> ModelRun:
-    instructions, blocks = protocol.pass_counts(program, stream)
-    passes = sum(map(runs_pass, stream))
-    return ModelRun(len(stream), passes, instructions, seconds, stream, copied=copied or {}, blocks=blocks)
+def launch_on_engine(engine, vocab, launches: list[Launch], *, max_tokens: int, check: str | None = None) -> list:
+    """Run launches on an engine that returns only tokens (qwengpu.engines: vLLM, llama.cpp, an
+    OpenAI-compatible server) whose GPU token ids start at vocab.first_id. Every prompt goes to
+    the engine in one generate() call, so it batches them; each launch's results come from its
+    copy-out alone (launch.copy_out, written into launch.memory). The result per launch, in
+    order: a ModelRun (seconds: the whole batch's) or the QwenGpuError that ended that launch."""
+    check_choice(check)
+    results: list = [None] * len(launches)
+    ready = []
+    for i, launch in enumerate(launches):
+        try:
+            ready.append((i, LaunchRun(launch, vocab, max_tokens=max_tokens, check=check)))
+        except QwenGpuError as e:
+            results[i] = e
+    stops = [vocab.id(Token(kind)) for kind in ("HALT", "FAULT")]
+    start = time.perf_counter()
+    outs = engine.generate([run.prompt for _, run in ready], allowed=(vocab.first_id, vocab.first_id + len(vocab)),
+                           stop_ids=stops, max_tokens=max_tokens) if ready else []
+    seconds = time.perf_counter() - start
+    for (i, run), ids in zip(ready, outs):
+        try:
+            results[i] = _engine_result(run, ids, seconds)
+        except QwenGpuError as e:
+            results[i] = e
+    return results
+
+
+def _engine_result(run: LaunchRun, ids: list[int], seconds: float) -> ModelRun:
+    for token_id in ids:
+        try:
+            halted = run.take(token_id)
+        except ValueError as e:                 # an engine that did not keep to the GPU ids
+            raise ExecutionError(f"the engine generated {e}") from None
+        if halted:
+            return run.finish_from_copy_out(seconds)
+    raise token_limit_error(run.max_tokens)
 
 
 def check_copy_out(stream: list[Token], copy_out: Sequence[int], before: np.ndarray,

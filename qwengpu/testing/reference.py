@@ -8,8 +8,8 @@
     assert got == stream
 
 `launch_ids` compiles and lays out the launch as the model engine does (Device("model") ->
-Launch.build -> protocol.prompt), runs it on qwengpu's exact fast path of the same checkpoint
-(qwengpu.driver.runtime.launch_on_model), and returns the prompt's ids, the generated ids (HALT
+Function.launch -> protocol.prompt), runs it on qwengpu's exact fast path of the same checkpoint
+(Device.run_batch), and returns the prompt's ids, the generated ids (HALT
 or FAULT included), the GPU token id range [first, end) that the argmax is restricted to, and the
 ids of HALT and FAULT (the stop tokens). An engine that computes the same model must generate
 exactly `stream` from `prompt` (the circuit's logit margins are >= 1: docs/machine.md).
@@ -65,12 +65,10 @@ def model_device(model_dir, dtype: str = "bfloat16", frontend: str = "clang", ma
 
 def build_launch(case_or_program, device, *, grid=None, block=None, args: Sequence | None = None,
                  kernel: str | None = None):
-    """(name, program, Launch) of one launch on model Device `device`: compiled, lowered for the
-    model, its ops checked against the model engine's, and laid out (qwengpu.launch.Launch.build).
-    The arguments are launch_ids's."""
+    """(name, Function, Launch) of one launch on model Device `device`: compiled, lowered for the
+    model and laid out (Function.launch). The arguments are launch_ids's."""
     from qwengpu import isa
-    from qwengpu.api import Function, check_model_ops, machine_build
-    from qwengpu.launch import Launch
+    from qwengpu.api import Function, Module
     from qwengpu.suite import KernelCase, load_spec
 
     target = case_or_program
@@ -92,16 +90,12 @@ def build_launch(case_or_program, device, *, grid=None, block=None, args: Sequen
     elif isinstance(target, Function):
         fn, name = target, target.name
     elif isinstance(target, isa.Program):
-        fn, name = None, target.name
+        fn, name = Function(Module(device, "", "", "<program>"), target.name, target), target.name
     else:
         raise TypeError(f"launch_ids: cannot launch a {type(target).__name__}")
     if grid is None or block is None or args is None:
         raise ValueError(f"{name}: grid, block and args are needed")
-    program = fn.program if fn is not None else target
-    check_model_ops(program, machine_build("MODEL_OPS").MODEL_OPS)
-    launch = Launch.build(program, grid, block, copy.deepcopy(list(args)),
-                          names=fn.arg_names if fn is not None else None)
-    return name, program, launch
+    return name, fn, fn.launch(grid, block, copy.deepcopy(list(args)))
 
 
 def launch_ids(case_or_program, model_dir, *, grid=None, block=None, args: Sequence | None = None,
@@ -117,22 +111,17 @@ def launch_ids(case_or_program, model_dir, *, grid=None, block=None, args: Seque
     from qwengpu.driver import protocol, runtime
 
     dev = device or model_device(model_dir, dtype, frontend, max_tokens)
-    name, program, launch = build_launch(case_or_program, dev, grid=grid, block=block, args=args, kernel=kernel)
+    name, fn, launch = build_launch(case_or_program, dev, grid=grid, block=block, args=args, kernel=kernel)
     model, machine = dev.model_and_machine()
     runtime.bind_vocab(model, machine.vocab)
     vocab = machine.vocab
     first, end = runtime.gpu_token_ids(model)
-    copy_out = launch.output_words()          # the launch's results end the stream (driver/copyout.py)
-    prompt_ids = [vocab.id(t) for t in protocol.prompt(program, launch.grid, launch.block, launch.params,
-                                                       launch.memory, copy_out)]
+    prompt_ids = [vocab.id(t) for t in protocol.prompt(launch)]     # its copy-out ends the stream
     start = time.perf_counter()
     stream: list[Token] = []
-    try:
-        runtime.launch_on_model(model, machine, program, launch.grid, launch.block, launch.params, launch.memory,
-                                max_tokens=dev.max_tokens, copy_out=copy_out, on_token=stream.append)
-    except Exception:
-        if not stream or stream[-1].kind != "FAULT":       # a FAULT stream is a valid stream
-            raise
+    [result] = dev.run_batch([(fn, launch)], on_token=lambda index, token: stream.append(token))
+    if isinstance(result, Exception) and (not stream or stream[-1].kind != "FAULT"):
+        raise result                                       # a FAULT stream is a valid stream
     return LaunchIds(name, prompt_ids, [vocab.id(t) for t in stream], (first, end),
                      vocab.id(Token("HALT")), vocab.id(Token("FAULT")), time.perf_counter() - start)
 
