@@ -147,7 +147,9 @@ def _run_eval(device, arguments: dict[str, str]) -> str:
 
 def _run_cuda(device, arguments: dict[str, str]) -> str:
     module = device.compile(arguments["source"], filename="kernel.cu")
-    fn = module.get_function(_kernel_name(module, arguments.get("kernel", "").strip()))
+    kernel = module.kernel(arguments.get("kernel", "").strip(), source="the source",
+                           choose="name one with the kernel parameter")
+    fn = module.get_function(kernel)
     args = parse_args(arguments["args"])
     result = fn(grid=_dims("grid", arguments["grid"]), block=_dims("block", arguments["block"]), args=args)
     lines = [f"{name} = {a.tolist()}" for name, a in zip(fn.arg_names, args) if isinstance(a, np.ndarray)]
@@ -157,16 +159,6 @@ def _run_cuda(device, arguments: dict[str, str]) -> str:
 
 
 RUNNERS = {"gpu_eval": _run_eval, "gpu_cuda": _run_cuda}
-
-
-def _kernel_name(module, name: str) -> str:
-    names = module.kernel_names
-    if name:
-        return name           # get_function names the kernels when this one is missing
-    if len(names) != 1:
-        raise ToolCallError(f"the source has {len(names)} kernels ({', '.join(names) or 'none'}); "
-                            f"name one with the kernel parameter")
-    return names[0]
 
 
 def _dims(name: str, text: str) -> tuple[int, ...]:

@@ -18,8 +18,7 @@ from transformers.cache_utils import DynamicCache
 
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+from qwengpu.dtypes import DTYPES
 
 
 def model_config(circuit: Circuit, intermediate: int) -> Qwen3_5TextConfig:

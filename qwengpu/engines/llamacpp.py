@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+from qwengpu.engines import WorkerEngine
 from qwengpu.errors import QwenGpuError
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -50,7 +51,7 @@ def engine_python(python: str | os.PathLike = DEFAULT_PYTHON) -> Path:
     return p
 
 
-class LlamaCppEngine:
+class LlamaCppEngine(WorkerEngine):
     """llama.cpp (llama-cpp-python, CPU) running `gguf_path` in a worker subprocess.
 
     threads: llama.cpp's CPU threads (default: all cores); n_ctx: the first context's size (a
@@ -168,26 +169,19 @@ class LlamaCppEngine:
                 break
         return results
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        """Stop the worker: ask it to quit (killed when it does not within 10 s), or with `kill`
+        end it at once."""
         proc = getattr(self, "proc", None)
         if proc is None or proc.poll() is not None:
             return
-        try:
-            self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
-            self.proc.stdin.close()
-            proc.wait(timeout=10)
-        except Exception:
-            proc.kill()
-            proc.wait()
-
-    def __enter__(self) -> "LlamaCppEngine":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
+        if not kill:
+            try:
+                proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
+                proc.stdin.close()
+                proc.wait(timeout=10)
+                return
+            except Exception:
+                pass
+        proc.kill()
+        proc.wait()

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from qwengpu.engines import WorkerEngine
 from qwengpu.errors import QwenGpuError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,7 +63,7 @@ def vllm_available(python: str | Path = DEFAULT_PYTHON) -> str | None:
         return str(e)
 
 
-class VllmEngine:
+class VllmEngine(WorkerEngine):
     """vLLM in a subprocess of the engine venv, the model loaded once, kept across generate()
     calls. model_dir: a merged checkpoint folder (the same one the reference came from).
     max_batch: vLLM's max_num_seqs. max_model_len: the longest prompt + generation (None: from
@@ -179,18 +180,6 @@ class VllmEngine:
                 f.close()
             except OSError:
                 pass
-
-    def __enter__(self) -> "VllmEngine":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close(kill=True)
-        except Exception:
-            pass
 
     # -- the engine interface ---------------------------------------------------------------
     def generate(self, prompts: Sequence[Sequence[int]], *, allowed: tuple[int, int], stop_ids: Sequence[int],

@@ -491,11 +491,6 @@ class FastModel:
         rows = self.emb.index_select(0, torch.tensor(token_ids) - self.first)
         return torch.zeros(len(token_ids), self.N).index_copy_(1, self.emb_cols, rows)
 
-    def run_embedding(self, state: FastState, x: torch.Tensor) -> torch.Tensor:
-        """The residuals [B, N] after the circuit layers for arbitrary input vectors [B, N] (tests)."""
-        with self._running():
-            return self._hidden(state, _f32(x).clone())
-
     def _hidden(self, state: FastState, x: torch.Tensor) -> torch.Tensor:
         """The residuals [B, N] after the circuit layers (updates the states)."""
         if self.native is not None:

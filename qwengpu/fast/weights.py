@@ -16,11 +16,10 @@ from pathlib import Path
 
 import torch
 
+from qwengpu.dtypes import DTYPES
 from qwengpu.errors import QwenGpuError
 from qwengpu.model import CheckpointError
 from qwengpu.model.checkpoint import config_json, safetensors_header, shard_files
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
 def shard_map(path: Path) -> dict[str, Path]:

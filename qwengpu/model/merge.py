@@ -44,12 +44,12 @@ import numpy as np
 import torch
 
 from qwengpu.circuit.weights import CircuitWeights
+from qwengpu.dtypes import DTYPES
 from qwengpu.model import CheckpointError
 from qwengpu.model.checkpoint import BaseCheckpoint, open_base, read_rows, read_tensor
 from qwengpu.model.hosts import FP32_SUFFIXES, layer_shapes
 from qwengpu.model.tokenizer import write_tokenizer
 
-DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
 READS_HIDDEN = ("in_proj_qkv.weight", "in_proj_z.weight", "in_proj_b.weight", "in_proj_a.weight",
                 "q_proj.weight", "k_proj.weight", "v_proj.weight", "gate_proj.weight", "up_proj.weight")
 WRITES_HIDDEN = ("out_proj.weight", "o_proj.weight", "down_proj.weight")
