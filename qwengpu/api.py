@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from qwengpu import interp, isa
+from qwengpu.dtypes import check_dtype
 from qwengpu.errors import CompileError, ExecutionError, QwenGpuError, UnsupportedError
 from qwengpu.launch import Launch
 from qwengpu.driver.protocol import CHECKS
@@ -43,7 +44,6 @@ from qwengpu.toolchain.lint import issue_warnings
 from qwengpu.toolchain.lower import MODEL_EXPANSIONS, lower, plain_name
 from qwengpu.toolchain.ptx import parse_ptx
 
-MODEL_DTYPES = ("float32", "bfloat16")
 DEFAULT_MAX_PASSES = interp.DEFAULT_MAX_PASSES
 
 
@@ -106,8 +106,7 @@ class Device:
             raise QwenGpuError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         if frontend not in FRONTENDS:
             raise QwenGpuError(f"unknown front end {frontend!r}; choose one of {', '.join(FRONTENDS)}")
-        if dtype not in MODEL_DTYPES:
-            raise QwenGpuError(f"unknown dtype {dtype!r}; choose one of {', '.join(MODEL_DTYPES)}")
+        check_dtype(dtype)
         if check not in CHECKS:
             raise QwenGpuError(f"unknown check {check!r}; choose replay or none")
         if max_tokens is not None and max_tokens < 1:
@@ -153,15 +152,16 @@ class Device:
         return self._engine
 
     def run_batch(self, calls: Sequence[Call], *, trace: bool = False, max_batch: int = 1,
-                  on_token: Callable[[int, object], None] | None = None,
+                  max_tokens: int | None = None, on_token: Callable[[int, object], None] | None = None,
                   on_done: Callable[[int, object], None] | None = None) -> list:
         """Run launches, each a (Function, Launch) of this Device: the one route every launch
         takes (a call of a Function, the suite, bench, chat, the engines' reference checks). The
         result per call, in order: a LaunchResult (the arrays written back, the device printf
         output read) or the QwenGpuError that ended that launch alone. max_batch: the model
         engine's fast path steps up to that many launches in lockstep (vllm and llama.cpp take
-        them all in one request); on_token(index, token) for each token the model generates
-        (default: the Device's on_token); on_done(index, result) as each launch ends."""
+        them all in one request); max_tokens: each generated launch's token limit (default: the
+        Device's); on_token(index, token) for each token the model generates (default: the
+        Device's on_token); on_done(index, result) as each launch ends."""
         calls, results = list(calls), [None] * len(calls)
         if on_token is None and self.on_token is not None:
             on_token = lambda index, token: self.on_token(token)    # noqa: E731
@@ -171,7 +171,8 @@ class Device:
             if on_done:
                 on_done(index, results[index])
 
-        ENGINES[self.engine].run(self, calls, trace, max_batch, on_token, done)
+        max_tokens = max_tokens or self.max_tokens or DEFAULT_MAX_TOKENS
+        ENGINES[self.engine].run(self, calls, trace, max_batch, max_tokens, on_token, done)
         return results
 
     def compile(self, src: str, filename: str = "<source>") -> "Module":
@@ -373,7 +374,7 @@ def source_param_names(src: str, kernel: str, count: int) -> list[str] | None:
 # Engines: each runs a batch of checked launches and calls done(index, result) with each one's
 # LaunchResult or the error that ended it; Device.run_batch writes the arrays back and reads printf.
 # ---------------------------------------------------------------------------
-def _run_interp(dev: Device, calls: list[Call], trace: bool, max_batch: int, on_token, done) -> None:
+def _run_interp(dev: Device, calls: list[Call], trace: bool, max_batch: int, max_tokens: int, on_token, done) -> None:
     def run(fn: Function, launch: Launch) -> LaunchResult:
         ex = interp.run_launch(launch, trace=trace, max_passes=dev.max_passes)
         return LaunchResult("interp", ex.seconds, ex.instructions, ex.passes, None, ex.steps, blocks=ex.passes)
@@ -412,7 +413,7 @@ def _runnable_on_model(calls: list[Call], done) -> list[int]:
     return runnable
 
 
-def _run_model(dev: Device, calls: list[Call], trace: bool, max_batch: int, on_token, done) -> None:
+def _run_model(dev: Device, calls: list[Call], trace: bool, max_batch: int, max_tokens: int, on_token, done) -> None:
     """The launches on the merged model: one at a time from its prompt on a decoder, or up to
     max_batch in lockstep on the fast path (qwengpu.driver.runtime)."""
     from qwengpu.driver.runtime import launch_many
@@ -432,12 +433,12 @@ def _run_model(dev: Device, calls: list[Call], trace: bool, max_batch: int, on_t
             blocks=run.blocks, load_seconds=load_seconds, prefill_seconds=run.prefill_seconds,
             decode_seconds=run.seconds - run.prefill_seconds))
 
-    launch_many(model, machine, [calls[i][1] for i in runnable], max_tokens=dev.max_tokens or DEFAULT_MAX_TOKENS,
+    launch_many(model, machine, [calls[i][1] for i in runnable], max_tokens=max_tokens,
                 check=dev.check, max_batch=max_batch, on_done=finished,
                 on_token=(lambda k, t: on_token(runnable[k], t)) if on_token else None)
 
 
-def _run_token_engine(dev: Device, calls: list[Call], trace: bool, max_batch: int, on_token, done) -> None:
+def _run_token_engine(dev: Device, calls: list[Call], trace: bool, max_batch: int, max_tokens: int, on_token, done) -> None:
     """The launches on vllm or llama.cpp, in one request: the prompts' ids in, the generated ids
     out, the results from the copy-out (qwengpu.driver.runtime.launch_on_engine)."""
     from qwengpu.driver.runtime import launch_on_engine
@@ -449,7 +450,7 @@ def _run_token_engine(dev: Device, calls: list[Call], trace: bool, max_batch: in
     if dev.on_phase:
         dev.on_phase("engine")
     runs = launch_on_engine(engine, vocab, [calls[i][1] for i in runnable],
-                            max_tokens=dev.max_tokens or DEFAULT_MAX_TOKENS, check=dev.check)
+                            max_tokens=max_tokens, check=dev.check)
     for i, run in zip(runnable, runs):
         if isinstance(run, Exception):
             done(i, run)
@@ -490,7 +491,7 @@ def _before_first_token(hook: Callable[[], None], user: Callable | None) -> Call
     return on_token
 
 
-def _run_cuda(dev: Device, calls: list[Call], trace: bool, max_batch: int, on_token, done) -> None:
+def _run_cuda(dev: Device, calls: list[Call], trace: bool, max_batch: int, max_tokens: int, on_token, done) -> None:
     _one_by_one(_run_cuda_one, calls, done)
 
 
@@ -543,7 +544,8 @@ def _cuda_kernel(src: str, filename: str, name: str):
 
 @dataclass(frozen=True)
 class Engine:
-    """An engine a Device runs launches on: `run(device, calls, trace, max_batch, on_token, done)`
+    """An engine a Device runs launches on: `run(device, calls, trace, max_batch, max_tokens,
+    on_token, done)`
     calls done(index, result) with a LaunchResult or the QwenGpuError that ended it for each
     (Function, Launch) call; `generates`:
     the merged model writes its launches as tokens; `tokens_only`: it returns only those

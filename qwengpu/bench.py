@@ -5,7 +5,8 @@ Per kernel: the interpreter runs the launch (its time is the reference cost of t
 the fast path runs the whole launch with the replay check (every token against the
 interpreter's stream, global memory after HALT); the stock path prefills the same prompt and
 decodes only the first `stock_tokens` tokens (about 1.3 s a token in float32 on a CPU), which
-must equal the fast path's first tokens.
+must equal the fast path's first tokens. Both decoders are held at once, so the launches go
+to driver.runtime.launch_on_model directly rather than through a Device (which holds one).
 
 Rates, on one basis for both paths: tokens/s is decode steps (generated tokens after the
 prefill's) over their wall time; the prefill is timed apart. fast_launch_tok_s is the fast

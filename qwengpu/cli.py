@@ -37,8 +37,9 @@ from typer.core import TyperArgument, TyperGroup
 from rich.console import Console
 from rich.table import Table
 
-from qwengpu.api import DEFAULT_MAX_PASSES, DEFAULT_MAX_TOKENS, ENGINES, MODEL_DTYPES, Device
+from qwengpu.api import DEFAULT_MAX_PASSES, DEFAULT_MAX_TOKENS, ENGINES, Device
 from qwengpu.args import ArgSyntaxError, parse_arg, parse_dims
+from qwengpu.dtypes import DTYPES, SHORT
 from qwengpu.errors import QwenGpuError, QwenGpuWarning, plural
 from qwengpu.driver import DEFAULT_BATCH
 from qwengpu.machine.tokens import runs_pass
@@ -236,33 +237,54 @@ def _show_progress(as_json: bool = False) -> bool:
     return not as_json and err_console.is_terminal
 
 
-class LaunchProgress:
-    """The model engine's phases on stderr (loading the model, prefill, generation: tokens,
-    blocks, tokens/s), as a Device's on_phase / on_token callbacks; a no-op when off."""
+class _StatusLine:
+    """A transient status line on stderr (rich), entered as a context; a no-op when off."""
 
-    def __init__(self, enabled: bool, echo=None):
-        self.enabled, self.echo = enabled, echo          # echo(token): tokens to stdout; no live line then
+    first = ""                                           # the line's text before the first update
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
         self.bar = self.task = None
-        self.tokens = self.passes = 0
-        self.decode_start = 0.0
-        self.label = ""
+
+    def columns(self) -> tuple:
+        raise NotImplementedError
 
     def __enter__(self):
         if self.enabled:
-            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-            self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                                console=err_console, transient=True)
+            from rich.progress import Progress
+            self.bar = Progress(*self.columns(), console=err_console, transient=True)
             self.bar.start()
-            self.task = self.bar.add_task("compiling", total=None)
+            self.task = self.bar.add_task(self.first, total=None)
         return self
 
     def __exit__(self, *exc):
         if self.bar:
             self.bar.stop()
 
-    def describe(self, text: str) -> None:
+    def update(self, **fields) -> None:
         if self.bar:
-            self.bar.update(self.task, description=f"{self.label}{text}")
+            self.bar.update(self.task, **fields)
+
+
+class LaunchProgress(_StatusLine):
+    """The model engine's phases (loading the model, prefill, generation: tokens, blocks,
+    tokens/s), as a Device's on_phase / on_token callbacks."""
+
+    first = "compiling"
+
+    def __init__(self, enabled: bool, echo=None):
+        super().__init__(enabled)
+        self.echo = echo                                 # echo(token): tokens to stdout; no live line then
+        self.tokens = self.passes = 0
+        self.decode_start = 0.0
+        self.label = ""
+
+    def columns(self) -> tuple:
+        from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
+        return SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()
+
+    def describe(self, text: str) -> None:
+        self.update(description=f"{self.label}{text}")
 
     def phase(self, name: str) -> None:
         if name == "decode":
@@ -305,7 +327,7 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         as_json: bool = typer.Option(False, "--json", help="print JSON: arrays, counts, times, printf output"),
         model: Optional[Path] = typer.Option(None, "--model", help=MODEL_HELP),
         url: Optional[str] = typer.Option(None, "--url", help=URL_HELP),
-        dtype: Optional[str] = typer.Option(None, "--dtype", help=f"model engine: {', '.join(MODEL_DTYPES)} (default float32)"),
+        dtype: Optional[str] = typer.Option(None, "--dtype", help=f"model engine: {', '.join(DTYPES)} (default float32)"),
         check: Optional[str] = typer.Option(None, "--check", help="model engine: none, or replay (every token against the interpreter)"),
         show_tokens: bool = typer.Option(False, "--show-tokens", help="model engine: print each token as it is generated"),
         max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
@@ -390,7 +412,7 @@ def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_to
         hf_logging.disable_progress_bar()
     dtype = dtype or "float32"
     return Device(_choice("engine", engine, ENGINES), _choice("frontend", frontend, FRONTENDS), opt,
-                  model=model, dtype=_choice("dtype", dtype, MODEL_DTYPES),
+                  model=model, dtype=_choice("dtype", dtype, DTYPES),
                   check=None if _choice("check", check or "none", ("none", "replay")) == "none" else check,
                   max_tokens=max_tokens, on_token=on_token, fast=not stock, device=device,
                   max_passes=max_passes, on_phase=on_phase if ENGINES[engine].generates else None,
@@ -437,7 +459,7 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
                                                    "supported: .local memory; NVRTC always optimises)"),
           model: Optional[Path] = typer.Option(None, "--model", help=MODEL_HELP),
           url: Optional[str] = typer.Option(None, "--url", help=URL_HELP),
-          dtype: Optional[str] = typer.Option(None, "--dtype", help=f"model engine: {', '.join(MODEL_DTYPES)} (default float32)"),
+          dtype: Optional[str] = typer.Option(None, "--dtype", help=f"model engine: {', '.join(DTYPES)} (default float32)"),
           check: Optional[str] = typer.Option(None, "--check", help="model engine: none, or replay (every token against the interpreter)"),
           max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
           max_passes: Optional[int] = typer.Option(None, "--max-passes", help=MAX_PASSES_HELP),
@@ -466,7 +488,7 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
         if not discover(directory, pattern):
             raise QwenGpuError(f"no kernel matches {pattern!r} in {directory}" if pattern
                                else f"no kernels (NAME.cu with NAME.py) in {directory}")
-        with SuiteProgress(_show_progress(as_json), engine) as progress:
+        with SuiteProgress(_show_progress(as_json)) as progress:
             def on_report(report):
                 progress.report(report)
                 if not as_json:          # JSON: in each kernel's "output"
@@ -498,29 +520,20 @@ def _print_output(kernel: str, output: list[str]) -> None:
         console.print(f"{kernel}: {line}", markup=False)
 
 
-class SuiteProgress:
-    """The suite on stderr: overall (kernels done of all, failures, tokens, tokens/s) and a line
-    per finished kernel; a no-op when off."""
+class SuiteProgress(_StatusLine):
+    """The suite: overall (kernels done of all, failures, tokens, tokens/s) and a line per
+    finished kernel."""
 
-    def __init__(self, enabled: bool, engine: str):
-        self.enabled, self.engine = enabled, engine
-        self.bar = self.task = None
+    def __init__(self, enabled: bool):
+        super().__init__(enabled)
         self.done = self.failed = self.tokens = 0
         self.total, self.start_time, self.status = 0, time.perf_counter(), ""
         self.running: dict[str, int] = {}
 
-    def __enter__(self):
-        if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-            self.bar = Progress(TextColumn("suite"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                TextColumn("{task.description}"), console=err_console, transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task("", total=None)
-        return self
-
-    def __exit__(self, *exc):
-        if self.bar:
-            self.bar.stop()
+    def columns(self) -> tuple:
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+        return (TextColumn("suite"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TextColumn("{task.description}"))
 
     def _refresh(self) -> None:
         if not self.bar:
@@ -533,7 +546,7 @@ class SuiteProgress:
                 text += "; running " + ", ".join(f"{n} ({t:,})" for n, t in list(self.running.items())[:3])
         if self.failed:
             text += f"; [red]{self.failed} failed[/]"
-        self.bar.update(self.task, completed=self.done, total=self.total or None, description=text)
+        self.update(completed=self.done, total=self.total or None, description=text)
 
     def phase(self, name: str) -> None:
         if name == "load":
@@ -589,7 +602,7 @@ def bench(as_json: bool = typer.Option(False, "--json", help="print JSON instead
           kernels: Optional[str] = typer.Option(None, "--kernels", help="comma-separated suite kernels "
                                                 "(default: dot,nested_divergence,pool3_shared,atomic_inc,warp_rotate)"),
           stock_tokens: int = typer.Option(8, "--stock-tokens", help="tokens the stock path decodes per launch (slow)"),
-          dtype: str = typer.Option("float32", "--dtype", help=f"{', '.join(MODEL_DTYPES)}"),
+          dtype: str = typer.Option("float32", "--dtype", help=f"{', '.join(DTYPES)}"),
           model: Optional[Path] = typer.Option(None, "--model", help="merged checkpoint (default: the stand-in)"),
           step: str = typer.Option("c", "--fast-step", help="the fast path's step: c (native.c) or torch (its torch ops)"),
           max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=f"limit on each fast launch's tokens "
@@ -602,7 +615,7 @@ def bench(as_json: bool = typer.Option(False, "--json", help="print JSON instead
     from qwengpu.bench import STEPS, check_options, parse_kernels, run_bench
     names = parse_kernels(kernels)
     try:
-        _choice("dtype", dtype, MODEL_DTYPES)
+        _choice("dtype", dtype, DTYPES)
         _choice("fast-step", step, STEPS)
         check_options(names, stock_tokens)
         _check_limits(max_tokens, max_passes)
@@ -774,7 +787,7 @@ def chat(model: Path = typer.Option(..., "--model", help="a merged checkpoint di
          max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="assistant tokens per turn (default 1,024)"),
          launch_max_tokens: Optional[int] = typer.Option(None, "--launch-max-tokens",
                                                          help=f"GPU tokens per launch (default {DEFAULT_MAX_TOKENS:,})"),
-         dtype: Optional[str] = typer.Option(None, "--dtype", help=f"{', '.join(MODEL_DTYPES)} (default: the "
+         dtype: Optional[str] = typer.Option(None, "--dtype", help=f"{', '.join(DTYPES)} (default: the "
                                              "checkpoint's, bfloat16 for the stand-in)"),
          device: Optional[str] = typer.Option(None, "--device", help="the text model's torch device: cpu, cuda, "
                                               "cuda:N or mps (default: the best available; launches run on the CPU)")):
@@ -784,7 +797,7 @@ def chat(model: Path = typer.Option(..., "--model", help="a merged checkpoint di
     try:
         _choice("mode", mode, CHAT_MODES)
         if dtype is not None:
-            _choice("dtype", dtype, MODEL_DTYPES)
+            _choice("dtype", dtype, DTYPES)
         _check_limits(max_tokens, None)
         if launch_max_tokens is not None and launch_max_tokens < 1:
             raise ArgSyntaxError(f"--launch-max-tokens must be at least 1, got {launch_max_tokens}")
@@ -860,7 +873,6 @@ class ChatView:
 
     def load_start(self, path, dtype: str) -> None:
         if self.live:
-            from qwengpu.chat.textmodel import SHORT
             err_console.print(f"[dim]loading {_escape(str(path))} ({SHORT.get(dtype, dtype)})...[/]", end="")
 
     def load_end(self, seconds: float | None) -> None:

@@ -161,8 +161,7 @@ def run_suite(engine: str = "interp", frontend: str = "clang", pattern: str | No
     `on_token(name, token)` for each token the model engine generates. A kernel's device printf
     output is in its report's `output`, not printed (the caller names the kernel it came from);
     `skipped`: what discover() left out (unpaired())."""
-    generates = ENGINES[engine].generates
-    device = device or Device(engine, frontend, opt, **({"max_tokens": SUITE_MAX_TOKENS} if generates else {}))
+    device = device or Device(engine, frontend, opt)
     cases = discover(directory, pattern)
     if on_start:
         on_start(cases)
@@ -196,14 +195,9 @@ def run_batched(cases: list[KernelCase], device: Device, max_batch: int = DEFAUL
         if on_report:
             on_report(ready[index].report)
 
-    limit = device.max_tokens
-    if device.max_tokens is None and ENGINES[device.engine].generates:
-        device.max_tokens = SUITE_MAX_TOKENS
-    try:
-        device.run_batch([(p.function, p.launch) for p in ready], max_batch=max_batch, on_done=finished,
-                         on_token=(lambda i, t: on_token(ready[i].report.name, t)) if on_token else None)
-    finally:
-        device.max_tokens = limit
+    device.run_batch([(p.function, p.launch) for p in ready], max_batch=max_batch,
+                     max_tokens=device.max_tokens or SUITE_MAX_TOKENS, on_done=finished,
+                     on_token=(lambda i, t: on_token(ready[i].report.name, t)) if on_token else None)
     return reports
 
 

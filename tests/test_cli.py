@@ -563,7 +563,7 @@ def test_progress_texts():
         progress.token(token)
     assert texts[:3] == ["loading the model", "prefill (the launch prompt)", "generating"]
     assert re.match(r"generating: 1 token, 1 pass($|,)", texts[3]) and progress.tokens == 4 and progress.passes == 3
-    suite = cli.SuiteProgress(False, "model")
+    suite = cli.SuiteProgress(False)
     suite.bar = SimpleNamespace(update=lambda task, **kw: texts.append(kw), console=SimpleNamespace(
         print=lambda line: texts.append(line)))
     suite.start([1, 2])

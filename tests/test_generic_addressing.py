@@ -1,4 +1,4 @@
-"""Generic pointers whose state space only the run time knows (windowed mode in lower.py):
+"""Generic pointers whose state space only the run time knows (windowed mode, toolchain/spaces.py):
 a pointer that is either a __constant__ table or a global array, or either shared or global
 memory, read, written and updated atomically. Expected values are computed here in Python."""
 import numpy as np

@@ -26,8 +26,9 @@ from jinja2 import TemplateError
 from transformers.cache_utils import DynamicCache
 
 from qwengpu.api import DEFAULT_MAX_TOKENS, Device
-from qwengpu.chat.textmodel import DTYPES, load_text_model, quiet_transformers, stored_dtype
+from qwengpu.chat.textmodel import load_text_model, quiet_transformers, stored_dtype
 from qwengpu.chat.tools import MODES, ToolCall, parse_tool_calls, run_tool_call
+from qwengpu.dtypes import check_dtype
 from qwengpu.errors import QwenGpuError
 from qwengpu.driver import runtime
 from qwengpu.machine.tokens import runs_pass
@@ -166,8 +167,8 @@ class ChatSession:
         if max_tokens < 1 or launch_max_tokens < 1:
             raise ChatError("the token limits must be at least 1")
         self.path, self.mode, self.tools = Path(model), mode, MODES[mode]
-        if dtype is not None and dtype not in DTYPES:
-            raise ChatError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+        if dtype is not None:
+            check_dtype(dtype, ChatError)
         self.config = runtime.load_config(self.path)         # CheckpointError: not a merged checkpoint
         self.dtype = dtype or stored_dtype(self.path, self.config)
         self.events = events or ChatEvents()

@@ -33,11 +33,10 @@ from pathlib import Path
 
 import torch
 
+from qwengpu.dtypes import DTYPES, check_dtype, torch_dtype
 from qwengpu.errors import QwenGpuError
 from qwengpu.model import CheckpointError
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-SHORT = {"float32": "fp32", "bfloat16": "bf16"}
 _SAFETENSORS = {"F32": "float32", "BF16": "bfloat16"}
 _LAYER = re.compile(r"model\.layers\.(\d+)\.(.+)")
 ROW_BLOCK = 16384                 # embedding rows copied (and checked) at a time
@@ -159,13 +158,12 @@ def load_text_model(path: str | Path, dtype: str | None = None, device: str = "c
     path = Path(path)
     config = runtime.load_config(path)           # CheckpointError: not a merged checkpoint
     dtype = dtype or stored_dtype(path, config)
-    if dtype not in DTYPES:
-        raise QwenGpuError(f"dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
+    check_dtype(dtype)
     cfg = text_config(config)
     with quiet_transformers():
         with torch.device("meta"):               # no memory, no random init: every tensor comes from the file
-            model = Qwen3_5ForCausalLM._from_config(cfg, dtype=DTYPES[dtype])
-        state = read_text_weights(path, config, DTYPES[dtype])
+            model = Qwen3_5ForCausalLM._from_config(cfg, dtype=torch_dtype(dtype))
+        state = read_text_weights(path, config, torch_dtype(dtype))
         if cfg.tie_word_embeddings:
             state["lm_head.weight"] = state["model.embed_tokens.weight"]
         model.load_state_dict(state, strict=True, assign=True)

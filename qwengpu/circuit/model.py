@@ -18,7 +18,7 @@ from transformers.cache_utils import DynamicCache
 
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
-from qwengpu.dtypes import DTYPES
+from qwengpu.dtypes import torch_dtype
 
 
 def model_config(circuit: Circuit, intermediate: int) -> Qwen3_5TextConfig:
@@ -44,7 +44,7 @@ def build_model(circuit: Circuit, dtype: str = "float32") -> Qwen3_5ForCausalLM:
         for name, value in w.items():
             state[f"model.layers.{i}.{name}"] = torch.tensor(value, dtype=torch.float32)
     model.load_state_dict(state, strict=True)
-    return model.to(DTYPES[dtype])
+    return model.to(torch_dtype(dtype))
 
 
 def models_by_dtype(circuit: Callable[[], Circuit]) -> Callable[[str], Qwen3_5ForCausalLM]:

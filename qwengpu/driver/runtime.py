@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from qwengpu.dtypes import DTYPES
+from qwengpu.dtypes import torch_dtype
 from qwengpu.errors import ExecutionError, QwenGpuError, ReplayMismatch
 from qwengpu.launch import Launch
 from qwengpu.driver import DEFAULT_BATCH, copyout, protocol
@@ -53,10 +53,8 @@ def load_model(path: str | Path, dtype: str = "float32", device: str = "cpu"):
     The whole model, in `dtype`: what the stock path (fast=False) runs; the fast path reads only
     what it needs (FastModel.from_checkpoint)."""
     from transformers import AutoModelForCausalLM
-    if dtype not in DTYPES:
-        raise QwenGpuError(f"dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
     load_config(path)                           # a clear error before transformers reads anything
-    model = AutoModelForCausalLM.from_pretrained(Path(path), dtype=DTYPES[dtype]).to(device).eval()
+    model = AutoModelForCausalLM.from_pretrained(Path(path), dtype=torch_dtype(dtype)).to(device).eval()
     return model, model.config.qwengpu
 
 

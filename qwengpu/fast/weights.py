@@ -16,8 +16,7 @@ from pathlib import Path
 
 import torch
 
-from qwengpu.dtypes import DTYPES
-from qwengpu.errors import QwenGpuError
+from qwengpu.dtypes import torch_dtype
 from qwengpu.model import CheckpointError
 from qwengpu.model.checkpoint import config_json, safetensors_header, shard_files
 
@@ -44,9 +43,7 @@ class CheckpointTensors:
     """Named tensors of the checkpoint folder `path`, cast to `dtype` ("float32", "bfloat16")."""
 
     def __init__(self, path: str | Path, dtype: str = "float32"):
-        if dtype not in DTYPES:
-            raise QwenGpuError(f"dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
-        self.path, self.dtype = Path(path), DTYPES[dtype]
+        self.path, self.dtype = Path(path), torch_dtype(dtype)
         self.config = config_json(self.path, "not a model checkpoint")
         self.files = shard_map(self.path)
 

@@ -385,7 +385,7 @@ def _overflowing(run) -> list[int]:
 
 def encode(program: isa.Program) -> list[BlockCode]:
     """Every block of the program, as the machine runs it; MachineLimitError for a block whose
-    passes the ROM cannot hold (the lowering packs blocks so that none is: lower.form_blocks)."""
+    passes the ROM cannot hold (the lowering packs blocks so that none is: blocks.form_blocks)."""
     run = _as_run(program)
     if over := _overflowing(run):
         raise MachineLimitError(f"block B{over[0]} of kernel {program.name} takes more than {isa.BLOCK_SLOTS} "

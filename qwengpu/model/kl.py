@@ -15,7 +15,7 @@ import torch
 from transformers import AutoModelForCausalLM, Qwen3_5ForCausalLM, Qwen3_5TextConfig
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextRotaryEmbedding
 
-from qwengpu.dtypes import DTYPES
+from qwengpu.dtypes import SHORT, torch_dtype
 from qwengpu.model import CheckpointError
 from qwengpu.model.checkpoint import check_merged_checkpoint, open_base, read_tensor
 from qwengpu.model.tokenizer import reference_encode
@@ -38,7 +38,7 @@ TEXTS = [
     "def mean(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total / len(xs)\n",
     "Το μικρό λιμάνι ξυπνά νωρίς· οι ψαράδες δένουν τα δίχτυα τους και μιλούν για τον καιρό.",
 ]
-TAGS = {"fp32": "float32", "bf16": "bfloat16"}     # result keys' short dtype names
+TAGS = {short: name for name, short in SHORT.items()}     # result keys' short dtype names
 
 
 def load_base(path: str | Path, dtype: torch.dtype) -> Qwen3_5ForCausalLM:
@@ -109,7 +109,7 @@ def eval_kl(base: str | Path, merged: str | Path | None = None, rescale: str = "
     circuit_out: list[float] = []
     reference = []                          # the base's fp32 log-probs, per sequence
     for tag in dtypes:
-        dtype = DTYPES[TAGS[tag]]
+        dtype = torch_dtype(TAGS[tag])
         b_model, m_model = load_base(base_dir, dtype), load_merged(merged, dtype)
         V = V or b_model.config.vocab_size
         handles = _circuit_hooks(m_model, n_circuit, circuit_out)

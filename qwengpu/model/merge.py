@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from qwengpu.circuit.weights import CircuitWeights
-from qwengpu.dtypes import DTYPES
+from qwengpu.dtypes import torch_dtype
 from qwengpu.model import CheckpointError
 from qwengpu.model.checkpoint import BaseCheckpoint, open_base, read_rows, read_tensor
 from qwengpu.model.hosts import FP32_SUFFIXES, layer_shapes
@@ -248,8 +248,6 @@ def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: boo
 
     Everything is validated before any tensor is read: the output directory, the base's
     config and tensor shapes, and that the circuit fits the base's layer shapes."""
-    if dtype not in DTYPES:
-        raise CheckpointError(f"dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
     if rescale not in RESCALES:
         raise CheckpointError(f"rescale {rescale!r}: expected one of {', '.join(RESCALES)}")
     if isinstance(circuit, str) and circuit not in ("machine", "demo"):
@@ -266,7 +264,7 @@ def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: boo
         circuit = named_circuit(circuit, ckpt.text_config)
     merged = merged_config(ckpt, circuit, dtype, rescale)
     check_circuit_fits(ckpt, circuit, merged)
-    items = plan(ckpt, circuit, merged, DTYPES[dtype], rescale)
+    items = plan(ckpt, circuit, merged, torch_dtype(dtype, CheckpointError), rescale)
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
