@@ -200,6 +200,7 @@ def machine_source_digest() -> str:
 
 # ---- the circuit handed to the merge -------------------------------------------------------------------
 MODEL_OPS = frozenset(ALU_OPS) | {"S2R", "LD", "ST", "ATOM", "SHFL", "VOTE"} | set(TERMS)     # what the model engine runs
+MODEL_ATOMS = frozenset(ATOM_OPS)                              # the atomics among them
 
 
 class LazyLayer(Mapping):
