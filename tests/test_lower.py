@@ -277,6 +277,16 @@ def test_shift_immediate_amount(opcode, w, signed, side, n):
         assert run_op(f"{opcode} {{d}}, {{a}}, {n}", w, (w,), a) == want
 
 
+@pytest.mark.parametrize("opcode,w,signed,side", [s for s in SHIFTS if s[1] == 64])
+@pytest.mark.parametrize("n", [0, 1, 31, 32, 33, 63])
+def test_shift_in_place(opcode, w, signed, side, n):
+    """The destination is the source (`shl.b64 %rd2, %rd2, 32`): a half written first must not
+    be read as the other half's input."""
+    for a in (0x8123_4567_89AB_CDEF, 0x0123_4567_89AB_CDEF):
+        want = wrap(a << n, w) if side == "l" else wrap(val(a, w, signed) >> n, w)
+        assert run_op(f"{opcode} {{a}}, {{a}}, {n}; mov.b64 {{d}}, {{a}}", w, (w,), a) == want
+
+
 @pytest.mark.parametrize("mode", ["l.wrap", "l.clamp", "r.wrap", "r.clamp"])
 @EXAMPLES
 @given(a=u64s, b=u64s, n=st.integers(0, 40))

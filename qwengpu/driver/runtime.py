@@ -53,8 +53,9 @@ def load_model(path: str | Path, dtype: str = "float32", device: str = "cpu"):
     The whole model, in `dtype`: what the stock path (fast=False) runs; the fast path reads only
     what it needs (FastModel.from_checkpoint)."""
     from transformers import AutoModelForCausalLM
+    dtype = torch_dtype(dtype)
     load_config(path)                           # a clear error before transformers reads anything
-    model = AutoModelForCausalLM.from_pretrained(Path(path), dtype=torch_dtype(dtype)).to(device).eval()
+    model = AutoModelForCausalLM.from_pretrained(Path(path), dtype=dtype).to(device).eval()
     return model, model.config.qwengpu
 
 

@@ -236,6 +236,9 @@ class TranslatorBase(Division):
             temps = [self.new_vreg() for _ in targets]
             self.pending += list(zip(targets, temps))
             targets = temps
+        # a value that is a half written before it (`shl.b64 %rd2, %rd2, 32`: hi = old lo) is
+        # copied first, so the halves are assigned as if at once
+        out = [self.emit(Op.MOV, v) if self.renamed(v) in targets[:k] else v for k, v in enumerate(out)]
         for k, (t, v) in enumerate(zip(targets, out)):
             if v in out[k + 1:]:        # the same value goes to two halves: copy, don't rename
                 self.emit(Op.MOV, v, dst=t)
