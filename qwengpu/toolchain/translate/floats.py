@@ -165,6 +165,7 @@ class FloatOps(TranslatorBase):
             v = self.emit(Op.MAX, self.emit(Op.MIN, v, Imm((1 << (bits - 1)) - 1)), Imm(isa.u32(-(1 << (bits - 1)))))
         elif bits < 32:
             v = self.emit(Op.MINU, v, Imm((1 << bits) - 1))
+        v = self.trunc(v, bits)
         self.put(ins.operands[0], [v], bits, signed)
 
     # -- atomics ---------------------------------------------------------------------
