@@ -72,7 +72,19 @@ def _reader(operand: isa.Operand):
 
 
 def _alu(ins: isa.Instr):
-    fn = isa.ALU_SEMANTICS[ins.op.name]
+    return _per_lane(isa.ALU_SEMANTICS[ins.op.name], ins)
+
+
+def _float(ins: isa.Instr):
+    want = isa.FLOAT_MODS[ins.op.name]
+    if not isinstance(ins.mod, want):
+        raise ValueError(f"{ins}: {ins.op.name} needs mod={want.__name__}")
+    semantics, mod = isa.FLOAT_SEMANTICS[ins.op.name], ins.mod
+    return _per_lane(lambda *values: semantics(mod, *values), ins)
+
+
+def _per_lane(fn, ins: isa.Instr):
+    """The op `fn` of the instruction's sources, lane by lane."""
     g = [_reader(s) for s in ins.srcs]
     if len(g) == 1:
         g0, = g
@@ -99,7 +111,7 @@ def _mem(ins: isa.Instr):
                 and isinstance(ins.mod[1], isa.AtomOp)):
             raise ValueError(f"{ins}: ATOM needs mod=(Space, AtomOp)")
         space, atom = ins.mod
-        fn, gc = isa.ATOM_SEMANTICS[atom], _reader(ins.srcs[2])
+        fn, gc = isa.atom_semantics(atom, space), _reader(ins.srcs[2])
 
         def atomic(rows, lanes, ctx):
             mem = ctx.spaces[space]
@@ -182,6 +194,8 @@ def _decode_instr(ins: isa.Instr):
     kind = ins.op.kind
     if kind is isa.Kind.ALU:
         compute = _alu(ins)
+    elif kind is isa.Kind.FLOAT:
+        compute = _float(ins)
     elif kind is isa.Kind.SREG:
         compute = _s2r(ins)
     elif kind is isa.Kind.MEM:

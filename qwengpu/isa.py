@@ -3,7 +3,9 @@
 This module is the single source of truth for the instruction set. The PTX
 lowering emits it, the reference interpreter executes it, and the circuit
 compiler builds weights for it. Every ALU op's exact 32-bit semantics is a
-plain Python function on unsigned 32-bit ints, defined once here.
+plain Python function on unsigned 32-bit ints, defined once here; the float ops'
+(FLOAT_SEMANTICS) are fp32's functions on bit patterns, with a rounding mode or
+a comparison as the instruction's `mod`.
 
 See docs/isa.md for the prose description.
 """
@@ -12,7 +14,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from qwengpu import fp32
 from qwengpu.errors import MachineLimitError, plural
+from qwengpu.fp32 import Rnd
 
 # ---------------------------------------------------------------------------
 # Machine limits
@@ -183,8 +187,51 @@ ALU_SEMANTICS = {
 # ---------------------------------------------------------------------------
 # Opcodes
 # ---------------------------------------------------------------------------
+class FCmp(enum.Enum):
+    """FSET's comparison: PTX setp's float comparisons. The ordered ones are false when an
+    operand is NaN, the unordered ones (u) true; num: neither is NaN, nan: either is."""
+    EQ = "eq"
+    NE = "ne"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+    EQU = "equ"
+    NEU = "neu"
+    LTU = "ltu"
+    LEU = "leu"
+    GTU = "gtu"
+    GEU = "geu"
+    NUM = "num"
+    NAN = "nan"
+
+
+# fp32 ops on bit patterns, each f(mod, *sources): mod is the instruction's Rnd (FSET: its FCmp;
+# FMIN and FMAX: None). F2I/F2U round to a signed/unsigned 32-bit integer, saturating (NaN: 0);
+# I2F/U2F from one; FRND to an integral float (cvt.rXi.f32.f32).
+FLOAT_SEMANTICS = {
+    "FADD": lambda m, a, b: fp32.add(a, b, m),
+    "FSUB": lambda m, a, b: fp32.sub(a, b, m),
+    "FMUL": lambda m, a, b: fp32.mul(a, b, m),
+    "FFMA": lambda m, a, b, c: fp32.fma(a, b, c, m),
+    "FDIV": lambda m, a, b: fp32.div(a, b, m),
+    "FSQRT": lambda m, a: fp32.sqrt(a, m),
+    "FMIN": lambda m, a, b: fp32.min(a, b),
+    "FMAX": lambda m, a, b: fp32.max(a, b),
+    "FSET": lambda m, a, b: fp32.compare(a, b, m.value),
+    "F2I": lambda m, a: fp32.to_int(a, m, signed=True),
+    "F2U": lambda m, a: fp32.to_int(a, m, signed=False),
+    "I2F": lambda m, a: fp32.from_int(a, m, signed=True),
+    "U2F": lambda m, a: fp32.from_int(a, m, signed=False),
+    "FRND": lambda m, a: fp32.round_integral(a, m),
+}
+FLOAT_MODS = {name: FCmp if name == "FSET" else type(None) if name in ("FMIN", "FMAX") else Rnd
+              for name in FLOAT_SEMANTICS}      # the type of each float op's mod
+
+
 class Kind(enum.Enum):
     ALU = "alu"        # pure per-lane function of its sources
+    FLOAT = "float"    # pure per-lane fp32 function of its sources and its mod (FLOAT_SEMANTICS)
     SREG = "sreg"      # read a special register
     MEM = "mem"        # load / store / atomic
     WARP = "warp"      # shuffle / vote: reads other lanes
@@ -244,6 +291,21 @@ class Op(enum.Enum):
     SHFL = "SHFL"
     # VOTE d, predicate a, member mask b
     VOTE = "VOTE"
+    # fp32 ops (FLOAT_SEMANTICS), last so that the opcodes before them keep their numbers
+    FADD = "FADD"
+    FSUB = "FSUB"
+    FMUL = "FMUL"
+    FFMA = "FFMA"
+    FDIV = "FDIV"
+    FSQRT = "FSQRT"
+    FMIN = "FMIN"
+    FMAX = "FMAX"
+    FSET = "FSET"
+    F2I = "F2I"
+    F2U = "F2U"
+    I2F = "I2F"
+    U2F = "U2F"
+    FRND = "FRND"
 
     @property
     def kind(self) -> Kind:
@@ -306,6 +368,7 @@ OP_SPEC: dict[Op, tuple[Kind, int]] = {
     Op.ATOM: (Kind.MEM, 3),
     Op.SHFL: (Kind.WARP, 3),
     Op.VOTE: (Kind.WARP, 2),
+    **{Op[name]: (Kind.FLOAT, f.__code__.co_argcount - 1) for name, f in FLOAT_SEMANTICS.items()},
 }
 
 
@@ -346,6 +409,7 @@ class AtomOp(enum.Enum):
     INC = "inc"
     DEC = "dec"
     CAS = "cas"
+    FADD = "fadd"       # fp32 add, round to nearest; in global memory subnormals flush to zero
 
 
 ATOM_SEMANTICS = {
@@ -363,7 +427,16 @@ ATOM_SEMANTICS = {
     AtomOp.DEC: lambda old, b, c: b if (old == 0 or old > b) else old - 1,
     # CAS: b = compare value, c = new value
     AtomOp.CAS: lambda old, b, c: c if old == b else old,
+    AtomOp.FADD: lambda old, b, c: fp32.add(old, b),
 }
+
+
+def atom_semantics(op: AtomOp, space: Space):
+    """The new value's function (old, b, c) of an atomic in `space`: CUDA's global fp32 atomic
+    adds flush subnormal inputs and results to zero, shared ones keep them."""
+    if op is AtomOp.FADD and space is Space.GLOBAL:
+        return lambda old, b, c: fp32.add(old, b, ftz=True)
+    return ATOM_SEMANTICS[op]
 
 
 class ShflMode(enum.Enum):

@@ -14,7 +14,7 @@ CHECKPOINT_READER = {"qwengpu.model", "qwengpu.model.checkpoint"}
 # lowest first; a module belongs to the first entry that names it or a package above it
 CONTRACT = ["qwengpu.machine.words", "qwengpu.machine.tokens", "qwengpu.machine.encoding"]
 FLOORS = [
-    ["qwengpu.errors", "qwengpu.isa", "qwengpu.liveness", "qwengpu.dtypes"],  # machine definition; liveness; dtypes
+    ["qwengpu.errors", "qwengpu.fp32", "qwengpu.isa", "qwengpu.liveness", "qwengpu.dtypes"],  # machine definition; liveness; dtypes
     ["qwengpu.interp", "qwengpu.launch", "qwengpu.printf", "qwengpu.args"] + CONTRACT,   # semantics, contract
     ["qwengpu.toolchain", "qwengpu.circuit"],                            # CUDA -> program; weight compiler
     ["qwengpu.machine"],                                                 # the circuit's units and assembly

@@ -42,7 +42,7 @@ from qwengpu.machine.wiring import flag_if, match, view
 
 WORD = 32
 NIBBLES = WORD // 4
-ATOM_OPS: tuple[str, ...] = tuple(o.name for o in isa.AtomOp)
+ATOM_OPS: tuple[str, ...] = tuple(o.name for o in isa.AtomOp if o is not isa.AtomOp.FADD)   # no fp32 yet
 BIG = 32          # weight of a 0/1 condition against Lambda (|Lambda| <= 15 < BIG)
 
 
@@ -185,6 +185,8 @@ def build_atomic_unit(c: Circuit, tokens: TokenInputs, status: WarpStatus, resul
             G.relu(c, L, {results.r[l][i]: 1, k["AT"]: 1}, -1, {old[i]: 1})
     flags = {}
     for i, a in enumerate(isa.AtomOp):
+        if a.name not in ATOM_OPS:
+            continue
         flags[a.name] = c.field(f"atom.{a.name}", 1, L)
         t, k0 = match(view(status.patom, 2, 6), i)
         flag_if(c, L, [(t, k0, 4), ({k["AT"]: 1}, 0, 1)], {flags[a.name][0]: 1})

@@ -27,7 +27,7 @@ from qwengpu.circuit.host import HostSpec, circuit_width
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.weights import CircuitWeights
 from qwengpu.machine.alu import ALU_OPS
-from qwengpu.machine.atomic import build_atomic_unit
+from qwengpu.machine.atomic import ATOM_OPS, build_atomic_unit
 from qwengpu.machine.copy_unit import build_copy_unit
 from qwengpu.machine.execute import (build_alu_unit, build_branch_unit, build_pre_alu, build_schedule,
                                      build_warp_unit, check_execute_end)
@@ -200,6 +200,7 @@ def machine_source_digest() -> str:
 
 # ---- the circuit handed to the merge -------------------------------------------------------------------
 MODEL_OPS = frozenset(ALU_OPS) | {"S2R", "LD", "ST", "ATOM", "SHFL", "VOTE"} | set(TERMS)     # what the model engine runs
+MODEL_ATOMS = frozenset(ATOM_OPS)                              # the atomics among them
 
 
 class LazyLayer(Mapping):

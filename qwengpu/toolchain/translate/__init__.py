@@ -12,15 +12,17 @@ The Translator is assembled from its concerns, bottom up:
   core.py          the body: operands, results, predication, labels and branches
   alu.py           data movement, arithmetic, shifts, bit operations, comparisons
   memory.py        loads, stores, atomics, warp operations, barriers
+  floats.py        fp32 arithmetic, comparisons, conversions, float atomics
 """
 from qwengpu.toolchain.translate.alu import AluOps
 from qwengpu.toolchain.translate.core import constant_registers
+from qwengpu.toolchain.translate.floats import FloatOps
 from qwengpu.toolchain.translate.memory import MemoryOps
 
 __all__ = ["Translator", "constant_registers"]
 
 
-class Translator(AluOps, MemoryOps):
+class Translator(AluOps, MemoryOps, FloatOps):
     """`Translator(module, fn, layout, spaces).run()`: the kernel's IR blocks. Afterwards,
     `space_of` tells where an access goes (writes.py asks it) and `ptx_constants` which
     PTX registers hold one immediate (lint.py)."""

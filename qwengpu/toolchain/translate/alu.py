@@ -379,12 +379,16 @@ class AluOps(TranslatorBase):
         return self.emit(self.CMP32[cmp][0 if signed else 1], x, y)
 
     def op_setp(self, ins, parts):
-        cmp = parts[1]
-        boolop = next((p for p in parts[2:] if p in ("and", "or", "xor")), None)
         bits, signed = self.itype(parts)
+        d, a, b = ins.operands[:3]
+        self.set_predicate(ins, parts, self.compare(parts[1], self.read(a, bits), self.read(b, bits), bits, signed))
+
+    def set_predicate(self, ins, parts, flag) -> None:
+        """setp's destination (p, or the pair p|q of flag and its inverse) from the comparison's
+        flag, combined with the optional predicate source (setp.cmp.and/or/xor)."""
+        boolop = next((p for p in parts[2:] if p in ("and", "or", "xor")), None)
         ops = ins.operands
-        d, a, b = ops[:3]
-        flag = self.compare(cmp, self.read(a, bits), self.read(b, bits), bits, signed)
+        d = ops[0]
         inv = None
         if isinstance(d, ptx.Pair):
             inv = self.emit(Op.XOR, flag, Imm(1))

@@ -1,8 +1,8 @@
 """The translator's core: the PTX function's body, one instruction at a time, into
 virtual-IR blocks; PTX registers as virtual registers (a pair for 64 bits, 8/16-bit values
 zero-extended in one), operands read and results written at an instruction's type,
-predication, labels and branches. The instructions' own translations are alu.py's and
-memory.py's (`op_<name>` methods).
+predication, labels and branches. The instructions' own translations are alu.py's,
+memory.py's (`op_<name>` methods) and floats.py's (`f32_<name>`).
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from qwengpu.toolchain.spaces import Spaces
 
 Op, Imm, Term = isa.Op, isa.Imm, isa.Term
 M32 = isa.MASK32
+FLOAT_TYPES = ("f16", "f16x2", "bf16", "bf16x2", "f32", "f64")
 SREG_INDEX = {f"%{r}.{c}": isa.SReg[f"{r.upper()}_{c.upper()}"] for r in ("tid", "ntid", "ctaid", "nctaid")
               for c in "xyz"} | {"%laneid": isa.SReg.LANEID, "%warpid": isa.SReg.WARPID}
 # the PTX instructions without side effects (alu.py's): guarded by a predicate, one computes
@@ -79,15 +80,16 @@ class TranslatorBase(Division):
     def instruction(self, ins: ptx.Instruction) -> None:
         parts = ins.parts
         base = parts[0]
-        handler = getattr(self, f"op_{base}", None)
-        if handler is None:
-            self.unsupported(f"instruction {ins.opcode} is not supported")
-        floats = [p for p in parts[1:] if p in ("f16", "f32", "f64", "bf16", "f16x2")]
-        if floats:
-            self.unsupported(f"floating point ({ins.opcode}) is not supported")
-        for bad in ("sat", "cc"):
-            if bad in parts[1:]:
-                self.unsupported(f"{ins.opcode}: .{bad} is not supported")
+        if any(p in FLOAT_TYPES for p in parts[1:]):
+            handler = self.float_handler(ins, parts)        # floats.py
+        else:
+            handler = getattr(self, f"op_{base}", None)
+            if handler is None:
+                self.unsupported(f"instruction {ins.opcode} is not supported")
+            if "sat" in parts[1:]:
+                self.unsupported(f"{ins.opcode}: .sat is not supported")
+        if "cc" in parts[1:]:
+            self.unsupported(f"{ins.opcode}: .cc is not supported")
         if base in ("addc", "subc"):
             self.unsupported(f"{ins.opcode}: carry chains are not supported")
         if ins.pred is None:

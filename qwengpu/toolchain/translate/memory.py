@@ -162,25 +162,30 @@ class MemoryOps(TranslatorBase):
              "xor": isa.AtomOp.XOR, "inc": isa.AtomOp.INC, "dec": isa.AtomOp.DEC, "cas": isa.AtomOp.CAS}
 
     def op_atom(self, ins, parts, has_dst=True):
-        ops = ins.operands
-        d, addr, rest = (ops[0], ops[1], ops[2:]) if has_dst else (None, ops[0], ops[1:])
-        space, base, off = self.located(ins, parts, addr)
-        if space not in ("global", "shared", None):
-            self.unsupported(f"{ins.opcode}: atomics on .{space} are not supported")
         bits, signed = self.itype(parts)
         if bits != 32:
             self.unsupported(f"{ins.opcode}: only 32-bit atomics are supported")
         name = next((p for p in parts[1:] if p in self.ATOMS or p in ("min", "max", "sub")), None)
         if name is None:
             self.unsupported(f"{ins.opcode}: unknown atomic operation")
-        b = self.read1(rest[0], 32)
-        c = self.read1(rest[1], 32) if len(rest) > 1 else Imm(0)
-        if name == "sub":
-            name, b = "add", self.emit(Op.SUB, Imm(0), b)
         if name in ("min", "max"):
             aop = isa.AtomOp[name.upper() + ("" if signed else "U")]
         else:
-            aop = self.ATOMS[name]
+            aop = self.ATOMS["add" if name == "sub" else name]
+        self.atomic(ins, parts, aop, has_dst, negate=name == "sub")
+
+    def atomic(self, ins, parts, aop: isa.AtomOp, has_dst: bool, negate: bool = False) -> None:
+        """An atom (has_dst) or red of operation `aop`; `negate`: b's negation is the operand."""
+        ops = ins.operands
+        d, addr, rest = (ops[0], ops[1], ops[2:]) if has_dst else (None, ops[0], ops[1:])
+        space, base, off = self.located(ins, parts, addr)
+        if space not in ("global", "shared", None):
+            self.unsupported(f"{ins.opcode}: atomics on .{space} are not supported")
+        b = self.read1(rest[0], 32)
+        c = self.read1(rest[1], 32) if len(rest) > 1 else Imm(0)
+        if negate:
+            b = self.emit(Op.SUB, Imm(0), b)
+
         def atom(sp, base, off):
             a = base if off == 0 else self.emit(Op.ADD, base, Imm(off))
             return [self.emit(Op.ATOM, a, b, c, mod=(SPACES[sp], aop), result=d is not None)]
