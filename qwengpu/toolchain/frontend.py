@@ -115,7 +115,8 @@ def libdevice_path() -> Path | None:
             roots = list(nvidia.__path__)
         except ImportError:
             roots = []
-        found = sorted(Path(p) for d in roots for p in glob.glob(os.path.join(d, "**", "libdevice*.bc"), recursive=True))
+        found = sorted(Path(p) for d in roots
+                       for p in glob.glob(os.path.join(d, "**", "libdevice*.bc"), recursive=True))
     found = [p for p in found if p.is_file()]
     return found[-1] if found else None
 
@@ -158,7 +159,8 @@ def _write_prec_sqrt_libdevice(original: Path, target: Path) -> None:
     ir = ["-x", "ir", "--target=nvptx-nvidia-cuda", "-Xclang", "-disable-llvm-passes", "-O0", "-Wno-override-module"]
     text = _run([clang_path() or CLANG, *ir, "-S", "-emit-llvm", str(original), "-o", "-"])
     for string in _PREC_SQRT_STRING.findall(text):
-        call = re.compile(rf"^(\s*%[\w.]+) = (?:tail )?call i32 @__nvvm_reflect\(ptr {re.escape(string)}\)[^\n]*$", re.M)
+        call = re.compile(rf"^(\s*%[\w.]+) = (?:tail )?call i32 @__nvvm_reflect\(ptr {re.escape(string)}\).*$",
+                          re.M)
         text = call.sub(r"\1 = add i32 0, 1", text)
     fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".bc.tmp")
     os.close(fd)
