@@ -203,3 +203,250 @@ def test_real_gpu_build_maps_warps_onto_four_lane_groups():
     body = body_of(ptx, "k")
     assert "%laneid" in body and "shfl.sync.idx.b32" in body and "vote.sync.ballot.b32" in body
     assert "bar.warp.sync" in body and not re.search(r"bar\.warp\.sync\s+15;", body)
+
+
+# --- floating point: compiled as written ------------------------------------------------
+# The float ISA is not in the machine yet: these check the PTX each front end emits.
+BOTH = pytest.mark.parametrize("fe", frontend.FRONTENDS)
+# The only .ftz instructions allowed: inside libdevice's / NVRTC's own sequences (expf, exp10f,
+# tanhf, cbrtf, erff... use ex2.approx.ftz; powf, tanhf, atanf, fmodf... rcp.approx.ftz;
+# acosf, asinf, erfinvf, __frsqrt_rn... rsqrt.approx.ftz; erfinvf, normcdfinvf lg2.approx.ftz;
+# sinhf, coshf div.approx.ftz). Never an arithmetic .ftz: the source's own float code keeps
+# subnormals.
+LIBRARY_FTZ = frozenset({"ex2.approx.ftz.f32", "rcp.approx.ftz.f32", "rsqrt.approx.ftz.f32",
+                         "lg2.approx.ftz.f32", "div.approx.ftz.f32"})
+_OPCODE = re.compile(r"^\s*(?:@!?%p\d+\s+)?([a-z][\w.]*)", re.M)
+
+
+def opcodes(ptx: str) -> list[str]:
+    """Every instruction's opcode (lines that start with a lower-case word), in order."""
+    return [m[1] for m in _OPCODE.finditer(ptx)]
+
+
+def assert_as_written(ptx: str, ftz: frozenset = frozenset()) -> list[str]:
+    """The determinism rule: every float add/sub/mul carries a rounding modifier (an
+    unrounded one may be fused by ptxas), nothing is left to link (.extern), and .ftz only
+    in `ftz`. Returns the opcodes."""
+    ops = opcodes(ptx)
+    unrounded = sorted({o for o in ops if re.fullmatch(r"(add|sub|mul)(\.ftz)?\.f(32|64)", o)})
+    assert not unrounded, f"float arithmetic without a rounding modifier: {unrounded}"
+    assert ".extern" not in ptx, re.findall(r".*\.extern.*", ptx)
+    flushed = sorted({o for o in ops if ".ftz" in o} - ftz)
+    assert not flushed, f".ftz outside the library's sequences: {flushed}"
+    return ops
+
+
+def float_kernel(body: str) -> str:
+    return ('extern "C" __global__ void k(float *o, int *io, unsigned *uo, long long *lo) {\n'
+            "    int t = threadIdx.x; float x = o[t], y = o[t + 4], z = o[t + 8]; int n = io[t];\n"
+            f"{body}\n}}\n")
+
+
+def float_ops(body: str, fe: str, ftz: frozenset = frozenset(), opt: int = 2) -> list[str]:
+    return assert_as_written(body_of(compile_cuda(float_kernel(body), frontend=fe, opt=opt), "k"), ftz)
+
+
+@BOTH
+@pytest.mark.parametrize("opt", [1, 2, 3])
+def test_a_times_x_plus_y_is_mul_then_add_and_fmaf_is_one_fma(fe, opt):
+    saxpy = float_ops("    o[12 + t] = x * y + z;", fe, opt=opt)
+    assert "mul.rn.f32" in saxpy and "add.rn.f32" in saxpy and not any(o.startswith("fma") for o in saxpy)
+    fused = float_ops("    o[12 + t] = fmaf(x, y, z) + __fmaf_rn(y, z, x);", fe, opt=opt)
+    assert fused.count("fma.rn.f32") == 2 and "mul.rn.f32" not in fused
+
+
+@BOTH
+def test_every_add_sub_mul_carries_its_rounding_and_nothing_is_fused(fe):
+    ops = float_ops("    o[12 + t] = x * y - z * x; o[16 + t] = (x + y) * z - x; o[20 + t] = -(x * y) + z;\n"
+                    "    o[24 + t] = __fadd_rn(x, y) * __fmul_rn(y, z);", fe)
+    assert not any(o.startswith("fma") for o in ops)
+    assert {"add.rn.f32", "sub.rn.f32", "mul.rn.f32"} <= set(ops)
+
+
+@BOTH
+def test_division_and_sqrt_are_correctly_rounded_and_nothing_flushes(fe):
+    ops = float_ops("    o[12 + t] = x / y; o[16 + t] = 1.0f / y; o[20 + t] = sqrtf(x); o[24 + t] = hypotf(x, y);\n"
+                    "    o[28 + t] = norm3df(x, y, z); o[32 + t] = __fdiv_rn(x, z) + __frcp_rn(z) + __fsqrt_rn(z);", fe)
+    assert {"div.rn.f32", "rcp.rn.f32", "sqrt.rn.f32"} <= set(ops)
+    assert not [o for o in ops if "approx" in o or "full" in o]
+
+
+def test_clang_libdevice_answers_prec_sqrt_as_nvrtc_does():
+    """clang-19 answers libdevice's __CUDA_PREC_SQRT with 0 (sqrt.approx); the linked copy says 1."""
+    path, why = frontend.clang_libdevice()
+    assert path is not None and path.suffix == ".bc", why
+    assert frontend.libdevice_path().name.startswith("libdevice")
+    for call in ("sqrtf(x)", "hypotf(x, y)", "norm3df(x, y, z)", "norm4df(x, y, z, x)", "jnf(n, x)"):
+        ops = float_ops(f"    o[12 + t] = {call};", "clang", LIBRARY_FTZ)
+        assert "sqrt.rn.f32" in ops and "sqrt.approx.f32" not in ops, call
+
+
+def test_missing_libdevice_names_the_package(monkeypatch):
+    monkeypatch.setattr(frontend, "clang_libdevice", lambda: (None, "libdevice is not installed"))
+    with pytest.raises(CompileError, match=r"__nv_expf.*libdevice is not installed.*pip install nvidia-nvvm"):
+        compile_cuda(float_kernel("    o[12 + t] = expf(x);") + "// no libdevice\n")
+    compile_cuda(VEC_ADD + "// integer code needs no libdevice\n")
+    assert "add.rn.f32" in compile_cuda(float_kernel("    o[12 + t] = x + y * z;") + "// nor + - * /\n")
+
+
+@BOTH
+def test_float_flags_leave_integer_ptx_unchanged(fe, monkeypatch, kernels_dir):
+    """The float flags and libdevice change nothing in integer kernels (compiled with and without)."""
+    names = ["vec_add", "warp_reduce_shfl", "histogram_shared", "int64_ops", "int_intrinsics", "radix_sort_ballot"]
+    srcs = [(kernels_dir / f"{n}.cu").read_text() for n in names]
+
+    def compile_all():
+        full = [frontend.with_prelude(s, "k.cu") for s in srcs]
+        return [frontend._clang(f, 2) if fe == "clang" else frontend._nvrtc(f, "k.cu") for f in full]
+    ours = compile_all()
+    monkeypatch.setattr(frontend, "CLANG_FP_FLAGS", ())
+    monkeypatch.setattr(frontend, "clang_libdevice", lambda: (None, "off"))
+    monkeypatch.setattr(frontend, "NVRTC_OPTIONS", tuple(o for o in frontend.NVRTC_OPTIONS
+                                                           if o not in frontend.NVRTC_FP_OPTIONS))
+    assert compile_all() == ours
+
+
+# Each function's PTX: the instructions it must contain (both front ends, or (clang, NVRTC)).
+MATH = [
+    ("fabsf(x)", ["abs.f32"]), ("fminf(x, y)", ["min.f32"]), ("fmaxf(x, y)", ["max.f32"]),
+    ("min(x, y) + max(y, z) + abs(x)", ["min.f32", "max.f32", "abs.f32"]),
+    ("floorf(x)", ["cvt.rmi.f32.f32"]), ("ceilf(x)", ["cvt.rpi.f32.f32"]), ("truncf(x)", ["cvt.rzi.f32.f32"]),
+    ("rintf(x)", ["cvt.rni.f32.f32"]), ("nearbyintf(x)", ["cvt.rni.f32.f32"]),
+    ("roundf(x)", ["add.rz.f32", "cvt.rzi.f32.f32"]),
+    ("copysignf(x, y)", (["abs.f32", "neg.f32", "selp.f32"], ["copysign.f32"])),
+    ("fdimf(x, y)", ["sub.rn.f32"]), ("sqrtf(x) + sqrt(y)", ["sqrt.rn.f32"]),
+    ("rsqrtf(x)", ["rsqrt.approx.f32"]), ("__frsqrt_rn(x)", ["rsqrt.approx.ftz.f32", "fma.rn.f32"]),
+    ("expf(x)", ["ex2.approx.ftz.f32", "fma.rm.f32", "cvt.sat.f32.f32"]), ("exp2f(x)", ["ex2.approx.f32"]),
+    ("exp10f(x)", ["ex2.approx.ftz.f32"]), ("logf(x)", ["fma.rn.f32", "cvt.rn.f32.s32"]),
+    ("log2f(x)", ["fma.rn.f32"]), ("log10f(x)", ["fma.rn.f32"]), ("log1pf(x)", ["fma.rn.f32"]),
+    ("sinf(x)", ["cvt.rni.s32.f32", "mul.rn.f64", "cvt.rn.f32.f64"]), ("cosf(x)", ["mul.rn.f64"]),
+    ("tanf(x)", ["rcp.approx.ftz.f32", "mul.rn.f64"]), ("powf(x, y)", ["rcp.approx.ftz.f32"]),
+    ("pow(x, n)", ["mul.rn.f32", "rcp.rn.f32"]), ("tanhf(x)", ["ex2.approx.ftz.f32", "rcp.approx.ftz.f32"]),
+    ("atan2f(x, y)", ["fma.rn.f32"]), ("atanf(x)", ["rcp.approx.ftz.f32"]), ("asinf(x)", ["rsqrt.approx.ftz.f32"]),
+    ("fmodf(x, y)", ["fma.rn.f32"]), ("ldexpf(x, n) + scalbnf(y, n)", ["mul.rn.f32"]),
+    ("__expf(x)", ["ex2.approx.f32", "mul.rn.f32"]), ("__exp10f(x)", ["ex2.approx.f32"]),
+    ("__logf(x)", ["lg2.approx.f32", "mul.rn.f32"]), ("__log2f(x)", ["lg2.approx.f32"]),
+    ("__log10f(x)", ["lg2.approx.f32"]), ("__sinf(x)", ["sin.approx.f32"]), ("__cosf(x)", ["cos.approx.f32"]),
+    ("__tanf(x)", ["sin.approx.f32", "cos.approx.f32", "div.approx.f32"]), ("__tanhf(x)", ["tanh.approx.f32"]),
+    ("__powf(x, y)", ["lg2.approx.f32", "ex2.approx.f32"]), ("__fdividef(x, y)", ["div.approx.f32"]),
+    ("fdividef(x, y)", ["div.rn.f32"]), ("__saturatef(x)", ["cvt.sat.f32.f32"]),
+    ("__fadd_rn(x, y) + __fadd_rz(x, y) + __fadd_rd(x, y) + __fadd_ru(x, y)",
+     ["add.rn.f32", "add.rz.f32", "add.rm.f32", "add.rp.f32"]),
+    ("__fsub_rn(x, y) + __fsub_rz(x, y) + __fsub_rd(x, y) + __fsub_ru(x, y)",
+     ["sub.rn.f32", "sub.rz.f32", "sub.rm.f32", "sub.rp.f32"]),
+    ("__fmul_rn(x, y) + __fmul_rz(x, y) + __fmul_rd(x, y) + __fmul_ru(x, y)",
+     ["mul.rn.f32", "mul.rz.f32", "mul.rm.f32", "mul.rp.f32"]),
+    ("__fmaf_rn(x, y, z) + __fmaf_rz(x, y, z) + __fmaf_rd(x, y, z) + __fmaf_ru(x, y, z)",
+     ["fma.rn.f32", "fma.rz.f32", "fma.rm.f32", "fma.rp.f32"]),
+    ("__fdiv_rn(x, y) + __fdiv_rz(x, y) + __fdiv_rd(x, y) + __fdiv_ru(x, y)",
+     ["div.rn.f32", "div.rz.f32", "div.rm.f32", "div.rp.f32"]),
+    ("__frcp_rn(x) + __frcp_rz(x) + __frcp_rd(x) + __frcp_ru(x)",
+     ["rcp.rn.f32", "rcp.rz.f32", "rcp.rm.f32", "rcp.rp.f32"]),
+    ("__fsqrt_rn(x) + __fsqrt_rz(x) + __fsqrt_rd(x) + __fsqrt_ru(x)",
+     ["sqrt.rn.f32", "sqrt.rz.f32", "sqrt.rm.f32", "sqrt.rp.f32"]),
+    ("(float)(__float2int_rn(x) + __float2int_rz(x) + __float2int_rd(x) + __float2int_ru(x))",
+     ["cvt.rni.s32.f32", "cvt.rzi.s32.f32", "cvt.rmi.s32.f32", "cvt.rpi.s32.f32"]),
+    ("(float)(__float2uint_rn(x) + __float2uint_rz(x) + __float2uint_rd(x) + __float2uint_ru(x))",
+     ["cvt.rni.u32.f32", "cvt.rzi.u32.f32", "cvt.rmi.u32.f32", "cvt.rpi.u32.f32"]),
+    ("(float)(__float2ll_rn(x) + __float2ll_rz(x) + __float2ull_rd(x) + __float2ull_ru(x))",
+     ["cvt.rni.s64.f32", "cvt.rzi.s64.f32", "cvt.rmi.u64.f32", "cvt.rpi.u64.f32"]),
+    ("__int2float_rn(n) + __int2float_rz(n) + __int2float_rd(n) + __int2float_ru(n)",
+     ["cvt.rn.f32.s32", "cvt.rz.f32.s32", "cvt.rm.f32.s32", "cvt.rp.f32.s32"]),
+    ("__uint2float_rn(uo[t]) + __uint2float_rz(uo[t]) + __uint2float_rd(uo[t]) + __uint2float_ru(uo[t])",
+     ["cvt.rn.f32.u32", "cvt.rz.f32.u32", "cvt.rm.f32.u32", "cvt.rp.f32.u32"]),
+    ("__ll2float_rn(lo[t]) + __ll2float_rz(lo[t]) + __ull2float_rd(lo[t]) + __ull2float_ru(lo[t])",
+     ["cvt.rn.f32.s64", "cvt.rz.f32.s64", "cvt.rm.f32.u64", "cvt.rp.f32.u64"]),
+    ("(float)(int)x + (float)n + (float)(unsigned)n", ["cvt.rzi.s32.f32", "cvt.rn.f32.s32", "cvt.rn.f32.u32"]),
+    ("(float)(isnan(x) + isinf(y) + isfinite(z))", ["abs.f32"]),
+]
+
+
+@BOTH
+@pytest.mark.parametrize("expr, want", MATH, ids=[m[0] for m in MATH])
+def test_math_functions_and_intrinsics_emit_their_instructions(fe, expr, want):
+    if isinstance(want, tuple):
+        want = want[frontend.FRONTENDS.index(fe)]
+    ops = float_ops(f"    o[12 + t] = {expr};", fe, LIBRARY_FTZ)
+    missing = [w for w in want if w not in ops]
+    assert not missing, (missing, ops)
+    assert not [o for o in ops if o.startswith("call")], ops        # the library is inlined
+
+
+# The .ftz instructions in the library's sequences, exactly (both front ends).
+FTZ_OF = {"expf(x)": {"ex2.approx.ftz.f32"}, "tanhf(x)": {"ex2.approx.ftz.f32", "rcp.approx.ftz.f32"},
+          "powf(x, y)": {"rcp.approx.ftz.f32"}, "asinf(x)": {"rsqrt.approx.ftz.f32"},
+          "erfinvf(x)": {"lg2.approx.ftz.f32", "rsqrt.approx.ftz.f32"},
+          "sinhf(x)": {"ex2.approx.ftz.f32", "div.approx.ftz.f32"}, "exp2f(x)": set(), "logf(x)": set(),
+          "sinf(x)": set(), "__expf(x)": set(), "rsqrtf(x)": set()}
+
+
+@BOTH
+@pytest.mark.parametrize("expr", FTZ_OF)
+def test_ftz_only_inside_library_sequences(fe, expr):
+    ops = float_ops(f"    o[12 + t] = {expr};", fe, LIBRARY_FTZ)
+    assert {o for o in ops if ".ftz" in o} == FTZ_OF[expr]
+
+
+# No approximate instruction at all (FACTS: logf, log2f, sinf, cosf need none; sinf/cosf's
+# slow path has f64 multiplies). expf, exp2f, powf, tanhf, rsqrtf, fmodf (div.approx), and
+# the __expf family do use them (MATH above).
+EXACT = ["sqrtf(x)", "hypotf(x, y)", "logf(x)", "log2f(x)", "log10f(x)", "log1pf(x)", "logbf(x)", "sinf(x)",
+         "cosf(x)", "sinpif(x)", "cospif(x)", "expm1f(x)", "atan2f(x, y)", "fabsf(x)", "floorf(x)", "roundf(x)",
+         "copysignf(x, y)", "fdimf(x, y)", "ldexpf(x, n)", "frexpf(x, &n)", "modff(x, &y)", "pow(x, n)",
+         "x / y", "fdividef(x, y)", "__fdiv_rn(x, y)", "__frcp_rn(x)", "__fsqrt_rn(x)", "__saturatef(x)"]
+
+
+@BOTH
+@pytest.mark.parametrize("expr", EXACT)
+def test_exact_functions_use_no_approximate_instruction(fe, expr):
+    ops = float_ops(f"    o[12 + t] = {expr};", fe)
+    assert not [o for o in ops if "approx" in o or ".full" in o], ops
+
+
+@BOTH
+def test_round_toward_zero_int_to_float_stays_round_toward_zero(fe):
+    """clang-19 -O2 compiles nvvm's i2f.rz as cvt.rn (LLVM bug): the prelude must not."""
+    for opt in (1, 2, 3) if fe == "clang" else (2,):
+        ops = float_ops("    o[12 + t] = __int2float_rz(n); o[16 + t] = __uint2float_rz(uo[t]);\n"
+                        "    o[20 + t] = __ll2float_rz(lo[t]); o[24 + t] = __ull2float_rz(lo[t]);", fe, opt=opt)
+        assert {"cvt.rz.f32.s32", "cvt.rz.f32.u32", "cvt.rz.f32.s64", "cvt.rz.f32.u64"} <= set(ops), ops
+        assert not any(o.startswith("cvt.rn.f32") for o in ops), ops
+
+
+@BOTH
+def test_saturating_conversions_of_constants_are_not_folded_away(fe):
+    """CUDA's __float2int_rz(1e10f) is INT_MAX (cvt saturates); clang-19 folds nvvm's f2i.rz of an
+    out-of-range constant as undefined, dropping the store: the prelude keeps the cvt."""
+    src = float_kernel("    io[t] = __float2int_rz(1e10f); uo[t] = __float2uint_rz(-1.0f);\n"
+                       "    lo[t] = __float2ll_rz(__int_as_float(0x7fc00000));")
+    body = body_of(compile_cuda(src, frontend=fe), "k")
+    stores = re.findall(r"st\.global\.[us](32|64)", body)
+    assert len(stores) >= 3, body
+    if fe == "clang":
+        assert {"cvt.rzi.s32.f32", "cvt.rzi.u32.f32", "cvt.rzi.s64.f32"} <= set(opcodes(body))
+
+
+SHUFFLES = [("__shfl_sync(0xf, x * y, 2)", "idx"), ("__shfl_up_sync(0xf, x * y, 1)", "up"),
+            ("__shfl_down_sync(0xf, x * y, 1)", "down"), ("__shfl_xor_sync(0xf, x * y, 1, 2)", "bfly")]
+
+
+@BOTH
+@pytest.mark.parametrize("call, mode", SHUFFLES, ids=[m for _, m in SHUFFLES])
+def test_float_shuffles_move_the_bits(fe, call, mode):
+    """A float shuffle moves the value's 32 bits: mov.b32 from the float register and back,
+    never a conversion (an overload through int would compile and be wrong)."""
+    body = body_of(compile_cuda(float_kernel(f"    static_assert(sizeof({call}) == 4, \"\");\n"
+                                             f"    o[12 + t] = {call} + z;"), frontend=fe), "k")
+    ops = assert_as_written(body)
+    shfl = ops.index(f"shfl.sync.{mode}.b32")
+    assert "mov.b32" in ops[:shfl] and "mov.b32" in ops[shfl:], ops
+    assert not re.search(r"\bcvt\.", body), body
+
+
+@BOTH
+def test_float_atomics(fe):
+    ops = float_ops("    __shared__ float s[4]; s[t] = 0.0f; __syncthreads();\n"
+                    "    atomicAdd(&s[t ^ 1], x); __syncthreads(); o[12 + t] = atomicAdd(o + 16, s[t]);\n"
+                    "    o[20 + t] = atomicExch(o + 24, y);", fe)
+    assert {"atom.shared.add.f32", "atom.global.add.f32"} <= set(ops), ops
+    assert any(o.startswith("atom.global.exch") for o in ops), ops

@@ -629,3 +629,146 @@ def test_shuffles_of_64_bit_values(fe, opt, xs):
         xor2 = xs[t ^ 2] if t ^ 2 < t else xs[t]
         want += [xs[3 - t], xs[t - 1] if t >= 1 else xs[t], xs[t + 2] if t + 2 < 4 else xs[t], xs[t ^ 1], xor2, lng]
     assert unwords(out) == [v & M64 for v in want]
+
+
+# --- float: CUDA's single-precision API on both front ends (compiled, PTX checked) -----
+# The float ISA is not in the machine yet; these compile and check the PTX and the types.
+from qwengpu.toolchain.frontend import compile_cuda  # noqa: E402
+from test_frontend import LIBRARY_FTZ, assert_as_written  # noqa: E402
+
+FES = pytest.mark.parametrize("fe", ["clang", "nvrtc"])
+FLOAT_HEADERS = "".join(f"#include <{h}>\n" for h in ["cmath", "math.h", "cfloat", "float.h", "math_constants.h"])
+UNARY = ("acos acosh asin asinh atan atanh cbrt ceil cos cosh cospi cyl_bessel_i0 cyl_bessel_i1 erf erfc erfcinv "
+         "erfcx erfinv exp exp10 exp2 expm1 fabs floor j0 j1 lgamma log log10 log1p log2 logb nearbyint normcdf "
+         "normcdfinv rcbrt rint round rsqrt sin sinh sinpi sqrt tan tanh tgamma trunc y0 y1").split()
+BINARY = "atan2 copysign fdim fmax fmin fmod hypot nextafter pow remainder".split()
+STD = ("abs acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh erf erfc exp exp2 expm1 fabs fdim "
+       "floor fmax fmin fmod hypot lgamma log log10 log1p log2 logb nearbyint nextafter pow remainder rint round "
+       "sin sinh sqrt tan tanh tgamma trunc").split()
+TWO_ARGS = {"atan2", "copysign", "fdim", "fmax", "fmin", "fmod", "hypot", "nextafter", "pow", "remainder"}
+EVERYTHING = FLOAT_HEADERS + LL + r'''
+extern "C" __global__ void k(float *o, int *io, unsigned *uo, long long *lo) {
+    int t = threadIdx.x, n = io[t], e; unsigned u = uo[t]; long long l = lo[t];
+    float x = o[t], y = o[t + 4], z = o[t + 8], s, c, w, *out = o + 64 + 1024 * t;
+    int *iout = io + 64 + 1024 * t;      /* one slot a result: nothing folds into another */
+#define F(call) static_assert(same<decltype(call), float>::value, #call); *out++ = call;
+#define I(call, T) static_assert(same<decltype(call), T>::value, #call); *iout++ = (int)(call);
+''' + "".join(f"    F({f}f(x)) F({f}(x))\n" for f in UNARY) \
+    + "".join(f"    F({f}f(x, y)) F({f}(x, y))\n" for f in BINARY) \
+    + "".join(f"    F(std::{f}({'x, y' if f in TWO_ARGS else 'x'}))\n" for f in STD) + r'''
+    F(rhypotf(x, y)) F(fmaf(x, y, z)) F(fma(x, y, z)) F(std::fma(x, y, z)) F(pow(x, n)) F(fdividef(x, y))
+    F(ldexpf(x, n)) F(ldexp(x, n)) F(scalbnf(x, n)) F(scalbn(x, n)) F(scalblnf(x, 3L)) F(scalbln(x, 3L))
+    F(frexpf(x, &e)) F(frexp(x, &e)) F(modff(x, &w)) F(modf(x, &w)) F(remquof(x, y, &e)) F(remquo(x, y, &e))
+    F(jnf(n, x)) F(ynf(n, x)) F(norm3df(x, y, z)) F(rnorm3df(x, y, z)) F(norm4df(x, y, z, x))
+    F(rnorm4df(x, y, z, x)) F(normf(2, o)) F(rnormf(2, o)) F(nanf("")) F(min(x, y)) F(max(x, y)) F(abs(x))
+    F(__expf(x)) F(__exp10f(x)) F(__logf(x)) F(__log2f(x)) F(__log10f(x)) F(__sinf(x)) F(__cosf(x))
+    F(__tanf(x)) F(__tanhf(x)) F(__powf(x, y)) F(__fdividef(x, y)) F(__saturatef(x)) F(__frsqrt_rn(x))
+    F(__int_as_float(n)) F(__uint_as_float(u))
+#define RND(r) F(__fadd_##r(x, y)) F(__fsub_##r(x, y)) F(__fmul_##r(x, y)) F(__fdiv_##r(x, y)) \
+    F(__fmaf_##r(x, y, z)) F(__fmaf_ieee_##r(x, y, z)) F(__frcp_##r(x)) F(__fsqrt_##r(x))       \
+    F(__int2float_##r(n)) F(__uint2float_##r(u)) F(__ll2float_##r(l)) F(__ull2float_##r((unsigned long long)l)) \
+    I(__float2int_##r(x), int) I(__float2uint_##r(x), unsigned int) I(__float2ll_##r(x), long long)      \
+    I(__float2ull_##r(x), unsigned long long)
+    RND(rn) RND(rz) RND(rd) RND(ru)
+    I(isnan(x), int) I(isinf(x), int) I(isfinite(x), int) I(signbit(x), int) I(std::isnan(x), int)
+    I(std::isinf(x), int) I(std::isfinite(x), int) I(std::signbit(x), int) I(__isnanf(x), int)
+    I(__isinff(x), int) I(__finitef(x), int) I(__signbitf(x), int) I(ilogbf(x), int) I(ilogb(x), int)
+    I(llrintf(x), long long) I(llroundf(x), long long) I(llrint(x), long long) I(llround(x), long long)
+    I(lrintf(x), long) I(lroundf(x), long) I(lrint(x), long) I(lround(x), long) I(__float_as_int(x), int)
+    I(__float_as_uint(x), unsigned int)
+    sincosf(x, &s, &c); F(s) F(c) sincos(y, &s, &c); F(s) F(c) __sincosf(z, &s, &c); F(s) F(c)
+    sincospif(x, &s, &c); F(s) F(c)
+    F(__shfl_sync(0xf, x, 1)) F(__shfl_up_sync(0xf, x, 1)) F(__shfl_down_sync(0xf, x, 1)) F(__shfl_xor_sync(0xf, x, 1))
+    F(atomicAdd(o + 32, x)) F(atomicExch(o + 33, y))
+    F(INFINITY) F(NAN) F(HUGE_VALF) F(FLT_MAX) F(FLT_MIN) F(FLT_EPSILON) F(FLT_TRUE_MIN) F(CUDART_PI_F)
+    F(CUDART_INF_F) F(CUDART_NAN_F) F((float)M_PI)
+    float4 v = make_float4(x, y, z, w); float2 h = make_float2(v.y, v.w);
+    F(h.x + h.y) ((float4 *)o)[5 + t] = v; I(n + e, int)
+}
+'''
+
+
+@FES
+def test_every_float_function_compiles_with_cuda_types(fe):
+    """Each name of the set (C names, CUDA's float overloads, std::, intrinsics, conversions,
+    shuffles, atomics, constants) compiles, with CUDA's result type; the whole library is
+    inlined: no call, nothing external, float + - * rounded, .ftz only in library sequences."""
+    ptx = compile_cuda(EVERYTHING, frontend=fe, filename="all.cu")
+    assert_as_written(ptx, LIBRARY_FTZ)
+    assert "call" not in ptx.split(".entry", 1)[1]
+
+
+def bits(v) -> int:
+    return int(np.array([v], np.float32).view(np.uint32)[0])
+
+
+CONSTANTS = {"INFINITY": 0x7F800000, "HUGE_VALF": 0x7F800000, "-INFINITY": 0xFF800000, "NAN": 0x7FC00000,
+             "FLT_MAX": 0x7F7FFFFF, "FLT_MIN": 0x00800000, "FLT_EPSILON": 0x34000000, "FLT_TRUE_MIN": 0x00000001,
+             "CUDART_INF_F": 0x7F800000, "CUDART_NAN_F": 0x7FFFFFFF, "CUDART_MIN_DENORM_F": 1,
+             "CUDART_MAX_NORMAL_F": 0x7F7FFFFF, "CUDART_NEG_ZERO_F": 0x80000000, "CUDART_ONE_F": 0x3F800000,
+             "CUDART_PI_F": bits(np.pi), "CUDART_PIO2_F": bits(np.pi / 2), "CUDART_PIO4_F": bits(np.pi / 4),
+             "CUDART_SQRT_TWO_F": bits(np.sqrt(2)), "CUDART_SQRT_HALF_F": bits(np.sqrt(0.5)),
+             "CUDART_L2E_F": bits(np.log2(np.e)), "CUDART_LN2_F": bits(np.log(2)),
+             "CUDART_2_OVER_PI_F": bits(2 / np.pi),
+             "CUDART_TWO_TO_23_F": 0x4B000000, "CUDART_TWO_TO_32_F": 0x4F800000,
+             "(float)M_PI": bits(np.pi), "(float)M_E": bits(np.e), "(float)M_SQRT2": bits(np.sqrt(2)),
+             "(float)M_LN2": bits(np.log(2)), "(float)M_PI_2": bits(np.pi / 2), "(float)M_1_PI": bits(1 / np.pi),
+             "(float)HUGE_VAL": 0x7F800000}
+
+
+@FES
+def test_float_constants_are_constant_expressions_with_their_bits(fe):
+    checks = "".join(f'static_assert(__builtin_bit_cast(unsigned, {name}) == {want:#010x}u, "{name}");\n'
+                     for name, want in CONSTANTS.items())
+    src = FLOAT_HEADERS + checks + r'''
+static_assert(sizeof(M_PI) == 8 && sizeof(HUGE_VAL) == 8 && sizeof(INFINITY) == 4 && sizeof(NAN) == 4, "");
+static_assert(FLT_MANT_DIG == 24 && FLT_DIG == 6 && FLT_RADIX == 2 && FLT_MAX_EXP == 128 && FLT_MIN_EXP == -125, "");
+static_assert(FLT_MAX_10_EXP == 38 && FLT_MIN_10_EXP == -37 && FLT_DECIMAL_DIG == 9 && CUDART_REMQUO_MASK_F == 7u, "");
+constexpr float table[3] = {INFINITY, -INFINITY, FLT_MAX};
+extern "C" __global__ void k(float *o) { o[threadIdx.x] = table[threadIdx.x % 3]; }
+'''
+    compile_cuda(src, frontend=fe, filename="c.cu")
+
+
+def test_float_flt_constants_match_numpy():
+    info = np.finfo(np.float32)
+    assert CONSTANTS["FLT_MAX"] == bits(info.max) and CONSTANTS["FLT_MIN"] == bits(info.tiny)
+    assert CONSTANTS["FLT_EPSILON"] == bits(info.eps) and CONSTANTS["FLT_TRUE_MIN"] == bits(info.smallest_subnormal)
+
+
+@pytest.mark.parametrize("call", ["sqrt(d)", "exp(1.0)", "pow(d, 2.0)", "fabs(d)", "fmax(d, 1.0)", "isnan(d)",
+                                  "min(d, d)", "abs(2.5)", "ldexp(d, 2)", "std::sin(d)", "fma(d, d, d)"])
+def test_double_math_is_a_compile_error_under_clang(call):
+    """fp32 only: a double argument picks the double overload, which says so (never a silent
+    conversion to float; NVRTC compiles it to f64 PTX, which lowering refuses)."""
+    src = FLOAT_HEADERS + 'extern "C" __global__ void k(double *o) { double d = o[0]; o[1] = (double)' + call + "; }\n"
+    with pytest.raises(CompileError, match=r"double precision is not supported \(qwengpu runs 32-bit floats\)"):
+        compile_cuda(src, frontend="clang", filename="d.cu")
+
+
+@FES
+def test_float_overloads_stay_single_precision(fe):
+    src = FLOAT_HEADERS + r'''
+extern "C" __global__ void k(float *o, int n) {
+    float x = o[threadIdx.x];
+    o[4] = sqrt(x) + exp(x) + fabs(x) + fmax(x, 1.0f) + std::floor(x) + pow(x, 2) + pow(x, 0.5f);
+    o[5] = abs(x) + min(x, 1.5f) + std::abs(x) + std::pow(x, 3.0f);
+}
+'''
+    ptx = compile_cuda(src, frontend=fe)
+    assert ".f64" not in ptx and "sqrt.rn.f32" in ptx
+
+
+@FES
+def test_float_vector_types(fe):
+    src = r'''
+extern "C" __global__ void k(float4 *v, float2 *w, float *o) {
+    static_assert(sizeof(float4) == 16 && alignof(float4) == 16 && alignof(float2) == 8, "");
+    static_assert(sizeof(float3) == 12 && alignof(float3) == 4 && sizeof(float1) == 4, "");
+    int t = threadIdx.x;
+    float4 a = v[t]; float2 b = w[t]; float3 c = make_float3(a.x, a.y, b.x); float1 d = make_float1(b.y);
+    v[t] = make_float4(a.w, a.z, c.z, d.x); w[t] = make_float2(c.x + c.y, a.x);
+}
+'''
+    ptx = compile_cuda(src, frontend=fe)
+    assert "ld.global.v4.f32" in ptx and "st.global.v4.f32" in ptx and "ld.global.v2.f32" in ptx

@@ -8,8 +8,15 @@
  * 32-lane GPU, so __shfl_*_sync(..., width) means the same here as on real
  * hardware (see isa.shfl_source_lane).
  *
+ * Floating point: 32-bit floats, compiled as written (the front ends' flags: no
+ * contraction, no .ftz; write fmaf for a fused multiply-add); the CUDA math library
+ * (expf, sinf, ..., __fadd_rn, __expf, __float2int_rn, ...) is NVIDIA's libdevice
+ * under clang (see the float section) and NVRTC's own, the same code; both front
+ * ends get <cfloat>/<cmath> constants, std:: math names and float shuffles here.
+ *
  * Three builds of this file:
- *   clang-19 (-nocudainc): everything is defined here from clang's NVVM builtins.
+ *   clang-19 (-nocudainc): everything is defined here from clang's NVVM builtins
+ *     and libdevice's __nv_* functions.
  *   NVRTC (__CUDACC_RTC__): NVRTC predefines the qualifiers, index variables,
  *     size_t, vector types, atomics and intrinsics; warpSize, the shuffles/votes
  *     and the intrinsics whose PTX the machine lacks (mul24, sad, ffs, byte_perm,
@@ -23,7 +30,7 @@
  * Exact CUDA integer semantics, no UB (clang optimises on it): signed results
  * are computed in unsigned arithmetic where they could overflow.
  * Refused with a message at compile time: 64-bit atomics (the machine has
- * 32-bit ones), printf (no output channel) and assert unless NDEBUG (no trap).
+ * 32-bit ones), and under clang the double-precision math functions (fp32 only).
  */
 #ifndef QWENGPU_PRELUDE_H
 #define QWENGPU_PRELUDE_H
@@ -49,7 +56,7 @@
 typedef __SIZE_TYPE__ size_t;
 typedef __PTRDIFF_TYPE__ ptrdiff_t;
 
-/* CUDA's integer vector types (vector_types.h) with their alignments, so
+/* CUDA's integer and float vector types (vector_types.h) with their alignments, so
  * int2/int4/... accesses become ld/st .v2/.v4, and make_<type>(). */
 #define QG_VEC1(T, E, A) struct __attribute__((aligned(A))) T { E x; };
 #define QG_VEC2(T, E, A) struct __attribute__((aligned(A))) T { E x, y; };
@@ -70,6 +77,7 @@ QG_VECTORS(long, long, 4, 8, 4, 16)                       /* long is 32-bit on t
 QG_VECTORS(ulong, unsigned long, 4, 8, 4, 16)
 QG_VECTORS(longlong, long long, 8, 16, 8, 16)
 QG_VECTORS(ulonglong, unsigned long long, 8, 16, 8, 16)
+QG_VECTORS(float, float, 4, 8, 4, 16)
 #undef QG_VECTORS
 #undef QG_VEC1
 #undef QG_VEC2
@@ -237,6 +245,237 @@ QG_INLINE unsigned int __funnelshift_rc(unsigned int lo, unsigned int hi, unsign
 }
 /* __ldg: a read-only-cache load is a plain load here (one memory). */
 template <typename T> QG_INLINE T __ldg(const T *p) { return *p; }
+
+/* ------------------------------------------------ float (clang): CUDA's fp32 API */
+/* CUDA's single-precision math API (CUDA Math API, "Single Precision Mathematical
+ * Functions", "Single Precision Intrinsics", "Type Casting Intrinsics") on NVIDIA's
+ * libdevice, as clang's own CUDA headers do: each function calls its __nv_* twin,
+ * which frontend.py links from the nvidia-nvvm wheel (only the functions a kernel
+ * calls; NVRTC has the same library built in). Besides the C names (expf), CUDA's
+ * float overloads of the C++ names (exp(float), abs(float), min(float, float)).
+ * The double versions are declared unavailable, so exp(1.0) or sqrt(d) is a compile
+ * error that says so, not a silent conversion to float (qwengpu runs fp32; NVRTC,
+ * which has them built in, compiles them to f64 PTX, which lowering refuses).
+ * Round-toward-zero conversions are inline PTX: clang-19 compiles nvvm's
+ * i2f.rz/ui2f.rz/ll2f.rz/ull2f.rz as round-to-nearest, and folds out-of-range
+ * f2i.rz & co. as undefined instead of saturating (LLVM fixed both after 19). */
+#define QG_NO_DOUBLE_MSG(NAME) \
+    #NAME "(double): double precision is not supported (qwengpu runs 32-bit floats): call " #NAME "f or pass a float"
+#define QG_NO_DOUBLE(NAME, R, ...) __device__ __attribute__((unavailable(QG_NO_DOUBLE_MSG(NAME)))) R NAME(__VA_ARGS__);
+/* NAMEf(float) and NAME(float) from __nv_NAMEf; NAME(double) unavailable. */
+#define QG_MATH1(NAME)                                                                     \
+    extern "C" __device__ float __nv_##NAME##f(float);                                     \
+    QG_INLINE float NAME##f(float x) { return __nv_##NAME##f(x); }                         \
+    QG_INLINE float NAME(float x) { return __nv_##NAME##f(x); }                            \
+    QG_NO_DOUBLE(NAME, double, double)
+#define QG_MATH2(NAME)                                                                     \
+    extern "C" __device__ float __nv_##NAME##f(float, float);                              \
+    QG_INLINE float NAME##f(float x, float y) { return __nv_##NAME##f(x, y); }             \
+    QG_INLINE float NAME(float x, float y) { return __nv_##NAME##f(x, y); }                \
+    QG_NO_DOUBLE(NAME, double, double, double)
+QG_MATH1(acos) QG_MATH1(acosh) QG_MATH1(asin) QG_MATH1(asinh) QG_MATH1(atan) QG_MATH1(atanh)
+QG_MATH1(cbrt) QG_MATH1(ceil) QG_MATH1(cos) QG_MATH1(cosh) QG_MATH1(cospi) QG_MATH1(cyl_bessel_i0)
+QG_MATH1(cyl_bessel_i1) QG_MATH1(erf) QG_MATH1(erfc) QG_MATH1(erfcinv) QG_MATH1(erfcx) QG_MATH1(erfinv)
+QG_MATH1(exp) QG_MATH1(exp10) QG_MATH1(exp2) QG_MATH1(expm1) QG_MATH1(fabs) QG_MATH1(floor)
+QG_MATH1(j0) QG_MATH1(j1) QG_MATH1(lgamma) QG_MATH1(log) QG_MATH1(log10) QG_MATH1(log1p)
+QG_MATH1(log2) QG_MATH1(logb) QG_MATH1(nearbyint) QG_MATH1(normcdf) QG_MATH1(normcdfinv)
+QG_MATH1(rcbrt) QG_MATH1(rint) QG_MATH1(round) QG_MATH1(rsqrt) QG_MATH1(sin) QG_MATH1(sinh)
+QG_MATH1(sinpi) QG_MATH1(sqrt) QG_MATH1(tan) QG_MATH1(tanh) QG_MATH1(tgamma) QG_MATH1(trunc)
+QG_MATH1(y0) QG_MATH1(y1)
+QG_MATH2(atan2) QG_MATH2(copysign) QG_MATH2(fdim) QG_MATH2(fmax) QG_MATH2(fmin) QG_MATH2(fmod)
+QG_MATH2(hypot) QG_MATH2(nextafter) QG_MATH2(pow) QG_MATH2(remainder)
+#undef QG_MATH1
+#undef QG_MATH2
+/* CUDA has rhypotf but no float overload of rhypot. */
+extern "C" __device__ float __nv_rhypotf(float, float);
+QG_INLINE float rhypotf(float x, float y) { return __nv_rhypotf(x, y); }
+QG_NO_DOUBLE(rhypot, double, double, double)
+/* The rest of the set, with their C++ float overloads where CUDA has them. */
+extern "C" __device__ float __nv_fmaf(float, float, float);
+QG_INLINE float fmaf(float x, float y, float z) { return __nv_fmaf(x, y, z); }
+QG_INLINE float fma(float x, float y, float z) { return __nv_fmaf(x, y, z); }
+QG_NO_DOUBLE(fma, double, double, double, double)
+extern "C" __device__ float __nv_powif(float, int);
+QG_INLINE float pow(float x, int n) { return __nv_powif(x, n); }      /* CUDA's pow(float, int): powi */
+QG_NO_DOUBLE(pow, double, double, int)
+QG_INLINE float fdividef(float x, float y) { return x / y; }          /* div.rn, as CUDA without fast math */
+extern "C" __device__ float __nv_ldexpf(float, int);
+extern "C" __device__ float __nv_scalbnf(float, int);
+extern "C" __device__ float __nv_frexpf(float, int *);
+extern "C" __device__ float __nv_modff(float, float *);
+extern "C" __device__ float __nv_remquof(float, float, int *);
+extern "C" __device__ int __nv_ilogbf(float);
+extern "C" __device__ long long __nv_llrintf(float);
+extern "C" __device__ long long __nv_llroundf(float);
+extern "C" __device__ void __nv_sincosf(float, float *, float *);
+extern "C" __device__ void __nv_sincospif(float, float *, float *);
+QG_INLINE float ldexpf(float x, int n) { return __nv_ldexpf(x, n); }
+QG_INLINE float ldexp(float x, int n) { return __nv_ldexpf(x, n); }
+QG_NO_DOUBLE(ldexp, double, double, int)
+QG_INLINE float scalbnf(float x, int n) { return __nv_scalbnf(x, n); }
+QG_INLINE float scalbn(float x, int n) { return __nv_scalbnf(x, n); }
+QG_NO_DOUBLE(scalbn, double, double, int)
+QG_INLINE float scalblnf(float x, long n) {        /* long is 32-bit here; clamped as CUDA does for 64-bit long */
+    return __nv_scalbnf(x, n > 2147483647L ? 2147483647 : n < -2147483647L - 1 ? -2147483647 - 1 : (int)n);
+}
+QG_INLINE float scalbln(float x, long n) { return scalblnf(x, n); }
+QG_NO_DOUBLE(scalbln, double, double, long)
+QG_INLINE float frexpf(float x, int *e) { return __nv_frexpf(x, e); }
+QG_INLINE float frexp(float x, int *e) { return __nv_frexpf(x, e); }
+QG_NO_DOUBLE(frexp, double, double, int *)
+QG_INLINE float modff(float x, float *i) { return __nv_modff(x, i); }
+QG_INLINE float modf(float x, float *i) { return __nv_modff(x, i); }
+QG_NO_DOUBLE(modf, double, double, double *)
+QG_INLINE float remquof(float x, float y, int *q) { return __nv_remquof(x, y, q); }
+QG_INLINE float remquo(float x, float y, int *q) { return __nv_remquof(x, y, q); }
+QG_NO_DOUBLE(remquo, double, double, double, int *)
+QG_INLINE int ilogbf(float x) { return __nv_ilogbf(x); }
+QG_INLINE int ilogb(float x) { return __nv_ilogbf(x); }
+QG_NO_DOUBLE(ilogb, int, double)
+QG_INLINE long long llrintf(float x) { return __nv_llrintf(x); }
+QG_INLINE long long llrint(float x) { return __nv_llrintf(x); }
+QG_NO_DOUBLE(llrint, long long, double)
+QG_INLINE long long llroundf(float x) { return __nv_llroundf(x); }
+QG_INLINE long long llround(float x) { return __nv_llroundf(x); }
+QG_NO_DOUBLE(llround, long long, double)
+QG_INLINE long lrintf(float x) { return (long)__nv_llrintf(x); }      /* long: 32-bit under clang, 64 under NVRTC */
+QG_INLINE long lrint(float x) { return (long)__nv_llrintf(x); }
+QG_NO_DOUBLE(lrint, long, double)
+QG_INLINE long lroundf(float x) { return (long)__nv_llroundf(x); }
+QG_INLINE long lround(float x) { return (long)__nv_llroundf(x); }
+QG_NO_DOUBLE(lround, long, double)
+QG_INLINE void sincosf(float x, float *s, float *c) { __nv_sincosf(x, s, c); }
+QG_INLINE void sincos(float x, float *s, float *c) { __nv_sincosf(x, s, c); }
+QG_NO_DOUBLE(sincos, void, double, double *, double *)
+QG_INLINE void sincospif(float x, float *s, float *c) { __nv_sincospif(x, s, c); }
+QG_INLINE void sincospi(float x, float *s, float *c) { __nv_sincospif(x, s, c); }
+QG_NO_DOUBLE(sincospi, void, double, double *, double *)
+extern "C" __device__ float __nv_nanf(const signed char *);
+QG_INLINE float nanf(const char *tag) { return __nv_nanf((const signed char *)tag); }
+extern "C" __device__ float __nv_jnf(int, float);
+extern "C" __device__ float __nv_ynf(int, float);
+QG_INLINE float jnf(int n, float x) { return __nv_jnf(n, x); }
+QG_INLINE float ynf(int n, float x) { return __nv_ynf(n, x); }
+extern "C" __device__ float __nv_norm3df(float, float, float);
+extern "C" __device__ float __nv_rnorm3df(float, float, float);
+extern "C" __device__ float __nv_norm4df(float, float, float, float);
+extern "C" __device__ float __nv_rnorm4df(float, float, float, float);
+extern "C" __device__ float __nv_normf(int, const float *);
+extern "C" __device__ float __nv_rnormf(int, const float *);
+QG_INLINE float norm3df(float a, float b, float c) { return __nv_norm3df(a, b, c); }
+QG_INLINE float rnorm3df(float a, float b, float c) { return __nv_rnorm3df(a, b, c); }
+QG_INLINE float norm4df(float a, float b, float c, float d) { return __nv_norm4df(a, b, c, d); }
+QG_INLINE float rnorm4df(float a, float b, float c, float d) { return __nv_rnorm4df(a, b, c, d); }
+QG_INLINE float normf(int n, const float *a) { return __nv_normf(n, a); }
+QG_INLINE float rnormf(int n, const float *a) { return __nv_rnormf(n, a); }
+/* CUDA's float min/max and abs overloads. */
+QG_INLINE float min(float a, float b) { return __nv_fminf(a, b); }
+QG_INLINE float max(float a, float b) { return __nv_fmaxf(a, b); }
+QG_INLINE float abs(float a) { return __nv_fabsf(a); }
+QG_NO_DOUBLE(min, double, double, double)
+QG_NO_DOUBLE(max, double, double, double)
+QG_NO_DOUBLE(abs, double, double)
+/* Classification: int results, as CUDA's. */
+extern "C" __device__ int __nv_isnanf(float);
+extern "C" __device__ int __nv_isinff(float);
+extern "C" __device__ int __nv_finitef(float);
+extern "C" __device__ int __nv_signbitf(float);
+QG_INLINE int __isnanf(float x) { return __nv_isnanf(x); }
+QG_INLINE int __isinff(float x) { return __nv_isinff(x); }
+QG_INLINE int __finitef(float x) { return __nv_finitef(x); }
+QG_INLINE int __signbitf(float x) { return __nv_signbitf(x); }
+QG_INLINE int isnan(float x) { return __nv_isnanf(x); }
+QG_INLINE int isinf(float x) { return __nv_isinff(x); }
+QG_INLINE int isfinite(float x) { return __nv_finitef(x); }
+QG_INLINE int signbit(float x) { return __nv_signbitf(x); }
+QG_NO_DOUBLE(isnan, int, double)
+QG_NO_DOUBLE(isinf, int, double)
+QG_NO_DOUBLE(isfinite, int, double)
+QG_NO_DOUBLE(signbit, int, double)
+#undef QG_NO_DOUBLE
+#undef QG_NO_DOUBLE_MSG
+
+/* Intrinsics with a rounding mode (_rn nearest even, _rz toward zero, _rd down, _ru up),
+ * and the fast approximate ones (ex2/lg2/sin/cos/tanh.approx, div.approx). */
+#define QG_ROUNDED(RND)                                                                          \
+    extern "C" __device__ float __nv_fadd_##RND(float, float);                                   \
+    extern "C" __device__ float __nv_fsub_##RND(float, float);                                   \
+    extern "C" __device__ float __nv_fmul_##RND(float, float);                                   \
+    extern "C" __device__ float __nv_fdiv_##RND(float, float);                                   \
+    extern "C" __device__ float __nv_fmaf_##RND(float, float, float);                            \
+    extern "C" __device__ float __nv_fmaf_ieee_##RND(float, float, float);                       \
+    extern "C" __device__ float __nv_frcp_##RND(float);                                          \
+    extern "C" __device__ float __nv_fsqrt_##RND(float);                                         \
+    QG_INLINE float __fadd_##RND(float x, float y) { return __nv_fadd_##RND(x, y); }             \
+    QG_INLINE float __fsub_##RND(float x, float y) { return __nv_fsub_##RND(x, y); }             \
+    QG_INLINE float __fmul_##RND(float x, float y) { return __nv_fmul_##RND(x, y); }             \
+    QG_INLINE float __fdiv_##RND(float x, float y) { return __nv_fdiv_##RND(x, y); }             \
+    QG_INLINE float __fmaf_##RND(float x, float y, float z) { return __nv_fmaf_##RND(x, y, z); } \
+    QG_INLINE float __fmaf_ieee_##RND(float x, float y, float z) { return __nv_fmaf_ieee_##RND(x, y, z); } \
+    QG_INLINE float __frcp_##RND(float x) { return __nv_frcp_##RND(x); }                         \
+    QG_INLINE float __fsqrt_##RND(float x) { return __nv_fsqrt_##RND(x); }
+QG_ROUNDED(rn) QG_ROUNDED(rz) QG_ROUNDED(rd) QG_ROUNDED(ru)
+#undef QG_ROUNDED
+extern "C" __device__ float __nv_frsqrt_rn(float);
+extern "C" __device__ float __nv_saturatef(float);
+QG_INLINE float __frsqrt_rn(float x) { return __nv_frsqrt_rn(x); }
+QG_INLINE float __saturatef(float x) { return __nv_saturatef(x); }
+#define QG_FAST1(NAME)                                                                     \
+    extern "C" __device__ float __nv_fast_##NAME##f(float);                                \
+    QG_INLINE float __##NAME##f(float x) { return __nv_fast_##NAME##f(x); }
+QG_FAST1(exp) QG_FAST1(exp10) QG_FAST1(log) QG_FAST1(log2) QG_FAST1(log10)
+QG_FAST1(sin) QG_FAST1(cos) QG_FAST1(tan)
+#undef QG_FAST1
+/* __tanhf: tanh.approx.f32 (sm_75); libdevice's __nv_fast_tanhf calls an NVVM intrinsic
+ * clang-19 does not know. */
+QG_INLINE float __tanhf(float x) {
+    float r;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+extern "C" __device__ float __nv_fast_powf(float, float);
+extern "C" __device__ float __nv_fast_fdividef(float, float);
+extern "C" __device__ void __nv_fast_sincosf(float, float *, float *);
+QG_INLINE float __powf(float x, float y) { return __nv_fast_powf(x, y); }
+QG_INLINE float __fdividef(float x, float y) { return __nv_fast_fdividef(x, y); }
+QG_INLINE void __sincosf(float x, float *s, float *c) { __nv_fast_sincosf(x, s, c); }
+
+/* Type casting intrinsics. Bit casts, then conversions with a rounding mode (float ->
+ * integer: saturating, NaN -> 0, or 1 << 63 for 64-bit results, as PTX cvt defines). */
+QG_INLINE int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
+QG_INLINE unsigned int __float_as_uint(float x) { return __builtin_bit_cast(unsigned int, x); }
+QG_INLINE float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
+QG_INLINE float __uint_as_float(unsigned int x) { return __builtin_bit_cast(float, x); }
+#define QG_CVT(NAME, RND, D, S)                                                            \
+    extern "C" __device__ D __nv_##NAME##_##RND(S);                                        \
+    QG_INLINE D __##NAME##_##RND(S x) { return __nv_##NAME##_##RND(x); }
+#define QG_CVT_RZ(NAME, D, S, PTX, DC, SC)                                                 \
+    QG_INLINE D __##NAME##_rz(S x) {                                                       \
+        D r;                                                                               \
+        asm("cvt." PTX " %0, %1;" : "=" DC(r) : SC(x));                                    \
+        return r;                                                                          \
+    }
+#define QG_CVTS(NAME, D, S, PTX, DC, SC)                                                   \
+    QG_CVT(NAME, rn, D, S) QG_CVT(NAME, rd, D, S) QG_CVT(NAME, ru, D, S)                   \
+    QG_CVT_RZ(NAME, D, S, PTX, DC, SC)
+QG_CVTS(float2int, int, float, "rzi.s32.f32", "r", "f")
+QG_CVTS(float2uint, unsigned int, float, "rzi.u32.f32", "r", "f")
+QG_CVTS(float2ll, long long, float, "rzi.s64.f32", "l", "f")
+QG_CVTS(float2ull, unsigned long long, float, "rzi.u64.f32", "l", "f")
+QG_CVTS(int2float, float, int, "rz.f32.s32", "f", "r")
+QG_CVTS(uint2float, float, unsigned int, "rz.f32.u32", "f", "r")
+QG_CVTS(ll2float, float, long long, "rz.f32.s64", "f", "l")
+QG_CVTS(ull2float, float, unsigned long long, "rz.f32.u64", "f", "l")
+#undef QG_CVTS
+#undef QG_CVT_RZ
+#undef QG_CVT
+
+/* Float atomics (NVRTC has them): atom.add.f32, and exchange as a 32-bit word. */
+QG_INLINE float atomicAdd(float *address, float val) { return __nvvm_atom_add_gen_f(address, val); }
+QG_INLINE float atomicExch(float *address, float val) {
+    return __int_as_float(__nvvm_atom_xchg_gen_i((int *)address, __float_as_int(val)));
+}
+
 /* Warp-op primitives used by the common section below. */
 #define QG_SHFL(MODE, mask, v, b, c) __nvvm_shfl_sync_##MODE##_i32(mask, v, b, c)
 #define QG_BALLOT(mask, p) __nvvm_vote_ballot_sync(mask, p)
@@ -461,6 +700,63 @@ using ::intptr_t; using ::uintptr_t; using ::intmax_t; using ::uintmax_t;
 #define INTMAX_C(v) QG_INT64_C(v)
 #define UINTMAX_C(v) QG_UINT64_C(v)
 
+/* <cfloat>/<float.h> and <cmath>/<math.h> constants (neither front end defines
+ * them). __builtin_bit_cast keeps INFINITY and NAN constant expressions on both.
+ * M_PI & co. are double, as in C: x * M_PI is double arithmetic (refused by the
+ * machine); write (float)M_PI, or CUDART_PI_F from <math_constants.h>. */
+#define INFINITY __builtin_bit_cast(float, 0x7f800000u)
+#define HUGE_VALF INFINITY
+#define NAN __builtin_bit_cast(float, 0x7fc00000u)
+#define HUGE_VAL __builtin_bit_cast(double, 0x7ff0000000000000ull)
+#define FLT_RADIX 2
+#define FLT_MANT_DIG 24
+#define FLT_DIG 6
+#define FLT_DECIMAL_DIG 9
+#define FLT_MIN_EXP (-125)
+#define FLT_MAX_EXP 128
+#define FLT_MIN_10_EXP (-37)
+#define FLT_MAX_10_EXP 38
+#define FLT_MAX 3.40282347e+38F
+#define FLT_MIN 1.17549435e-38F
+#define FLT_EPSILON 1.19209290e-07F
+#define FLT_TRUE_MIN 1.40129846e-45F
+#define FLT_EVAL_METHOD 0
+#define FLT_ROUNDS 1
+#define M_E 2.7182818284590452354
+#define M_LOG2E 1.4426950408889634074
+#define M_LOG10E 0.43429448190325182765
+#define M_LN2 0.69314718055994530942
+#define M_LN10 2.30258509299404568402
+#define M_PI 3.14159265358979323846
+#define M_PI_2 1.57079632679489661923
+#define M_PI_4 0.78539816339744830962
+#define M_1_PI 0.31830988618379067154
+#define M_2_PI 0.63661977236758134308
+#define M_2_SQRTPI 1.12837916709551257390
+#define M_SQRT2 1.41421356237309504880
+#define M_SQRT1_2 0.70710678118654752440
+/* <cmath>'s std:: names: the global functions (CUDA's float overloads among them). */
+namespace std {
+using ::abs; using ::acos; using ::acosf; using ::acosh; using ::acoshf; using ::asin; using ::asinf;
+using ::asinh; using ::asinhf; using ::atan; using ::atan2; using ::atan2f; using ::atanf; using ::atanh;
+using ::atanhf; using ::cbrt; using ::cbrtf; using ::ceil; using ::ceilf; using ::copysign;
+using ::copysignf; using ::cos; using ::cosf; using ::cosh; using ::coshf; using ::erf; using ::erfc;
+using ::erfcf; using ::erff; using ::exp; using ::exp2; using ::exp2f; using ::expf; using ::expm1;
+using ::expm1f; using ::fabs; using ::fabsf; using ::fdim; using ::fdimf; using ::floor; using ::floorf;
+using ::fma; using ::fmaf; using ::fmax; using ::fmaxf; using ::fmin; using ::fminf; using ::fmod;
+using ::fmodf; using ::frexp; using ::frexpf; using ::hypot; using ::hypotf; using ::ilogb; using ::ilogbf;
+using ::isfinite; using ::isinf; using ::isnan; using ::ldexp; using ::ldexpf; using ::lgamma;
+using ::lgammaf; using ::llrint; using ::llrintf; using ::llround; using ::llroundf; using ::log;
+using ::log10; using ::log10f; using ::log1p; using ::log1pf; using ::log2; using ::log2f; using ::logb;
+using ::logbf; using ::logf; using ::lrint; using ::lrintf; using ::lround; using ::lroundf; using ::modf;
+using ::modff; using ::nanf; using ::nearbyint; using ::nearbyintf; using ::nextafter; using ::nextafterf;
+using ::pow; using ::powf; using ::remainder; using ::remainderf; using ::remquo; using ::remquof;
+using ::rint; using ::rintf; using ::round; using ::roundf; using ::scalbln; using ::scalblnf;
+using ::scalbn; using ::scalbnf; using ::signbit; using ::sin; using ::sinf; using ::sinh; using ::sinhf;
+using ::sqrt; using ::sqrtf; using ::tan; using ::tanf; using ::tanh; using ::tanhf; using ::tgamma;
+using ::tgammaf; using ::trunc; using ::truncf;
+}
+
 /* PTX has mul24, sad, bfind, prmt with a register selector, bar.red and match,
  * the machine does not: spell these in plain integer ops (also under NVRTC,
  * whose own versions emit them) and redirect the names here. */
@@ -548,6 +844,16 @@ QG_INLINE int __qg_syncthreads_or(int predicate) { return __qg_syncthreads_count
 QG_SHUFFLES(int)
 QG_SHUFFLES(unsigned int)
 #undef QG_SHUFFLES
+/* float: the value's 32 bits move unchanged (a conversion through int would not). */
+#define QG_SHUFFLE_FLOAT(NAME, L)                                                                  \
+    QG_INLINE float NAME(unsigned int mask, float var, L, int width = warpSize) {                  \
+        return __int_as_float(NAME(mask, __float_as_int(var), lane, width));                       \
+    }
+QG_SHUFFLE_FLOAT(__shfl_sync, int lane)
+QG_SHUFFLE_FLOAT(__shfl_up_sync, unsigned int lane)
+QG_SHUFFLE_FLOAT(__shfl_down_sync, unsigned int lane)
+QG_SHUFFLE_FLOAT(__shfl_xor_sync, int lane)
+#undef QG_SHUFFLE_FLOAT
 /* long and long long (CUDA's overloads): a 64-bit value moves as two words. */
 #define QG_SHUFFLE_WIDE(NAME, T, L)                                                                \
     QG_INLINE T NAME(unsigned int mask, T var, L, int width = warpSize) {                          \
