@@ -1,6 +1,6 @@
 """The `qgpu` command.
 
-    qgpu run FILE.cu --kernel NAME --grid 2 --block 4,2 --arg 'i32:[1,2,3]' --arg 'u32:zeros(8)' --arg 5
+    qgpu run FILE.cu --kernel NAME --grid 2 --block 4,2 --arg 'i32:[1,2,3]' --arg 'u32:zeros(8)' --arg 5 [--arg 'f32:[1.5,2]' --arg 1.5f]
     qgpu run FILE.cu --engine model [--check replay] [--show-tokens] [--max-tokens N] [--model DIR] [--dtype D] [--stock]
     qgpu run FILE.cu --engine vllm [--model DIR | --url URL] | --engine llama.cpp --model FILE.gguf [--check replay]
     qgpu suite [--engine interp|model|vllm|llama.cpp] [--check replay] [--batch N] [--frontend clang|nvrtc] [-k PATTERN] [--json]
@@ -315,7 +315,8 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         grid: str = typer.Option("1", help="grid size: 2 or 2,2 or 2,1,1"),
         block: str = typer.Option("4", help="block size: 4 or 4,2"),
         arg: Optional[List[str]] = typer.Option(None, "--arg", "-a",
-                                                help="kernel argument, once per parameter: 5, i32:[1,2], u32:zeros(8)"),
+                                                help="kernel argument, once per parameter: 5, i32:[1,2], u32:zeros(8), "
+                                                     "1.5f, f32:[1.5,2]"),
         engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES)}"),
         frontend: str = typer.Option("clang", help=f"front end: {', '.join(FRONTENDS)}"),
         opt: Optional[int] = typer.Option(None, "-O", help="clang optimisation level 1..3, default 2 (-O0 is not "
@@ -337,8 +338,10 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
     """Compile FILE, launch KERNEL once and print the final arrays, then a closing line: counts
     (blocks, instructions; model: tokens) and the wall time (model: load / prefill / decode).
 
-    --arg, once per kernel parameter: a scalar (5, -3, 0x1f, u32:7) or an array
-    (i32:[1,2,3], u32:[1,2], i32:zeros(8), u32:range(8), i32:full(8,-1)).
+    --arg, once per kernel parameter: a scalar (5, -3, 0x1f, u32:7; a float 1.5, 1.5f, -2.5e-3,
+    inf, nan, 0f3FC00000 for exact bits) or an array (i32:[1,2,3], u32:[1,2], i32:zeros(8),
+    u32:range(8), i32:full(8,-1), f32:[1.5,2], [1 2.5], f32:zeros(8)). float32 arrays print as
+    floats (a NaN with its bits); --json adds their exact bits under "bits".
     """
     wall = time.perf_counter()
     try:
@@ -380,8 +383,49 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
         console.print(str(step) if result.engine != "interp" else _step_line(i, step), markup=False)
     for name, value in zip(fn.arg_names, args):
         if isinstance(value, np.ndarray):
-            console.print(f"{name} = {value.tolist()}", markup=False)
+            console.print(f"{name} = {_show_array(value)}", markup=False)
     console.print(f"[dim]{_escape(_stats(result, wall))}[/]")
+
+
+def format_f32(value) -> str:
+    """A float32 as `qgpu run` shows it: the shortest decimal that reads back as the same float32
+    (Python's repr rules: 1.5, 2.0, -0.0, 0.1, 1e-45, 3.4028235e+38), inf and -inf, and a NaN with
+    its bits, nan(0x7fffffff), since NaNs differ only there."""
+    x = np.float32(value)
+    if np.isnan(x):
+        return f"nan(0x{int(np.array(x).view(np.uint32)):08x})"
+    if np.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x != 0 and not 1e-4 <= abs(x) < 1e16:
+        return np.format_float_scientific(x, unique=True, trim="-", exp_digits=2)
+    return np.format_float_positional(x, unique=True, trim="0")
+
+
+def _show_array(value: np.ndarray) -> str:
+    """An array argument's final contents: int32/uint32 as Python prints its list, float32 by format_f32."""
+    if value.dtype == np.float32:
+        return f"[{', '.join(format_f32(x) for x in value)}]"
+    return str(value.tolist())
+
+
+def _json_f32(value):
+    """A float32 as a JSON value: a number that reads back (through a float64) as the same float32, or
+    "inf", "-inf", "nan" (JSON has no number for them: the exact bits are beside it)."""
+    x = np.float32(value)
+    if not np.isfinite(x):
+        return "nan" if np.isnan(x) else "inf" if x > 0 else "-inf"
+    short = float(np.format_float_positional(x, unique=True))
+    return short if np.float32(short) == x else float(x)      # float(x) is x exactly
+
+
+def _f32_bits(value) -> str:
+    return f"0x{int(np.array(value, np.float32).view(np.uint32)):08x}"
+
+
+def _json_arg(value):
+    if isinstance(value, np.ndarray):
+        return [_json_f32(x) for x in value] if value.dtype == np.float32 else value.tolist()
+    return _json_f32(value) if isinstance(value, np.floating) else value
 
 
 def _read_source(file: Path) -> str:
@@ -393,10 +437,20 @@ def _read_source(file: Path) -> str:
         raise QwenGpuError(f"{file}: cannot read it ({e.strerror})") from None
 
 
+def _json_bits(names, args) -> dict:
+    """{"bits": {name: ["0x3fc00000", ...] or "0x3fc00000"}} for the float32 arguments (arrays and
+    scalars): their exact bits, which the numbers can't carry for inf, nan and NaN payloads; {}
+    when no argument is a float."""
+    bits = {n: [_f32_bits(x) for x in v] if isinstance(v, np.ndarray) else _f32_bits(v)
+            for n, v in zip(names, args) if getattr(v, "dtype", None) == np.float32}
+    return {"bits": bits} if bits else {}
+
+
 def _run_json(fn, args, dims, result, wall: float) -> dict:
     return {"kernel": fn.name, "engine": result.engine, "grid": list(dims[0]), "block": list(dims[1]),
-            "arrays": {n: v.tolist() for n, v in zip(fn.arg_names, args) if isinstance(v, np.ndarray)},
-            "scalars": {n: v for n, v in zip(fn.arg_names, args) if not isinstance(v, np.ndarray)},
+            "arrays": {n: _json_arg(v) for n, v in zip(fn.arg_names, args) if isinstance(v, np.ndarray)},
+            "scalars": {n: _json_arg(v) for n, v in zip(fn.arg_names, args) if not isinstance(v, np.ndarray)},
+            **_json_bits(fn.arg_names, args),
             "blocks": result.blocks, "instructions": result.instructions, "tokens": result.tokens,
             "passes": result.passes if result.tokens is not None else None,
             "seconds": result.seconds, "load_seconds": result.load_seconds,

@@ -547,6 +547,7 @@ class Param:
     word: int          # its word index in CONST space
     bits: int = 32     # declared PTX width
     pointer: bool | None = None   # True: used as an address; False: used only as an integer; None: unused or unclear
+    float: bool = False   # declared .f16/.f32/.f64: the launch stores a float's bits (launch.scalar_word)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ One place for this logic, used by every engine (docs/architecture.md, "Launch
 memory layout"): global memory starts with the kernel's __device__ variables
 (program.global_init), then each array argument in argument order; a pointer
 parameter's CONST word holds its array's byte address, a scalar's its 32-bit
-value. After the engine ran, `copy_back` writes each array's words back into
+value. Memory is words (np.uint32): a float32 array is stored as its bits, and a float
+parameter's word is its float32's bits (`scalar_word` says which values convert, and how).
+After the engine ran, `copy_back` writes each array's words back into
 the caller's array in place. `output_words` are the words the kernel may write: what the model
 engine copies out into its tokens at the end (qwengpu/driver/copyout.py).
 
@@ -25,7 +27,8 @@ from qwengpu import isa
 from qwengpu.errors import LaunchError, MachineLimitError, plural
 from qwengpu.machine.encoding import BlockCode, encode
 
-ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
+ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32), np.dtype(np.float32))
+F32_MAX = float(np.finfo(np.float32).max)
 Dim3 = tuple[int, int, int]
 
 
@@ -76,8 +79,8 @@ class Launch:
         next_word = program.static_global_words
         for i, (param, arg) in enumerate(zip(program.params, args)):
             what = f"argument {i} ({names[i]})"
-            if param.pointer is not None and (isinstance(arg, np.ndarray) != param.pointer
-                                              or isinstance(arg, (list, tuple))):
+            pointer = False if param.float else param.pointer       # a float parameter is never an address
+            if pointer is not None and (isinstance(arg, np.ndarray) != pointer or isinstance(arg, (list, tuple))):
                 raise LaunchError(_mistyped(what, param, arg))
             if isinstance(arg, np.ndarray):
                 check_array(what, arg)
@@ -89,7 +92,7 @@ class Launch:
                 slot_of[i] = slot
                 params[param.word] = slot.word * 4  # byte address
             else:
-                params[param.word] = scalar_word(what, arg, param.bits)
+                params[param.word] = scalar_word(what, arg, param.bits, param.float)
         _check_writeable(program, slot_of, names)
         if next_word > isa.GLOBAL_WORDS:
             raise MachineLimitError(f"kernel {program.name} needs {next_word} words of global memory "
@@ -151,7 +154,8 @@ class Launch:
         return sorted(words)
 
     def copy_back(self) -> None:
-        """Write each array's final words into the caller's array (same dtype)."""
+        """Write each array's final words into the caller's array, as bits (a float32 array's
+        floats come back exactly, NaN payloads included)."""
         for slot in self.arrays:
             final = self.memory[slot.words]
             if np.array_equal(final, slot.array.view(np.uint32)):
@@ -183,10 +187,11 @@ def _mistyped(what: str, param: isa.Param, arg) -> str:
             return (f"{what} is a pointer parameter and got a Python {type(arg).__name__}: pass a numpy array, "
                     f"{_numpy_hint(arg)} (or dtype=np.uint32); the kernel's writes come back into it")
         got = f"the integer {arg!r}" if isinstance(arg, Integral) else f"{type(arg).__name__} {_short(arg)}"
-        return f"{what} is a pointer parameter: pass a 1-D int32/uint32 numpy array (got {got})"
+        return f"{what} is a pointer parameter: pass a 1-D int32/uint32/float32 numpy array (got {got})"
+    kind = "a float parameter: pass a float" if param.float else "an integer parameter: pass an integer"
     if isinstance(arg, (list, tuple)):
-        return f"{what} is an integer parameter: pass an integer (got a Python {type(arg).__name__} {_short(arg)})"
-    return f"{what} is an integer parameter: pass an integer (got an array of {arg.size} {arg.dtype})"
+        return f"{what} is {kind} (got a Python {type(arg).__name__} {_short(arg)})"
+    return f"{what} is {kind} (got an array of {arg.size} {arg.dtype})"
 
 
 def _short(value, limit: int = 40) -> str:
@@ -195,9 +200,11 @@ def _short(value, limit: int = 40) -> str:
 
 
 def _numpy_hint(items) -> str:
-    """np.array([1, 2, 3], dtype=np.int32) for a list or tuple (long ones shortened)."""
+    """np.array([1, 2, 3], dtype=np.int32) for a list or tuple (long ones shortened); float32 when
+    an item is a float."""
     shown = [repr(v) for v in list(items)[:6]] + (["..."] if len(items) > 6 else [])
-    return f"np.array([{', '.join(shown)}], dtype=np.int32)"
+    floating = any(isinstance(v, (float, np.floating)) for v in items)
+    return f"np.array([{', '.join(shown)}], dtype=np.{'float32' if floating else 'int32'})"
 
 
 def as_dim3(name: str, value) -> Dim3:
@@ -223,13 +230,27 @@ def check_grid_block(grid, block) -> tuple[Dim3, Dim3]:
     return grid3, block3
 
 
-def scalar_word(what: str, value, bits: int = 32) -> int:
-    """A Python/numpy integer as its 32-bit word (signed or unsigned range)."""
+def scalar_word(what: str, value, bits: int = 32, float_param: bool = False) -> int:
+    """A scalar argument as its 32-bit parameter word. An integer parameter takes a Python/numpy
+    integer (signed or unsigned range), never a float. A float parameter (`float_param`: declared
+    .f32) takes the float32's bits: an np.float32 as it is (NaN payloads too); a Python float (a
+    double, np.float64 too) rounded to the nearest float32, as C converts a double argument, but
+    refused where that rounding would overflow to inf or flush a nonzero to 0 (np.float32(x) passes
+    those); an integer only when float32 holds it exactly (every one up to 2**24 in magnitude)."""
     if isinstance(value, (list, tuple)):
-        raise LaunchError(f"{what} got a Python {type(value).__name__}: pass an integer, or for an array "
+        raise LaunchError(f"{what} got a Python {type(value).__name__}: pass "
+                          f"{'a float' if float_param else 'an integer'}, or for an array "
                           f"a numpy array, {_numpy_hint(value)}")
+    if float_param:
+        if bits != 32:
+            raise LaunchError(f"{what} is a {bits}-bit float parameter (.f{bits}); the machine passes float "
+                              f"parameters as float (.f32) only")
+        return f32_word(what, value)
+    if isinstance(value, (float, np.floating)):
+        raise LaunchError(f"{what} is an integer parameter and got the float {_float_repr(value)}: pass an "
+                          f"integer (a float is not converted: int(x) truncates, round(x) rounds)")
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
-        raise LaunchError(f"{what} must be a 1-D int32/uint32 numpy array or an integer, "
+        raise LaunchError(f"{what} must be a 1-D int32/uint32/float32 numpy array or an integer, "
                           f"got {type(value).__name__}")
     v = int(value)
     if not -(1 << 31) <= v < (1 << 32):
@@ -244,6 +265,38 @@ def scalar_word(what: str, value, bits: int = 32) -> int:
     return isa.u32(v)
 
 
+def f32_word(what: str, value) -> int:
+    """The bits of a float parameter's value (rules in scalar_word)."""
+    if isinstance(value, np.float32):
+        return int(np.array(value, np.float32).view(np.uint32))
+    if isinstance(value, np.float16):
+        return int(np.array(value, np.float32).view(np.uint32))         # exact: float16 is in float32
+    if isinstance(value, float):                                        # np.float64 is one too
+        with np.errstate(over="ignore"):
+            rounded = np.array(value, np.float64).astype(np.float32)   # nearest, ties to even
+        if np.isfinite(value) and (np.isinf(rounded) or (rounded == 0 and value != 0)):
+            happens = "overflows float32 to inf" if np.isinf(rounded) else "rounds to 0 in float32"
+            raise LaunchError(f"{what} is a float parameter and {value!r} {happens} (float32 holds "
+                              f"magnitudes {float(np.finfo(np.float32).smallest_subnormal):.1e} .. "
+                              f"{F32_MAX:.7e}): pass np.float32({value!r}) to accept that")
+        return int(rounded.view(np.uint32))
+    if isinstance(value, Integral) and not isinstance(value, (bool, np.bool_)):
+        v = int(value)
+        odd = abs(v) >> ((abs(v) & -abs(v)).bit_length() - 1) if v else 0   # v without its trailing zero bits
+        if odd.bit_length() > 24 or abs(v).bit_length() > 128:
+            raise LaunchError(f"{what} is a float parameter and got the integer {v}, which float32 cannot hold "
+                              f"exactly (it holds every integer up to 2**24 in magnitude): pass np.float32({v}) "
+                              f"to round it")
+        return int(np.array(float(v), np.float64).astype(np.float32).view(np.uint32))
+    raise LaunchError(f"{what} is a float parameter: pass a float, an np.float32 or an integer, "
+                      f"got {type(value).__name__}")
+
+
+def _float_repr(value) -> str:
+    """1.5 for a Python float, 0.1 for np.float32(0.1) (numpy's shortest form for its own type)."""
+    return repr(float(value)) if isinstance(value, float) else str(value)
+
+
 def check_memory(memory) -> None:
     if not isinstance(memory, np.ndarray) or memory.dtype != np.uint32 or memory.shape != (isa.GLOBAL_WORDS,):
         got = f"{memory.dtype}{list(memory.shape)}" if isinstance(memory, np.ndarray) else type(memory).__name__
@@ -252,7 +305,10 @@ def check_memory(memory) -> None:
 
 def check_array(what: str, arr: np.ndarray) -> None:
     if arr.ndim != 1 or arr.dtype not in ARRAY_DTYPES:
-        raise LaunchError(f"{what} must be a 1-D int32 or uint32 numpy array, got {arr.dtype}{list(arr.shape)}")
+        hint = (" (the machine's floats are float32: pass .astype(np.float32))"
+                if arr.ndim == 1 and arr.dtype.kind == "f" else "")
+        raise LaunchError(f"{what} must be a 1-D int32, uint32 or float32 numpy array, "
+                          f"got {arr.dtype}{list(arr.shape)}{hint}")
     if not arr.flags.c_contiguous:
         raise LaunchError(f"{what} must be contiguous (pass np.ascontiguousarray(...))")
     if arr.size == 0:       # it would get the next array's address: a stray write would land there

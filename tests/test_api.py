@@ -80,13 +80,17 @@ def test_argument_count_must_match():
 
 
 @pytest.mark.parametrize("arg, message", [
-    (np.zeros((2, 2), np.int32), r"argument 0 \(a\) must be a 1-D int32 or uint32 numpy array, got int32\[2, 2\]"),
-    (np.zeros(4, np.float32), r"argument 0 \(a\) must be a 1-D int32 or uint32.*float32"),
+    (np.zeros((2, 2), np.int32), r"argument 0 \(a\) must be a 1-D int32, uint32 or float32 numpy array, "
+                                 r"got int32\[2, 2\]$"),
+    (np.zeros(4, np.float64), r"argument 0 \(a\) must be a 1-D int32, uint32 or float32 numpy array, got "
+                              r"float64\[4\] \(the machine's floats are float32: pass .astype\(np.float32\)\)"),
+    (np.zeros((2, 2), np.float32), r"got float32\[2, 2\]$"),
     (np.zeros(4, np.int64), r"argument 0 \(a\) .*int64"),
     (np.zeros(8, np.int32)[::2], r"argument 0 \(a\) must be contiguous"),
     ([1, 2, 3], r"argument 0 \(a\) got a Python list: pass an integer, or for an array a numpy array, "
                 r"np.array\(\[1, 2, 3\], dtype=np.int32\)"),
-    (1.5, r"argument 0 \(a\) .* got float"),
+    (1.5, r"argument 0 \(a\) is an integer parameter and got the float 1.5: pass an integer"),
+    (np.float32(0.1), r"argument 0 \(a\) is an integer parameter and got the float 0.1: pass an integer"),
     (True, r"argument 0 \(a\) .* got bool"),
     (2**32, r"argument 0 \(a\) = 4294967296 does not fit in 32 bits"),
     (-2**31 - 1, r"does not fit in 32 bits"),
@@ -408,7 +412,7 @@ def test_source_parameter_names(src, kernel, count, want):
 
 
 def test_launch_messages_use_given_names():
-    with pytest.raises(LaunchError, match=r"argument 0 \(data\) must be"):
+    with pytest.raises(LaunchError, match=r"argument 0 \(data\) is an integer parameter"):
         Launch.build(exit_program(), 1, 1, [1.0], names=["data"])
 
 

@@ -46,7 +46,7 @@ def test_scalar_arguments(text, want):
     assert parse_arg(text) == want
 
 
-@pytest.mark.parametrize("text, message", [("f32:[1]", "unknown type 'f32'"), ("i32:[1,2", "must end with ']'"),
+@pytest.mark.parametrize("text, message", [("f64:[1]", "unknown type 'f64'"), ("i32:[1,2", "must end with ']'"),
                                            ("abc", "'abc' is not a number"),
                                            ("i32:[2147483648]", "does not fit in int32"),
                                            ("u32:-1", "does not fit in uint32"),
@@ -79,8 +79,8 @@ def test_compile_error_shows_file_and_line(tmp_path):
 
 def test_bad_arg_syntax_is_an_error(tmp_path):
     (tmp_path / "k.cu").write_text(DOT_CU)
-    result = invoke("run", tmp_path / "k.cu", "--kernel", "dot", "--arg", "f32:[1]")
-    assert result.exit_code == 1 and "unknown type 'f32'" in result.output
+    result = invoke("run", tmp_path / "k.cu", "--kernel", "dot", "--arg", "f64:[1]")
+    assert result.exit_code == 1 and "unknown type 'f64'" in result.output
 
 
 def test_unknown_engine_is_an_error(tmp_path):
@@ -677,3 +677,122 @@ def test_the_closing_lines_rate_is_the_decode_steps_per_decode_second():
     line = _stats(result, wall=3.0)
     assert "31 tokens (forward passes) at 60 tokens/s" in line      # 30 steps after the prefill's token
     assert "load 2.00 + prefill 0.10 + decode 0.50 + other 0.40" in line
+
+
+# --- float32 arguments and results (issue 32) ---------------------------------------------------------------
+# Float kernels can't run until the translator takes f32: an INTEGER kernel moves the float32 words, so
+# the bits shown must be the bits given. Expected text written by hand.
+F32_COPY = r"""extern "C" __global__ void k(const unsigned *a, unsigned *o, int n) {
+    int i = threadIdx.x;
+    if (i < n) { o[i] = a[i]; o[n + i] = a[i] ^ 0x80000000u; }
+}"""
+F32_IN = "f32:[1.5, -0.0, inf, -inf, nan, 0f7FFFFFFF, 1e-45, 0.1]"
+F32_SHOWN = "1.5, -0.0, inf, -inf, nan(0x7fc00000), nan(0x7fffffff), 1e-45, 0.1"
+F32_NEGATED = "-1.5, 0.0, -inf, inf, nan(0xffc00000), nan(0xffffffff), -1e-45, -0.1"
+F32_BITS = ["0x3fc00000", "0x80000000", "0x7f800000", "0xff800000", "0x7fc00000", "0x7fffffff", "0x00000001",
+            "0x3dcccccd"]
+
+
+def run_f32_copy(tmp_path, *extra):
+    (tmp_path / "copy.cu").write_text(F32_COPY)
+    return invoke("run", tmp_path / "copy.cu", "--block", 8, "--arg", F32_IN, "--arg", "f32:zeros(16)", "--arg", 8,
+                  *extra)
+
+
+def test_run_prints_float32_arrays_as_floats(tmp_path):
+    result = run_f32_copy(tmp_path)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert f"a = [{F32_SHOWN}]" in lines
+    assert f"o = [{F32_SHOWN}, {F32_NEGATED}]" in lines
+
+
+def test_run_json_carries_float_values_and_their_bits(tmp_path):
+    result = run_f32_copy(tmp_path, "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["arrays"]["a"] == [1.5, -0.0, "inf", "-inf", "nan", "nan", 1e-45, 0.1]
+    assert doc["arrays"]["o"][8:] == [-1.5, 0.0, "-inf", "inf", "nan", "nan", -1e-45, -0.1]
+    assert doc["bits"] == {"a": F32_BITS, "o": F32_BITS + [f"0x{int(b, 16) ^ 0x80000000:08x}" for b in F32_BITS]}
+    assert doc["scalars"] == {"n": 8}
+    for value, bits in zip(doc["arrays"]["o"], doc["bits"]["o"]):       # each number reads back as its float32
+        if not isinstance(value, str):
+            assert f"0x{int(np.array(value, np.float32).view(np.uint32)):08x}" == bits
+    assert '"a": [\n      1.5,\n      -0.0,\n      "inf"' in result.stdout     # plain JSON: no NaN/Infinity tokens
+    assert "NaN" not in result.stdout and "Infinity" not in result.stdout
+
+
+def test_run_json_without_floats_has_no_bits(tmp_path):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    result = invoke("run", tmp_path / "dot.cu", *DOT_ARGS, "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert "bits" not in doc and doc["arrays"]["out"] == [32] and doc["scalars"] == {"n": 3}
+
+
+F32_PARAM = r"""extern "C" __global__ void k(int *o, float x, int n) { o[0] = n; }"""     # x unused: f32 can't run yet
+
+
+@pytest.mark.parametrize("x, shown, bits", [("1.5", 1.5, "0x3fc00000"), ("-2.5e-3f", -0.0025, "0xbb23d70a"),
+                                            ("nan", "nan", "0x7fc00000"), ("0fFF800000", "-inf", "0xff800000"),
+                                            ("f32:3", 3.0, "0x40400000"), ("3", 3, None)])
+def test_run_json_float_scalars(tmp_path, x, shown, bits):
+    (tmp_path / "p.cu").write_text(F32_PARAM)
+    result = invoke("run", tmp_path / "p.cu", "--block", 1, "--arg", "i32:zeros(1)", "--arg", x, "--arg", 5, "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["scalars"] == {"x": shown, "n": 5} and doc["arrays"] == {"o": [5]}
+    assert doc.get("bits") == ({"x": bits} if bits else None)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("i32:zeros(1)", "16777217", "5"), "argument 1 (x) is a float parameter and got the integer 16777217, which "
+                                        "float32 cannot hold exactly"),
+    (("i32:zeros(1)", "1.5", "5.0"), "argument 2 (n) is an integer parameter and got the float 5.0: pass an integer"),
+    (("i32:zeros(1)", "1.5", "i32:5.5"), "--arg 'i32:5.5': the value '5.5' is a float"),
+    (("f32:zeros(1)", "f32:[1.5]", "5"), "argument 1 (x) is a float parameter: pass a float (got an array of 1 "
+                                         "float32)"),
+    (("i32:zeros(1)", "1f", "5"), "--arg '1f': the value '1f' is not a number: a float needs a '.' or an exponent"),
+])
+def test_run_refuses_mistyped_float_arguments(tmp_path, args, message):
+    (tmp_path / "p.cu").write_text(F32_PARAM)
+    result = invoke("run", tmp_path / "p.cu", "--block", 1, *[x for a in args for x in ("--arg", a)])
+    one_error_line(result, message)
+
+
+def test_a_float_for_dots_integer_parameter_is_refused(tmp_path):
+    (tmp_path / "dot.cu").write_text(DOT_CU)
+    result = invoke("run", tmp_path / "dot.cu", "--grid", 1, "--block", 4, "--arg", "[1.5 2 3]", "--arg",
+                    "i32:[4,5,6]", "--arg", "i32:zeros(1)", "--arg", "3.0")
+    one_error_line(result, "argument 3 (n) is an integer parameter and got the float 3.0")
+
+
+@pytest.mark.parametrize("bits, text", [
+    (0x3FC00000, "1.5"), (0x40000000, "2.0"), (0x00000000, "0.0"), (0x80000000, "-0.0"), (0x3DCCCCCD, "0.1"),
+    (0x00000001, "1e-45"), (0x80000001, "-1e-45"), (0x007FFFFF, "1.1754942e-38"), (0x00800000, "1.1754944e-38"),
+    (0x7F7FFFFF, "3.4028235e+38"), (0x4B800000, "16777216.0"), (0x4B800001, "16777218.0"),
+    (0x5A0E1BCA, "1e+16"), (0x5A0E1BC9, "9999999000000000.0"), (0x38D1B717, "0.0001"), (0x38CF9E38, "9.9e-05"),
+    (0x3F800001, "1.0000001"), (0xC0490FDB, "-3.1415927"),
+    (0x7F800000, "inf"), (0xFF800000, "-inf"), (0x7FC00000, "nan(0x7fc00000)"), (0xFFFFFFFF, "nan(0xffffffff)"),
+    (0x7F800001, "nan(0x7f800001)"),
+])
+def test_format_f32(bits, text):
+    from qwengpu.cli import format_f32
+    assert format_f32(np.array([bits], np.uint32).view(np.float32)[0]) == text
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_shown_floats_read_back_as_the_same_bits(bits):
+    """What `qgpu run` prints for a finite float32 is an --arg value with the same bits, and its JSON number
+    (through a float64, as JSON readers hold it) converts back to the same float32."""
+    from qwengpu.cli import _json_f32, format_f32
+    x = np.array([bits], np.uint32).view(np.float32)[0]
+    if not np.isfinite(x):
+        return
+    assert parse_arg(format_f32(x)).view(np.uint32) == bits
+    number = json.loads(json.dumps(_json_f32(x)))
+    assert np.array(number, np.float64).astype(np.float32).view(np.uint32) == bits

@@ -40,7 +40,7 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
         if p.size != max(1, TYPE_BITS[p.type] // 8) or p.size > 8:
             raise UnsupportedError(f"{module.where(p.line)}: parameter {p.name} is a {p.size}-byte struct or array; "
                                    "only scalars and pointers (one word each) are supported")
-        params.append(isa.Param(p.name, i, TYPE_BITS[p.type], kinds.get(p.name)))
+        params.append(isa.Param(p.name, i, TYPE_BITS[p.type], kinds.get(p.name), p.type.startswith("f")))
         param_bits[p.name] = TYPE_BITS[p.type]
         symbols[p.name] = ("param", 4 * i)
     next_byte = {"const": 4 * len(params), "global": 0, "shared": 0}
