@@ -392,19 +392,14 @@ def _one_by_one(run, calls: list[Call], done) -> None:
 
 def check_model_ops(program: isa.Program) -> None:
     """UnsupportedError naming every op and terminator of `program` the model cannot run yet."""
-    from qwengpu.machine.build import MODEL_ATOMS, MODEL_OPS
-    names = {getattr(op, "name", op) for op in MODEL_OPS} | {f"ATOM.{a}" for a in MODEL_ATOMS}
-    used = ({_model_op_name(ins) for b in program.blocks for ins in b.instrs}
-            | {b.term.kind.name for b in program.blocks})
+    from qwengpu.machine.build import MODEL_OPS
+    names = {getattr(op, "name", op) for op in MODEL_OPS}
+    used = ({ins.op.name for b in program.blocks for ins in b.instrs} | {b.term.kind.name for b in program.blocks}
+            | {f"ATOM.{ins.mod[1].name}" for b in program.blocks for ins in b.instrs if ins.op is isa.Op.ATOM})
     missing = sorted(used - names)
     if missing:
         raise UnsupportedError(f"kernel {program.name} uses {', '.join(missing)}, which the model engine "
                                f"does not support yet; use engine='interp'")
-
-
-def _model_op_name(ins: isa.Instr) -> str:
-    """An instruction's name as check_model_ops reads it: an atomic's with its operation."""
-    return f"ATOM.{ins.mod[1].name}" if ins.op is isa.Op.ATOM else ins.op.name
 
 
 def _runnable_on_model(calls: list[Call], done) -> list[int]:

@@ -247,7 +247,8 @@ def stub_model_engine(monkeypatch):
     from qwengpu.machine.tokens import Vocab
     machine = SimpleNamespace(vocab=Vocab(), final=None)
     machine.read_global = lambda cache, layer_offset=0: machine.final
-    state = SimpleNamespace(corrupt=lambda tokens: tokens, ops={op.name for op in isa.Op} | {t.name for t in isa.Term})
+    state = SimpleNamespace(corrupt=lambda tokens: tokens, ops={op.name for op in isa.Op} | {t.name for t in isa.Term}
+                            | {f"ATOM.{a.name}" for a in isa.AtomOp})
     monkeypatch.setitem(sys.modules, "qwengpu.machine.build", SimpleNamespace(
         MODEL_OPS=state.ops, machine_for=lambda cfg, width=None: SimpleNamespace(readout=machine)))
     from qwengpu.model import merge

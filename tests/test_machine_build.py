@@ -54,6 +54,8 @@ def test_token_round_trip_and_names():
         v.token(5)
 
 
-def test_model_ops_cover_the_isa_except_division_and_mulhi():
+def test_model_ops_cover_the_isa_except_division_mulhi_and_floats():
     missing = {op.name for op in isa.Op} - MODEL_OPS
-    assert missing <= {"DIV", "DIVU", "REM", "REMU", "MULHI", "MULHIU"}, missing
+    floats = {op.name for op in isa.Op if op.kind is isa.Kind.FLOAT}          # issue 32: not in the circuit yet
+    assert missing <= {"DIV", "DIVU", "REM", "REMU", "MULHI", "MULHIU"} | floats, missing
+    assert {f"ATOM.{a.name}" for a in isa.AtomOp} - MODEL_OPS == {"ATOM.FADD"}

@@ -200,7 +200,7 @@ def test_snippet_instructions():
     vld = by_op["ld.global.v2.u32"]
     assert vld.operands == [Vec((Reg("%r6"), Reg("%r7"))), Addr(Reg("%r1"), -8)]
     flt = [i for i in ins if i.opcode == "mov.b32" and i.operands[1].is_float][0]
-    assert flt.operands[1] == Imm(0x3F800000, True)
+    assert flt.operands[1] == Imm(0x3F800000, 32)
     labels = [b.name for b in body if isinstance(b, Label)]
     assert labels == ["$L__BB0_2", "$L__BB0_3"]
     assert ins[-1].opcode == "bra.uni"      # code after ret is kept

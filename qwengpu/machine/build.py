@@ -199,8 +199,9 @@ def machine_source_digest() -> str:
 
 
 # ---- the circuit handed to the merge -------------------------------------------------------------------
-MODEL_OPS = frozenset(ALU_OPS) | {"S2R", "LD", "ST", "ATOM", "SHFL", "VOTE"} | set(TERMS)     # what the model engine runs
-MODEL_ATOMS = frozenset(ATOM_OPS)                              # the atomics among them
+# what the model engine runs: opcodes, terminators, and each atomic operation as ATOM.<AtomOp>
+MODEL_OPS = (frozenset(ALU_OPS) | {"S2R", "LD", "ST", "ATOM", "SHFL", "VOTE"} | set(TERMS)
+             | {f"ATOM.{a}" for a in ATOM_OPS})
 
 
 class LazyLayer(Mapping):

@@ -46,7 +46,11 @@ class SpecialReg:
 @dataclass(frozen=True)
 class Imm:
     value: int         # integer literal (float literals keep their bit pattern)
-    is_float: bool = False
+    float_bits: int = 0     # 32 for a 0f literal (fp32 bits), 64 for 0d (fp64), 0 for an integer
+
+    @property
+    def is_float(self) -> bool:
+        return self.float_bits > 0
 
 
 @dataclass(frozen=True)
@@ -249,11 +253,12 @@ def _in_toolchain(path: str) -> bool:
         return False
 
 
-def _parse_int(tok: str) -> tuple[int, bool]:
+def _parse_int(tok: str) -> tuple[int, int]:
+    """A literal's value and its float width (0: an integer)."""
     t = tok.rstrip("U")
     if t[:2] in ("0f", "0F", "0d", "0D"):
-        return int(t[2:], 16), True
-    return int(t, 0) if t[:2].lower() == "0x" else int(t), False
+        return int(t[2:], 16), 32 if t[1] in "fF" else 64
+    return int(t, 0) if t[:2].lower() == "0x" else int(t), 0
 
 
 # ---------------------------------------------------------------------------
@@ -562,8 +567,8 @@ class _BodyParser:
             return Not(r)
         if p.kind() == "num" or p.peek() == "-":
             neg = p.accept("-")
-            v, is_float = _parse_int(p.next())
-            return Imm(-v if neg else v, is_float)
+            v, float_bits = _parse_int(p.next())
+            return Imm(-v if neg else v, float_bits)
         tok = p.next()
         if tok == "_":
             return Sink()

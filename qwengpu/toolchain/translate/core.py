@@ -172,8 +172,8 @@ class TranslatorBase(Division):
         """Operand value at `bits`: one canonical (zero-extended) word, or a
         (lo, hi) pair for 64 bits."""
         if isinstance(o, ptx.Imm):
-            if o.is_float:
-                self.unsupported("floating-point operands are not supported")
+            if o.float_bits == 64 or (o.is_float and (bits != 32 or o.value < 0)):
+                self.unsupported(f"the float literal {o.value:#x} is not an fp32 operand here (qwengpu runs fp32)")
             v = o.value
             return [Imm(v & M32), Imm((v >> 32) & M32)] if bits == 64 else [Imm(v & type_mask(bits))]
         if isinstance(o, ptx.Reg):
