@@ -39,7 +39,7 @@ from qwengpu.errors import CompileError, ExecutionError, QwenGpuError, Unsupport
 from qwengpu.launch import Launch
 from qwengpu.driver.protocol import CHECKS
 from qwengpu.printf import device_output
-from qwengpu.toolchain.frontend import FRONTENDS, INCLUDE_DIR, compile_cuda, with_prelude
+from qwengpu.toolchain.frontend import FRONTENDS, INCLUDE_DIR, NVRTC_FP_OPTIONS, compile_cuda, with_prelude
 from qwengpu.toolchain.lint import issue_warnings
 from qwengpu.toolchain.lower import MODEL_EXPANSIONS, lower, plain_name
 from qwengpu.toolchain.ptx import parse_ptx
@@ -535,7 +535,9 @@ def _cupy():
 def _cuda_kernel(src: str, filename: str, name: str):
     cp = _cupy()
     code = with_prelude(src, filename, ("QWENGPU_REAL_GPU",))
-    options = ("--std=c++17", f"--include-path={INCLUDE_DIR}")     # the project's <cstdint> etc.
+    # the project's <cstdint> etc., and float code as written (no contraction, no flush to zero),
+    # so the GPU computes what the interpreter does
+    options = ("--std=c++17", f"--include-path={INCLUDE_DIR}", *NVRTC_FP_OPTIONS)
     try:
         return cp.RawModule(code=code, options=options).get_function(name)
     except Exception:
