@@ -194,7 +194,7 @@ def test_predicated_float_op():
 
 
 @pytest.mark.parametrize("instr, named", [("add.rn.f64 %rd9, %rd1, %rd2", "f64"),
-                                          ("ex2.approx.f32 %r9, %r1", "ex2.approx.f32"),
+                                          ("lg2.approx.f32 %r9, %r1", "lg2.approx.f32"),
                                           ("cvt.rn.f32.s64 %r9, %rd1", "64-bit integer to float"),
                                           ("cvt.rzi.s64.f32 %rd9, %r1", "float to 64-bit integer")])
 def test_unsupported_float_instructions_are_named(instr, named):
@@ -210,3 +210,27 @@ def test_unsupported_float_instructions_are_named(instr, named):
 }}"""
     with pytest.raises(UnsupportedError, match=named):
         lower(parse_ptx(text), "k")
+
+
+def ulps_from(got: int, exact) -> float:
+    """|got - exact| in units of the last place of fp32 at exact's binade (subnormal ulp below)."""
+    e = max(int(gmpy2.floor(gmpy2.log2(abs(exact)))), -126) if exact else -126
+    return abs(gmpy2.mpfr(float(f(got))) - exact) / gmpy2.mpfr(2) ** (e - 23)
+
+
+def test_ex2_approx_within_ptx_bound():
+    """PTX: ex2.approx.f32 has at most 2 ulp error across the full range."""
+    xs = [bits(x) for x in np.concatenate([RNG.uniform(-1, 1, 600), RNG.uniform(-150, 128, 900)]).astype(np.float32)]
+    gmpy2.get_context().precision = 100
+    worst = max(ulps_from(run_f32("ex2.approx.f32 {d}, {a}", x), gmpy2.exp2(gmpy2.mpfr(float(f(x))))) for x in xs)
+    assert worst <= 2, worst
+
+
+def test_ex2_approx_special_values():
+    ex2 = lambda a, ftz="": run_f32(f"ex2.approx{ftz}.f32 {{d}}, {{a}}", a)  # noqa: E731
+    assert ex2(0x00000000) == ex2(0x80000000) == 0x3F800000
+    assert ex2(bits(3.0)) == bits(8.0) and ex2(bits(-2.0)) == bits(0.25)
+    assert ex2(0x7F800000) == 0x7F800000 and ex2(bits(128.0)) == 0x7F800000
+    assert ex2(0xFF800000) == 0 and ex2(0xFFC00001) == NAN
+    assert ex2(bits(-149.0)) == 0x00000001                 # the smallest subnormal, exactly
+    assert ex2(bits(-130.0)) == 0x00080000 and ex2(bits(-130.0), ".ftz") == 0

@@ -20,6 +20,10 @@ BIT_MOVES = {"mov", "ld", "st", "selp", "shfl", "ldu"}
 EXPONENT = 0x7F800000
 NEG_ZERO = Imm(fp32.SIGN)
 ONE = Imm(fp32.ONE)
+# ex2.approx's polynomial: 2^f = sum (ln 2)^i f^i / i!, i = 0..7, in fp32, on |f| <= 1/2 (within
+# 0.8 ulp there with fma Horner steps; tests/test_float_lower.py checks the bound against MPFR)
+EX2_TAYLOR = (0x3F800000, 0x3F317218, 0x3E75FDF0, 0x3D635847, 0x3C1D955B, 0x3AAEC3FF, 0x39218489, 0x377FE5FE)
+EX2_LIMIT = 0x43480000          # 200.0: past it 2^x is inf or 0 in every mode
 
 
 class FloatOps(TranslatorBase):
@@ -93,6 +97,26 @@ class FloatOps(TranslatorBase):
         """rsqrt.approx: 1 / sqrt(a), each correctly rounded (within PTX's 2^-22.9 bound)."""
         [a] = self.sources(ins, parts)
         self.result(ins, parts, self.emit(Op.FDIV, ONE, self.emit(Op.FSQRT, a, mod=Rnd.RN), mod=Rnd.RN))
+
+    def f32_ex2(self, ins, parts):
+        """ex2.approx: 2^a, defined here as fp32 ops (docs/isa.md, section 4a). With a clamped
+        to +-200, n = round(a) and f = a - n (exact), 2^f is a Taylor polynomial (Horner, fma)
+        and 2^n scales it in two exact powers of two, so that the last multiply rounds once
+        (subnormal results, overflow)."""
+        [a] = self.sources(ins, parts)
+        x = self.emit(Op.FMIN, self.emit(Op.FMAX, a, Imm(EX2_LIMIT | fp32.SIGN)), Imm(EX2_LIMIT))
+        n = self.emit(Op.FRND, x, mod=Rnd.RN)
+        f = self.emit(Op.FSUB, x, n, mod=Rnd.RN)
+        p = Imm(EX2_TAYLOR[-1])
+        for c in reversed(EX2_TAYLOR[:-1]):
+            p = self.emit(Op.FFMA, p, f, Imm(c), mod=Rnd.RN)
+        k = self.emit(Op.F2I, n, mod=Rnd.RN)
+        half = self.emit(Op.SRA, k, Imm(1))
+        for part in (half, self.emit(Op.SUB, k, half)):
+            power = self.emit(Op.SHL, self.emit(Op.ADD, part, Imm(127)), Imm(23))
+            p = self.emit(Op.FMUL, p, power, mod=Rnd.RN)
+        is_nan = self.emit(Op.FSET, a, a, mod=isa.FCmp.NAN)
+        self.result(ins, parts, self.emit(Op.SEL, is_nan, Imm(fp32.NAN), p))
 
     def f32_neg(self, ins, parts):
         """-a as the GPU computes it (-0 - a): a NaN comes out as the canonical NaN."""
