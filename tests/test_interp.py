@@ -6,6 +6,7 @@ means, never read back from the interpreter.
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as hst
+from test_isa import f32_add
 
 from qwengpu import interp, isa
 from qwengpu.errors import DeadlockError, ExecutionError, LaunchError, MachineLimitError, MemoryFault
@@ -428,15 +429,6 @@ def test_same_address_store_highest_lane_wins():
 
 
 # --- atomics ------------------------------------------------------------------------
-def _f32_add(old: int, b: int, ftz: bool = False) -> int:
-    """numpy's float32 sum of two bit patterns, with CUDA's NaN (0x7FFFFFFF); ftz: subnormal
-    inputs and result as zeros of their sign (global-memory float atomics)."""
-    flush = (lambda x: x & 0x80000000 if ftz and not x & 0x7F800000 else x)
-    with np.errstate(all="ignore"):
-        total = np.uint32(flush(old)).view(np.float32) + np.uint32(flush(b)).view(np.float32)
-    return 0x7FFFFFFF if np.isnan(total) else flush(int(total.view(np.uint32)))
-
-
 def _atomic_reference(op, start, bs, cs):
     """Sequential application in thread order (warps run round-robin, lanes in
     order, and every thread reaches the atomic in its first pass)."""
@@ -450,7 +442,7 @@ def _atomic_reference(op, start, bs, cs):
         AtomOp.INC: lambda o, b, c: 0 if o >= b else o + 1,
         AtomOp.DEC: lambda o, b, c: b if o == 0 or o > b else o - 1,
         AtomOp.CAS: lambda o, b, c: c if o == b else o,
-        AtomOp.FADD: lambda o, b, c: _f32_add(o, b, ftz=True),      # in global memory
+        AtomOp.FADD: lambda o, b, c: f32_add(o, b, ftz=True),      # in global memory
     }[op]
     olds, value = [], start
     for b, c in zip(bs, cs):

@@ -124,7 +124,7 @@ ORACLE = {
     "BFEU": lambda a, b, c: _bfe(a, b, c, False),
 }
 
-def _f32_add(old: int, b: int, ftz: bool = False) -> int:
+def f32_add(old: int, b: int, ftz: bool = False) -> int:
     """numpy's float32 sum of two bit patterns, with CUDA's NaN (0x7FFFFFFF); ftz: subnormal
     inputs and result as zeros of their sign (global-memory float atomics)."""
     flush = (lambda x: x & 0x80000000 if ftz and not x & 0x7F800000 else x)
@@ -134,7 +134,7 @@ def _f32_add(old: int, b: int, ftz: bool = False) -> int:
 
 
 ATOM_ORACLE = {
-    isa.AtomOp.FADD: lambda old, b, c: _f32_add(old, b),
+    isa.AtomOp.FADD: lambda old, b, c: f32_add(old, b),
     isa.AtomOp.ADD: lambda old, b, c: (old + b) % 2 ** 32,
     isa.AtomOp.EXCH: lambda old, b, c: b,
     isa.AtomOp.MIN: lambda old, b, c: _out(min(_i32(old), _i32(b))),
