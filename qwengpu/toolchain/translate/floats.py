@@ -17,7 +17,7 @@ Op, Imm = isa.Op, isa.Imm
 ROUNDING = {"rn": Rnd.RN, "rz": Rnd.RZ, "rm": Rnd.RM, "rp": Rnd.RP}
 INTEGRAL = {"rni": Rnd.RN, "rzi": Rnd.RZ, "rmi": Rnd.RM, "rpi": Rnd.RP}   # to an integral value
 BIT_MOVES = {"mov", "ld", "st", "selp", "shfl", "ldu"}
-EXPONENT = 0x7F800000
+EXPONENT = fp32.POS_INF          # the exponent field's bits
 NEG_ZERO = Imm(fp32.SIGN)
 ONE = Imm(fp32.ONE)
 # ex2.approx's polynomial: 2^f = sum (ln 2)^i f^i / i!, i = 0..7, in fp32, on |f| <= 1/2 (within
@@ -126,7 +126,7 @@ class FloatOps(TranslatorBase):
     def f32_abs(self, ins, parts):
         """|a| as the GPU computes it (|a| + -0): a NaN comes out as the canonical NaN."""
         [a] = self.sources(ins, parts)
-        self.result(ins, parts, self.emit(Op.FADD, self.emit(Op.AND, a, Imm(~fp32.SIGN & isa.MASK32)), NEG_ZERO,
+        self.result(ins, parts, self.emit(Op.FADD, self.emit(Op.AND, a, Imm(fp32.MAGNITUDE)), NEG_ZERO,
                                           mod=Rnd.RN))
 
     def f32_min(self, ins, parts):
@@ -143,7 +143,7 @@ class FloatOps(TranslatorBase):
     def f32_copysign(self, ins, parts):
         """copysign.f32 d, a, b: b's magnitude with a's sign (bits: a NaN keeps its payload)."""
         a, b = (self.read1(o, 32) for o in ins.operands[1:])
-        magnitude = self.emit(Op.AND, b, Imm(~fp32.SIGN & isa.MASK32))
+        magnitude = self.emit(Op.AND, b, Imm(fp32.MAGNITUDE))
         self.put(ins.operands[0], [self.emit(Op.OR, magnitude, self.emit(Op.AND, a, NEG_ZERO))], 32)
 
     # -- comparisons -----------------------------------------------------------------
