@@ -926,7 +926,11 @@ QG_MATCH(unsigned long long, __qg_match64)
  * the words taken; a record is [1 + argument count | 64-bit argument mask << 8,
  * the format string's address, the arguments: one word each, two if 64-bit].
  * A record that does not fit is dropped (the host says so). The buffer exists
- * only in modules that call printf. On a real GPU, CUDA's own printf runs. */
+ * only in modules that call printf. On a real GPU, CUDA's own printf runs.
+ * Float arguments: printf is a variadic template, so a float arrives as a float
+ * (C's varargs would promote it to double: cvt.f64.f32, which the machine lacks)
+ * and its 32 bits are stored; the host formats the float's exact value, which is
+ * what CUDA prints of the double it promotes the float to. A double is refused. */
 #ifndef QWENGPU_REAL_GPU
 #define QG_PRINTF_WORDS 128
 QG_INLINE unsigned int *__qg_printf_buffer() {
@@ -940,14 +944,19 @@ template <typename T, typename... R> struct __qg_printf_layout<T, R...> {
     static constexpr unsigned int wide = (sizeof(T) == 8 ? 1u : 0u) | __qg_printf_layout<R...>::wide << 1;
     static constexpr unsigned int words = (sizeof(T) == 8 ? 2u : 1u) + __qg_printf_layout<R...>::words;
 };
-template <typename T> struct __qg_printf_integer { static constexpr bool value = true; };
-template <> struct __qg_printf_integer<float> { static constexpr bool value = false; };
-template <> struct __qg_printf_integer<double> { static constexpr bool value = false; };
+template <typename T> struct __qg_printf_double { static constexpr bool value = false; };
+template <> struct __qg_printf_double<double> { static constexpr bool value = true; };
+template <> struct __qg_printf_double<long double> { static constexpr bool value = true; };
+QG_INLINE unsigned int *__qg_printf_arg(unsigned int *p, float v) {
+    p[0] = __float_as_uint(v);
+    return p + 1;
+}
 template <typename T> QG_INLINE unsigned int *__qg_printf_arg(unsigned int *p, T v) {
-    static_assert(__qg_printf_integer<T>::value,
-                  "printf: floating-point arguments are not supported (the machine has integers only)");
+    static_assert(!__qg_printf_double<T>::value,
+                  "printf: a double argument; the machine computes in fp32 only: pass a float "
+                  "(write 2.0f, not 2.0; or (float)x)");
     static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
-                  "printf: arguments must be integers, characters or pointers");
+                  "printf: arguments must be integers, characters, pointers or floats");
     unsigned long long u = (unsigned long long)v;
     p[0] = (unsigned int)u;
     if (sizeof(T) == 8) p[1] = (unsigned int)(u >> 32);
