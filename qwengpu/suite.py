@@ -1,6 +1,9 @@
 """The kernel suite: kernels/NAME.cu + kernels/NAME.py (format in
 docs/architecture.md), run on an engine and checked word for word against
-each kernel's independent NumPy reference."""
+each kernel's independent NumPy reference (a float32 array bit for bit). The
+float kernels are a suite of their own in kernels/float/ (`directory=`, `qgpu
+suite --dir kernels/float`): discover() does not recurse, so the default suite,
+which CI runs on the model engine, does not include them."""
 from __future__ import annotations
 
 import copy
@@ -129,7 +132,10 @@ def run_case(case: KernelCase, device: Device) -> KernelReport:
 
 
 def mismatches(args, expected, names, show: int = 3) -> list[str]:
-    """Compare each non-None expected array with the final argument, as 32-bit words."""
+    """Compare each non-None expected array with the final argument, as 32-bit words: a float32
+    argument by its bits (NaN payloads and the sign of zero count; its reference must be float32
+    too, never a float64 rounded here), an integer argument by the low 32 bits of the
+    reference's values."""
     if len(expected) != len(args):
         return [f"reference returned {plural(len(expected), 'value')} for {plural(len(args), 'argument')}"]
     problems = []
@@ -141,14 +147,32 @@ def mismatches(args, expected, names, show: int = 3) -> list[str]:
         if got.shape != want.shape:
             problems.append(f"{name}: shape {got.shape}, expected {want.shape}")
             continue
-        got_words = got.astype(np.int64) & 0xFFFF_FFFF
-        want_words = want.astype(np.int64) & 0xFFFF_FFFF
-        bad = np.flatnonzero(got_words != want_words)
+        if got.dtype == np.float32 and want.dtype != np.float32:
+            problems.append(f"{name}: the reference is {want.dtype} for a {got.dtype} argument; a float "
+                            f"argument's reference must be float32 (computed in float32, not rounded from float64)")
+            continue
+        bits = got.dtype == np.float32
+        bad = np.flatnonzero(_words(got, bits) != _words(want, bits))
         if bad.size:
-            shown = ", ".join(f"[{j}] {got[j]} != {want[j]}" for j in bad[:show])
+            shown = ", ".join(f"[{j}] {_show(got[j])} != {_show(want[j])}" for j in bad[:show])
             more = f" (+{bad.size - show} more)" if bad.size > show else ""
             problems.append(f"{name}: {bad.size} of {got.size} differ: {shown}{more}")
     return problems
+
+
+def _words(a: np.ndarray, bits: bool) -> np.ndarray:
+    """An array's elements as 32-bit words (int64): a float32 array's bits (`bits`), otherwise the
+    low 32 bits of the values."""
+    if bits:
+        return a.view(np.uint32).astype(np.int64)
+    return a.astype(np.int64) & 0xFFFF_FFFF
+
+
+def _show(v) -> str:
+    """One element for a mismatch: an integer as it is, a float32 with its bits."""
+    if isinstance(v, np.float32):
+        return f"{v!s} (0x{int(np.array(v).view(np.uint32)):08x})"
+    return str(v)
 
 
 def run_suite(engine: str = "interp", frontend: str = "clang", pattern: str | None = None,
