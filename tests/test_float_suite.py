@@ -244,10 +244,7 @@ __global__ void nbody(const float *pos, const float *vel, const float *mass, flo
 """
 
 
-@pytest.mark.xfail(reason="toolchain/blocks._repack: when several machine blocks of one IR block overflow in "
-                          "one round, each reads the stays the one before it wrote in that same round; the "
-                          "second adds no new fixed value and sets None (pack by count), and the third then "
-                          "raises MachineLimitError as if packing by count had failed (clang -O2). "
-                          "kernels/float/nbody.cu is written around it (separate x and y arrays)")
 def test_lowering_repacks_several_overflowing_pieces_of_one_block():
+    """Several machine blocks of one IR block overflow in one round (clang -O2): their fixed
+    values are gathered before the IR block's packing is decided (blocks._repack)."""
     api.Device("interp", "clang").compile(REPACK_REPRO, filename="nbody.cu").get_function("nbody")

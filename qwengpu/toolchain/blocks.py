@@ -314,10 +314,14 @@ def _repack(prog: isa.Program, source: list[int | None], stays: dict[int, frozen
     if not over:
         return False
     run = machine_blocks(prog)
+    found: dict[int | None, frozenset] = {}     # per IR block: its overflowing pieces' together
     for i in over:
         known = stays.get(source[i], frozenset())
         if source[i] is None or known is None:
             encode(prog)
-        found = known | {v for k in run[i][1] if (v := fixed_value(prog.blocks[i].instrs[k])) is not None}
-        stays[source[i]] = found if found != known else None
+        found[source[i]] = found.get(source[i], known) | {
+            v for k in run[i][1] if (v := fixed_value(prog.blocks[i].instrs[k])) is not None}
+    for b, values in found.items():         # decided once per IR block, from this round's start
+        known = stays.get(b, frozenset())
+        stays[b] = values if values != known else None
     return True
