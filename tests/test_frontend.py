@@ -313,7 +313,7 @@ MATH = [
     ("floorf(x)", ["cvt.rmi.f32.f32"]), ("ceilf(x)", ["cvt.rpi.f32.f32"]), ("truncf(x)", ["cvt.rzi.f32.f32"]),
     ("rintf(x)", ["cvt.rni.f32.f32"]), ("nearbyintf(x)", ["cvt.rni.f32.f32"]),
     ("roundf(x)", ["add.rz.f32", "cvt.rzi.f32.f32"]),
-    ("copysignf(x, y)", (["abs.f32", "neg.f32", "selp.f32"], ["copysign.f32"])),
+    ("copysignf(x, y)", ["copysign.f32"]),           # a bit move on both (the prelude's, on clang)
     ("fdimf(x, y)", ["sub.rn.f32"]), ("sqrtf(x) + sqrt(y)", ["sqrt.rn.f32"]),
     ("rsqrtf(x)", ["rsqrt.approx.f32"]), ("__frsqrt_rn(x)", ["rsqrt.approx.ftz.f32", "fma.rn.f32"]),
     ("expf(x)", ["ex2.approx.ftz.f32", "fma.rm.f32", "cvt.sat.f32.f32"]), ("exp2f(x)", ["ex2.approx.f32"]),

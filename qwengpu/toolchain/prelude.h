@@ -282,10 +282,19 @@ QG_MATH1(log2) QG_MATH1(logb) QG_MATH1(nearbyint) QG_MATH1(normcdf) QG_MATH1(nor
 QG_MATH1(rcbrt) QG_MATH1(rint) QG_MATH1(round) QG_MATH1(rsqrt) QG_MATH1(sin) QG_MATH1(sinh)
 QG_MATH1(sinpi) QG_MATH1(sqrt) QG_MATH1(tan) QG_MATH1(tanh) QG_MATH1(tgamma) QG_MATH1(trunc)
 QG_MATH1(y0) QG_MATH1(y1)
-QG_MATH2(atan2) QG_MATH2(copysign) QG_MATH2(fdim) QG_MATH2(fmax) QG_MATH2(fmin) QG_MATH2(fmod)
+QG_MATH2(atan2) QG_MATH2(fdim) QG_MATH2(fmax) QG_MATH2(fmin) QG_MATH2(fmod)
 QG_MATH2(hypot) QG_MATH2(nextafter) QG_MATH2(pow) QG_MATH2(remainder)
 #undef QG_MATH1
 #undef QG_MATH2
+/* copysign moves bits, as NVRTC's copysign.f32 does (a NaN keeps its payload); libdevice's,
+ * through abs and neg, would give the canonical NaN instead. PTX: d = b's magnitude, a's sign. */
+QG_INLINE float copysignf(float x, float y) {
+    float r;
+    asm("copysign.f32 %0, %1, %2;" : "=f"(r) : "f"(y), "f"(x));
+    return r;
+}
+QG_INLINE float copysign(float x, float y) { return copysignf(x, y); }
+QG_NO_DOUBLE(copysign, double, double, double)
 /* CUDA has rhypotf but no float overload of rhypot. */
 extern "C" __device__ float __nv_rhypotf(float, float);
 QG_INLINE float rhypotf(float x, float y) { return __nv_rhypotf(x, y); }
