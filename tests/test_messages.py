@@ -45,7 +45,7 @@ NO_LINE_PTX = """.version 6.3
     .loc 1 2 5
     ld.param.u32 %r1, [k_param_0];
     .loc 1 0 9
-    add.f32 %r2, %r1, %r1;
+    sin.approx.f32 %r2, %r1;
     ret;
 }
 .file 1 "five.cu"
