@@ -629,8 +629,8 @@ def float_literal(bits: int) -> str:
 CAST_CLAMP = {(t.bits, t.signed): (float_literal(f32_to_bits(float(t.lo))),
                   float_literal(f32_to_bits(float(t.hi + 1)) - 1))
               for t in (I8, U8, I16, U16, I32, U32, I64, U64)}
-FLOAT_EXPR_WEIGHTS = {"leaf": 3, "arith": 8, "fma": 3, "root": 2, "abs": 1, "integral": 2, "from_int": 2, "bits": 1, "saturate": 1, "ternary": 2, "call": 2,
-                      "load": 2}
+FLOAT_EXPR_WEIGHTS = {"leaf": 3, "arith": 8, "fma": 3, "root": 2, "abs": 1, "copysign": 1, "integral": 2,
+                      "from_int": 2, "bits": 1, "saturate": 1, "ternary": 2, "call": 2, "load": 2}
 FLOAT_INT_EXPR_WEIGHTS = {**EXPR_WEIGHTS, "to_int": 3, "as_int": 1, "classify": 1}
 FLOAT_STMT_WEIGHTS = {**STMT_WEIGHTS, "mix": 4}
 
@@ -645,17 +645,19 @@ class FloatGenerator(Generator):
     unordered ones), conversions both ways (CUDA's saturating intrinsics, C casts of
     in-range values), bit casts and the classification functions.
 
-    NaN bits: an fp32 operation's NaN is CUDA's 0x7FFFFFFF, while moves, selects and bit
-    casts keep a NaN's bits. Negation, copysignf, fminf and fmaxf, whose NaN bits the front
-    ends leave open, are written only where those bits cannot show (`operand`). Float
-    literals are finite; infinities and NaNs come from the inputs, the parameters, bit casts
-    and arithmetic (docs/testing.md)."""
+    NaN bits: an fp32 operation's NaN is CUDA's 0x7FFFFFFF, while moves, selects, bit casts
+    and copysignf keep a NaN's bits. Negation, fminf and fmaxf (and copysignf with a sign a
+    compiler could know), whose NaN bits the front ends leave open, are written only where
+    those bits cannot show (`operand`). No NaN is a compile-time constant, which a front end
+    would fold keeping its payload: float literals are finite, and bit casts mix in an input
+    word; infinities and NaNs come from the inputs, the parameters, bit casts and
+    arithmetic (docs/testing.md)."""
     expr_weights = FLOAT_INT_EXPR_WEIGHTS
     stmt_weights = FLOAT_STMT_WEIGHTS
 
     def __init__(self, seed: int, opts: GenOptions | None = None):
         super().__init__(seed, opts)
-        self.n_fin = self.n_fout_per = 1
+        self.n_fin = self.n_fout_per = self.per_in = 1
 
     # -- types ----------------------------------------------------------------
     def rtype(self) -> CType:
@@ -757,7 +759,7 @@ class FloatGenerator(Generator):
     def f_applicable(self, kind: str) -> bool:
         if kind == "call":
             return bool(self.helpers)
-        if kind == "load":
+        if kind in ("load", "copysign", "bits"):
             return self.in_kernel
         return True
 
@@ -781,9 +783,9 @@ class FloatGenerator(Generator):
     def operand(self, d: int) -> str:
         """An operand whose NaN bits cannot show in the result (the operation's NaN is
         canonical, or it is compared or converted). Here, and only here, come the operations
-        whose NaN bits the front ends leave open: a negation (neg.f32), copysignf (clang:
-        abs.f32/neg.f32 and a select; NVRTC: copysign.f32, which moves bits), fminf/fmaxf
-        (both fold fminf(x, x) to x)."""
+        whose NaN bits the front ends leave open: a negation (neg.f32), copysignf with any sign
+        (NVRTC folds a constant sign into abs.f32/neg.f32, which canonicalise a NaN),
+        fminf/fmaxf (both front ends fold fminf(x, x) to x, keeping a NaN's payload)."""
         r = self.rng.random()
         if r < 0.08:
             return f"(-{self.fexpr(d)})"
@@ -796,6 +798,11 @@ class FloatGenerator(Generator):
 
     def f_leaf(self, d):
         return self.fleaf()
+
+    def f_copysign(self, d):
+        """copysign.f32 moves bits (a NaN keeps its payload) with a sign no compiler can know:
+        one loaded from `fin`."""
+        return f"copysignf({self.fexpr(d)}, fin[{self.expr(U32, d)} % {self.n_fin}u])"
 
     def f_arith(self, d):
         op = self.rng.choice(["fadd", "fsub", "fmul", "fdiv"])
@@ -831,9 +838,14 @@ class FloatGenerator(Generator):
         return f"__{name}_{self.rng.choice(ROUNDINGS)}({self.expr(t, d)})"
 
     def f_bits(self, d):
+        """A bit cast of an integer that no compiler can know: one of the thread's `in` words
+        is mixed in, so it is never a NaN constant (clang folds llvm.ceil, llvm.fabs, llvm.fma,
+        ... of a NaN constant keeping its payload, where the GPU's instruction would give
+        0x7FFFFFFF: found as seed 1531, docs/testing.md)."""
+        word = f"in[g * {self.per_in}u + {self.rng.randrange(self.per_in)}u]"
         if self.rng.random() < 0.5:
-            return f"__int_as_float({self.expr(I32, d)})"
-        return f"__uint_as_float({self.expr(U32, d)})"
+            return f"__int_as_float({self.expr(I32, d)} ^ (int){word})"
+        return f"__uint_as_float({self.expr(U32, d)} ^ {word})"
 
     def f_ternary(self, d):
         return f"({self.cond(d)} ? {self.fexpr(d)} : {self.fexpr(d)})"
@@ -904,7 +916,7 @@ class FloatGenerator(Generator):
         while grid > 1 and grid * block * (per_in + per_out + per_fin + per_fout) > 1000:
             grid -= 1
         n_threads = grid * block
-        self.n_in, self.n_out_per = n_threads * per_in, per_out
+        self.n_in, self.n_out_per, self.per_in = n_threads * per_in, per_out, per_in
         self.n_fin, self.n_fout_per = n_threads * per_fin, per_fout
         int_params = [t for t in PARAM_TYPES if self.opts.use_64bit or t.bits < 64]
         ptypes = [F32 if rng.random() < 0.35 else rng.choice(int_params) for _ in range(rng.randint(1, 4))]
@@ -1184,7 +1196,9 @@ static inline float qg_i2f(unsigned long long m, int negative, int mode) {
     float f = (float)(q + up) * (float)(1ull << shift);    /* 2**24 and powers of two: exact */
     return negative ? -f : f;
 }
-static inline unsigned long long qg_mag(long long x) { return x < 0 ? 0ull - (unsigned long long)x : (unsigned long long)x; }
+static inline unsigned long long qg_mag(long long x) {
+    return x < 0 ? 0ull - (unsigned long long)x : (unsigned long long)x;
+}
 #define QG_CVTS(R, MODE)                                                                          \
     static inline int __float2int_##R(float x) { return qg_f2i(x, MODE); }                        \
     static inline unsigned __float2uint_##R(float x) { return qg_f2u(x, MODE); }                  \
@@ -1212,8 +1226,10 @@ int main() {
     while (scanf("%u %u %u %u %u %u", &idx, &n_in, &n_out, &n_fin, &n_fout, &n_args) == 6) {
         for (unsigned i = 0; i < n_in; i++) if (scanf("%u", &qg_in[i]) != 1) return 2;
         for (unsigned i = 0; i < n_out; i++) if (scanf("%u", &qg_out[i]) != 1) return 2;
-        for (unsigned i = 0; i < n_fin; i++) { if (scanf("%u", &w) != 1) return 2; __builtin_memcpy(&qg_fin[i], &w, 4); }
-        for (unsigned i = 0; i < n_fout; i++) { if (scanf("%u", &w) != 1) return 2; __builtin_memcpy(&qg_fout[i], &w, 4); }
+        for (unsigned i = 0; i < n_fin + n_fout; i++) {
+            if (scanf("%u", &w) != 1) return 2;
+            __builtin_memcpy(i < n_fin ? &qg_fin[i] : &qg_fout[i - n_fin], &w, 4);
+        }
         for (unsigned i = 0; i < n_args; i++) if (scanf("%lld", &qg_args[i]) != 1) return 2;
         qg_ftable[idx](qg_in, qg_out, qg_fin, qg_fout, qg_args);
         printf("%u", idx);
