@@ -23,9 +23,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from qwengpu.testing import difftest  # noqa: E402
 
 
-def options(small: bool, noinline: bool) -> difftest.GenOptions:
-    """--small: short kernels on few threads (the model engine decodes every instruction)."""
-    return difftest.GenOptions.small(noinline=noinline) if small else difftest.GenOptions(noinline=noinline)
+def options(small: bool, noinline: bool, floats: bool = False) -> difftest.GenOptions:
+    """--small: short kernels on few threads (the model engine decodes every instruction);
+    --floats: fp32 programs (every float operation an intrinsic: docs/testing.md)."""
+    kw = {"noinline": noinline, "floats": floats}
+    return difftest.GenOptions.small(**kw) if small else difftest.GenOptions(**kw)
 
 
 def main() -> int:
@@ -37,13 +39,14 @@ def main() -> int:
     ap.add_argument("--small", action="store_true", help="small kernels (the default on the model engine)")
     ap.add_argument("--inline-only", action="store_true", help="only __forceinline__ helpers (no PTX calls)")
     ap.add_argument("--ubsan", action="store_true", help="build the oracle with UBSan (checks the generator)")
+    ap.add_argument("--floats", action="store_true", help="fp32 programs (interp and cuda engines for now)")
     ap.add_argument("--batch", type=int, default=100, help="programs per host compile")
     ap.add_argument("--show", type=int, default=5, help="failure reports to print in full")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
     frontends = difftest.FRONTEND_CHOICES if args.frontend == "both" else (args.frontend,)
-    opts = options(args.small or args.engine == "model", not args.inline_only)
+    opts = options(args.small or args.engine == "model", not args.inline_only, args.floats)
     console = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
