@@ -179,3 +179,47 @@ def test_both_tools_on_the_model():
                                     + call_text("gpu_eval", expression="max([3, -9, 4]) * 5 % 7"))
     assert run_tool_call(model, cuda) == "a = [2, 3, 5]\nb = [7, 11, 13]\nout = [112]"    # 14 + 33 + 65
     assert run_tool_call(model, expr) == "6"                                               # 20 % 7
+
+
+# ---------------------------------------------------------------------------
+# Decimals and float32 in normal mode
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("expression, response", [
+    ("23.50 * 15 / 100", "3.525"),                              # 15% of $23.50
+    ("19.99 * 3 * 1.0825", "64.917525"),                        # 59.97 + 4.947525, exact at 6 places
+    ("23.50 + 1.20", "24.70"),
+    ("100 / 3.0", "33.333333 (rounded: the quotient at column 5 is rounded to 6 decimal places)"),
+    ("1.5 / 0", "error: division by zero at column 5"),
+    ("1.5 & 1", "error: '&' at column 5 takes integers; this expression is decimal (it has the decimal number 1.5 "
+                "at column 1), and bitwise operators and shifts have no decimal meaning"),
+    ("sqrt(2)", "1.4142135 (float32)"),
+    ("7 / 2", "3"),                                             # integers keep C's division
+])
+def test_gpu_eval_decimal_responses(interp, expression, response):
+    [call] = parse_tool_calls(call_text("gpu_eval", expression=expression))
+    assert run_tool_call(interp, call) == response
+
+
+def test_the_gpu_eval_schema_tells_the_model_about_decimals():
+    description = MODES["normal"][0]["function"]["description"]
+    assert "23.50 * 15 / 100" in description and "6 decimal places" in description and "float32" in description
+
+
+def test_a_decimal_question_in_a_scripted_chat_turn_on_the_stand_in():
+    """The done-when of issue 32's chat decimals: a normal-mode turn whose gpu_eval call the
+    stand-in merged model computes exactly, in its own weights (engine=model)."""
+    from qwengpu.chat.session import ChatSession
+    from qwengpu.model.merge import default_merged_model
+    chat = ChatSession(default_merged_model(), "normal", max_tokens=256)
+    call = call_text("gpu_eval", expression="23.50 * 15 / 100")
+    turn = chat.ask("What is 15% of $23.50?", script=[call, "15% of $23.50 is $3.525, about $3.53."])
+    [gpu] = turn.calls
+    assert (gpu.call.arguments, gpu.response, gpu.ok) == ({"expression": "23.50 * 15 / 100"}, "3.525", True)
+    assert gpu.tokens > 0 and gpu.passes > 0 and turn.stopped == "end"
+    assert turn.answer == "15% of $23.50 is $3.525, about $3.53."
+    text = chat.tokenizer.decode(chat.ids, skip_special_tokens=False)
+    assert "<|im_start|>user\n<tool_response>\n3.525\n</tool_response><|im_end|>" in text
+    # a float32 function in the same chat: the model engine says what it lacks, and what it has
+    [gpu] = chat.ask("And the square root of 2?", script=[call_text("gpu_eval", expression="sqrt(2)"), "?"]).calls
+    assert gpu.response.startswith("error: this expression is float32 (it calls sqrt() at column 1), and the model "
+                                   "engine does not run float32 yet") and gpu.tokens == 0

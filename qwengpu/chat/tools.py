@@ -27,12 +27,17 @@ from qwengpu.errors import QwenGpuError
 
 GPU_EVAL = {"type": "function", "function": {
     "name": "gpu_eval",
-    "description": ("Compute an integer expression exactly on the GPU. 32-bit signed ints with C semantics "
-                    "(wrapping; / truncates toward zero; % takes the dividend's sign). Operators: + - * / % "
-                    "<< >> & | ^ ~ ! && || < <= > >= == != and c ? a : b; functions min, max, abs, pow(a, b), "
-                    "and sum, product, min, max over a list [1, 2, 3], dot([..], [..]). ^ is xor: use pow."),
+    "description": ("Compute an expression exactly on the GPU. Integers: 32-bit signed ints with C semantics "
+                    "(wrapping; / truncates toward zero; % takes the dividend's sign). Decimals: an expression "
+                    "with a number like 23.50 in it is computed exactly in decimal (/ is true division; a quotient "
+                    "keeps 6 decimal places and says when it was rounded; at most 18 digits), e.g. 15% of $23.50 "
+                    "is 23.50 * 15 / 100. sqrt, exp, log, log2, log10 compute in float32 where the GPU has float "
+                    "units. Operators: + - * / % << >> & | ^ ~ ! && || < <= > >= == != and c ? a : b; functions "
+                    "min, max, abs, pow(a, b), and sum, product, min, max over a list [1, 2.5, 3], dot([..], [..]). "
+                    "^ is xor: use pow."),
     "parameters": {"type": "object", "properties": {
-        "expression": {"type": "string", "description": "the expression, e.g. dot([1, 2, 3], [4, 5, 6]) / 2"}},
+        "expression": {"type": "string", "description": "the expression, e.g. dot([1, 2, 3], [4, 5, 6]) / 2 "
+                                                         "or 19.99 * 3 * 1.0825"}},
         "required": ["expression"]}}}
 
 GPU_CUDA = {"type": "function", "function": {
@@ -142,7 +147,7 @@ def _check_arguments(call: ToolCall) -> dict:
 
 def _run_eval(device, arguments: dict[str, str]) -> str:
     result = evaluate_on(device, arguments["expression"].strip())
-    return f"error: {result.error}" if result.error else str(result.value)
+    return f"error: {result.error}" if result.error else result.shown()
 
 
 def _run_cuda(device, arguments: dict[str, str]) -> str:
