@@ -301,14 +301,19 @@ LOG2F_POLY = (0x3DC6B27F, 0xBE2C7F30, 0x3E2FCF2A, 0xBE374E43, 0x3E520BF4, 0xBE76
               0xBEB8AA49, 0x3EF6384A, 0xBF38AA3B)
 
 
+def _horner(coefficients, m):
+    """The polynomial in m, highest coefficient first, in fma steps (libdevice's order)."""
+    p = from_bits(coefficients[0])
+    for c in coefficients[1:]:
+        p = fma(p, m, from_bits(c))
+    return p
+
+
 def logf(x) -> np.float32:
     x = f32(x)
     with np.errstate(all="ignore"):
         xs, ix, e, m = _log_reduce(x, -1059760811)
-        p = fma(from_bits(LOGF_POLY[0]), m, from_bits(LOGF_POLY[1]))
-        for c in LOGF_POLY[2:]:
-            p = fma(p, m, from_bits(c))
-        p = m * p
+        p = m * _horner(LOGF_POLY, m)
         p = fma(p, m, m)
         return _log_specials(xs, ix, fma(e, from_bits(0x3F317218), p))
 
@@ -317,10 +322,7 @@ def log2f(x) -> np.float32:
     x = f32(x)
     with np.errstate(all="ignore"):
         xs, ix, e, m = _log_reduce(x, -1060439283)
-        p = fma(from_bits(LOG2F_POLY[0]), m, from_bits(LOG2F_POLY[1]))
-        for c in LOG2F_POLY[2:]:
-            p = fma(p, m, from_bits(c))
-        p = m * p
+        p = m * _horner(LOG2F_POLY, m)
         p = m * p
         p = fma(m, from_bits(0x3FB8AA3B), p)
         return _log_specials(xs, ix, e + p)

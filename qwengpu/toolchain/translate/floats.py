@@ -42,7 +42,9 @@ class FloatOps(TranslatorBase):
         return handler
 
     # -- operands ----------------------------------------------------------------
-    def rounding(self, ins, parts, table=ROUNDING) -> Rnd:
+    @staticmethod
+    def rounding(parts, table=ROUNDING) -> Rnd:
+        """The instruction's rounding suffix (none: to nearest, PTX's default)."""
         found = [table[p] for p in parts[1:] if p in table]
         return found[0] if found else Rnd.RN
 
@@ -65,7 +67,7 @@ class FloatOps(TranslatorBase):
         self.put(ins.operands[0], [v], 32)
 
     def arithmetic(self, ins, parts, op) -> None:
-        self.result(ins, parts, self.emit(op, *self.sources(ins, parts), mod=self.rounding(ins, parts)))
+        self.result(ins, parts, self.emit(op, *self.sources(ins, parts), mod=self.rounding(parts)))
 
     # -- arithmetic ----------------------------------------------------------------
     def f32_add(self, ins, parts):
@@ -91,7 +93,7 @@ class FloatOps(TranslatorBase):
 
     def f32_rcp(self, ins, parts):
         [a] = self.sources(ins, parts)
-        self.result(ins, parts, self.emit(Op.FDIV, ONE, a, mod=self.rounding(ins, parts)))
+        self.result(ins, parts, self.emit(Op.FDIV, ONE, a, mod=self.rounding(parts)))
 
     def f32_rsqrt(self, ins, parts):
         """rsqrt.approx: 1 / sqrt(a), each correctly rounded (within PTX's 2^-22.9 bound)."""
@@ -157,34 +159,31 @@ class FloatOps(TranslatorBase):
         if len(types) != 2:
             self.unsupported(f"{ins.opcode}: expected cvt.dtype.stype")
         dst, src = types
-        a = ins.operands[1]
         if dst == "f32" and src == "f32":
-            v = self.read1(a, 32)
-            v = self.flush(v) if "ftz" in parts else v
+            [v] = self.sources(ins, parts)
             if any(p in INTEGRAL for p in parts):
-                v = self.emit(Op.FRND, v, mod=self.rounding(ins, parts, INTEGRAL))
+                v = self.emit(Op.FRND, v, mod=self.rounding(parts, INTEGRAL))
             self.result(ins, parts, v)
         elif dst == "f32":
-            self.int_to_float(ins, parts, src, a)
+            self.int_to_float(ins, parts, src)
         else:
-            self.float_to_int(ins, parts, dst, a)
+            self.float_to_int(ins, parts, dst)
 
-    def int_to_float(self, ins, parts, src, a):
+    def int_to_float(self, ins, parts, src):
         bits, signed = TYPE_BITS[src], src.startswith("s")
         if bits == 64:
             self.unsupported(f"{ins.opcode}: 64-bit integer to float is not supported yet")
-        v = self.read1(a, bits)
+        v = self.read1(ins.operands[1], bits)
         v = self.sext(v, bits) if signed else v
-        self.result(ins, parts, self.emit(Op.I2F if signed else Op.U2F, v, mod=self.rounding(ins, parts)))
+        self.result(ins, parts, self.emit(Op.I2F if signed else Op.U2F, v, mod=self.rounding(parts)))
 
-    def float_to_int(self, ins, parts, dst, a):
+    def float_to_int(self, ins, parts, dst):
         """F2I/F2U saturate to 32 bits; a narrower destination clamps again to its range."""
         bits, signed = TYPE_BITS[dst], dst.startswith("s")
         if bits == 64:
             self.unsupported(f"{ins.opcode}: float to 64-bit integer is not supported yet")
-        v = self.read1(a, 32)
-        v = self.flush(v) if "ftz" in parts else v
-        v = self.emit(Op.F2I if signed else Op.F2U, v, mod=self.rounding(ins, parts, INTEGRAL))
+        [v] = self.sources(ins, parts)
+        v = self.emit(Op.F2I if signed else Op.F2U, v, mod=self.rounding(parts, INTEGRAL))
         if bits < 32 and signed:
             v = self.emit(Op.MAX, self.emit(Op.MIN, v, Imm((1 << (bits - 1)) - 1)), Imm(isa.u32(-(1 << (bits - 1)))))
         elif bits < 32:
