@@ -1,21 +1,566 @@
-"""The 4-lane floating-point unit: FADD, FSUB, FMUL (isa.FLOAT_SEMANTICS) in all four rounding modes.
+"""The 4-lane floating-point unit: FADD, FSUB, FMUL (isa.FLOAT_SEMANTICS) in all four rounding modes,
+subnormals and special values included, exact in fp32 and bf16 like every unit (gadgets.py).
 
-Interface: `build_fpu(c, at, op, rnd, a, b, r)` reads one-dim op flags (at most one is 1), the
-rounding mode's one-hot flags (isa.Rnd names) and per-lane 32-bit operands, and adds each lane's
-result into r (the ALU's result fields, 0 on a float pass) at layer at + FPU_LAYERS - 1. With
-every op flag 0 it adds nothing. (Stub: the datapath lands next.)
+Interface: `build_fpu(c, at, op, rnd, a, b, r)` reads one-dim op flags (at most one is 1), the rounding
+mode's one-hot flags (isa.Rnd names) and per-lane 32-bit operands, and adds each lane's result into r
+(the ALU's result fields, 0 on a float pass) at layer at + FPU_LAYERS - 1. With every op flag 0 it
+adds nothing. The operands live on past `at` (nothing clears them), so each stage reads them where
+the layer budget has room (docs/float-circuit.md has the budget).
+
+Each op brings its exact result into one window S of 48 bits, with an exponent G and a constant K
+such that S's bit j weighs 2**(j + G - K - 150); a shared back end normalises, rounds and packs:
+
+  FADD/FSUB  swap the operands so that |X| >= |Y| (+1), align Y's significand right by the exponent
+             difference in two one-hot stages, 4 then 1 (+2, +4), with a sticky bit; X * 8 + Y or
+             X * 8 - Y (>= 0) in 28 bits (+6, +7). G = X's exponent, K = 27.
+  FMUL       the 24 x 24 bit products summed per column (+2), two in-place column reductions
+             (+3, +4), nibble digits (+5), the 48-bit sum (+6, +7). G = ea + eb, K = 174.
+  back end   from S (+8): the result's last bit t' = max(p, q') - 23 in S, p the leading one and
+             q' = K - G the subnormal floor (one-hot, fine t' mod 4 and coarse t' div 4), the
+             hidden bit [p >= q'] and overflow [p >= 254 + K - G]; the significand's shift by the
+             fine then the coarse amount with guard and sticky, the biased exponent t' + G - K + 1
+             (+9, +10); rounding as an increment of the packed word, whose carry runs from the
+             fraction into the exponent (+11); specials (NaN, infinity, zero, overflow) in place
+             of the rounded word.
+
+The exponent quantities the back end needs come early from small adders and pattern matches over
+the exponent bits; the 48-bit carry resolution is one layer (_carries: a carry into nibble m is
+one of m mutually exclusive thresholds with unit weights, where one 2**m-weighted threshold would
+leave the exact range).
 """
 from __future__ import annotations
 
+from qwengpu.circuit import CircuitError
+from qwengpu.circuit import gadgets as G
+from qwengpu.circuit.gadgets import MAX_POSITIVE, add_terms, neg, span
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.plan import FPU_LAYERS
 
 FPU_OPS = ("FADD", "FSUB", "FMUL")
 ROUNDINGS = ("RN", "RZ", "RM", "RP")
+LANES = 4
+WINDOW = 48                 # S: the product's bits; FADD uses the low 28
+NIBBLES = WINDOW // 4
+FADD_NIBBLES = 7
+PAD = 23                    # t' = t + PAD: the last bit's position in S extended by 23 zero bits below
+T_MAX = 72                  # t' >= 72: every bit of S is below the guard
+K_FADD, K_FMUL = 27, 174
+# layer offsets from `at`
+SWAP, ALIGN_FINE, PRODUCT, ALIGN_COARSE, DIGITS, BACK = 1, 2, 2, 4, 6, 8
+
+
+def _relu2(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float], g1: int, g2: int) -> None:
+    """out += relu(y) when the 0/1 dims g1 and g2 are both 1, else 0: relu(y + K (g1 + g2) - 2K)."""
+    hi = span(c, terms, bias)[1]
+    if hi > MAX_POSITIVE:
+        raise CircuitError(f"neuron argument reaches {hi}; exact range is <= {MAX_POSITIVE}")
+    if hi > 0:
+        G.raw(c, at, add_terms(terms, {g1: hi, g2: hi}), bias - 2 * hi, out)
+
+
+def _step2(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, float], g1: int, g2: int) -> None:
+    """out += [sum(terms) >= t] when g1 and g2 are both 1."""
+    _relu2(c, at, terms, 1 - t, out, g1, g2)
+    _relu2(c, at, terms, -t, {d: -k for d, k in out.items()}, g1, g2)
+
+
+def _value(dims: list[int], weights=None) -> dict[int, int]:
+    """Terms of the binary value of the bits `dims` (bit j weighs 2**j unless `weights`)."""
+    return {d: (1 << j) if weights is None else weights[j] for j, d in enumerate(dims)}
+
+
+def _nibbles(terms: dict[int, int], const: int = 0) -> list[G.Digit]:
+    """An 8-bit value (terms of power-of-two weights, plus a constant < 256) as two nibble digits."""
+    lo = {d: k for d, k in terms.items() if k < 16}
+    hi = {d: k >> 4 for d, k in terms.items() if k >= 16}
+    return [(lo, const & 15), (hi, const >> 4)]
+
+
+def _is(dims: list[int], value: int) -> tuple[dict[int, int], int]:
+    """(terms, bias) whose sum is 1 when the bits spell `value` and <= 0 otherwise."""
+    terms, const = G.equals(dims, value)
+    return terms, const - len(dims) + 1
+
+
+class _Lane:
+    """One lane's FPU: build() adds its neurons layer by layer."""
+
+    def __init__(self, c: Circuit, at: int, op: dict[str, Field], rnd: dict[str, Field], a: Field, b: Field,
+                 r: Field, tag: str):
+        self.c, self.X, self.a, self.b, self.r, self.tag = c, at, a, b, r, tag
+        self.fadd, self.fsub, self.fmul = (op[n] for n in FPU_OPS)
+        self.rnd = rnd
+        self.any = [self.fadd, self.fsub, self.fmul]
+        self.adds = [self.fadd, self.fsub]
+
+    def field(self, name: str, width: int, at: int, **kw) -> Field:
+        return self.c.field(f"{self.tag}.fpu.{name}", width, at, **kw)
+
+    def build(self) -> None:
+        self.unpack()
+        self.swap()
+        self.fadd_align()
+        self.product()
+        self.exponents()
+        self.specials()
+        self.sum_window()
+        self.back_end()
+
+    # ---- +0, +1: classes, the FADD swap and the exponent difference ---------------------------------
+    def unpack(self) -> None:
+        """+0: per operand [E == 0], [E == 255], [f == 0] and bit 0 of max(E, 1); b's sign as FADD/FSUB
+        see it; FADD's magnitude order (per byte, as gadgets.byte_order)."""
+        c, X, a, b = self.c, self.X, self.a, self.b
+        self.cls = {}
+        for name, x in (("a", a), ("b", b)):
+            e, f = x.dims[23:31], x.dims[:23]
+            cls = self.cls[name] = self.field(f"cls.{name}", 4, X)      # z, max, fz, e0
+            G.gated(c, X, {d: -1 for d in e}, 1, {cls[0]: 1}, self.any)
+            G.gated(c, X, {d: 1 for d in e}, -7, {cls[1]: 1}, self.any)
+            G.gated(c, X, {d: -1 for d in f}, 1, {cls[2]: 1}, self.any)
+            G.gated(c, X, {e[0]: 1}, 0, {cls[3]: 1}, self.any)
+            G.gated(c, X, {d: -1 for d in e}, 1, {cls[3]: 1}, self.any)
+        self.sbx = self.field("sbx", 1, X)                 # b's sign, flipped for FSUB
+        G.gated(c, X, {b[31]: 1}, 0, {self.sbx[0]: 1}, [self.fadd])
+        G.gated(c, X, {b[31]: -1}, 1, {self.sbx[0]: 1}, [self.fsub])
+        self.order = self.field("order", 8, X)
+        for j in range(4):
+            top = 7 if j == 3 else 8                        # magnitudes: the sign bit is not compared
+            diff = add_terms(_value(b.dims[8 * j: 8 * j + top]), neg(_value(a.dims[8 * j: 8 * j + top])))
+            G.gated_step(c, X, diff, 1, {self.order[2 * j]: 1}, self.adds)
+            G.gated_step(c, X, neg(diff), 1, {self.order[2 * j + 1]: 1}, self.adds)
+        self.fa = self.field("fa", 1, X)                    # FADD or FSUB
+        G.gated(c, X, {}, 1, {self.fa[0]: 1}, self.adds)
+
+    def exp_terms(self, name: str) -> dict[int, int]:
+        """max(E, 1) of operand `name` as terms (its bit 0 from cls)."""
+        x = self.a if name == "a" else self.b
+        return add_terms({self.cls[name][3]: 1}, _value(x.dims[24:31], [2 << j for j in range(7)]))
+
+    def swap(self) -> None:
+        """+1: which operand FADD's X (larger magnitude) is: w = [|b| > |a|] and not w; X's max(E, 1)
+        and sign (FADD's result sign); k = |ea - eb| (>= 27: 27) as one-hots k mod 4 and k div 4;
+        whether FADD adds or subtracts."""
+        c, L, a, b = self.c, self.X + SWAP, self.a, self.b
+        lam = add_terms(*({self.order[2 * j]: 1 << j, self.order[2 * j + 1]: -(1 << j)} for j in range(4)))
+        self.w = self.field("w", 2, L)                      # X is b; X is a
+        G.gated_step(c, L, lam, 1, {self.w[0]: 1}, self.adds)
+        G.gated_step(c, L, neg(lam), 0, {self.w[1]: 1}, self.adds)
+        self.xe = self.field("xe", 8, L)                    # X's max(E, 1)
+        self.sigma = self.field("sigma", 1, L)             # the result's sign (FMUL's too)
+        ca, cb = self.cls["a"], self.cls["b"]
+        pairs = [(self.xe[0], ca[3], cb[3])] + [(self.xe[k], a[23 + k], b[23 + k]) for k in range(1, 8)]
+        pairs += [(self.sigma[0], a[31], self.sbx[0])]
+        for out, when_a, when_b in pairs:                   # when_a if Lambda <= 0, when_b if Lambda >= 1
+            G.gated_step(c, L, add_terms(lam, {when_b: 16}), 17, {out: 1}, self.adds)
+            G.gated_step(c, L, add_terms(neg(lam), {when_a: 16}), 16, {out: 1}, self.adds)
+        d = add_terms(self.exp_terms("a"), neg(self.exp_terms("b")))
+        self.kf, self.kc = self.field("kf", 4, L), self.field("kc", 7, L)
+
+        def k_is(k, sign):                                  # k's one-hot dims
+            return {self.kf[k % 4]: sign, self.kc[k // 4]: sign}
+
+        G.gated(c, L, {}, 1, k_is(0, 1), self.adds)
+        for k in range(1, 28):                              # [|d| >= k] moves k from bucket k - 1 to k
+            out = add_terms(k_is(k, 1), k_is(k - 1, -1))
+            G.gated_step(c, L, d, k, out, self.adds)
+            G.gated_step(c, L, neg(d), k, out, self.adds)
+        self.sub = [self.field("add", 1, L), self.field("sub", 1, L)]     # FADD adds; subtracts (signs differ)
+        s = {a[31]: 1, self.sbx[0]: 1}
+        G.gated(c, L, neg(s), 1, {self.sub[0][0]: 1}, self.adds)
+        G.gated(c, L, s, -1, {self.sub[0][0]: 1}, self.adds)
+        G.gated(c, L, {a[31]: 1, self.sbx[0]: -1}, 0, {self.sub[1][0]: 1}, self.adds)
+        G.gated(c, L, {a[31]: -1, self.sbx[0]: 1}, 0, {self.sub[1][0]: 1}, self.adds)
+        G.gated(c, L, {a[31]: 1, b[31]: -1}, 0, {self.sigma[0]: 1}, [self.fmul])
+        G.gated(c, L, {a[31]: -1, b[31]: 1}, 0, {self.sigma[0]: 1}, [self.fmul])
+        self.c.clear(self.order, L)
+
+    def significand(self, name: str, i: int) -> tuple[dict[int, int], int]:
+        """Bit i of operand `name`'s 24-bit significand as (terms, constant): the hidden bit is 1 - [E == 0]."""
+        x = self.a if name == "a" else self.b
+        return ({x[i]: 1}, 0) if i < 23 else ({self.cls[name][0]: -1}, 1)
+
+    # ---- +2, +4: FADD's alignment ------------------------------------------------------------------
+    def fadd_align(self) -> None:
+        """Y's significand (Y = a when w, else b) right by k into the window's positions 0..26 (X's last
+        bit at 3, position 0 the sticky of everything below 1; k >= 27 leaves only the sticky): by
+        k mod 4 at +2, then by 4 (k div 4) at +4."""
+        c = self.c
+        L = self.X + ALIGN_FINE
+        self.yf = self.field("yf", 27, L)                   # yf[j] = Y's significand bit j - 3 + (k mod 4)
+        for j in range(27):
+            for rr in range(4):
+                i = j - 3 + rr
+                if 0 <= i < 24:
+                    for y_name, is_y in (("a", self.w[0]), ("b", self.w[1])):
+                        terms, const = self.significand(y_name, i)
+                        G.relu(c, L, add_terms(terms, {self.kf[rr]: 1, is_y: 1}), const - 2, {self.yf[j]: 1})
+        c.clear(self.kf, L)
+        L = self.X + ALIGN_COARSE
+        self.yw = self.field("yw", 27, L)                   # window position p = yf[p + 4 (k div 4)]
+        kc = self.kc
+        for p in range(1, 27):
+            for q in range(7):
+                if p + 4 * q < 27:
+                    G.relu(c, L, {kc[q]: 1, self.yf[p + 4 * q]: 1}, -1, {self.yw[p]: 1})
+        for q in range(7):
+            below = {self.yf[j]: 1 for j in range(min(4 * q + 1, 27))}
+            G.step(c, L, add_terms(below, {kc[q]: 28}), 29, {self.yw[0]: 1})
+        c.clear(self.yf, L)
+        c.clear(kc, L)
+
+    # ---- +2 .. +5: FMUL's product digits ---------------------------------------------------------
+    def product(self) -> None:
+        """The 24 x 24 significand product as 12 nibble digits <= 31 (as alu.py's MUL: bit products
+        summed per column, two in-place splits of each column count into its bits, a fold)."""
+        c, a, b, L = self.c, self.a, self.b, self.X + PRODUCT
+        za, zb = self.cls["a"][0], self.cls["b"][0]
+        col = self.field("columns", WINDOW, L, kind="int", vmax=24)
+        vmax = [0] * WINDOW
+        for i in range(24):
+            for j in range(24):
+                if i == j == 23:
+                    continue                                # both hidden bits: added at the first split
+                if i < 23 and j < 23:
+                    terms, bias = {a[i]: 1, b[j]: 1}, -1
+                else:                                       # a hidden bit: 1 - [E == 0]
+                    terms, bias = ({b[j]: 1, za: -1}, 0) if i == 23 else ({a[i]: 1, zb: -1}, 0)
+                G.gated(c, L, terms, bias, {col[i + j]: 1}, [self.fmul])
+                vmax[i + j] += 1
+        vmax = self.split_columns(L + 1, col, vmax)
+        G.gated(c, L + 1, {za: -1, zb: -1}, 1, {col[46]: 1}, [self.fmul])
+        vmax[46] += 1
+        vmax = self.split_columns(L + 2, col, vmax)
+        L += 3
+        self.digits = self.field("digits", NIBBLES, L, kind="int", vmax=31)
+        bound = [0] * (NIBBLES + 1)
+        for k, m in enumerate(vmax):
+            if not m:
+                continue
+            n, s = divmod(k, 4)
+            fns = [(lambda v, s=s: (v << s) % 16, {self.digits[n]: 1}), (lambda v: -v, {col[k]: 1})]
+            bound[n] += max((v << s) % 16 for v in range(m + 1))
+            if n + 1 < NIBBLES:
+                fns.append((lambda v, s=s: (v << s) // 16, {self.digits[n + 1]: 1}))
+                bound[n + 1] += max((v << s) // 16 for v in range(m + 1))
+            G.basis(c, L, {col[k]: 1}, 0, fns, values=list(range(m + 1)))
+        if max(bound) > 31:
+            raise CircuitError(f"{self.tag}: FMUL digits reach {max(bound)}; the carry resolution needs <= 31")
+        c.layout.release(col, L)
+
+    def split_columns(self, at: int, col: Field, vmax: list[int]) -> list[int]:
+        """Each column count into its bits, in place (bit t of column k moves to column k + t)."""
+        new = [0] * WINDOW
+        for k, m in enumerate(vmax):
+            if not m:
+                continue
+            fns = [(lambda v: -v, {col[k]: 1})]
+            for t in range(m.bit_length()):
+                if k + t < WINDOW:                          # the product is below 2**48: higher bits are 0
+                    fns.append((lambda v, t=t: v >> t & 1, {col[k + t]: 1}))
+                    new[k + t] += 1
+            G.basis(self.c, at, {col[k]: 1}, 0, fns, values=list(range(m + 1)))
+        return new
+
+    # ---- exponents: what the back end needs of G and K -----------------------------------------------
+    def exponents(self) -> None:
+        """H = (G - K) mod 256 (8 bits, by +4) and, by +6, one-hots (fine: value mod 4, coarse: value
+        div 4) of the floor q' = K - G clamped to 0..72 and of r = 254 + K - G (overflow when the
+        leading one's position p >= r; none when r >= 48)."""
+        c, X = self.c, self.X
+        # FMUL: s = ea + eb (9 bits) at +1, +2; H = (ea + (eb + 82 mod 256)) mod 256 at +2, +3;
+        # FADD: H = (eX + 229) mod 256 at +2, +3
+        L = X + SWAP
+        s = self.field("s", 9, L)
+        ea, eb = self.exp_terms("a"), self.exp_terms("b")
+        self.resolve(L, [([self.fmul], _nibbles(add_terms(ea, eb)))], s, cout=s[8])
+        eb82 = self.field("eb82", 8, L)
+        G.plus_constant(c, L, [self.cls["b"][3]] + list(self.b.dims[24:31]), 82, eb82, gate=self.fmul[0], low=7)
+        L = X + SWAP + 1
+        self.h = self.field("h", 8, L)
+        ex = list(self.xe.dims)
+        self.resolve(L, [([self.fmul], _nibbles(add_terms(ea, _value(eb82.dims)))),
+                         ([self.fa], _nibbles(_value(ex), 256 - K_FADD))], self.h)
+        c.clear(eb82, L + 1)
+        # the one-hots at +5
+        L = X + 5
+        self.qf, self.qc = self.field("qf", 4, L), self.field("qc", 19, L)
+        self.rf, self.rc = self.field("rf", 4, L), self.field("rc", 12, L)
+
+        def bucket(fine, coarse, v, terms, bias, gate):
+            G.gated(c, L, terms, bias, {fine[v % 4]: 1, coarse[v // 4]: 1}, gate)
+
+        def at_least(bits, k):          # [value of bits >= k] as (terms, t); a 9-bit value's top bit weighs k or 256
+            lo = _value(bits[:8])
+            if len(bits) == 9:
+                lo[bits[8]] = 256 if k >= 256 else k
+            return lo, k
+
+        for name, bits, K, gate in (("FADD", ex, K_FADD, self.fa), ("FMUL", list(s.dims), K_FMUL, self.fmul)):
+            top = (1 << len(bits)) - 1
+            for v in range(1, T_MAX):                      # q' = v
+                if 0 <= K - v <= top:
+                    bucket(self.qf, self.qc, v, *_is(bits, K - v), gate)
+            terms, t = at_least(bits, K)                   # q' <= 0
+            G.gated_step(c, L, terms, t, {self.qf[0]: 1, self.qc[0]: 1}, gate)
+            if K - T_MAX >= 0:                             # q' >= 72
+                terms, t = at_least(bits, K - T_MAX + 1)
+                G.gated_step(c, L, neg(terms), 1 - t, {self.qf[0]: 1, self.qc[T_MAX // 4]: 1}, gate)
+            for v in range(1, WINDOW):                     # r = v
+                if 0 <= 254 + K - v <= top:
+                    bucket(self.rf, self.rc, v, *_is(bits, 254 + K - v), gate)
+            if 254 + K <= top:                             # r <= 0
+                terms, t = at_least(bits, 254 + K)
+                G.gated_step(c, L, terms, t, {self.rf[0]: 1, self.rc[0]: 1}, gate)
+        c.clear(s, L)
+
+    def resolve(self, at: int, ways: list[tuple[list[Field], list[G.Digit]]], out: Field,
+                cout: int | None = None) -> None:
+        """out (+)= the binary sum of nibble digits (terms, constant), each in 0..31: `ways` are
+        exclusive (gate, digits); bits at `at`, carries at at + 1 (alu.py's in-place scheme); `cout` a
+        dim for the carry out of the top nibble."""
+        c, nibbles = self.c, len(ways[0][1])
+        gp = [c.field(f"{self.tag}.fpu.gp{n}", 2, at) for n in range(nibbles)]
+        for gate, digits in ways:
+            for n, (terms, bias) in enumerate(digits):
+                z = out.dims[4 * n: 4 * n + 4]
+                fns = [(lambda v, k=k: v % 16 >> k & 1, {z[k]: 1}) for k in range(len(z))]
+                fns += [(lambda v: int(v >= 16), {gp[n][0]: 1}), (lambda v: int(v >= 15), {gp[n][1]: 1})]
+                lo, hi = span(c, terms, bias)
+                if lo < 0 or hi > 31:
+                    raise CircuitError(f"{self.tag}: digit {n} spans {lo}..{hi}; the carries need 0..31")
+                for offset, row in G.basis_rows(list(range(32)), fns)[1].items():
+                    G.gated(c, at, terms, bias - offset, row, gate)
+        for m in range(1, nibbles + (cout is not None)):
+            lam = add_terms(*({gp[i][0]: 1 << i, gp[i][1]: 1 << i} for i in range(m)))
+            first = 1 + sum(1 << i for i in range(m))
+            if m == nibbles:
+                G.step(c, at + 1, lam, first, {cout: 1})
+                continue
+            z = out.dims[4 * m: 4 * m + 4]
+            for k in range(len(z)):
+                below = {z[j]: 128 for j in range(k)}
+                G.step(c, at + 1, add_terms(lam, below, {z[k]: -128}), first + 128 * k, {z[k]: 1})
+                G.step(c, at + 1, add_terms(lam, below, {z[k]: 128}), first + 128 * (k + 1), {z[k]: -1})
+        for f in gp:
+            c.clear(f, at + 1)
+
+    # ---- special values ------------------------------------------------------------------------------
+    def specials(self) -> None:
+        """NaN (a NaN operand; inf - inf; 0 * inf), infinity (an infinite operand otherwise) and their
+        sign, and an exact zero's sign; exact flags by +5."""
+        c, X = self.c, self.X
+        ca, cb = self.cls["a"], self.cls["b"]
+        L = X + 1
+        part = self.field("part", 6, L)                     # NaN a, NaN b, inf a, inf b, zero a, zero b
+        for k, cl in enumerate((ca, cb)):
+            G.gated(c, L, {cl[1]: 1, cl[2]: -1}, 0, {part[k]: 1}, self.any)
+            G.gated(c, L, {cl[1]: 1, cl[2]: 1}, -1, {part[2 + k]: 1}, self.any)
+            G.gated(c, L, {cl[0]: 1, cl[2]: 1}, -1, {part[4 + k]: 1}, self.any)
+        L += 1
+        bad = self.field("bad", 2, L)                       # inf - inf (FADD); 0 * inf (FMUL)
+        G.gated(c, L, {part[2]: 1, part[3]: 1, self.sub[1][0]: 1}, -2, {bad[0]: 1}, self.adds)
+        G.gated(c, L, {part[2]: 1, part[5]: 1}, -1, {bad[1]: 1}, [self.fmul])
+        G.gated(c, L, {part[4]: 1, part[3]: 1}, -1, {bad[1]: 1}, [self.fmul])
+        self.signs = self.field("signs", 2, L)              # infinity's sign, an exact zero's sign
+        G.gated(c, L, {part[2]: 1, self.a[31]: 1}, -1, {self.signs[0]: 1}, self.adds)
+        G.gated(c, L, {part[2]: -1, self.sbx[0]: 1}, 0, {self.signs[0]: 1}, self.adds)
+        G.gated(c, L, {self.sigma[0]: 1}, 0, {self.signs[0]: 1, self.signs[1]: 1}, [self.fmul])
+        G.gated_step(c, L, {self.a[31]: 1, self.sbx[0]: 1, self.rnd["RM"][0]: 1}, 2, {self.signs[1]: 1}, self.adds)
+        L += 1
+        self.nan = self.field("nan", 1, L)
+        anyinf = self.field("anyinf", 1, L)
+        G.gated_step(c, L, {part[0]: 1, part[1]: 1, bad[0]: 1, bad[1]: 1}, 1, {self.nan[0]: 1}, self.any)
+        G.gated_step(c, L, {part[2]: 1, part[3]: 1}, 1, {anyinf[0]: 1}, self.any)
+        c.clear(part, L)
+        c.clear(bad, L)
+        c.clear(self.sbx, L)
+        L += 1
+        self.inf = self.field("inf", 1, L)
+        G.relu(c, L, {anyinf[0]: 1, self.nan[0]: -1}, 0, {self.inf[0]: 1})
+        c.clear(anyinf, L)
+
+    # ---- +6, +7: the window S --------------------------------------------------------------------
+    def sum_window(self) -> None:
+        """S = FADD's X * 8 +- the aligned Y (28 bits; a subtraction is >= 0) or FMUL's digits: nibble
+        bits, generate and propagate at +6, carries at +7."""
+        c, L = self.c, self.X + DIGITS
+        self.s = self.field("S", WINDOW, L)
+        gp = [self.field(f"sgp{n}", 2, L) for n in range(NIBBLES)]
+        for n in range(NIBBLES):
+            fns = self.nibble_functions(n, gp)
+            G.basis(c, L, {self.digits[n]: 1}, 0, fns + [(lambda v: -v, {self.digits[n]: 1})],
+                    values=list(range(32)))
+            if n >= FADD_NIBBLES:
+                continue
+            yt = {self.yw[p]: 1 << (p - 4 * n) for p in range(4 * n, min(4 * n + 4, 27))}
+            rows = G.basis_rows(list(range(32)), fns)[1]
+            for x_name, is_x in (("b", self.w[0]), ("a", self.w[1])):       # X * 8: significand bit i at 3 + i
+                xt, xc = {}, 0
+                for p in range(max(3, 4 * n), min(4 * n + 4, 27)):
+                    terms, const = self.significand(x_name, p - 3)
+                    xt = add_terms(xt, {d: k << (p - 4 * n) for d, k in terms.items()})
+                    xc += const << (p - 4 * n)
+                for flag, terms, const in ((self.sub[0], add_terms(xt, yt), xc),
+                                           (self.sub[1], add_terms(xt, neg(yt)), xc + 15 + (n == 0))):
+                    for offset, row in rows.items():
+                        _relu2(c, L, terms, const - offset, row, flag[0], is_x)
+        c.layout.release(self.digits, L)
+        for f in (self.xe, self.yw, *self.sub, self.fa, self.w, self.cls["a"], self.cls["b"]):
+            c.clear(f, L)
+        self.carries(L + 1, gp)
+
+    def nibble_functions(self, n: int, gp: list[Field]):
+        z = self.s.dims[4 * n: 4 * n + 4]
+        fns = [(lambda v, k=k: v % 16 >> k & 1, {z[k]: 1}) for k in range(4)]
+        return fns + [(lambda v: int(v >= 16), {gp[n][0]: 1}), (lambda v: int(v >= 15), {gp[n][1]: 1})]
+
+    def carries(self, at: int, gp: list[Field]) -> None:
+        """Flip S's bits where a carry enters their nibble: the carry into nibble m comes from the
+        highest nibble i < m that generates (G_i) with only propagating nibbles (P_j and not G_j)
+        above it, which is [G_i + sum_{i<j<m} (P_j - G_j) >= m - i]: one of these holds at most, so
+        each is its own threshold, folded with the bit's condition (the bits below it in the nibble
+        are all 1). Nibbles above FADD's 28 bits only for FMUL (FADD's subtraction carries out)."""
+        c, S = self.c, self.s
+        for m in range(1, NIBBLES):
+            gate = [self.fmul] if m >= FADD_NIBBLES else None
+            for i in range(m):
+                run = add_terms({gp[i][0]: 1}, *({gp[j][1]: 1, gp[j][0]: -1} for j in range(i + 1, m)))
+                w = m - i + 1
+                z = S.dims[4 * m: 4 * m + 4]
+                for k in range(4):
+                    below = {z[j]: w for j in range(k)}
+                    for zk, t, sign in ((-w, m - i + w * k, 1), (w, m - i + w * (k + 1), -1)):
+                        terms = add_terms(run, below, {z[k]: zk})
+                        if gate:
+                            G.gated_step(c, at, terms, t, {z[k]: sign}, gate)
+                        else:
+                            G.step(c, at, terms, t, {z[k]: sign})
+        for f in gp:
+            c.clear(f, at)
+
+    # ---- +8 .. +11: normalise, round, pack -------------------------------------------------------
+    def back_end(self) -> None:
+        c, L, S = self.c, self.X + BACK, self.s
+        # +8: t' = max(p, q') as fine/coarse one-hots; hidden = [p >= q']; overflow; S == 0
+        tf, tc = self.field("tf", 4, L), self.field("tc", T_MAX // 4 + 1, L)
+        tb = self.field("tb", 7, L)                         # t' in binary
+        flags = self.field("flags", 3, L)                   # hidden, overflow, zero
+        hid, ovf, zero = flags.dims
+
+        def at_most(fine, coarse, v):                       # 2 [x < 4 (v div 4)] + [x div 4 = v div 4] + [x mod 4 <= v mod 4]
+            q, rr = divmod(v, 4)
+            return add_terms({coarse[j]: 2 for j in range(q)}, {coarse[q]: 1}, {fine[j]: 1 for j in range(rr + 1)})
+
+        def t_is(v):                                        # t' = v: its one-hots and bits
+            return {tf[v % 4]: 1, tc[v // 4]: 1, **{tb[j]: 1 for j in range(7) if v >> j & 1}}
+
+        for v in range(T_MAX + 1):
+            above = {S[j]: -2 for j in range(v + 1, WINDOW)}
+            if v < WINDOW:                                  # p = v and q' <= v
+                G.step(c, L, add_terms(at_most(self.qf, self.qc, v), {S[v]: 2}, above), 4, {**t_is(v), hid: 1})
+                G.step(c, L, add_terms(at_most(self.rf, self.rc, v), {S[v]: 2}, above), 4, {ovf: 1})
+            at_or_above = {S[j]: -2 for j in range(v, WINDOW)}
+            G.step(c, L, add_terms({self.qc[v // 4]: 1, self.qf[v % 4]: 1}, at_or_above), 2, t_is(v))  # q' = v, p < v
+        G.gated(c, L, {d: -1 for d in S.dims}, 1, {zero: 1}, self.any)
+        for f in (self.qf, self.qc, self.rf, self.rc):
+            c.clear(f, L)
+        # +9: the fine shift y[k] = S'[k + (t' mod 4)] (S'[k] = S[k - 23]); the exponent's digits
+        L += 1
+        lo_y = PAD - 3
+        y = self.field("y.fine", WINDOW + 3, L)             # y[k - lo_y]
+        for k in range(lo_y, PAD + WINDOW):
+            for rr in range(4):
+                j = k + rr - PAD
+                if 0 <= j < WINDOW:
+                    G.relu(c, L, {tf[rr]: 1, S[j]: 1}, -1, {y[k - lo_y]: 1})
+        ep = self.field("ep", 8, L)                         # the biased exponent t' + G - K + 1, when hidden
+        self.resolve(L, [([Field("hid", (hid,), "bits", L)], _nibbles(add_terms(_value(self.h.dims), _value(tb.dims)), 1))],
+                     ep)
+        c.clear(self.h, L)
+        # special results, exclusive: nan, inf, zero, overflow, else the rounded word (nrm)
+        out = self.field("out", 5, L)                       # nrm, zero', ovf', ovf to infinity, ovf to max
+        nrm, zf, of = out.dims[:3]
+        G.gated(c, L, {self.nan[0]: -1, self.inf[0]: -1, zero: -1, ovf: -1}, 1, {nrm: 1}, self.any)
+        G.relu(c, L, {zero: 1, self.nan[0]: -1, self.inf[0]: -1}, 0, {zf: 1})
+        G.relu(c, L, {ovf: 1, zero: -1, self.nan[0]: -1, self.inf[0]: -1}, 0, {of: 1})
+        c.clear(S, L)
+        # +10: the coarse shift: M[i] = y[i + 4 (t' div 4)], guard y[4 (t' div 4) - 1], sticky below
+        L += 1
+        m = self.field("m", 25, L)                          # fraction 0..22, guard, sticky
+        for i in range(23):
+            for q in range(len(tc)):
+                k = i + 4 * q
+                if lo_y <= k < PAD + WINDOW:
+                    G.relu(c, L, {tc[q]: 1, y[k - lo_y]: 1}, -1, {m[i]: 1})
+        for q in range(len(tc)):
+            k = 4 * q - 1
+            if lo_y <= k < PAD + WINDOW:
+                G.relu(c, L, {tc[q]: 1, y[k - lo_y]: 1}, -1, {m[23]: 1})
+            below = {y[j - lo_y]: 1 for j in range(lo_y, min(4 * q - 1, PAD + WINDOW))}
+            if below:
+                K = len(below) + 1
+                G.step(c, L, add_terms(below, {tc[q]: K}), K + 1, {m[24]: 1})
+        ovf_to = out.dims[3:5]                              # to infinity: RN, RP and +, RM and -
+        sg, rn, rp, rm = self.sigma[0], self.rnd["RN"][0], self.rnd["RP"][0], self.rnd["RM"][0]
+        G.relu(c, L, {of: 1, rn: 1}, -1, {ovf_to[0]: 1})
+        G.relu(c, L, {of: 1, rp: 1, sg: -1}, -1, {ovf_to[0]: 1})
+        G.relu(c, L, {of: 1, rm: 1, sg: 1}, -2, {ovf_to[0]: 1})
+        G.relu(c, L, {of: 1}, 0, {ovf_to[1]: 1})
+        G.relu(c, L, {of: 1, rn: 1}, -1, {ovf_to[1]: -1})
+        G.relu(c, L, {of: 1, rp: 1, sg: -1}, -1, {ovf_to[1]: -1})
+        G.relu(c, L, {of: 1, rm: 1, sg: 1}, -2, {ovf_to[1]: -1})
+        for f in (tf, tc, tb, y, flags):
+            c.clear(f, L)
+        # +11: round (the packed word W = ep << 23 | fraction, plus the mode's increment) into r
+        L += 1
+        self.round(L, m, ep, nrm)
+        r = self.r.dims
+        for i in range(31):                                 # NaN: 0x7FFFFFFF
+            G.relu(c, L, {self.nan[0]: 1}, 0, {r[i]: 1})
+        for i in range(23, 31):                             # infinity (special or overflow)
+            G.relu(c, L, {self.inf[0]: 1, ovf_to[0]: 1}, 0, {r[i]: 1})
+        for i in range(31):                                 # the largest finite number 0x7F7FFFFF
+            if i != 23:
+                G.relu(c, L, {ovf_to[1]: 1}, 0, {r[i]: 1})
+        G.relu(c, L, {self.inf[0]: 1, self.signs[0]: 1}, -1, {r[31]: 1})
+        G.relu(c, L, {zf: 1, self.signs[1]: 1}, -1, {r[31]: 1})
+        G.relu(c, L, {of: 1, sg: 1}, -1, {r[31]: 1})
+        G.relu(c, L, {nrm: 1, sg: 1}, -1, {r[31]: 1})
+        for f in (m, ep, out, self.nan, self.inf, self.signs, self.sigma):
+            c.clear(f, L)
+
+    def round(self, at: int, m: Field, ep: Field, nrm: int) -> None:
+        """r = W + inc, W = ep << 23 | m's fraction, inc by the mode from the guard g, the sticky s, W's
+        last bit and the sign: the carry into bit i is inc and (W's bits below i all 1), one threshold
+        per mode (RZ: none); bit i = W_i xor carry_i."""
+        c, r, sg = self.c, self.r.dims, self.sigma[0]
+        w = list(m.dims[:23]) + list(ep.dims)
+        g, s = m[23], m[24]
+        for i in range(31):
+            G.gated(c, at, {w[i]: 1}, 0, {r[i]: 1}, [Field("nrm", (nrm,), "bits", at)])
+            ones = {w[j]: 1 for j in range(i)}
+            for mode, (terms, t, k) in {
+                "RN": (add_terms({d: 4 for d in ones}, {g: 2, s: 1}, {} if i else {w[0]: 1}), 4 * i + (2 if i else 3), 4),
+                "RP": (add_terms({d: 3 for d in ones}, {g: 1, s: 1, sg: -3}), 3 * i + 1, 3),
+                "RM": (add_terms({d: 3 for d in ones}, {g: 1, s: 1, sg: 3}), 3 * i + 4, 3),
+            }.items():
+                big = k * i + 5
+                flag = self.rnd[mode][0]
+                _step2(c, at, add_terms(terms, {w[i]: -big}), t, {r[i]: 1}, nrm, flag)          # carry, W_i = 0
+                _step2(c, at, add_terms(terms, {w[i]: big}), t + big, {r[i]: -1}, nrm, flag)    # carry, W_i = 1
 
 
 def build_fpu(c: Circuit, at: int, op: dict[str, Field], rnd: dict[str, Field], a: list[Field], b: list[Field],
               r: list[Field]) -> int:
-    """Adds FLOAT_SEMANTICS[op](rnd, a, b) into r per lane; returns the first layer that reads it."""
+    """Adds FLOAT_SEMANTICS[op](rnd, a, b) into r per lane at layer at + FPU_LAYERS - 1; returns
+    at + FPU_LAYERS, the first layer that reads it."""
+    missing = [n for n in FPU_OPS if n not in op] + [f"rounding {m}" for m in ROUNDINGS if m not in rnd]
+    if missing:
+        raise CircuitError(f"fpu: no flag for {', '.join(missing)}")
+    if not len(a) == len(b) == len(r) == LANES:
+        raise CircuitError(f"fpu: needs {LANES} lanes of operands and results")
+    for lane in range(LANES):
+        _Lane(c, at, op, rnd, a[lane], b[lane], r[lane], f"fpu{lane}").build()
     return at + FPU_LAYERS

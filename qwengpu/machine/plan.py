@@ -31,7 +31,7 @@ class Span:
 
 # ---- the units' depths (layers from their first) ----
 ALU_LAYERS = 6            # alu.py: results readable 6 layers after the operands
-FPU_LAYERS = 10           # fpu.py: FADD/FSUB/FMUL results readable 10 layers after the operands
+FPU_LAYERS = 12           # fpu.py: FADD/FSUB/FMUL results readable 12 layers after its first
 WARP_LAYERS = 4           # warp.py: SHFL/VOTE
 SCHEDULER_LAYERS = 3      # scheduler.py
 STACK_AT = 2              # branch.py: the SIMT stack's bank layer, from the terminator's first
@@ -63,10 +63,11 @@ L_Q = EXEC_END            # the load/store unit: store queue, memories
 L_LOAD = L_Q + LSU_LAYERS - 1     # shared and CONST memory, a load's result in place of its address
 L_WB = L_Q + LSU_LAYERS   # writeback queues; the atomic's old value
 L_ATOM = L_WB + 1         # the atomic unit
-L_NEXT = L_ATOM + ATOMIC_LAYERS   # the atomic queue; next-token logic E1
+L_FPU = L_EXEC + 3        # the FPU (the operands live on): where the ALU's layers leave its neurons and residual room
+L_RESULTQ = L_FPU + FPU_LAYERS    # the result queue reads r after the FPU wrote it
+L_NEXT = max(L_ATOM + ATOMIC_LAYERS, L_RESULTQ)   # the atomic queue; next-token logic E1
 LAYERS = L_NEXT + NEXT_TOKEN_LAYERS
 assert L_CHANGE + CHANGE_LAYERS <= L_WB, "the writeback queues read the status change"
-assert L_EXEC + FPU_LAYERS <= L_WB, "the writeback queues read the FPU's result"
 
 # ---- each unit's layers, as the build lays them out (checked against the circuit) ----
 PLAN: dict[str, Span] = {
@@ -80,7 +81,7 @@ PLAN: dict[str, Span] = {
     "pre_alu": Span(L_PRE, ALU_LAYERS),
     "warp": Span(L_EXEC, WARP_LAYERS),
     "alu": Span(L_EXEC, ALU_LAYERS),                          # the warp unit's result joins at its last
-    "fpu": Span(L_EXEC, FPU_LAYERS),                          # beside the ALU and the LSU, into the ALU's r
+    "fpu": Span(L_FPU, FPU_LAYERS),                           # beside the ALU and the LSU, into the ALU's r
     "branch": Span(L_BRANCH, L_CHANGE + CHANGE_LAYERS - L_BRANCH),  # terminator, then the status change
     "copy_unit": Span(L_IN, EXEC_END - L_IN),                 # enables L0-L1, table L_PRE, addresses EXEC_END - 1
     "lsu": Span(L_Q, LSU_LAYERS),

@@ -1,0 +1,167 @@
+"""The 4-lane FPU (FADD, FSUB, FMUL in the four rounding modes) through stock Qwen3.5 layers, fp32 and
+bf16, against qwengpu.fp32 (itself tested against MPFR, glibc and numpy in test_fp32.py) and hand-computed
+cases: operands drawn to reach every path (uniform bit patterns, close exponents for cancellation,
+subnormals, ties, overflow and underflow thresholds, infinities, NaNs), a different case per lane;
+flags all zero give 0; temporaries cleared."""
+import functools
+
+import numpy as np
+import pytest
+
+from qwengpu import isa
+from qwengpu.circuit.check import MLP_HOST, run_with_text
+from qwengpu.circuit.host import circuit_width
+from qwengpu.circuit.layer import Circuit
+from qwengpu.circuit.model import encode, models_by_dtype
+from qwengpu.machine import fpu
+
+LANES = 4
+PER_OP = {"float32": 600, "bfloat16": 300}       # cases per (op, mode), each with 4 lanes
+EDGES = [0x0000_0000, 0x8000_0000, 0x0000_0001, 0x8000_0001, 0x007F_FFFF, 0x0080_0000, 0x0080_0001,
+         0x7F7F_FFFF, 0xFF7F_FFFF, 0x7F80_0000, 0xFF80_0000, 0x7FC0_0000, 0x7F80_0001, 0xFFFF_FFFF,
+         0x3F80_0000, 0xBF80_0000, 0x3F80_0001, 0x3F7F_FFFF, 0x4000_0000, 0x3300_0000, 0x3400_0000,
+         0x0040_0000, 0x1F80_0000, 0x5F80_0000, 0x2000_0000, 0x6000_0000]
+MODES = list(isa.Rnd)
+
+
+def compile_fpu(host=MLP_HOST):
+    c = Circuit(host, circuit_width(host, 1200, limit=4096))
+    op = {o: c.input(f"op.{o}", 1) for o in fpu.FPU_OPS}
+    rnd = {m: c.input(f"rnd.{m}", 1) for m in fpu.ROUNDINGS}
+    a = [c.input(f"a{lane}", 32) for lane in range(LANES)]
+    b = [c.input(f"b{lane}", 32) for lane in range(LANES)]
+    r = [c.input(f"r{lane}", 32) for lane in range(LANES)]
+    end = fpu.build_fpu(c, 0, op, rnd, a, b, r)
+    return c, op, rnd, a, b, r, end
+
+
+compiled = functools.lru_cache(maxsize=None)(compile_fpu)
+model = models_by_dtype(lambda: compiled()[0])
+
+
+def draw(rng, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """[LANES, n] operand pairs: a fifth each uniform words, close exponents (cancellation, ties), both
+    small (subnormal products, sums), large (overflow), and edge values."""
+    def words(size):
+        return rng.integers(0, 1 << 32, size, dtype=np.uint64)
+    a, b = words((LANES, n)), words((LANES, n))
+    kind = rng.integers(0, 5, (LANES, n))
+    sign = rng.integers(0, 2, (LANES, n), dtype=np.uint64) << np.uint64(31)
+    close = kind == 1                                 # b's exponent within 2 of a's, few fraction bits
+    shift = rng.integers(-2, 3, (LANES, n))
+    e = (a >> np.uint64(23)) & np.uint64(0xFF)
+    eb = np.clip(e.astype(np.int64) + shift, 0, 254).astype(np.uint64)
+    fb = np.where(rng.random((LANES, n)) < 0.5, a & np.uint64(0x7FFFFF), words((LANES, n)) & np.uint64(0x7FFFF0))
+    b[close] = (sign | (eb << np.uint64(23)) | fb)[close]
+    for k, lo, hi in ((2, 0, 24), (3, 100, 140), (4, 190, 255)):   # small, mid (FMUL underflow), large
+        m = kind == k
+        for x in (a, b):
+            ex = rng.integers(lo, hi, (LANES, n)).astype(np.uint64)
+            x[m] = ((x & np.uint64(0x807FFFFF)) | (ex << np.uint64(23)))[m]
+    edge = rng.random((LANES, n)) < 0.15
+    a[edge] = rng.choice(np.array(EDGES, dtype=np.uint64), edge.sum())
+    edge = rng.random((LANES, n)) < 0.15
+    b[edge] = rng.choice(np.array(EDGES, dtype=np.uint64), edge.sum())
+    return a, b
+
+
+def cases(per, seed):
+    """Every (op, mode) on `per` cases plus 'none' (all flags 0): (a, b, names, modes, expected)."""
+    rng = np.random.default_rng(seed)
+    combos = [(o, m) for o in fpu.FPU_OPS for m in MODES] + [("none", isa.Rnd.RN)]
+    a, b = (np.concatenate(x, axis=1) for x in zip(*(draw(rng, per) for _ in combos)))
+    names = np.repeat([o for o, _ in combos], per)
+    modes = [m for _, m in combos for _ in range(per)]
+    want = np.zeros_like(a)
+    for i, (name, m) in enumerate(zip(names, modes)):
+        if name != "none":
+            for lane in range(LANES):
+                want[lane, i] = isa.FLOAT_SEMANTICS[name](m, int(a[lane, i]), int(b[lane, i]))
+    return a, b, names, modes, want
+
+
+def run_fpu(dtype, a, b, names, modes):
+    c, op, rnd, fa, fb, r, end = compiled()
+    values = {op[o]: (names == o).astype(np.uint64) for o in fpu.FPU_OPS}
+    for m in MODES:
+        values[rnd[m.name]] = np.array([md is m and n != "none" for md, n in zip(modes, names)], dtype=np.uint64)
+    for lane in range(LANES):
+        values[fa[lane]], values[fb[lane]] = a[lane], b[lane]
+    hs, emb = run_with_text(model(dtype), c, encode(c, values, a.shape[1]))
+    assert len(hs) - 1 == end
+    return hs[-1], emb
+
+
+def results(out, r):
+    got = []
+    for lane in range(LANES):
+        raw = out[:, list(r[lane].dims)]
+        assert np.isin(raw, (0.0, 1.0)).all(), f"lane {lane}: result bits not exactly 0/1"
+        got.append(((raw > 0.5).astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=1))
+    return np.stack(got)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_every_op_and_mode_exact(dtype):
+    c, *_, r, end = compiled()
+    a, b, names, modes, want = cases(PER_OP[dtype], seed=len(dtype))
+    out, emb = run_fpu(dtype, a, b, names, modes)
+    got = results(out, r)
+    bad = [(names[i], modes[i].name, hex(int(a[lane, i])), hex(int(b[lane, i])), hex(int(got[lane, i])),
+            hex(int(want[lane, i]))) for lane in range(LANES) for i in np.flatnonzero(got[lane] != want[lane])]
+    assert not bad, f"{len(bad)} mismatches: {bad[:8]}"
+    result_dims = {d for f in r for d in f.dims}
+    inputs = [d for d in range(c.layout.n, c.layout.total) if d not in result_dims]
+    assert np.array_equal(out[:, inputs], emb[:, inputs].astype(np.float32).astype(out.dtype))
+
+
+# hand-computed: (op, mode, a, b, result), checked against the definitions by hand
+KNOWN = [
+    ("FADD", "RN", 0x3F80_0000, 0x4000_0000, 0x4040_0000),      # 1 + 2 = 3
+    ("FSUB", "RN", 0x3F80_0000, 0x3F80_0000, 0x0000_0000),      # 1 - 1 = +0
+    ("FSUB", "RM", 0x3F80_0000, 0x3F80_0000, 0x8000_0000),      # ... and -0 rounding down
+    ("FADD", "RN", 0x3F80_0000, 0x3380_0000, 0x3F80_0000),      # 1 + 2^-24: a tie, to even
+    ("FADD", "RP", 0x3F80_0000, 0x3380_0000, 0x3F80_0001),      # ... up
+    ("FADD", "RN", 0x3F80_0001, 0x3380_0000, 0x3F80_0002),      # 1 + ulp + half ulp: tie to even, up
+    ("FSUB", "RZ", 0x3F80_0000, 0x0000_0001, 0x3F7F_FFFF),      # 1 - tiny, toward zero
+    ("FADD", "RN", 0x7F7F_FFFF, 0x7F7F_FFFF, 0x7F80_0000),      # overflow: inf
+    ("FADD", "RZ", 0x7F7F_FFFF, 0x7F7F_FFFF, 0x7F7F_FFFF),      # ... RZ: the largest finite
+    ("FADD", "RM", 0xFF7F_FFFF, 0xFF7F_FFFF, 0xFF80_0000),      # ... RM, negative: -inf
+    ("FADD", "RN", 0x0000_0001, 0x0000_0001, 0x0000_0002),      # subnormals add exactly
+    ("FADD", "RN", 0x007F_FFFF, 0x0000_0001, 0x0080_0000),      # into the smallest normal
+    ("FSUB", "RN", 0x7F80_0000, 0x7F80_0000, 0x7FFF_FFFF),      # inf - inf: NaN
+    ("FADD", "RN", 0xFF80_0000, 0x3F80_0000, 0xFF80_0000),      # -inf + 1
+    ("FADD", "RN", 0x7FC0_0001, 0x3F80_0000, 0x7FFF_FFFF),      # NaN in: the canonical NaN
+    ("FMUL", "RN", 0x3FC0_0000, 0x4080_0000, 0x40C0_0000),      # 1.5 * 4 = 6
+    ("FMUL", "RN", 0x8000_0000, 0x3F80_0000, 0x8000_0000),      # -0 * 1 = -0
+    ("FMUL", "RN", 0x7F80_0000, 0x0000_0000, 0x7FFF_FFFF),      # inf * 0: NaN
+    ("FMUL", "RN", 0x0080_0000, 0x3F00_0000, 0x0040_0000),      # smallest normal / 2: subnormal, exact
+    ("FMUL", "RN", 0x0000_0001, 0x3F00_0000, 0x0000_0000),      # 2^-149 / 2: a tie, to even (0)
+    ("FMUL", "RP", 0x0000_0001, 0x3F00_0000, 0x0000_0001),      # ... RP: up
+    ("FMUL", "RN", 0x0000_0003, 0x3F00_0000, 0x0000_0002),      # 3 * 2^-150: tie, to even (2)
+    ("FMUL", "RN", 0x7F00_0000, 0x4000_0000, 0x7F80_0000),      # 2^127 * 2: overflow
+    ("FMUL", "RZ", 0x7F00_0000, 0x4000_0000, 0x7F7F_FFFF),
+    ("FMUL", "RN", 0x0000_0001, 0x4B00_0000, 0x0080_0000),      # 2^-149 * 2^23 = 2^-126, the smallest normal
+    ("FMUL", "RM", 0xBF80_0001, 0x3F80_0001, 0xBF80_0003),      # -(1 + u)(1 + u) = -(1 + 2u + u^2): away
+    ("FMUL", "RZ", 0xBF80_0001, 0x3F80_0001, 0xBF80_0002),
+]
+
+
+def test_known_values():
+    """Hand-computed results; fp32.py must agree (so a disagreement names the wrong side)."""
+    groups: dict = {}                                   # one op and mode per token, a row per lane
+    for name, mode, x, y, z in KNOWN:
+        assert isa.FLOAT_SEMANTICS[name](isa.Rnd[mode], x, y) == z, (name, mode, hex(x), hex(y), hex(z))
+        groups.setdefault((name, mode), []).append((x, y, z))
+    cols = [(name, mode, items[k: k + LANES]) for (name, mode), items in groups.items()
+            for k in range(0, len(items), LANES)]
+    a = np.zeros((LANES, len(cols)), dtype=np.uint64)
+    b, want = np.zeros_like(a), np.zeros_like(a)
+    used = np.zeros(a.shape, dtype=bool)
+    for i, (_, _, items) in enumerate(cols):
+        for lane, (x, y, z) in enumerate(items):
+            a[lane, i], b[lane, i], want[lane, i], used[lane, i] = x, y, z, True
+    names = np.array([name for name, _, _ in cols])
+    out, _ = run_fpu("float32", a, b, names, [isa.Rnd[mode] for _, mode, _ in cols])
+    got = results(out, compiled()[5])
+    assert np.array_equal(got[used], want[used])
