@@ -191,14 +191,14 @@ def build_atomic_unit(c: Circuit, tokens: TokenInputs, status: WarpStatus, resul
         t, k0 = match(view(status.patom, 2, 6), i)
         flag_if(c, L, [(t, k0, 4), ({k["AT"]: 1}, 0, 1)], {flags[a.name][0]: 1})
     new, end = build_atomic(c, L_ATOM, flags, old, memory.store_b, memory.store_data)
-    if end != L_NEXT:
-        raise CircuitError(f"the atomic unit ends at L{end}, the plan has L{L_NEXT}")
+    if end > L_NEXT:
+        raise CircuitError(f"the atomic unit ends at L{end}, after the plan's queue at L{L_NEXT}")
     c.clear(old, end)
     for fld in flags.values():
         c.clear(fld, end)
-    lane = c.field("atom.lane", 4, end)
-    q = B.register(c, end, "atom", 32)
-    ql = B.register(c, end, "atom.lane", 4)
+    lane = c.field("atom.lane", 4, L_NEXT)
+    q = B.register(c, L_NEXT, "atom", 32)
+    ql = B.register(c, L_NEXT, "atom.lane", 4)
     B.write_bits(c, q, zero, B.bits(new), [k["AT"]])
     B.write_bits(c, ql, zero, B.bits(tokens.features["LANE"]), [k["AT"]])
     B.read_into(c, q, zero, new.dims, enable=[k["VAL"], k["PART"]])

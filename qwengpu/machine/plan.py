@@ -85,7 +85,7 @@ PLAN: dict[str, Span] = {
     "branch": Span(L_BRANCH, L_CHANGE + CHANGE_LAYERS - L_BRANCH),  # terminator, then the status change
     "copy_unit": Span(L_IN, EXEC_END - L_IN),                 # enables L0-L1, table L_PRE, addresses EXEC_END - 1
     "lsu": Span(L_Q, LSU_LAYERS),
-    "writeback": Span(L_WB, WRITEBACK_LAYERS),
+    "writeback": Span(L_WB, L_RESULTQ + 1 - L_WB),           # the queues; the result banks at L_RESULTQ
     "atomic": Span(L_WB, L_NEXT + 1 - L_WB),                  # old at L_WB, the unit, its queue at L_NEXT
     "warp_pcs": Span(L_NEXT - 1, 2),                          # the gated write at L_NEXT - 1, the registers
     "next_token": Span(L_NEXT, NEXT_TOKEN_LAYERS),

@@ -1,5 +1,6 @@
-"""Writeback (WRITEBACK_LAYERS from L_WB): the queues that hold an EXEC, AT or COPY pass's outcome
-for the passes that write it back: each lane's result and the mask (for VAL/VALU/ST), the
+"""Writeback (WRITEBACK_LAYERS from L_WB; the result banks at L_RESULTQ, after the FPU): the queues
+that hold an EXEC, AT or COPY pass's outcome for the passes that write it back: each lane's
+result and the mask (for VAL/VALU/ST), the
 terminator's CT1 and CT2 payloads and whether each half changed (for CT1, or for the
 VAL/VALU/VALA/VALQ/VALP/ST/AW that ends a folded pass's writeback), whether the last EXEC pass ran
 a terminator, and the copy-out's next group (for VAL/VALU/VALA/VALQ/VALP).
@@ -21,7 +22,7 @@ from qwengpu.machine.branch import StatusUpdate
 from qwengpu.machine.copy_unit import CopyOut
 from qwengpu.machine.fetch import TERMS, Decoded
 from qwengpu.machine.inputs import TokenInputs
-from qwengpu.machine.plan import L_WB
+from qwengpu.machine.plan import L_RESULTQ, L_WB
 from qwengpu.machine.status import WarpStatus
 from qwengpu.machine.wiring import part, view
 from qwengpu.machine.words import COPYROW, CT1, CT2, GROUP_BITS
@@ -44,8 +45,8 @@ def build_writeback(c: Circuit, tokens: TokenInputs, decoded: Decoded, status: W
     """The result, mask, control and copy queues."""
     k, L, zero, mask = tokens.kind, L_WB, tokens.zero, status.running.mask
     terminators = [decoded.op[t][0] for t in TERMS]
-    for l in range(4):
-        bank = B.register(c, L, f"result{l}", 32)
+    for l in range(4):                  # after the FPU wrote r (plan.L_RESULTQ)
+        bank = B.register(c, L_RESULTQ, f"result{l}", 32)
         B.write_bits(c, bank, zero, B.bits(results.r[l]), [k["EXEC"], k["AT"], k["COPY"]])
         B.read_into(c, bank, zero, results.r[l].dims, enable=[k["VAL"], k["VALU"], k["VALP"], k["ST"]])
     mq = B.register(c, L, "mask", 4)
