@@ -5,9 +5,10 @@ layers), each from the port bundles it reads, and passes on the bundle it return
 features (inputs.TokenInputs) -> the registers tokens write (Registers) -> ROM fetch and decode
 (Decoded) -> warp status and pending writeback (WarpStatus) -> the pre-ALU's operands -> the
 execute stage (execute.py: the scheduler's Schedule, the pre-ALU, the ALU's operands, the warp
-unit and the ALU's LaneResults, the branch unit's StatusUpdate) -> the copy-out (CopyOut) -> the
-load/store unit (Memory) -> the writeback queues (Queues) -> the atomic unit (AtomicResult) ->
-each warp's next pc (NextPc) -> the next token. A GDN part reads its layer's input; the layer's
+unit and the ALU's LaneResults, the branch unit's StatusUpdate, the FPU, which adds its result
+into the ALU's) -> the copy-out (CopyOut) -> the load/store unit (Memory) -> the writeback
+queues (Queues) -> the atomic unit (AtomicResult) -> each warp's next pc (NextPc) -> the next
+token. A GDN part reads its layer's input; the layer's
 MLP sees what the GDN added. Registers and queues whose value has several exclusive sources (a
 PUT or an ST writes memory) sum them (circuit.memory.bits). Here too: the isa limits the circuit
 follows, the host side (embeddings, fingerprint, readout) and the circuit handed to the merge.
@@ -29,9 +30,10 @@ from qwengpu.circuit.weights import CircuitWeights
 from qwengpu.machine.alu import ALU_OPS
 from qwengpu.machine.atomic import ATOM_OPS, build_atomic_unit
 from qwengpu.machine.copy_unit import build_copy_unit
-from qwengpu.machine.execute import (build_alu_unit, build_branch_unit, build_pre_alu, build_schedule,
-                                     build_warp_unit, check_execute_end)
+from qwengpu.machine.execute import (build_alu_unit, build_branch_unit, build_fpu_unit, build_pre_alu,
+                                     build_schedule, build_warp_unit, check_execute_end)
 from qwengpu.machine.fetch import TERMS, build_fetch
+from qwengpu.machine.fpu import FPU_OPS
 from qwengpu.machine.inputs import build_inputs, token_inputs
 from qwengpu.machine.lsu import ADDRESS_BITS, ROW_BITS, build_lsu
 from qwengpu.machine.next_token import build_next_token
@@ -115,6 +117,7 @@ class Machine:
         results = unit("alu", build_alu_unit, c, decoded, operands, warp_result)
         update = unit("branch", build_branch_unit, c, tokens, decoded, operands, status)
         check_execute_end(schedule, warp_result, results, update)
+        unit("fpu", build_fpu_unit, c, decoded, operands, results)     # into results.r, read at L_WB
         copy = unit("copy_unit", build_copy_unit, c, tokens, registers, status, results)
         memory = unit("lsu", build_lsu, c, tokens, registers, decoded, status, operands, results)
         queues = unit("writeback", build_writeback, c, tokens, decoded, status, results, update, copy)
@@ -200,7 +203,7 @@ def machine_source_digest() -> str:
 
 # ---- the circuit handed to the merge -------------------------------------------------------------------
 # what the model engine runs: opcodes, terminators, and each atomic operation as ATOM.<AtomOp>
-MODEL_OPS = (frozenset(ALU_OPS) | {"S2R", "LD", "ST", "ATOM", "SHFL", "VOTE"} | set(TERMS)
+MODEL_OPS = (frozenset(ALU_OPS) | {"S2R", "LD", "ST", "ATOM", "SHFL", "VOTE"} | set(FPU_OPS) | set(TERMS)
              | {f"ATOM.{a}" for a in ATOM_OPS})
 
 

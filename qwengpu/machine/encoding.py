@@ -3,8 +3,8 @@ runs (five 32-bit words), PRE slot s the instruction its pre-ALU runs first (two
 each block has one TERM word (its terminator).
 
     word 0   ROM0 (qwengpu/machine/words.py): opcode (OPCODES index), dst, reg a, reg b, reg c,
-             space (MEM ops: SPACES index), mod: mode (SHFL, VOTE), atomic op; fwd: which of
-             a, b, c take the pre-ALU's result
+             space (MEM ops: SPACES index), mod: mode (SHFL, VOTE), atomic op, rounding mode
+             (FADD, FSUB, FMUL: its isa.Rnd index); fwd: which of a, b, c take the pre-ALU's result
     word 1-3 immediates of operands a, b, c (0 for a register operand)
     word 4   SRC: where operands a, b, c and the terminator's condition come from when not from
              the register file (a special register, or the CONST word SRC.word)
@@ -42,6 +42,11 @@ from qwengpu.errors import MachineLimitError
 from qwengpu.machine.words import OPCODES, PRE, ROM0, SPACES, SRC, SRC_WORD, TERM
 
 ENTRY = (-1, -1)        # the definition of a register's value before the launch's first write
+# the non-ALU ops whose operands are the ALU's (operands.py, at L_REG), so may be Fixed: a load's
+# and a store's address and data, and the FPU's a and b (fpu.FPU_OPS, named here: this module is
+# the host's contract with the circuit and imports none of its units, tests/test_imports.py)
+FPU_OPERAND_OPS = (isa.Op.FADD, isa.Op.FSUB, isa.Op.FMUL)
+_ALU_OPERANDS = frozenset({isa.Op.LD, isa.Op.ST, *FPU_OPERAND_OPS})
 
 
 @dataclass(frozen=True)
@@ -171,10 +176,11 @@ def _reaching(program: isa.Program) -> dict[tuple[int, int, int], frozenset]:
 def _fixed_reads(program: isa.Program) -> tuple[dict[tuple[int, int, int], Fixed], set[tuple[int, int]]]:
     """The register reads that take a Fixed value (read -> value) and the definitions that then run
     in no pass. A read qualifies when every definition reaching it writes the same fixed value
-    and it is an operand of an ALU op, a load or a store that runs in no pre-ALU (which reads
-    only the register file; nor do a warp op or an atomic take one), or a BRC's condition on a
-    special register; an instruction takes at most one CONST word (the parameter bank has one
-    read a pass). A definition runs in no pass when every read it reaches qualifies."""
+    and it is an operand of an ALU op, an FPU op (FADD, FSUB, FMUL: it reads the ALU's operands),
+    a load or a store that runs in no pre-ALU (which reads only the register file; nor do a warp
+    op or an atomic take one), or a BRC's condition on a special register; an instruction takes
+    at most one CONST word (the parameter bank has one read a pass). A definition runs in no
+    pass when every read it reaches qualifies."""
     blocks = program.blocks
     reads = _reaching(program)
     fixed = {(b, i): v for b, block in enumerate(blocks) for i, ins in enumerate(block.instrs)
@@ -195,7 +201,7 @@ def _fixed_reads(program: isa.Program) -> tuple[dict[tuple[int, int, int], Fixed
         if i == len(blocks[b].instrs):
             return v.sreg is not None
         op = blocks[b].instrs[i].op
-        return ((op.kind is isa.Kind.ALU or op in (isa.Op.LD, isa.Op.ST)) and (b, i) not in paired
+        return ((op.kind is isa.Kind.ALU or op in _ALU_OPERANDS) and (b, i) not in paired
                 and (v.word is None or len(words[(b, i)]) == 1))
 
     reached: dict[tuple[int, int], list] = {}         # definition -> the reads it reaches
@@ -237,7 +243,8 @@ def _reads(operands: tuple[isa.Operand, ...], reg: int) -> bool:
 
 def fits_pre_alu(ins: isa.Instr) -> bool:
     """An ALU op with at most one nonzero immediate (a PRE slot holds one) and no Fixed operand
-    (the pre-ALU reads only the register file)."""
+    (the pre-ALU reads only the register file). A float op never pairs there (the pre-ALU has no
+    FPU); it may be a pair's second instruction, its operands forwarded like an ALU op's."""
     return (isa.OP_SPEC[ins.op][0] is isa.Kind.ALU and not any(isinstance(s, Fixed) for s in ins.srcs)
             and sum(isinstance(s, isa.Imm) and s.value != 0 for s in ins.srcs) <= 1)
 
@@ -312,7 +319,7 @@ def instr_words(ins: isa.Instr | None, pre: isa.Instr | None = None,
             imms[i] = s.value
     fields = {"op": OPCODES.index(ins.op.name), "dst": ins.dst.n, "a": regs[0], "b": regs[1], "c": regs[2],
               "fwd": fwd, "tfwd": tfwd}
-    if isinstance(ins.mod, (isa.ShflMode, isa.VoteMode)):
+    if isinstance(ins.mod, (isa.ShflMode, isa.VoteMode, isa.Rnd)):
         fields["mod"] = list(type(ins.mod)).index(ins.mod)
     elif isinstance(ins.mod, tuple):
         fields["mod"] = list(isa.AtomOp).index(ins.mod[1])

@@ -1,12 +1,14 @@
 """The execute stage's units on the machine's ports: the scheduler (scheduler.py; its round-robin
 turn at L_STATUS), the pre-ALU (alu.py, from L_PRE: a pair's first instruction, encoding.py), the
-warp unit and the ALU (warp.py, alu.py, from L_EXEC) and the branch unit (branch.py: the
-terminator with its SIMT stack from L_BRANCH, the status change at L_CHANGE). The ALU's operands
-and the terminator's condition, with the pre-ALU's result forwarded, are operands.py's.
+warp unit and the ALU (warp.py, alu.py, from L_EXEC), the branch unit (branch.py: the
+terminator with its SIMT stack from L_BRANCH, the status change at L_CHANGE) and the FPU (fpu.py:
+FADD, FSUB, FMUL on the ALU's operands from L_EXEC, beside the ALU and the load/store unit, its
+result added into the ALU's at L_WB - 1). The ALU's operands and the terminator's condition, with
+the pre-ALU's result forwarded, are operands.py's.
 
 Interface: each `build_*` here takes the bundles its unit reads and returns the one it drives
 (build.py wires them, one unit each in Machine.footprint); `check_execute_end` holds the stage's
-last layer to the plan's EXEC_END.
+last layer to the plan's EXEC_END (the FPU's result is read later, by the writeback queues at L_WB).
 """
 from __future__ import annotations
 
@@ -17,9 +19,11 @@ from qwengpu.circuit.residual import Field
 from qwengpu.machine.alu import LaneResults, build_alu
 from qwengpu.machine.branch import StatusUpdate, build_status_change, build_terminator
 from qwengpu.machine.fetch import TERMS, Decoded
+from qwengpu.machine.fpu import build_fpu
 from qwengpu.machine.inputs import Registers, TokenInputs
 from qwengpu.machine.operands import AluOperands, Operands
-from qwengpu.machine.plan import EXEC_END, L_BRANCH, L_CHANGE, L_EXEC, L_PRE, L_REG, L_SCHED, L_STACK, L_STATUS
+from qwengpu.machine.plan import (EXEC_END, L_BRANCH, L_CHANGE, L_EXEC, L_PRE, L_REG, L_SCHED, L_STACK, L_STATUS,
+                                  L_WB)
 from qwengpu.machine.scheduler import Schedule, build_scheduler
 from qwengpu.machine.status import WarpStatus
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
@@ -66,6 +70,17 @@ def build_alu_unit(c: Circuit, decoded: Decoded, operands: AluOperands, warp: La
         G.copy_bits(c, end - 1, warp.r[l], Field("r", r[l].dims, "bits", end - 1))
         c.clear(warp.r[l], end - 1)
     return LaneResults(r, end)
+
+
+def build_fpu_unit(c: Circuit, decoded: Decoded, operands: AluOperands, results: LaneResults) -> LaneResults:
+    """The FPU: FADD, FSUB, FMUL (Decoded.fpu_op, rounding mode Decoded.fpu_rnd) on the ALU's
+    operands, read at L_EXEC; each lane's result is added into the ALU's result fields (0 on a
+    float pass: no ALU op flag is set), readable by the writeback queues at L_WB. A float pass is
+    no load, store or copy-out, so the load/store unit's reads of r (L_Q, L_LOAD) see 0 there."""
+    end = build_fpu(c, L_EXEC, decoded.fpu_op, decoded.fpu_rnd, operands.a, operands.b, results.r)
+    if end > L_WB:
+        raise CircuitError(f"the FPU's result is readable from L{end}; the writeback queues read it at L{L_WB}")
+    return LaneResults(results.r, end)
 
 
 def build_branch_unit(c: Circuit, tokens: TokenInputs, decoded: Decoded, operands: AluOperands,

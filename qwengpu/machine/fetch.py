@@ -2,8 +2,9 @@
 word 0 of every slot and the pre-ALU's PRE word at L_ROM, TERM at L_STATUS, the pre-immediate at
 L_PRE_REG, word 4 (SRC) at L_SRC, words 1-3, the immediates, at L_IMM where the ALU's operands
 are read); the L_ROM MLP decodes word 0 into one flag per opcode in use, the space of a load or
-store, and the warp's initial mask, and the PRE word into the pre-ALU's op flags; the L_SRC MLP
-decodes SRC into a flag per operand and fixed source. The TERM bank holds each pc's terminator;
+store, the rounding mode of an FPU op (FADD, FSUB, FMUL: ROM0.mod, its isa.Rnd index), and the
+warp's initial mask, and the PRE word into the pre-ALU's op flags; the L_SRC MLP decodes SRC into
+a flag per operand and fixed source. The TERM bank holds each pc's terminator;
 the L_STATUS MLP sets the terminator's flag (op["JMP"/"BRC"/"BAR"/"EXIT"]) on the EXEC pass whose
 slot is the one that runs it (TERM.slot: encoding.py), and 0 on every other pass.
 
@@ -22,6 +23,7 @@ from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.memory import declare_bank
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.alu import ALU_OPS
+from qwengpu.machine.fpu import FPU_OPS, ROUNDINGS
 from qwengpu.machine.inputs import Registers, TokenInputs
 from qwengpu.machine.plan import L_IMM, L_PRE_REG, L_ROM, L_SRC, L_STATUS
 from qwengpu.machine.tokens import ROM_WORDS, SLOTS
@@ -50,6 +52,8 @@ class Decoded:
     fixed: dict[str, dict[int, Field]]  # operand (FIXED_OPERANDS) -> SRC value -> flag, from L_SRC + 1
     op: dict[str, Field]                # a flag per opcode in use, and per terminator (TERMS, at L_STATUS)
     alu_op: dict[str, Field]            # the ALU's op flags (LD, ST: ADD; ATOM: MOV)
+    fpu_op: dict[str, Field]            # the FPU's op flags (fpu.FPU_OPS), exact from L_ROM + 1
+    fpu_rnd: dict[str, Field]           # its rounding mode, one-hot (fpu.ROUNDINGS) on an FPU op's pass, else 0
     pre_op: dict[str, Field]            # the pre-ALU's op flags
     warp_op: dict[str, Field]           # SHFL and VOTE by mode ("SHFL.IDX", ...)
     exits: Field                        # a BRC's taken lanes exit (TERM.exits)
@@ -151,13 +155,22 @@ def _decode_src(c: Circuit, w4: Field) -> tuple[dict[str, dict[int, Field]], Fie
 def _decode(c: Circuit, tokens: TokenInputs, config: Field, rom0: dict[str, Field],
             pre_fields: dict[str, Field]) -> dict:
     """L_ROM MLP: one flag per instruction opcode in use, ALU op flags (LD/ST address = ADD), the
-    pre-ALU's, spaces, warp ops, the initial mask: Decoded's fields of these names."""
+    FPU's and its rounding mode, the pre-ALU's, spaces, warp ops, the initial mask: Decoded's
+    fields of these names."""
     L, k = L_ROM, tokens.kind
-    names = list(ALU_OPS) + ["LD", "ST", "ATOM"]
+    names = list(ALU_OPS) + ["LD", "ST", "ATOM"] + list(FPU_OPS)
     op = {n: c.field(f"op.{n}", 1, L) for n in names}
     for n in names:
         G.relu(c, L, *_is_op(rom0, n), {op[n][0]: 1})
     alu_op = {n: op[n] for n in ALU_OPS}
+    fpu_op = {n: op[n] for n in FPU_OPS}
+    # the rounding mode: ROM0.mod holds its index in isa.Rnd (encoding.instr_words), read on an FPU op's pass
+    fpu_rnd = {m: c.field(f"rnd.{m}", 1, L) for m in ROUNDINGS}
+    for n in FPU_OPS:
+        t, k0 = _is_op_terms(rom0, n)
+        for m, fld in fpu_rnd.items():
+            t2, k2 = match(rom0["mod"], list(isa.Rnd).index(isa.Rnd[m]))
+            flag_if(c, L, [(t, k0, OP_BITS), (t2, k2, ROM0["mod"].width)], {fld[0]: 1})
     for n, alias in (("LD", "ADD"), ("ST", "ADD"), ("ATOM", "MOV")):
         G.relu(c, L, *_is_op(rom0, n), {op[alias][0]: 1})
     # the pre-ALU's op flags (a pre slot holds only ALU ops; NOP: none is set)
@@ -165,8 +178,9 @@ def _decode(c: Circuit, tokens: TokenInputs, config: Field, rom0: dict[str, Fiel
     for n, fld in pre_op.items():
         t, k0 = match(pre_fields["op"], OPCODES.index(n))
         G.relu(c, L, *all_hold(t, k0, OP_BITS), {fld[0]: 1})
-    for fld in [*op.values(), *pre_op.values(), rom0["fwd"], rom0["tfwd"], pre_fields["imm"]]:   # exact flags: the
-        G.requantize(c, L + 1, fld)                                 # ALU's gated units multiply their error
+    for fld in [*op.values(), *fpu_rnd.values(), *pre_op.values(), rom0["fwd"], rom0["tfwd"],
+                pre_fields["imm"]]:                       # exact flags: the ALU's and the FPU's gated units
+        G.requantize(c, L + 1, fld)                       # multiply their error
     # loads and stores by space
     ld_space = c.field("ld_space", 3, L)
     st_space = c.field("st_space", 3, L)          # ST and ATOM
@@ -177,7 +191,7 @@ def _decode(c: Circuit, tokens: TokenInputs, config: Field, rom0: dict[str, Fiel
             flag_if(c, L, [(t, k0, OP_BITS), (t2, k2, ROM0["space"].width)], {out[g]: 1})
     G.relu(c, L, {k["COPY"]: 1}, 0, {ld_space[0]: 1})     # a COPY pass loads from global
     has_result = c.field("has_result", 1, L)
-    for n in list(ALU_OPS) + ["LD", "SHFL", "VOTE"]:
+    for n in list(ALU_OPS) + ["LD", "SHFL", "VOTE"] + list(FPU_OPS):
         G.relu(c, L, *_is_op(rom0, n), {has_result[0]: 1})
     warp_op = {}                           # SHFL / VOTE by mode
     for name, modes in (("SHFL", SHFL_MODES), ("VOTE", VOTE_MODES)):
@@ -193,8 +207,8 @@ def _decode(c: Circuit, tokens: TokenInputs, config: Field, rom0: dict[str, Fiel
     for w in range(isa.MAX_WARPS):
         for i, bit in enumerate(CONFIG.bits("mask", w)):
             G.relu(c, L, {config[bit]: 1, tokens.features["W"][w]: 1}, -1, {init_mask[i]: 1})
-    return dict(op=op, alu_op=alu_op, pre_op=pre_op, warp_op=warp_op, ld_space=ld_space, st_space=st_space,
-                has_result=has_result, dst_nz=dst_nz, init_mask=init_mask)
+    return dict(op=op, alu_op=alu_op, fpu_op=fpu_op, fpu_rnd=fpu_rnd, pre_op=pre_op, warp_op=warp_op,
+                ld_space=ld_space, st_space=st_space, has_result=has_result, dst_nz=dst_nz, init_mask=init_mask)
 
 
 def _is_op_terms(rom0: dict[str, Field], name: str):

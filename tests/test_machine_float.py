@@ -1,0 +1,223 @@
+"""Float ops on the model engine (issue 32): FADD, FSUB and FMUL run in the circuit's FPU
+(qwengpu/machine/fpu.py, L11-L20 beside the ALU, its result written back like an ALU op's).
+First the host side, no model: the instruction word's rounding mode, a float op never in the
+pre-ALU, fixed operands, what the model engine accepts and refuses. Then float kernels on the
+stand-in merged model with replay (every generated token against the interpreter's stream),
+their outputs against the interpreter's and an independent reference (NumPy's float32 for
+round-to-nearest, MPFR through gmpy2 for the directed modes)."""
+import copy
+
+import gmpy2
+import numpy as np
+import pytest
+
+from qwengpu import api, interp, isa
+from qwengpu.api import Device
+from qwengpu.errors import UnsupportedError
+from qwengpu.isa import Imm, Instr, MachineBlock, Op, Param, Program, Reg, Rnd, Space, Term, Terminator
+from qwengpu.launch import Launch
+from qwengpu.driver import runtime
+from qwengpu.machine.build import MODEL_OPS
+from qwengpu.machine.encoding import (FPU_OPERAND_OPS, Fixed, block_passes, encode, fits_pre_alu, instr_words,
+                                      machine_blocks)
+from qwengpu.machine.fpu import FPU_OPS, ROUNDINGS
+from qwengpu.machine.words import OPCODES, ROM0
+from qwengpu.suite import DEFAULT_DIR, discover, load_spec, mismatches
+
+FLOAT_DIR = DEFAULT_DIR / "float"
+FRONTENDS = ("clang", "nvrtc")
+r = Reg
+EXIT = Terminator(Term.EXIT)
+
+# FADD, FSUB, FMUL in the four modes (rn through the operators), a thread an (x, y) pair
+FPU_MODES = r"""
+extern "C" __global__ void fpu_modes(const float *a, const float *b, float *out)
+{
+    int t = threadIdx.x;
+    float x = a[t], y = b[t];
+    float *o = out + 12 * t;
+    o[0] = x + y;  o[1] = __fadd_rz(x, y);  o[2] = __fadd_rd(x, y);  o[3] = __fadd_ru(x, y);
+    o[4] = x - y;  o[5] = __fsub_rz(x, y);  o[6] = __fsub_rd(x, y);  o[7] = __fsub_ru(x, y);
+    o[8] = x * y;  o[9] = __fmul_rz(x, y);  o[10] = __fmul_rd(x, y); o[11] = __fmul_ru(x, y);
+}
+"""
+# each pair's results differ by mode somewhere: inexact sums both signs, an overflow (inf or
+# FLT_MAX by mode), an exact zero difference (-0 in rd only), a subnormal product, a tie
+PAIRS = [(1.0, 3 * 2.0**-25), (-1.0, -3 * 2.0**-25), (3.0, 1 / 3), (3e38, 3e38),
+         (1.5, 1.5), (2.0**-130, 0.75), (1.0, 2.0**-24), (-7.25, 0.1)]
+MPFR_ROUND = {"rn": gmpy2.RoundToNearest, "rz": gmpy2.RoundToZero, "rd": gmpy2.RoundDown, "ru": gmpy2.RoundUp}
+FDIV = r"""
+extern "C" __global__ void fdiv(const float *a, const float *b, float *out)
+{
+    int t = threadIdx.x;
+    out[t] = a[t] / b[t];
+}
+"""
+
+
+def float_ops(program: isa.Program) -> set[str]:
+    return {ins.op.name for b in program.blocks for ins in b.instrs if ins.op.kind is isa.Kind.FLOAT}
+
+
+# ---- host side ------------------------------------------------------------------------------------
+def test_the_model_engine_takes_fadd_fsub_fmul():
+    assert set(FPU_OPS) == {"FADD", "FSUB", "FMUL"} and set(FPU_OPS) <= MODEL_OPS
+    assert ROUNDINGS == tuple(m.name for m in Rnd)
+    others = {op.name for op in isa.Op if op.kind is isa.Kind.FLOAT} - set(FPU_OPS)
+    assert not others & MODEL_OPS
+
+
+@pytest.mark.parametrize("op", FPU_OPS)
+def test_the_rounding_mode_is_in_rom0_mod(op):
+    for i, mode in enumerate(Rnd):
+        word = instr_words(Instr(Op[op], r(3), (r(1), r(2)), mode))[0]
+        bits = lambda name: word >> ROM0[name].offset & (1 << ROM0[name].width) - 1   # noqa: E731
+        assert (bits("op"), bits("mod"), bits("dst"), bits("a"), bits("b")) == (OPCODES.index(op), i, 3, 1, 2)
+
+
+def test_a_float_op_is_never_a_pairs_first_instruction():
+    """FMUL's result only the next instruction reads: an ALU op there would run in the pre-ALU,
+    the FMUL runs in a pass of its own. An ALU op whose result only the FMUL reads pairs with it
+    (forwarded into the FMUL's operands, which the FPU reads)."""
+    fmul = Instr(Op.FMUL, r(3), (r(1), r(2)), Rnd.RN)
+    assert not fits_pre_alu(fmul)
+    st = Instr(Op.ST, r(0), (r(4), Imm(0), r(3)), Space.GLOBAL)
+    block = MachineBlock([fmul, st], EXIT)
+    assert [(p.pre, p.main) for p in block_passes(block, set())] == [(None, 0), (None, 1)]
+    add = Instr(Op.ADD, r(1), (r(1), Imm(1)))
+    block = MachineBlock([add, fmul, st], EXIT)
+    assert [(p.pre, p.main) for p in block_passes(block, set())] == [(0, 1), (None, 2)]
+
+
+def test_a_float_op_takes_fixed_operands():
+    """A parameter (a CONST load) read by an FMUL and an FADD is read from the parameter bank:
+    the load runs in no pass."""
+    assert tuple(op.name for op in FPU_OPERAND_OPS) == FPU_OPS       # encoding.py names them itself
+    ldc = Instr(Op.LD, r(1), (Imm(0), Imm(0)), Space.CONST)
+    blocks = [MachineBlock([ldc, Instr(Op.FMUL, r(2), (r(1), r(1)), Rnd.RZ),
+                            Instr(Op.FADD, r(3), (r(2), r(1)), Rnd.RP),
+                            Instr(Op.ST, r(0), (Imm(0), Imm(0), r(3)), Space.GLOBAL)], EXIT)]
+    program = Program("k", blocks, [Param("p0", 0)])
+    [(block, kept)] = machine_blocks(program)
+    assert kept == (1, 2, 3)
+    assert block.instrs[0].srcs == (Fixed(word=0), Fixed(word=0))
+    assert block.instrs[1].srcs == (r(2), Fixed(word=0))
+    assert [(p.pre, p.main) for p in encode(program)[0].passes] == [(None, 1), (None, 2), (None, 3)]
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+def test_fdot_lowers_to_fmul_and_fadd_alone(frontend):
+    [case] = [c for c in discover(FLOAT_DIR) if c.name == "fdot"]
+    fn = Device("model", frontend).compile(case.source.read_text(), filename=case.source.name).get_function("fdot")
+    assert float_ops(fn.program) == {"FMUL", "FADD"}
+    api.check_model_ops(fn.program)                       # no refusal
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+def test_the_modes_kernel_lowers_to_the_fpus_ops(frontend):
+    fn = Device("model", frontend).compile(FPU_MODES).get_function("fpu_modes")
+    assert float_ops(fn.program) == set(FPU_OPS)
+    mods = {(ins.op.name, ins.mod) for b in fn.program.blocks for ins in b.instrs if ins.op.kind is isa.Kind.FLOAT}
+    assert mods == {(op, m) for op in FPU_OPS for m in Rnd}
+    api.check_model_ops(fn.program)
+
+
+def test_fdiv_is_refused_by_name():
+    fn = Device("model").compile(FDIV).get_function("fdiv")
+    assert "FDIV" in float_ops(fn.program)
+    with pytest.raises(UnsupportedError, match=r"kernel fdiv uses FDIV, which the model engine does not support "
+                                               r"yet; use engine='interp'"):
+        api.check_model_ops(fn.program)
+    a, b, out = np.ones(4, np.float32), np.full(4, 3, np.float32), np.zeros(4, np.float32)
+    with pytest.raises(UnsupportedError, match="FDIV"):
+        fn(1, 4, [a, b, out])                               # refused before any model is loaded
+    assert not api._LOADED
+
+
+# ---- the references ---------------------------------------------------------------------------------
+def mpfr_f32(op, x, y, mode: str) -> np.float32:
+    """x op y rounded to float32 in `mode` by MPFR (24 bits, float32's exponent range, subnormals)."""
+    ctx = gmpy2.context(precision=24, emin=-148, emax=128, subnormalize=True, round=MPFR_ROUND[mode])
+    with gmpy2.context(ctx):
+        z = gmpy2.check_range(op(gmpy2.mpfr(float(x)), gmpy2.mpfr(float(y))))
+    return np.float32(float(z))
+
+
+def modes_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = []
+    with np.errstate(over="ignore"):
+        for x, y in zip(a, b):
+            for op, numpy_op in ((gmpy2.add, np.add), (gmpy2.sub, np.subtract), (gmpy2.mul, np.multiply)):
+                rn = numpy_op(x, y, dtype=np.float32)
+                assert same_bits(rn, mpfr_f32(op, x, y, "rn"))
+                out += [rn] + [mpfr_f32(op, x, y, m) for m in ("rz", "rd", "ru")]
+    return np.array(out, np.float32)
+
+
+def same_bits(x, y) -> bool:
+    return np.float32(x).view(np.uint32) == np.float32(y).view(np.uint32)
+
+
+def on_interp(program: isa.Program, grid, block, args) -> list:
+    args = copy.deepcopy(list(args))
+    lau = Launch.build(program, grid, block, args)
+    interp.run_launch(lau)
+    lau.copy_back()
+    return args
+
+
+def test_the_references_agree_on_interp():
+    """The modes kernel's interpreter run against MPFR (and NumPy), before the model's."""
+    a, b = (np.array(v, np.float32) for v in zip(*PAIRS))
+    want = modes_reference(a, b)
+    assert len({tuple(want[12 * t + 4 * k: 12 * t + 4 * k + 4].view(np.uint32)) for t in range(8)
+                for k in range(3)}) > 12                     # the modes differ somewhere
+    assert same_bits(want[12 * 3 + 0], np.inf) and same_bits(want[12 * 3 + 1], np.finfo(np.float32).max)
+    assert same_bits(want[12 * 4 + 6], -0.0) and same_bits(want[12 * 4 + 4], 0.0)
+    fn = Device("model").compile(FPU_MODES).get_function("fpu_modes")
+    got = on_interp(fn.program, 1, 8, [a, b, np.zeros(96, np.float32)])[2]
+    assert mismatches([got], [want], ["out"]) == []
+
+
+# ---- in the model ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def model():
+    from qwengpu.fast import FastModel
+    from qwengpu.model.merge import default_merged_model
+    path = default_merged_model()
+    loaded, _ = runtime.load_model(path, "float32")
+    return FastModel(loaded), runtime.checkpoint_readout(runtime.host_config(loaded), path)
+
+
+def run_on_model(model, program, grid, block, args) -> runtime.ModelRun:
+    fast, machine = model
+    lau = Launch.build(program, grid, block, args)
+    run = runtime.launch_on_model(fast, machine, lau, max_tokens=5000, check="replay")
+    lau.copy_back()
+    return run
+
+
+def test_fdot_in_the_model(model):
+    """kernels/float/fdot: 1.5*4 + 2*5 + 3*6.25 = 34.75 (FMUL, FADD in rn)."""
+    [case] = [c for c in discover(FLOAT_DIR) if c.name == "fdot"]
+    spec = load_spec(case)
+    grid, block, args = spec.launch()
+    want = spec.reference(*copy.deepcopy(list(args)))
+    assert want[2].tolist() == [34.75]
+    fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
+    assert on_interp(fn.program, grid, block, args)[2].tolist() == [34.75]
+    got = copy.deepcopy(list(args))
+    run = run_on_model(model, fn.program, grid, block, got)
+    assert run.stream[-1].kind == "HALT"
+    assert mismatches(got, want, fn.arg_names) == []
+    assert got[2].tolist() == [34.75]
+
+
+def test_every_rounding_mode_in_the_model(model):
+    a, b = (np.array(v, np.float32) for v in zip(*PAIRS))
+    want = modes_reference(a, b)
+    fn = Device("model").compile(FPU_MODES).get_function("fpu_modes")
+    assert mismatches([on_interp(fn.program, 1, 8, [a, b, np.zeros(96, np.float32)])[2]], [want], ["out"]) == []
+    out = np.zeros(96, np.float32)
+    run_on_model(model, fn.program, 1, 8, [a, b, out])
+    assert mismatches([out], [want], ["out"]) == []
