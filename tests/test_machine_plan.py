@@ -3,10 +3,7 @@ against docs/machine.md's "Layer plan" table.
 
 The build records, for each unit, the layers whose MLP got neurons or whose GDN got heads while
 that unit was built (Machine.footprint); each unit's span in PLAN must be exactly the first to
-the last of those layers. The FPU (fpu.py) is the one unit allowed to be empty, while its datapath
-is a stub that adds nothing: a datapath that adds anything reads the ALU's operands at its first
-layer (they are cleared there) and writes the result at its last, so once it lands its span is
-checked like every other unit's."""
+the last of those layers."""
 import functools
 import re
 from pathlib import Path
@@ -18,7 +15,6 @@ from qwengpu.model.standin import standin_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "machine.md"
-MAY_BE_EMPTY = {"fpu"}        # fpu.py's stub builds no neuron (see above)
 
 
 @functools.lru_cache(maxsize=1)
@@ -34,8 +30,6 @@ def test_each_unit_lies_in_its_planned_layers():
     wrong = {}
     for name, span in PLAN.items():
         used = machine().footprint[name]
-        if not used and name in MAY_BE_EMPTY:
-            continue
         if not used or min(used) != span.first or max(used) != span.last:
             wrong[name] = f"plan L{span.first}-L{span.last}, built in {sorted(used)}"
     assert not wrong, wrong

@@ -2,13 +2,13 @@
 turn at L_STATUS), the pre-ALU (alu.py, from L_PRE: a pair's first instruction, encoding.py), the
 warp unit and the ALU (warp.py, alu.py, from L_EXEC), the branch unit (branch.py: the
 terminator with its SIMT stack from L_BRANCH, the status change at L_CHANGE) and the FPU (fpu.py:
-FADD, FSUB, FMUL on the ALU's operands from L_EXEC, beside the ALU and the load/store unit, its
-result added into the ALU's at L_WB - 1). The ALU's operands and the terminator's condition, with
+FADD, FSUB, FMUL on the ALU's operands from L_FPU, beside the ALU and the load/store unit, its
+result added into the ALU's at L_RESULTQ - 1). The ALU's operands and the terminator's condition, with
 the pre-ALU's result forwarded, are operands.py's.
 
 Interface: each `build_*` here takes the bundles its unit reads and returns the one it drives
 (build.py wires them, one unit each in Machine.footprint); `check_execute_end` holds the stage's
-last layer to the plan's EXEC_END (the FPU's result is read later, by the writeback queues at L_WB).
+last layer to the plan's EXEC_END (the FPU's result is read later, by the result queue at L_RESULTQ).
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from qwengpu.machine.fetch import TERMS, Decoded
 from qwengpu.machine.fpu import build_fpu
 from qwengpu.machine.inputs import Registers, TokenInputs
 from qwengpu.machine.operands import AluOperands, Operands
-from qwengpu.machine.plan import (EXEC_END, L_BRANCH, L_CHANGE, L_EXEC, L_PRE, L_REG, L_SCHED, L_STACK, L_STATUS,
-                                  L_WB)
+from qwengpu.machine.plan import (EXEC_END, L_BRANCH, L_CHANGE, L_EXEC, L_FPU, L_PRE, L_REG, L_RESULTQ, L_SCHED,
+                                  L_STACK, L_STATUS)
 from qwengpu.machine.scheduler import Schedule, build_scheduler
 from qwengpu.machine.status import WarpStatus
 from qwengpu.machine.warp import SHFL_MODES, VOTE_MODES, build_warp
@@ -74,12 +74,12 @@ def build_alu_unit(c: Circuit, decoded: Decoded, operands: AluOperands, warp: La
 
 def build_fpu_unit(c: Circuit, decoded: Decoded, operands: AluOperands, results: LaneResults) -> LaneResults:
     """The FPU: FADD, FSUB, FMUL (Decoded.fpu_op, rounding mode Decoded.fpu_rnd) on the ALU's
-    operands, read at L_EXEC; each lane's result is added into the ALU's result fields (0 on a
-    float pass: no ALU op flag is set), readable by the writeback queues at L_WB. A float pass is
+    operands (never cleared) from L_FPU; each lane's result is added into the ALU's result fields (0 on
+    a float pass: no ALU op flag is set), readable by the result queue at L_RESULTQ. A float pass is
     no load, store or copy-out, so the load/store unit's reads of r (L_Q, L_LOAD) see 0 there."""
-    end = build_fpu(c, L_EXEC, decoded.fpu_op, decoded.fpu_rnd, operands.a, operands.b, results.r)
-    if end > L_WB:
-        raise CircuitError(f"the FPU's result is readable from L{end}; the writeback queues read it at L{L_WB}")
+    end = build_fpu(c, L_FPU, decoded.fpu_op, decoded.fpu_rnd, operands.a, operands.b, results.r)
+    if end > L_RESULTQ:
+        raise CircuitError(f"the FPU's result is readable from L{end}; the result queue reads it at L{L_RESULTQ}")
     return LaneResults(results.r, end)
 
 

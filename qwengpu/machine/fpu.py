@@ -47,7 +47,7 @@ PAD = 23                    # t' = t + PAD: the last bit's position in S extende
 T_MAX = 72                  # t' >= 72: every bit of S is below the guard
 K_FADD, K_FMUL = 27, 174
 # layer offsets from `at`
-SWAP, ALIGN_FINE, PRODUCT, ALIGN_COARSE, DIGITS, BACK = 1, 2, 2, 4, 6, 8
+SWAP, PRODUCT, ALIGN_FINE, ALIGN_COARSE, DIGITS, FLOORS, BACK = 1, 2, 3, 4, 6, 7, 8
 
 
 def _relu2(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float], g1: int, g2: int) -> None:
@@ -105,6 +105,7 @@ class _Lane:
         self.exponents()
         self.specials()
         self.sum_window()
+        self.floors()
         self.back_end()
 
     # ---- +0, +1: classes, the FADD swap and the exponent difference ---------------------------------
@@ -113,14 +114,14 @@ class _Lane:
         see it; FADD's magnitude order (per byte, as gadgets.byte_order)."""
         c, X, a, b = self.c, self.X, self.a, self.b
         self.cls = {}
-        for name, x in (("a", a), ("b", b)):
+        self.z = self.field("z", 2, X)                      # [E == 0] of a, b (read to +6)
+        for k, (name, x) in enumerate((("a", a), ("b", b))):
             e, f = x.dims[23:31], x.dims[:23]
-            cls = self.cls[name] = self.field(f"cls.{name}", 4, X)      # z, max, fz, e0
-            G.gated(c, X, {d: -1 for d in e}, 1, {cls[0]: 1}, self.any)
-            G.gated(c, X, {d: 1 for d in e}, -7, {cls[1]: 1}, self.any)
-            G.gated(c, X, {d: -1 for d in f}, 1, {cls[2]: 1}, self.any)
-            G.gated(c, X, {e[0]: 1}, 0, {cls[3]: 1}, self.any)
-            G.gated(c, X, {d: -1 for d in e}, 1, {cls[3]: 1}, self.any)
+            cls = self.cls[name] = self.field(f"cls.{name}", 3, X)      # [E == 255], [f == 0], max(E, 1) bit 0
+            G.gated(c, X, {d: -1 for d in e}, 1, {self.z[k]: 1, cls[2]: 1}, self.any)
+            G.gated(c, X, {d: 1 for d in e}, -7, {cls[0]: 1}, self.any)
+            G.gated(c, X, {d: -1 for d in f}, 1, {cls[1]: 1}, self.any)
+            G.gated(c, X, {e[0]: 1}, 0, {cls[2]: 1}, self.any)
         self.sbx = self.field("sbx", 1, X)                 # b's sign, flipped for FSUB
         G.gated(c, X, {b[31]: 1}, 0, {self.sbx[0]: 1}, [self.fadd])
         G.gated(c, X, {b[31]: -1}, 1, {self.sbx[0]: 1}, [self.fsub])
@@ -136,7 +137,7 @@ class _Lane:
     def exp_terms(self, name: str) -> dict[int, int]:
         """max(E, 1) of operand `name` as terms (its bit 0 from cls)."""
         x = self.a if name == "a" else self.b
-        return add_terms({self.cls[name][3]: 1}, _value(x.dims[24:31], [2 << j for j in range(7)]))
+        return add_terms({self.cls[name][2]: 1}, _value(x.dims[24:31], [2 << j for j in range(7)]))
 
     def swap(self) -> None:
         """+1: which operand FADD's X (larger magnitude) is: w = [|b| > |a|] and not w; X's max(E, 1)
@@ -150,7 +151,7 @@ class _Lane:
         self.xe = self.field("xe", 8, L)                    # X's max(E, 1)
         self.sigma = self.field("sigma", 1, L)             # the result's sign (FMUL's too)
         ca, cb = self.cls["a"], self.cls["b"]
-        pairs = [(self.xe[0], ca[3], cb[3])] + [(self.xe[k], a[23 + k], b[23 + k]) for k in range(1, 8)]
+        pairs = [(self.xe[0], ca[2], cb[2])] + [(self.xe[k], a[23 + k], b[23 + k]) for k in range(1, 8)]
         pairs += [(self.sigma[0], a[31], self.sbx[0])]
         for out, when_a, when_b in pairs:                   # when_a if Lambda <= 0, when_b if Lambda >= 1
             G.gated_step(c, L, add_terms(lam, {when_b: 16}), 17, {out: 1}, self.adds)
@@ -179,7 +180,7 @@ class _Lane:
     def significand(self, name: str, i: int) -> tuple[dict[int, int], int]:
         """Bit i of operand `name`'s 24-bit significand as (terms, constant): the hidden bit is 1 - [E == 0]."""
         x = self.a if name == "a" else self.b
-        return ({x[i]: 1}, 0) if i < 23 else ({self.cls[name][0]: -1}, 1)
+        return ({x[i]: 1}, 0) if i < 23 else ({self.z["ab".index(name)]: -1}, 1)
 
     # ---- +2, +4: FADD's alignment ------------------------------------------------------------------
     def fadd_align(self) -> None:
@@ -215,7 +216,7 @@ class _Lane:
         """The 24 x 24 significand product as 12 nibble digits <= 31 (as alu.py's MUL: bit products
         summed per column, two in-place splits of each column count into its bits, a fold)."""
         c, a, b, L = self.c, self.a, self.b, self.X + PRODUCT
-        za, zb = self.cls["a"][0], self.cls["b"][0]
+        za, zb = self.z.dims
         col = self.field("columns", WINDOW, L, kind="int", vmax=24)
         vmax = [0] * WINDOW
         for i in range(24):
@@ -265,26 +266,23 @@ class _Lane:
 
     # ---- exponents: what the back end needs of G and K -----------------------------------------------
     def exponents(self) -> None:
-        """H = (G - K) mod 256 (8 bits, by +4) and, by +6, one-hots (fine: value mod 4, coarse: value
-        div 4) of the floor q' = K - G clamped to 0..72 and of r = 254 + K - G (overflow when the
-        leading one's position p >= r; none when r >= 48)."""
+        """H = (G - K) mod 256 (8 bits, by +4) for the biased exponent t' + H + 1; FMUL's G = ea + eb
+        (9 bits, +1 and +2) is kept for the floors."""
         c, X = self.c, self.X
-        # FMUL: s = ea + eb (9 bits) at +1, +2; H = (ea + (eb + 82 mod 256)) mod 256 at +2, +3;
-        # FADD: H = (eX + 229) mod 256 at +2, +3
         L = X + SWAP
-        s = self.field("s", 9, L)
-        ea, eb = self.exp_terms("a"), self.exp_terms("b")
-        self.resolve(L, [([self.fmul], _nibbles(add_terms(ea, eb)))], s, cout=s[8])
-        eb82 = self.field("eb82", 8, L)
-        G.plus_constant(c, L, [self.cls["b"][3]] + list(self.b.dims[24:31]), 82, eb82, gate=self.fmul[0], low=7)
-        L = X + SWAP + 1
+        self.sum_e = self.field("s", 9, L)
+        self.resolve(L, [([self.fmul], _nibbles(add_terms(self.exp_terms("a"), self.exp_terms("b"))))], self.sum_e,
+                     cout=self.sum_e[8])
+        L = X + PRODUCT + 1
         self.h = self.field("h", 8, L)
-        ex = list(self.xe.dims)
-        self.resolve(L, [([self.fmul], _nibbles(add_terms(ea, _value(eb82.dims)))),
-                         ([self.fa], _nibbles(_value(ex), 256 - K_FADD))], self.h)
-        c.clear(eb82, L + 1)
-        # the one-hots at +5
-        L = X + 5
+        G.plus_constant(c, L, list(self.sum_e.dims[:8]), 256 - K_FMUL, self.h, gate=self.fmul[0], low=7)
+        self.resolve(L, [([self.fa], _nibbles(_value(self.xe.dims), 256 - K_FADD))], self.h)
+
+    def floors(self) -> None:
+        """At +7, one-hots (fine: value mod 4, coarse: value div 4) of the floor q' = K - G clamped to
+        0..72 and of r = 254 + K - G (overflow when the leading one's position p >= r; none when
+        r >= 48)."""
+        c, L = self.c, self.X + FLOORS
         self.qf, self.qc = self.field("qf", 4, L), self.field("qc", 19, L)
         self.rf, self.rc = self.field("rf", 4, L), self.field("rc", 12, L)
 
@@ -297,7 +295,7 @@ class _Lane:
                 lo[bits[8]] = 256 if k >= 256 else k
             return lo, k
 
-        for name, bits, K, gate in (("FADD", ex, K_FADD, self.fa), ("FMUL", list(s.dims), K_FMUL, self.fmul)):
+        for bits, K, gate in ((list(self.xe.dims), K_FADD, self.fa), (list(self.sum_e.dims), K_FMUL, self.fmul)):
             top = (1 << len(bits)) - 1
             for v in range(1, T_MAX):                      # q' = v
                 if 0 <= K - v <= top:
@@ -313,7 +311,8 @@ class _Lane:
             if 254 + K <= top:                             # r <= 0
                 terms, t = at_least(bits, 254 + K)
                 G.gated_step(c, L, terms, t, {self.rf[0]: 1, self.rc[0]: 1}, gate)
-        c.clear(s, L)
+        for f in (self.sum_e, self.xe, self.fa):
+            c.clear(f, L)
 
     def resolve(self, at: int, ways: list[tuple[list[Field], list[G.Digit]]], out: Field,
                 cout: int | None = None) -> None:
@@ -355,9 +354,11 @@ class _Lane:
         L = X + 1
         part = self.field("part", 6, L)                     # NaN a, NaN b, inf a, inf b, zero a, zero b
         for k, cl in enumerate((ca, cb)):
-            G.gated(c, L, {cl[1]: 1, cl[2]: -1}, 0, {part[k]: 1}, self.any)
-            G.gated(c, L, {cl[1]: 1, cl[2]: 1}, -1, {part[2 + k]: 1}, self.any)
-            G.gated(c, L, {cl[0]: 1, cl[2]: 1}, -1, {part[4 + k]: 1}, self.any)
+            G.gated(c, L, {cl[0]: 1, cl[1]: -1}, 0, {part[k]: 1}, self.any)
+            G.gated(c, L, {cl[0]: 1, cl[1]: 1}, -1, {part[2 + k]: 1}, self.any)
+            G.gated(c, L, {self.z[k]: 1, cl[1]: 1}, -1, {part[4 + k]: 1}, self.any)
+        c.clear(ca, L)
+        c.clear(cb, L)
         L += 1
         bad = self.field("bad", 2, L)                       # inf - inf (FADD); 0 * inf (FMUL)
         G.gated(c, L, {part[2]: 1, part[3]: 1, self.sub[1][0]: 1}, -2, {bad[0]: 1}, self.adds)
@@ -407,7 +408,7 @@ class _Lane:
                     for offset, row in rows.items():
                         _relu2(c, L, terms, const - offset, row, flag[0], is_x)
         c.layout.release(self.digits, L)
-        for f in (self.xe, self.yw, *self.sub, self.fa, self.w, self.cls["a"], self.cls["b"]):
+        for f in (self.yw, *self.sub, self.w, self.z):
             c.clear(f, L)
         self.carries(L + 1, gp)
 
@@ -466,15 +467,18 @@ class _Lane:
         G.gated(c, L, {d: -1 for d in S.dims}, 1, {zero: 1}, self.any)
         for f in (self.qf, self.qc, self.rf, self.rc):
             c.clear(f, L)
-        # +9: the fine shift y[k] = S'[k + (t' mod 4)] (S'[k] = S[k - 23]); the exponent's digits
+        # +9: the coarse shift y[j] = S'[4 (t' div 4) + j], j = -4..25 (S'[k] = S[k - 23]), and the
+        # sticky of S'[k] below k = 4 (t' div 4) - 4; the exponent's digits
         L += 1
-        lo_y = PAD - 3
-        y = self.field("y.fine", WINDOW + 3, L)             # y[k - lo_y]
-        for k in range(lo_y, PAD + WINDOW):
-            for rr in range(4):
-                j = k + rr - PAD
-                if 0 <= j < WINDOW:
-                    G.relu(c, L, {tf[rr]: 1, S[j]: 1}, -1, {y[k - lo_y]: 1})
+        y = self.field("y.coarse", 31, L)                   # y[j + 4], j = -4..25; y[30]: the sticky below
+        for q in range(len(tc)):
+            for j in range(-4, 26):
+                k = 4 * q + j - PAD
+                if 0 <= k < WINDOW:
+                    G.relu(c, L, {tc[q]: 1, S[k]: 1}, -1, {y[j + 4]: 1})
+            below = {S[k]: 1 for k in range(min(4 * q - 4 - PAD, WINDOW))}
+            if below:
+                G.step(c, L, add_terms(below, {tc[q]: WINDOW + 1}), WINDOW + 2, {y[30]: 1})
         ep = self.field("ep", 8, L)                         # the biased exponent t' + G - K + 1, when hidden
         self.resolve(L, [([Field("hid", (hid,), "bits", L)], _nibbles(add_terms(_value(self.h.dims), _value(tb.dims)), 1))],
                      ep)
@@ -486,22 +490,14 @@ class _Lane:
         G.relu(c, L, {zero: 1, self.nan[0]: -1, self.inf[0]: -1}, 0, {zf: 1})
         G.relu(c, L, {ovf: 1, zero: -1, self.nan[0]: -1, self.inf[0]: -1}, 0, {of: 1})
         c.clear(S, L)
-        # +10: the coarse shift: M[i] = y[i + 4 (t' div 4)], guard y[4 (t' div 4) - 1], sticky below
+        # +10: the fine shift: fraction M[i] = y[i + (t' mod 4)], guard y[(t' mod 4) - 1], sticky below
         L += 1
         m = self.field("m", 25, L)                          # fraction 0..22, guard, sticky
-        for i in range(23):
-            for q in range(len(tc)):
-                k = i + 4 * q
-                if lo_y <= k < PAD + WINDOW:
-                    G.relu(c, L, {tc[q]: 1, y[k - lo_y]: 1}, -1, {m[i]: 1})
-        for q in range(len(tc)):
-            k = 4 * q - 1
-            if lo_y <= k < PAD + WINDOW:
-                G.relu(c, L, {tc[q]: 1, y[k - lo_y]: 1}, -1, {m[23]: 1})
-            below = {y[j - lo_y]: 1 for j in range(lo_y, min(4 * q - 1, PAD + WINDOW))}
-            if below:
-                K = len(below) + 1
-                G.step(c, L, add_terms(below, {tc[q]: K}), K + 1, {m[24]: 1})
+        for f in range(4):
+            for i in range(-1, 23):
+                G.relu(c, L, {tf[f]: 1, y[i + f + 4]: 1}, -1, {m[i if i >= 0 else 23]: 1})
+            below = {y[j + 4]: 1 for j in range(-4, f - 1)}
+            G.step(c, L, add_terms(below, {y[30]: 1, tf[f]: 8}), 9, {m[24]: 1})
         ovf_to = out.dims[3:5]                              # to infinity: RN, RP and +, RM and -
         sg, rn, rp, rm = self.sigma[0], self.rnd["RN"][0], self.rnd["RP"][0], self.rnd["RM"][0]
         G.relu(c, L, {of: 1, rn: 1}, -1, {ovf_to[0]: 1})
