@@ -1,8 +1,9 @@
-"""The 4-lane FPU (FADD, FSUB, FMUL in the four rounding modes) through stock Qwen3.5 layers, fp32 and
-bf16, against qwengpu.fp32 (itself tested against MPFR, glibc and numpy in test_fp32.py) and hand-computed
-cases: operands drawn to reach every path (uniform bit patterns, close exponents for cancellation,
-subnormals, ties, overflow and underflow thresholds, infinities, NaNs), a different case per lane;
-flags all zero give 0; temporaries cleared."""
+"""The 4-lane FPU (FADD, FSUB, FMUL, I2F, U2F in the four rounding modes; FMIN, FMAX; FSET's fourteen
+comparisons) through stock Qwen3.5 layers, fp32 and bf16, against qwengpu.fp32 (itself tested against
+MPFR, glibc and numpy in test_fp32.py) and hand-computed cases: operands drawn to reach every path
+(uniform bit patterns, close exponents for cancellation, equal and opposite values, subnormals, ties,
+overflow and underflow thresholds, infinities, NaNs), a different case per lane; flags all zero give 0;
+temporaries cleared."""
 import functools
 
 import numpy as np
@@ -16,7 +17,7 @@ from qwengpu.circuit.model import encode, models_by_dtype
 from qwengpu.machine import fpu
 
 LANES = 4
-PER_OP = {"float32": 600, "bfloat16": 300}       # cases per (op, mode), each with 4 lanes
+PER_OP = {"float32": 300, "bfloat16": 60}       # cases per (op, mode), each with 4 lanes
 EDGES = [0x0000_0000, 0x8000_0000, 0x0000_0001, 0x8000_0001, 0x007F_FFFF, 0x0080_0000, 0x0080_0001,
          0x7F7F_FFFF, 0xFF7F_FFFF, 0x7F80_0000, 0xFF80_0000, 0x7FC0_0000, 0x7F80_0001, 0xFFFF_FFFF,
          0x3F80_0000, 0xBF80_0000, 0x3F80_0001, 0x3F7F_FFFF, 0x4000_0000, 0x3300_0000, 0x3400_0000,
@@ -58,6 +59,8 @@ def draw(rng, n: int) -> tuple[np.ndarray, np.ndarray]:
         for x in (a, b):
             ex = rng.integers(lo, hi, (LANES, n)).astype(np.uint64)
             x[m] = ((x & np.uint64(0x807FFFFF)) | (ex << np.uint64(23)))[m]
+    same = rng.random((LANES, n)) < 0.1                # equal, or equal up to the sign
+    b[same] = (a ^ (rng.integers(0, 2, (LANES, n), dtype=np.uint64) << np.uint64(31)))[same]
     edge = rng.random((LANES, n)) < 0.15
     a[edge] = rng.choice(np.array(EDGES, dtype=np.uint64), edge.sum())
     edge = rng.random((LANES, n)) < 0.15
@@ -65,10 +68,19 @@ def draw(rng, n: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+def semantics(name: str, mode, x: int, y: int) -> int:
+    """isa.FLOAT_SEMANTICS of an FPU op name (FSET.<cmp>: FSET with that comparison)."""
+    if name.startswith("FSET."):
+        return isa.FLOAT_SEMANTICS["FSET"](isa.FCmp[name[5:]], x, y)
+    f = isa.FLOAT_SEMANTICS[name]
+    return f(mode, x) if name in ("I2F", "U2F") else f(mode, x, y)
+
+
 def cases(per, seed):
     """Every (op, mode) on `per` cases plus 'none' (all flags 0): (a, b, names, modes, expected)."""
     rng = np.random.default_rng(seed)
-    combos = [(o, m) for o in fpu.FPU_OPS for m in MODES] + [("none", isa.Rnd.RN)]
+    combos = [(o, m) for o in fpu.FPU_OPS for m in (MODES if o in fpu.ROUNDED_OPS else [None])]
+    combos.append(("none", None))
     a, b = (np.concatenate(x, axis=1) for x in zip(*(draw(rng, per) for _ in combos)))
     names = np.repeat([o for o, _ in combos], per)
     modes = [m for _, m in combos for _ in range(per)]
@@ -76,15 +88,15 @@ def cases(per, seed):
     for i, (name, m) in enumerate(zip(names, modes)):
         if name != "none":
             for lane in range(LANES):
-                want[lane, i] = isa.FLOAT_SEMANTICS[name](m, int(a[lane, i]), int(b[lane, i]))
+                want[lane, i] = semantics(name, m, int(a[lane, i]), int(b[lane, i]))
     return a, b, names, modes, want
 
 
 def run_fpu(dtype, a, b, names, modes):
     c, op, rnd, fa, fb, r, end = compiled()
     values = {op[o]: (names == o).astype(np.uint64) for o in fpu.FPU_OPS}
-    for m in MODES:
-        values[rnd[m.name]] = np.array([md is m and n != "none" for md, n in zip(modes, names)], dtype=np.uint64)
+    for m in MODES:                               # set on a rounded op's pass only, as the decode does
+        values[rnd[m.name]] = np.array([md is m for md in modes], dtype=np.uint64)
     for lane in range(LANES):
         values[fa[lane]], values[fb[lane]] = a[lane], b[lane]
     hs, emb = run_with_text(model(dtype), c, encode(c, values, a.shape[1]))
@@ -107,7 +119,7 @@ def test_every_op_and_mode_exact(dtype):
     a, b, names, modes, want = cases(PER_OP[dtype], seed=len(dtype))
     out, emb = run_fpu(dtype, a, b, names, modes)
     got = results(out, r)
-    bad = [(names[i], modes[i].name, hex(int(a[lane, i])), hex(int(b[lane, i])), hex(int(got[lane, i])),
+    bad = [(names[i], modes[i], hex(int(a[lane, i])), hex(int(b[lane, i])), hex(int(got[lane, i])),
             hex(int(want[lane, i]))) for lane in range(LANES) for i in np.flatnonzero(got[lane] != want[lane])]
     assert not bad, f"{len(bad)} mismatches: {bad[:8]}"
     result_dims = {d for f in r for d in f.dims}
@@ -144,6 +156,26 @@ KNOWN = [
     ("FMUL", "RN", 0x0000_0001, 0x4B00_0000, 0x0080_0000),      # 2^-149 * 2^23 = 2^-126, the smallest normal
     ("FMUL", "RM", 0xBF80_0001, 0x3F80_0001, 0xBF80_0003),      # -(1 + u)(1 + u) = -(1 + 2u + u^2): away
     ("FMUL", "RZ", 0xBF80_0001, 0x3F80_0001, 0xBF80_0002),
+    ("I2F", "RN", 0xFFFF_FFFF, 0, 0xBF80_0000),                # -1
+    ("I2F", "RN", 0x8000_0000, 0, 0xCF00_0000),                # -2^31
+    ("I2F", "RN", 0x0100_0001, 0, 0x4B80_0000),                # 2^24 + 1: a tie, to even
+    ("I2F", "RP", 0x0100_0001, 0, 0x4B80_0001),
+    ("U2F", "RN", 0xFFFF_FFFF, 0, 0x4F80_0000),                # 2^32 - 1 rounds to 2^32
+    ("U2F", "RZ", 0xFFFF_FFFF, 0, 0x4F7F_FFFF),
+    ("U2F", "RN", 0, 0, 0),
+    ("FMIN", None, 0x0000_0000, 0x8000_0000, 0x8000_0000),     # min(+0, -0) = -0
+    ("FMAX", None, 0x0000_0000, 0x8000_0000, 0x0000_0000),
+    ("FMIN", None, 0x7FC0_0000, 0x3F80_0000, 0x3F80_0000),     # one NaN: the other
+    ("FMAX", None, 0x7FC0_0000, 0xFFC0_0000, 0x7FFF_FFFF),     # two: the canonical NaN
+    ("FMIN", None, 0xBF80_0000, 0x3F80_0000, 0xBF80_0000),
+    ("FSET.EQ", None, 0x0000_0000, 0x8000_0000, 1),            # +0 == -0
+    ("FSET.LT", None, 0xBF80_0000, 0x3F80_0000, 1),            # -1 < 1
+    ("FSET.LT", None, 0xC000_0000, 0xBF80_0000, 1),            # -2 < -1
+    ("FSET.NE", None, 0x7FC0_0000, 0x7FC0_0000, 0),            # NaN != NaN is false (ordered)
+    ("FSET.NEU", None, 0x7FC0_0000, 0x7FC0_0000, 1),
+    ("FSET.GE", None, 0x7F80_0000, 0x7F7F_FFFF, 1),            # inf >= max
+    ("FSET.NAN", None, 0x3F80_0000, 0xFF80_0001, 1),
+    ("FSET.NUM", None, 0x3F80_0000, 0xFF80_0000, 1),
 ]
 
 
@@ -151,7 +183,7 @@ def test_known_values():
     """Hand-computed results; fp32.py must agree (so a disagreement names the wrong side)."""
     groups: dict = {}                                   # one op and mode per token, a row per lane
     for name, mode, x, y, z in KNOWN:
-        assert isa.FLOAT_SEMANTICS[name](isa.Rnd[mode], x, y) == z, (name, mode, hex(x), hex(y), hex(z))
+        assert semantics(name, mode and isa.Rnd[mode], x, y) == z, (name, mode, hex(x), hex(y), hex(z))
         groups.setdefault((name, mode), []).append((x, y, z))
     cols = [(name, mode, items[k: k + LANES]) for (name, mode), items in groups.items()
             for k in range(0, len(items), LANES)]
@@ -162,6 +194,6 @@ def test_known_values():
         for lane, (x, y, z) in enumerate(items):
             a[lane, i], b[lane, i], want[lane, i], used[lane, i] = x, y, z, True
     names = np.array([name for name, _, _ in cols])
-    out, _ = run_fpu("float32", a, b, names, [isa.Rnd[mode] for _, mode, _ in cols])
+    out, _ = run_fpu("float32", a, b, names, [mode and isa.Rnd[mode] for _, mode, _ in cols])
     got = results(out, compiled()[5])
     assert np.array_equal(got[used], want[used])

@@ -1,20 +1,24 @@
-"""The 4-lane floating-point unit: FADD, FSUB, FMUL (isa.FLOAT_SEMANTICS) in all four rounding modes,
-subnormals and special values included, exact in fp32 and bf16 like every unit (gadgets.py).
+"""The 4-lane floating-point unit: FADD, FSUB, FMUL, I2F, U2F in all four rounding modes, FMIN, FMAX and
+FSET's fourteen comparisons (isa.FLOAT_SEMANTICS), subnormals and special values included, exact in
+fp32 and bf16 like every unit (gadgets.py).
 
-Interface: `build_fpu(c, at, op, rnd, a, b, r)` reads one-dim op flags (at most one is 1), the rounding
-mode's one-hot flags (isa.Rnd names) and per-lane 32-bit operands, and adds each lane's result into r
-(the ALU's result fields, 0 on a float pass) at layer at + FPU_LAYERS - 1. With every op flag 0 it
-adds nothing. The operands live on past `at` (nothing clears them), so each stage reads them where
+Interface: `build_fpu(c, at, op, rnd, a, b, r)` reads one-dim op flags (FPU_OPS: FSET one per
+comparison; at most one is 1), the rounding mode's one-hot flags (ROUNDINGS, set for ROUNDED_OPS) and
+per-lane 32-bit operands, and adds each lane's result into r (the ALU's result fields, 0 on a float
+pass) by layer at + FPU_LAYERS - 1. With every op flag 0 it adds nothing. The operands live on past `at` (nothing clears them), so each stage reads them where
 the layer budget has room (docs/float-circuit.md has the budget).
 
 Each op brings its exact result into one window S of 48 bits, with an exponent G and a constant K
-such that S's bit j weighs 2**(j + G - K - 150); a shared back end normalises, rounds and packs:
+such that S's bit j weighs 2**(j + G - K - 126); a shared back end normalises, rounds and packs:
 
   FADD/FSUB  swap the operands so that |X| >= |Y| (+1), align Y's significand right by the exponent
              difference in two one-hot stages, 4 then 1 (+2, +4), with a sticky bit; X * 8 + Y or
              X * 8 - Y (>= 0) in 28 bits (+6, +7). G = X's exponent, K = 27.
   FMUL       the 24 x 24 bit products summed per column (+2), two in-place column reductions
              (+3, +4), nibble digits (+5), the 48-bit sum (+6, +7). G = ea + eb, K = 174.
+  I2F, U2F   |a| (a negative I2F's ~a + 1) as S's digits (+6, +7); G - K = 126.
+  FSET, FMIN, FMAX  from FADD's magnitude order, the signs and the classes (+2, +3), into r at +3
+             (FSET's 0/1) and +4 (FMIN's, FMAX's choice of a, b or NaN).
   back end   from S (+8): the result's last bit t' = max(p, q') - 23 in S, p the leading one and
              q' = K - G the subnormal floor (one-hot, fine t' mod 4 and coarse t' div 4), the
              hidden bit [p >= q'] and overflow [p >= 254 + K - G]; the significand's shift by the
@@ -30,6 +34,7 @@ leave the exact range).
 """
 from __future__ import annotations
 
+from qwengpu import isa
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.gadgets import MAX_POSITIVE, add_terms, neg, span
@@ -37,32 +42,37 @@ from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.plan import FPU_LAYERS
 
-FPU_OPS = ("FADD", "FSUB", "FMUL")
+ROUNDED_OPS = ("FADD", "FSUB", "FMUL", "I2F", "U2F")      # results rounded in the mode ROUNDINGS names
+FSET_OPS = tuple(f"FSET.{cmp.name}" for cmp in isa.FCmp)   # FSET by its comparison (ROM0.mod)
+FPU_OPS = ROUNDED_OPS + ("FMIN", "FMAX") + FSET_OPS
 ROUNDINGS = ("RN", "RZ", "RM", "RP")
 LANES = 4
 WINDOW = 48                 # S: the product's bits; FADD uses the low 28
 NIBBLES = WINDOW // 4
-FADD_NIBBLES = 7
+FADD_NIBBLES = 7            # FADD's 28 bits (its subtraction's carry out of them is dropped)
+INT_NIBBLES = 8             # I2F's and U2F's 32
 PAD = 23                    # t' = t + PAD: the last bit's position in S extended by 23 zero bits below
 T_MAX = 72                  # t' >= 72: every bit of S is below the guard
 K_FADD, K_FMUL = 27, 174
+H_INT = 126                 # I2F, U2F: S's bit j weighs 2**j, so G - K = 126 (the floor q' below 0, no overflow)
 # layer offsets from `at`
 SWAP, PRODUCT, ALIGN_FINE, ALIGN_COARSE, DIGITS, FLOORS, BACK = 1, 2, 3, 4, 6, 7, 8
 
 
-def _relu2(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float], g1: int, g2: int) -> None:
-    """out += relu(y) when the 0/1 dims g1 and g2 are both 1, else 0: relu(y + K (g1 + g2) - 2K)."""
+def _when(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float], on=(), off=()) -> None:
+    """out += relu(y) when every 0/1 dim in `on` is 1 and every one in `off` is 0, else 0:
+    relu(y + K (sum(on) - sum(off)) - K len(on)), K the largest y."""
     hi = span(c, terms, bias)[1]
     if hi > MAX_POSITIVE:
         raise CircuitError(f"neuron argument reaches {hi}; exact range is <= {MAX_POSITIVE}")
     if hi > 0:
-        G.raw(c, at, add_terms(terms, {g1: hi, g2: hi}), bias - 2 * hi, out)
+        G.raw(c, at, add_terms(terms, {d: hi for d in on}, {d: -hi for d in off}), bias - hi * len(on), out)
 
 
-def _step2(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, float], g1: int, g2: int) -> None:
-    """out += [sum(terms) >= t] when g1 and g2 are both 1."""
-    _relu2(c, at, terms, 1 - t, out, g1, g2)
-    _relu2(c, at, terms, -t, {d: -k for d, k in out.items()}, g1, g2)
+def _step_when(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, float], on=(), off=()) -> None:
+    """out += [sum(terms) >= t] when `on` are all 1 and `off` all 0."""
+    _when(c, at, terms, 1 - t, out, on, off)
+    _when(c, at, terms, -t, {d: -k for d, k in out.items()}, on, off)
 
 
 def _value(dims: list[int], weights=None) -> dict[int, int]:
@@ -89,9 +99,13 @@ class _Lane:
     def __init__(self, c: Circuit, at: int, op: dict[str, Field], rnd: dict[str, Field], a: Field, b: Field,
                  r: Field, tag: str):
         self.c, self.X, self.a, self.b, self.r, self.tag = c, at, a, b, r, tag
-        self.fadd, self.fsub, self.fmul = (op[n] for n in FPU_OPS)
+        self.fadd, self.fsub, self.fmul, self.i2f, self.u2f, self.fmin, self.fmax = (op[n] for n in FPU_OPS[:7])
+        self.fset = {n[5:]: op[n] for n in FSET_OPS}
         self.rnd = rnd
-        self.any = [self.fadd, self.fsub, self.fmul]
+        self.arith = [self.fadd, self.fsub, self.fmul]          # float operands: special values
+        self.rounded = self.arith + [self.i2f, self.u2f]        # the shared back end
+        self.compares = [self.fmin, self.fmax, *self.fset.values()]
+        self.classify = self.arith + self.compares              # operand classes and the magnitude order
         self.adds = [self.fadd, self.fsub]
 
     def field(self, name: str, width: int, at: int, **kw) -> Field:
@@ -104,6 +118,7 @@ class _Lane:
         self.product()
         self.exponents()
         self.specials()
+        self.compare()
         self.sum_window()
         self.floors()
         self.back_end()
@@ -118,10 +133,10 @@ class _Lane:
         for k, (name, x) in enumerate((("a", a), ("b", b))):
             e, f = x.dims[23:31], x.dims[:23]
             cls = self.cls[name] = self.field(f"cls.{name}", 3, X)      # [E == 255], [f == 0], max(E, 1) bit 0
-            G.gated(c, X, {d: -1 for d in e}, 1, {self.z[k]: 1, cls[2]: 1}, self.any)
-            G.gated(c, X, {d: 1 for d in e}, -7, {cls[0]: 1}, self.any)
-            G.gated(c, X, {d: -1 for d in f}, 1, {cls[1]: 1}, self.any)
-            G.gated(c, X, {e[0]: 1}, 0, {cls[2]: 1}, self.any)
+            G.gated(c, X, {d: -1 for d in e}, 1, {self.z[k]: 1, cls[2]: 1}, self.classify)
+            G.gated(c, X, {d: 1 for d in e}, -7, {cls[0]: 1}, self.classify)
+            G.gated(c, X, {d: -1 for d in f}, 1, {cls[1]: 1}, self.classify)
+            G.gated(c, X, {e[0]: 1}, 0, {cls[2]: 1}, self.classify)
         self.sbx = self.field("sbx", 1, X)                 # b's sign, flipped for FSUB
         G.gated(c, X, {b[31]: 1}, 0, {self.sbx[0]: 1}, [self.fadd])
         G.gated(c, X, {b[31]: -1}, 1, {self.sbx[0]: 1}, [self.fsub])
@@ -129,8 +144,8 @@ class _Lane:
         for j in range(4):
             top = 7 if j == 3 else 8                        # magnitudes: the sign bit is not compared
             diff = add_terms(_value(b.dims[8 * j: 8 * j + top]), neg(_value(a.dims[8 * j: 8 * j + top])))
-            G.gated_step(c, X, diff, 1, {self.order[2 * j]: 1}, self.adds)
-            G.gated_step(c, X, neg(diff), 1, {self.order[2 * j + 1]: 1}, self.adds)
+            G.gated_step(c, X, diff, 1, {self.order[2 * j]: 1}, self.adds + self.compares)
+            G.gated_step(c, X, neg(diff), 1, {self.order[2 * j + 1]: 1}, self.adds + self.compares)
         self.fa = self.field("fa", 1, X)                    # FADD or FSUB
         G.gated(c, X, {}, 1, {self.fa[0]: 1}, self.adds)
 
@@ -175,12 +190,63 @@ class _Lane:
         G.gated(c, L, {a[31]: -1, self.sbx[0]: 1}, 0, {self.sub[1][0]: 1}, self.adds)
         G.gated(c, L, {a[31]: 1, b[31]: -1}, 0, {self.sigma[0]: 1}, [self.fmul])
         G.gated(c, L, {a[31]: -1, b[31]: 1}, 0, {self.sigma[0]: 1}, [self.fmul])
+        G.gated(c, L, {a[31]: 1}, 0, {self.sigma[0]: 1}, [self.i2f])
+        self.mag = self.field("mag", 2, L)                  # [|a| < |b|], [|a| > |b|] for the comparisons
+        G.gated_step(c, L, lam, 1, {self.mag[0]: 1}, self.compares)
+        G.gated_step(c, L, neg(lam), 1, {self.mag[1]: 1}, self.compares)
         self.c.clear(self.order, L)
 
     def significand(self, name: str, i: int) -> tuple[dict[int, int], int]:
         """Bit i of operand `name`'s 24-bit significand as (terms, constant): the hidden bit is 1 - [E == 0]."""
         x = self.a if name == "a" else self.b
         return ({x[i]: 1}, 0) if i < 23 else ({self.z["ab".index(name)]: -1}, 1)
+
+    # ---- +2 .. +4: FSET, FMIN, FMAX --------------------------------------------------------------------
+    def compare(self) -> None:
+        """The comparisons from the magnitude order, the signs and the classes: at +2 a < b and a > b
+        (+0 == -0), the same with -0 < +0 (FMIN, FMAX), unordered; at +3 FSET's 0/1 into r, FMIN's and
+        FMAX's choice (a, b or the canonical NaN), written into r at +4. r is free there on a float
+        pass: no ALU op wrote it, and the load/store unit reads it only for a load, store or copy."""
+        c, L, a, b = self.c, self.X + 2, self.a, self.b
+        sa, sb = a[31], b[31]
+        mlt, mgt = self.mag.dims
+        nan_a, nan_b, zero_a, zero_b = self.part[0], self.part[1], self.part[4], self.part[5]
+        order = self.field("cmp", 5, L)                     # lt, gt, lt (-0 < +0), gt (-0 < +0), unordered
+        lt, gt, lt0, gt0, un = order.dims
+        for less, more, o_ieee, o_total, sl, sm in ((mlt, mgt, lt, lt0, sa, sb), (mgt, mlt, gt, gt0, sb, sa)):
+            for o in (o_ieee, o_total):                     # both positive: by magnitude; both negative: reversed
+                G.gated(c, L, {less: 1, sa: -1, sb: -1}, 0, {o: 1}, self.compares)
+                G.gated(c, L, {more: 1, sa: 1, sb: 1}, -2, {o: 1}, self.compares)
+            G.gated_step(c, L, {sl: 2, sm: -2, zero_a: -1, zero_b: -1}, 1, {o_ieee: 1}, self.compares)
+            G.gated(c, L, {sl: 1, sm: -1}, 0, {o_total: 1}, self.compares)    # negative < positive
+        G.gated_step(c, L, {nan_a: 1, nan_b: 1}, 1, {un: 1}, self.compares)
+        c.clear(self.mag, L)
+        L += 1
+        r = self.r.dims
+        tests = {                                           # (terms, threshold) of the 0/1 result
+            "EQ": ({lt: -1, gt: -1, un: -1}, 0), "NE": ({lt: 1, gt: 1, un: -2}, 1),
+            "LT": ({lt: 1, un: -1}, 1), "LE": ({gt: -1, un: -1}, 0),
+            "GT": ({gt: 1, un: -1}, 1), "GE": ({lt: -1, un: -1}, 0),
+            "EQU": ({lt: -1, gt: -1, un: 2}, 0), "NEU": ({lt: 1, gt: 1, un: 1}, 1),
+            "LTU": ({lt: 1, un: 1}, 1), "LEU": ({gt: -1, un: 1}, 0),
+            "GTU": ({gt: 1, un: 1}, 1), "GEU": ({lt: -1, un: 1}, 0),
+            "NUM": ({un: -1}, 0), "NAN": ({un: 1}, 1),
+        }
+        for cmp, (terms, t) in tests.items():
+            G.gated_step(c, L, terms, t, {r[0]: 1}, [self.fset[cmp]])
+        picks = self.field("picks", 3, L)                   # a, b, the canonical NaN
+        for flag, above in ((self.fmin, gt0), (self.fmax, lt0)):          # a unless it is above (below) b
+            G.gated_step(c, L, {nan_a: -3, nan_b: 1, above: -1}, 0, {picks[0]: 1}, [flag])
+            G.gated_step(c, L, {nan_b: -3, nan_a: 1, above: 1}, 1, {picks[1]: 1}, [flag])
+            G.gated(c, L, {nan_a: 1, nan_b: 1}, -1, {picks[2]: 1}, [flag])
+        c.clear(order, L)
+        L += 1
+        for i in range(32):
+            G.relu(c, L, {picks[0]: 1, a[i]: 1}, -1, {r[i]: 1})
+            G.relu(c, L, {picks[1]: 1, b[i]: 1}, -1, {r[i]: 1})
+            if i < 31:
+                G.relu(c, L, {picks[2]: 1}, 0, {r[i]: 1})
+        c.clear(picks, L)
 
     # ---- +2, +4: FADD's alignment ------------------------------------------------------------------
     def fadd_align(self) -> None:
@@ -214,7 +280,8 @@ class _Lane:
     # ---- +2 .. +5: FMUL's product digits ---------------------------------------------------------
     def product(self) -> None:
         """The 24 x 24 significand product as 12 nibble digits <= 31 (as alu.py's MUL: bit products
-        summed per column, two in-place splits of each column count into its bits, a fold)."""
+        summed per column, two in-place splits of each column count into its bits, a fold); I2F's
+        and U2F's |a| as the same digits."""
         c, a, b, L = self.c, self.a, self.b, self.X + PRODUCT
         za, zb = self.z.dims
         col = self.field("columns", WINDOW, L, kind="int", vmax=24)
@@ -249,6 +316,11 @@ class _Lane:
         if max(bound) > 31:
             raise CircuitError(f"{self.tag}: FMUL digits reach {max(bound)}; the carry resolution needs <= 31")
         c.layout.release(col, L)
+        for n in range(INT_NIBBLES):                        # I2F, U2F: |a| (a negative I2F's ~a + 1) as digits
+            x = _value(a.dims[4 * n: 4 * n + 4])
+            _when(c, L, x, 0, {self.digits[n]: 1}, on=(self.u2f[0],))
+            _when(c, L, x, 0, {self.digits[n]: 1}, on=(self.i2f[0],), off=(a[31],))
+            _when(c, L, neg(x), 15 + (n == 0), {self.digits[n]: 1}, on=(self.i2f[0], a[31]))
 
     def split_columns(self, at: int, col: Field, vmax: list[int]) -> list[int]:
         """Each column count into its bits, in place (bit t of column k moves to column k + t)."""
@@ -277,6 +349,7 @@ class _Lane:
         self.h = self.field("h", 8, L)
         G.plus_constant(c, L, list(self.sum_e.dims[:8]), 256 - K_FMUL, self.h, gate=self.fmul[0], low=7)
         self.resolve(L, [([self.fa], _nibbles(_value(self.xe.dims), 256 - K_FADD))], self.h)
+        G.gated(c, L, {}, 1, {self.h[j]: 1 for j in range(8) if H_INT >> j & 1}, [self.i2f, self.u2f])
 
     def floors(self) -> None:
         """At +7, one-hots (fine: value mod 4, coarse: value div 4) of the floor q' = K - G clamped to
@@ -311,6 +384,7 @@ class _Lane:
             if 254 + K <= top:                             # r <= 0
                 terms, t = at_least(bits, 254 + K)
                 G.gated_step(c, L, terms, t, {self.rf[0]: 1, self.rc[0]: 1}, gate)
+        G.gated(c, L, {}, 1, {self.qf[0]: 1, self.qc[0]: 1}, [self.i2f, self.u2f])
         for f in (self.sum_e, self.xe, self.fa):
             c.clear(f, L)
 
@@ -352,11 +426,11 @@ class _Lane:
         c, X = self.c, self.X
         ca, cb = self.cls["a"], self.cls["b"]
         L = X + 1
-        part = self.field("part", 6, L)                     # NaN a, NaN b, inf a, inf b, zero a, zero b
+        part = self.part = self.field("part", 6, L)         # NaN a, NaN b, inf a, inf b, zero a, zero b
         for k, cl in enumerate((ca, cb)):
-            G.gated(c, L, {cl[0]: 1, cl[1]: -1}, 0, {part[k]: 1}, self.any)
-            G.gated(c, L, {cl[0]: 1, cl[1]: 1}, -1, {part[2 + k]: 1}, self.any)
-            G.gated(c, L, {self.z[k]: 1, cl[1]: 1}, -1, {part[4 + k]: 1}, self.any)
+            G.gated(c, L, {cl[0]: 1, cl[1]: -1}, 0, {part[k]: 1}, self.classify)
+            G.gated(c, L, {cl[0]: 1, cl[1]: 1}, -1, {part[2 + k]: 1}, self.classify)
+            G.gated(c, L, {self.z[k]: 1, cl[1]: 1}, -1, {part[4 + k]: 1}, self.classify)
         c.clear(ca, L)
         c.clear(cb, L)
         L += 1
@@ -372,8 +446,8 @@ class _Lane:
         L += 1
         self.nan = self.field("nan", 1, L)
         anyinf = self.field("anyinf", 1, L)
-        G.gated_step(c, L, {part[0]: 1, part[1]: 1, bad[0]: 1, bad[1]: 1}, 1, {self.nan[0]: 1}, self.any)
-        G.gated_step(c, L, {part[2]: 1, part[3]: 1}, 1, {anyinf[0]: 1}, self.any)
+        G.gated_step(c, L, {part[0]: 1, part[1]: 1, bad[0]: 1, bad[1]: 1}, 1, {self.nan[0]: 1}, self.arith)
+        G.gated_step(c, L, {part[2]: 1, part[3]: 1}, 1, {anyinf[0]: 1}, self.arith)
         c.clear(part, L)
         c.clear(bad, L)
         c.clear(self.sbx, L)
@@ -393,10 +467,10 @@ class _Lane:
             fns = self.nibble_functions(n, gp)
             G.basis(c, L, {self.digits[n]: 1}, 0, fns + [(lambda v: -v, {self.digits[n]: 1})],
                     values=list(range(32)))
+            rows = G.basis_rows(list(range(32)), fns)[1]
             if n >= FADD_NIBBLES:
                 continue
             yt = {self.yw[p]: 1 << (p - 4 * n) for p in range(4 * n, min(4 * n + 4, 27))}
-            rows = G.basis_rows(list(range(32)), fns)[1]
             for x_name, is_x in (("b", self.w[0]), ("a", self.w[1])):       # X * 8: significand bit i at 3 + i
                 xt, xc = {}, 0
                 for p in range(max(3, 4 * n), min(4 * n + 4, 27)):
@@ -406,7 +480,7 @@ class _Lane:
                 for flag, terms, const in ((self.sub[0], add_terms(xt, yt), xc),
                                            (self.sub[1], add_terms(xt, neg(yt)), xc + 15 + (n == 0))):
                     for offset, row in rows.items():
-                        _relu2(c, L, terms, const - offset, row, flag[0], is_x)
+                        _when(c, L, terms, const - offset, row, on=(flag[0], is_x))
         c.layout.release(self.digits, L)
         for f in (self.yw, *self.sub, self.w, self.z):
             c.clear(f, L)
@@ -425,7 +499,7 @@ class _Lane:
         are all 1). Nibbles above FADD's 28 bits only for FMUL (FADD's subtraction carries out)."""
         c, S = self.c, self.s
         for m in range(1, NIBBLES):
-            gate = [self.fmul] if m >= FADD_NIBBLES else None
+            gate = [self.fmul, self.i2f, self.u2f] if m >= FADD_NIBBLES else None
             for i in range(m):
                 run = add_terms({gp[i][0]: 1}, *({gp[j][1]: 1, gp[j][0]: -1} for j in range(i + 1, m)))
                 w = m - i + 1
@@ -464,7 +538,7 @@ class _Lane:
                 G.step(c, L, add_terms(at_most(self.rf, self.rc, v), {S[v]: 2}, above), 4, {ovf: 1})
             at_or_above = {S[j]: -2 for j in range(v, WINDOW)}
             G.step(c, L, add_terms({self.qc[v // 4]: 1, self.qf[v % 4]: 1}, at_or_above), 2, t_is(v))  # q' = v, p < v
-        G.gated(c, L, {d: -1 for d in S.dims}, 1, {zero: 1}, self.any)
+        G.gated(c, L, {d: -1 for d in S.dims}, 1, {zero: 1}, self.rounded)
         for f in (self.qf, self.qc, self.rf, self.rc):
             c.clear(f, L)
         # +9: the coarse shift y[j] = S'[4 (t' div 4) + j], j = -4..25 (S'[k] = S[k - 23]), and the
@@ -486,7 +560,7 @@ class _Lane:
         # special results, exclusive: nan, inf, zero, overflow, else the rounded word (nrm)
         out = self.field("out", 5, L)                       # nrm, zero', ovf', ovf to infinity, ovf to max
         nrm, zf, of = out.dims[:3]
-        G.gated(c, L, {self.nan[0]: -1, self.inf[0]: -1, zero: -1, ovf: -1}, 1, {nrm: 1}, self.any)
+        G.gated(c, L, {self.nan[0]: -1, self.inf[0]: -1, zero: -1, ovf: -1}, 1, {nrm: 1}, self.rounded)
         G.relu(c, L, {zero: 1, self.nan[0]: -1, self.inf[0]: -1}, 0, {zf: 1})
         G.relu(c, L, {ovf: 1, zero: -1, self.nan[0]: -1, self.inf[0]: -1}, 0, {of: 1})
         c.clear(S, L)
@@ -544,8 +618,8 @@ class _Lane:
             }.items():
                 big = k * i + 5
                 flag = self.rnd[mode][0]
-                _step2(c, at, add_terms(terms, {w[i]: -big}), t, {r[i]: 1}, nrm, flag)          # carry, W_i = 0
-                _step2(c, at, add_terms(terms, {w[i]: big}), t + big, {r[i]: -1}, nrm, flag)    # carry, W_i = 1
+                _step_when(c, at, add_terms(terms, {w[i]: -big}), t, {r[i]: 1}, on=(nrm, flag))        # carry, W_i = 0
+                _step_when(c, at, add_terms(terms, {w[i]: big}), t + big, {r[i]: -1}, on=(nrm, flag))  # carry, W_i = 1
 
 
 def build_fpu(c: Circuit, at: int, op: dict[str, Field], rnd: dict[str, Field], a: list[Field], b: list[Field],
