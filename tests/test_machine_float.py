@@ -20,7 +20,7 @@ from qwengpu.driver import runtime
 from qwengpu.machine.build import MODEL_OPS
 from qwengpu.machine.encoding import (FPU_OPERAND_OPS, Fixed, block_passes, encode, fits_pre_alu, instr_words,
                                       machine_blocks)
-from qwengpu.machine.fpu import FPU_OPS, ROUNDINGS
+from qwengpu.machine.fpu import FPU_OPCODES, ROUNDED_OPS, ROUNDINGS
 from qwengpu.machine.words import OPCODES, ROM0
 from qwengpu.suite import DEFAULT_DIR, discover, load_spec, mismatches
 
@@ -60,16 +60,19 @@ def float_ops(program: isa.Program) -> set[str]:
 
 
 # ---- host side ------------------------------------------------------------------------------------
-def test_the_model_engine_takes_fadd_fsub_fmul():
-    assert set(FPU_OPS) == {"FADD", "FSUB", "FMUL"} and set(FPU_OPS) <= MODEL_OPS
+def test_the_model_engine_takes_the_fpus_ops():
+    assert set(FPU_OPCODES) == {"FADD", "FSUB", "FMUL", "I2F", "U2F", "FMIN", "FMAX", "FSET"}
+    assert set(FPU_OPCODES) <= MODEL_OPS
     assert ROUNDINGS == tuple(m.name for m in Rnd)
-    others = {op.name for op in isa.Op if op.kind is isa.Kind.FLOAT} - set(FPU_OPS)
-    assert not others & MODEL_OPS
+    assert all(isa.FLOAT_MODS[op] is Rnd for op in ROUNDED_OPS)
+    others = {op.name for op in isa.Op if op.kind is isa.Kind.FLOAT} - set(FPU_OPCODES)
+    assert others == {"FFMA", "FDIV", "FSQRT", "F2I", "F2U", "FRND"} and not others & MODEL_OPS
 
 
-@pytest.mark.parametrize("op", FPU_OPS)
-def test_the_rounding_mode_is_in_rom0_mod(op):
-    for i, mode in enumerate(Rnd):
+@pytest.mark.parametrize("op", ROUNDED_OPS + ("FSET",))
+def test_the_mode_is_in_rom0_mod(op):
+    """The rounding mode's index in isa.Rnd, FSET's comparison's in isa.FCmp."""
+    for i, mode in enumerate(isa.FCmp if op == "FSET" else Rnd):
         word = instr_words(Instr(Op[op], r(3), (r(1), r(2)), mode))[0]
         bits = lambda name: word >> ROM0[name].offset & (1 << ROM0[name].width) - 1   # noqa: E731
         assert (bits("op"), bits("mod"), bits("dst"), bits("a"), bits("b")) == (OPCODES.index(op), i, 3, 1, 2)
@@ -92,7 +95,7 @@ def test_a_float_op_is_never_a_pairs_first_instruction():
 def test_a_float_op_takes_fixed_operands():
     """A parameter (a CONST load) read by an FMUL and an FADD is read from the parameter bank:
     the load runs in no pass."""
-    assert tuple(op.name for op in FPU_OPERAND_OPS) == FPU_OPS       # encoding.py names them itself
+    assert tuple(op.name for op in FPU_OPERAND_OPS) == FPU_OPCODES   # encoding.py names them itself
     ldc = Instr(Op.LD, r(1), (Imm(0), Imm(0)), Space.CONST)
     blocks = [MachineBlock([ldc, Instr(Op.FMUL, r(2), (r(1), r(1)), Rnd.RZ),
                             Instr(Op.FADD, r(3), (r(2), r(1)), Rnd.RP),
@@ -116,9 +119,9 @@ def test_fdot_lowers_to_fmul_and_fadd_alone(frontend):
 @pytest.mark.parametrize("frontend", FRONTENDS)
 def test_the_modes_kernel_lowers_to_the_fpus_ops(frontend):
     fn = Device("model", frontend).compile(FPU_MODES).get_function("fpu_modes")
-    assert float_ops(fn.program) == set(FPU_OPS)
+    assert float_ops(fn.program) == {"FADD", "FSUB", "FMUL"}
     mods = {(ins.op.name, ins.mod) for b in fn.program.blocks for ins in b.instrs if ins.op.kind is isa.Kind.FLOAT}
-    assert mods == {(op, m) for op in FPU_OPS for m in Rnd}
+    assert mods == {(op, m) for op in ("FADD", "FSUB", "FMUL") for m in Rnd}
     api.check_model_ops(fn.program)
 
 

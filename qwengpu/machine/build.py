@@ -33,7 +33,7 @@ from qwengpu.machine.copy_unit import build_copy_unit
 from qwengpu.machine.execute import (build_alu_unit, build_branch_unit, build_fpu_unit, build_pre_alu,
                                      build_schedule, build_warp_unit, check_execute_end)
 from qwengpu.machine.fetch import TERMS, build_fetch
-from qwengpu.machine.fpu import FPU_OPS
+from qwengpu.machine.fpu import FPU_OPCODES
 from qwengpu.machine.inputs import build_inputs, token_inputs
 from qwengpu.machine.lsu import ADDRESS_BITS, ROW_BITS, build_lsu
 from qwengpu.machine.next_token import build_next_token
@@ -203,7 +203,7 @@ def machine_source_digest() -> str:
 
 # ---- the circuit handed to the merge -------------------------------------------------------------------
 # what the model engine runs: opcodes, terminators, and each atomic operation as ATOM.<AtomOp>
-MODEL_OPS = (frozenset(ALU_OPS) | {"S2R", "LD", "ST", "ATOM", "SHFL", "VOTE"} | set(FPU_OPS) | set(TERMS)
+MODEL_OPS = (frozenset(ALU_OPS) | {"S2R", "LD", "ST", "ATOM", "SHFL", "VOTE"} | set(FPU_OPCODES) | set(TERMS)
              | {f"ATOM.{a}" for a in ATOM_OPS})
 
 

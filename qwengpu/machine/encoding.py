@@ -4,7 +4,7 @@ each block has one TERM word (its terminator).
 
     word 0   ROM0 (qwengpu/machine/words.py): opcode (OPCODES index), dst, reg a, reg b, reg c,
              space (MEM ops: SPACES index), mod: mode (SHFL, VOTE), atomic op, rounding mode
-             (FADD, FSUB, FMUL: its isa.Rnd index); fwd: which of a, b, c take the pre-ALU's result
+             (a rounded float op's isa.Rnd index), FSET's comparison (its isa.FCmp index); fwd: which of a, b, c take the pre-ALU's result
     word 1-3 immediates of operands a, b, c (0 for a register operand)
     word 4   SRC: where operands a, b, c and the terminator's condition come from when not from
              the register file (a special register, or the CONST word SRC.word)
@@ -43,9 +43,9 @@ from qwengpu.machine.words import OPCODES, PRE, ROM0, SPACES, SRC, SRC_WORD, TER
 
 ENTRY = (-1, -1)        # the definition of a register's value before the launch's first write
 # the non-ALU ops whose operands are the ALU's (operands.py, at L_REG), so may be Fixed: a load's
-# and a store's address and data, and the FPU's a and b (fpu.FPU_OPS, named here: this module is
-# the host's contract with the circuit and imports none of its units, tests/test_imports.py)
-FPU_OPERAND_OPS = (isa.Op.FADD, isa.Op.FSUB, isa.Op.FMUL)
+# and a store's address and data, and the FPU's a and b (fpu.FPU_OPCODES, named here: this module
+# is the host's contract with the circuit and imports none of its units, tests/test_imports.py)
+FPU_OPERAND_OPS = tuple(isa.Op[n] for n in ("FADD", "FSUB", "FMUL", "I2F", "U2F", "FMIN", "FMAX", "FSET"))
 _ALU_OPERANDS = frozenset({isa.Op.LD, isa.Op.ST, *FPU_OPERAND_OPS})
 
 
@@ -319,7 +319,7 @@ def instr_words(ins: isa.Instr | None, pre: isa.Instr | None = None,
             imms[i] = s.value
     fields = {"op": OPCODES.index(ins.op.name), "dst": ins.dst.n, "a": regs[0], "b": regs[1], "c": regs[2],
               "fwd": fwd, "tfwd": tfwd}
-    if isinstance(ins.mod, (isa.ShflMode, isa.VoteMode, isa.Rnd)):
+    if isinstance(ins.mod, (isa.ShflMode, isa.VoteMode, isa.Rnd, isa.FCmp)):
         fields["mod"] = list(type(ins.mod)).index(ins.mod)
     elif isinstance(ins.mod, tuple):
         fields["mod"] = list(isa.AtomOp).index(ins.mod[1])

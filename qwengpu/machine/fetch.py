@@ -23,7 +23,7 @@ from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.memory import declare_bank
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.alu import ALU_OPS
-from qwengpu.machine.fpu import FPU_OPS, ROUNDINGS
+from qwengpu.machine.fpu import FPU_OPCODES, FSET_OPS, ROUNDED_OPS, ROUNDINGS
 from qwengpu.machine.inputs import Registers, TokenInputs
 from qwengpu.machine.plan import L_IMM, L_PRE_REG, L_ROM, L_SRC, L_STATUS
 from qwengpu.machine.tokens import ROM_WORDS, SLOTS
@@ -52,8 +52,8 @@ class Decoded:
     fixed: dict[str, dict[int, Field]]  # operand (FIXED_OPERANDS) -> SRC value -> flag, from L_SRC + 1
     op: dict[str, Field]                # a flag per opcode in use, and per terminator (TERMS, at L_STATUS)
     alu_op: dict[str, Field]            # the ALU's op flags (LD, ST: ADD; ATOM: MOV)
-    fpu_op: dict[str, Field]            # the FPU's op flags (fpu.FPU_OPS), exact from L_ROM + 1
-    fpu_rnd: dict[str, Field]           # its rounding mode, one-hot (fpu.ROUNDINGS) on an FPU op's pass, else 0
+    fpu_op: dict[str, Field]            # the FPU's op flags (fpu.FPU_OPS: FSET's by comparison), exact from L_ROM + 1
+    fpu_rnd: dict[str, Field]           # the rounding mode, one-hot (fpu.ROUNDINGS) on a ROUNDED_OPS pass, else 0
     pre_op: dict[str, Field]            # the pre-ALU's op flags
     warp_op: dict[str, Field]           # SHFL and VOTE by mode ("SHFL.IDX", ...)
     exits: Field                        # a BRC's taken lanes exit (TERM.exits)
@@ -158,19 +158,24 @@ def _decode(c: Circuit, tokens: TokenInputs, config: Field, rom0: dict[str, Fiel
     FPU's and its rounding mode, the pre-ALU's, spaces, warp ops, the initial mask: Decoded's
     fields of these names."""
     L, k = L_ROM, tokens.kind
-    names = list(ALU_OPS) + ["LD", "ST", "ATOM"] + list(FPU_OPS)
+    names = list(ALU_OPS) + ["LD", "ST", "ATOM"] + [n for n in FPU_OPCODES if n != "FSET"]
     op = {n: c.field(f"op.{n}", 1, L) for n in names}
     for n in names:
         G.relu(c, L, *_is_op(rom0, n), {op[n][0]: 1})
     alu_op = {n: op[n] for n in ALU_OPS}
-    fpu_op = {n: op[n] for n in FPU_OPS}
-    # the rounding mode: ROM0.mod holds its index in isa.Rnd (encoding.instr_words), read on an FPU op's pass
+    fpu_op = {n: op[n] for n in FPU_OPCODES if n != "FSET"}
+    # ROM0.mod holds the rounding mode's index in isa.Rnd and FSET's comparison's in isa.FCmp (encoding.instr_words)
     fpu_rnd = {m: c.field(f"rnd.{m}", 1, L) for m in ROUNDINGS}
-    for n in FPU_OPS:
+    for n in ROUNDED_OPS:
         t, k0 = _is_op_terms(rom0, n)
         for m, fld in fpu_rnd.items():
             t2, k2 = match(rom0["mod"], list(isa.Rnd).index(isa.Rnd[m]))
             flag_if(c, L, [(t, k0, OP_BITS), (t2, k2, ROM0["mod"].width)], {fld[0]: 1})
+    t, k0 = _is_op_terms(rom0, "FSET")
+    for n, cmp in zip(FSET_OPS, isa.FCmp):
+        fld = fpu_op[n] = c.field(f"op.{n}", 1, L)
+        t2, k2 = match(rom0["mod"], list(isa.FCmp).index(cmp))
+        flag_if(c, L, [(t, k0, OP_BITS), (t2, k2, ROM0["mod"].width)], {fld[0]: 1})
     for n, alias in (("LD", "ADD"), ("ST", "ADD"), ("ATOM", "MOV")):
         G.relu(c, L, *_is_op(rom0, n), {op[alias][0]: 1})
     # the pre-ALU's op flags (a pre slot holds only ALU ops; NOP: none is set)
@@ -178,7 +183,8 @@ def _decode(c: Circuit, tokens: TokenInputs, config: Field, rom0: dict[str, Fiel
     for n, fld in pre_op.items():
         t, k0 = match(pre_fields["op"], OPCODES.index(n))
         G.relu(c, L, *all_hold(t, k0, OP_BITS), {fld[0]: 1})
-    for fld in [*op.values(), *fpu_rnd.values(), *pre_op.values(), rom0["fwd"], rom0["tfwd"],
+    fset = [fpu_op[n] for n in FSET_OPS]
+    for fld in [*op.values(), *fset, *fpu_rnd.values(), *pre_op.values(), rom0["fwd"], rom0["tfwd"],
                 pre_fields["imm"]]:                       # exact flags: the ALU's and the FPU's gated units
         G.requantize(c, L + 1, fld)                       # multiply their error
     # loads and stores by space
@@ -191,7 +197,7 @@ def _decode(c: Circuit, tokens: TokenInputs, config: Field, rom0: dict[str, Fiel
             flag_if(c, L, [(t, k0, OP_BITS), (t2, k2, ROM0["space"].width)], {out[g]: 1})
     G.relu(c, L, {k["COPY"]: 1}, 0, {ld_space[0]: 1})     # a COPY pass loads from global
     has_result = c.field("has_result", 1, L)
-    for n in list(ALU_OPS) + ["LD", "SHFL", "VOTE"] + list(FPU_OPS):
+    for n in list(ALU_OPS) + ["LD", "SHFL", "VOTE"] + list(FPU_OPCODES):
         G.relu(c, L, *_is_op(rom0, n), {has_result[0]: 1})
     warp_op = {}                           # SHFL / VOTE by mode
     for name, modes in (("SHFL", SHFL_MODES), ("VOTE", VOTE_MODES)):

@@ -17,8 +17,7 @@ such that S's bit j weighs 2**(j + G - K - 126); a shared back end normalises, r
   FMUL       the 24 x 24 bit products summed per column (+2), two in-place column reductions
              (+3, +4), nibble digits (+5), the 48-bit sum (+6, +7). G = ea + eb, K = 174.
   I2F, U2F   |a| (a negative I2F's ~a + 1) as S's digits (+6, +7); G - K = 126.
-  FSET, FMIN, FMAX  from FADD's magnitude order, the signs and the classes (+2, +3), into r at +3
-             (FSET's 0/1) and +4 (FMIN's, FMAX's choice of a, b or NaN).
+  FSET, FMIN, FMAX  from FADD's magnitude order, the signs and the classes (+2), into r at +3.
   back end   from S (+8): the result's last bit t' = max(p, q') - 23 in S, p the leading one and
              q' = K - G the subnormal floor (one-hot, fine t' mod 4 and coarse t' div 4), the
              hidden bit [p >= q'] and overflow [p >= 254 + K - G]; the significand's shift by the
@@ -45,6 +44,7 @@ from qwengpu.machine.plan import FPU_LAYERS
 ROUNDED_OPS = ("FADD", "FSUB", "FMUL", "I2F", "U2F")      # results rounded in the mode ROUNDINGS names
 FSET_OPS = tuple(f"FSET.{cmp.name}" for cmp in isa.FCmp)   # FSET by its comparison (ROM0.mod)
 FPU_OPS = ROUNDED_OPS + ("FMIN", "FMAX") + FSET_OPS
+FPU_OPCODES = ROUNDED_OPS + ("FMIN", "FMAX", "FSET")      # the isa opcodes the FPU runs
 ROUNDINGS = ("RN", "RZ", "RM", "RP")
 LANES = 4
 WINDOW = 48                 # S: the product's bits; FADD uses the low 28
@@ -204,9 +204,9 @@ class _Lane:
     # ---- +2 .. +4: FSET, FMIN, FMAX --------------------------------------------------------------------
     def compare(self) -> None:
         """The comparisons from the magnitude order, the signs and the classes: at +2 a < b and a > b
-        (+0 == -0), the same with -0 < +0 (FMIN, FMAX), unordered; at +3 FSET's 0/1 into r, FMIN's and
-        FMAX's choice (a, b or the canonical NaN), written into r at +4. r is free there on a float
-        pass: no ALU op wrote it, and the load/store unit reads it only for a load, store or copy."""
+        (+0 == -0), the same with -0 < +0 (FMIN, FMAX), unordered; at +3 FSET's 0/1 and FMIN's and FMAX's
+        choice (a, b or the canonical NaN) into r. r is free there on a float pass: no ALU op wrote
+        it, and the load/store unit reads it only for a load, store or copy."""
         c, L, a, b = self.c, self.X + 2, self.a, self.b
         sa, sb = a[31], b[31]
         mlt, mgt = self.mag.dims
@@ -234,19 +234,13 @@ class _Lane:
         }
         for cmp, (terms, t) in tests.items():
             G.gated_step(c, L, terms, t, {r[0]: 1}, [self.fset[cmp]])
-        picks = self.field("picks", 3, L)                   # a, b, the canonical NaN
         for flag, above in ((self.fmin, gt0), (self.fmax, lt0)):          # a unless it is above (below) b
-            G.gated_step(c, L, {nan_a: -3, nan_b: 1, above: -1}, 0, {picks[0]: 1}, [flag])
-            G.gated_step(c, L, {nan_b: -3, nan_a: 1, above: 1}, 1, {picks[1]: 1}, [flag])
-            G.gated(c, L, {nan_a: 1, nan_b: 1}, -1, {picks[2]: 1}, [flag])
+            for i in range(32):
+                G.gated_step(c, L, {nan_a: -3, nan_b: 1, above: -1, a[i]: 4}, 4, {r[i]: 1}, [flag])
+                G.gated_step(c, L, {nan_b: -3, nan_a: 1, above: 1, b[i]: 4}, 5, {r[i]: 1}, [flag])
+                if i < 31:                                  # two NaNs: the canonical NaN
+                    G.gated(c, L, {nan_a: 1, nan_b: 1}, -1, {r[i]: 1}, [flag])
         c.clear(order, L)
-        L += 1
-        for i in range(32):
-            G.relu(c, L, {picks[0]: 1, a[i]: 1}, -1, {r[i]: 1})
-            G.relu(c, L, {picks[1]: 1, b[i]: 1}, -1, {r[i]: 1})
-            if i < 31:
-                G.relu(c, L, {picks[2]: 1}, 0, {r[i]: 1})
-        c.clear(picks, L)
 
     # ---- +2, +4: FADD's alignment ------------------------------------------------------------------
     def fadd_align(self) -> None:
@@ -422,7 +416,7 @@ class _Lane:
     # ---- special values ------------------------------------------------------------------------------
     def specials(self) -> None:
         """NaN (a NaN operand; inf - inf; 0 * inf), infinity (an infinite operand otherwise) and their
-        sign, and an exact zero's sign; exact flags by +5."""
+        sign, and an exact zero's sign; exact flags by +4."""
         c, X = self.c, self.X
         ca, cb = self.cls["a"], self.cls["b"]
         L = X + 1
@@ -444,17 +438,13 @@ class _Lane:
         G.gated(c, L, {self.sigma[0]: 1}, 0, {self.signs[0]: 1, self.signs[1]: 1}, [self.fmul])
         G.gated_step(c, L, {self.a[31]: 1, self.sbx[0]: 1, self.rnd["RM"][0]: 1}, 2, {self.signs[1]: 1}, self.adds)
         L += 1
-        self.nan = self.field("nan", 1, L)
-        anyinf = self.field("anyinf", 1, L)
-        G.gated_step(c, L, {part[0]: 1, part[1]: 1, bad[0]: 1, bad[1]: 1}, 1, {self.nan[0]: 1}, self.arith)
-        G.gated_step(c, L, {part[2]: 1, part[3]: 1}, 1, {anyinf[0]: 1}, self.arith)
+        self.nan, self.inf = self.field("nan", 1, L), self.field("inf", 1, L)
+        nans = {part[0]: 1, part[1]: 1, bad[0]: 1, bad[1]: 1}
+        G.gated_step(c, L, nans, 1, {self.nan[0]: 1}, self.arith)
+        G.gated_step(c, L, add_terms({part[2]: 1, part[3]: 1}, {d: -3 for d in nans}), 1, {self.inf[0]: 1}, self.arith)
         c.clear(part, L)
         c.clear(bad, L)
         c.clear(self.sbx, L)
-        L += 1
-        self.inf = self.field("inf", 1, L)
-        G.relu(c, L, {anyinf[0]: 1, self.nan[0]: -1}, 0, {self.inf[0]: 1})
-        c.clear(anyinf, L)
 
     # ---- +6, +7: the window S --------------------------------------------------------------------
     def sum_window(self) -> None:
