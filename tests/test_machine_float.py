@@ -72,10 +72,12 @@ def test_the_model_engine_takes_the_fpus_ops():
 @pytest.mark.parametrize("op", ROUNDED_OPS + ("FSET",))
 def test_the_mode_is_in_rom0_mod(op):
     """The rounding mode's index in isa.Rnd, FSET's comparison's in isa.FCmp."""
+    arity = Op[op].arity
     for i, mode in enumerate(isa.FCmp if op == "FSET" else Rnd):
-        word = instr_words(Instr(Op[op], r(3), (r(1), r(2)), mode))[0]
+        word = instr_words(Instr(Op[op], r(3), (r(1), r(2))[:arity], mode))[0]
         bits = lambda name: word >> ROM0[name].offset & (1 << ROM0[name].width) - 1   # noqa: E731
-        assert (bits("op"), bits("mod"), bits("dst"), bits("a"), bits("b")) == (OPCODES.index(op), i, 3, 1, 2)
+        regs = (bits("a"), bits("b"))[:arity]
+        assert (bits("op"), bits("mod"), bits("dst"), *regs) == (OPCODES.index(op), i, 3, 1, 2)[:3 + arity]
 
 
 def test_a_float_op_is_never_a_pairs_first_instruction():
@@ -224,3 +226,65 @@ def test_every_rounding_mode_in_the_model(model):
     out = np.zeros(96, np.float32)
     run_on_model(model, fn.program, 1, 8, [a, b, out])
     assert mismatches([out], [want], ["out"]) == []
+
+
+# FMIN, FMAX, FSET (ordered and unordered), I2F in rn and U2F in rz, a thread a case
+COMPARE_CONVERT = r"""
+extern "C" __global__ void compare_convert(const float *a, const float *b, const int *n, const unsigned *u,
+                                           float *out, int *flags)
+{
+    int i = threadIdx.x;
+    float x = a[i], y = b[i];
+    out[4 * i] = fminf(x, y);
+    out[4 * i + 1] = fmaxf(x, y);
+    out[4 * i + 2] = (float)n[i];
+    out[4 * i + 3] = __uint2float_rz(u[i]);
+    flags[i] = (x < y) | (x == y) << 1 | (x >= y) << 2 | (x != y) << 3;
+}
+"""
+NAN_BITS = 0x7FFF_FFFF                    # CUDA's canonical NaN (two NaN operands of fminf/fmaxf)
+CC_CASES = [(1.0, 2.0, -1, 0xFFFF_FFFF), (0.0, -0.0, 16_777_217, 16_777_217), (np.nan, 3.0, -2 ** 31, 2 ** 31 + 1),
+            (-np.inf, np.nan, 7, 0), (np.nan, np.nan, 2 ** 31 - 1, 123_456_789), (-5.5, -5.5, 0, 1),
+            (-1e-45, 1e-45, -16_777_219, 33_554_435), (np.inf, 3.4e38, 100, 0x8000_0001)]
+
+
+def compare_convert_reference(a, b, n, u):
+    """CUDA's rules written out (fminf/fmaxf: one NaN gives the other, two the canonical NaN, -0 < +0;
+    C's comparisons; int -> float by NumPy's cast (round to nearest even), uint -> float toward zero
+    by clearing the bits below 24 significant ones)."""
+    out, flags = [], []
+    for x, y, k, v in zip(a, b, n, u):
+        for pick_min in (True, False):
+            if np.isnan(x) and np.isnan(y):
+                out.append(np.uint32(NAN_BITS).view(np.float32))
+            elif np.isnan(x) or np.isnan(y):
+                out.append(y if np.isnan(x) else x)
+            elif x == y == 0:
+                out.append(np.float32(-0.0 if (np.signbit(x) or np.signbit(y)) == pick_min else 0.0)
+                           if np.signbit(x) != np.signbit(y) else x)
+            else:
+                out.append(min(x, y) if pick_min else max(x, y))
+        out.append(np.float32(np.int64(k)))
+        v = int(v)
+        drop = max(0, v.bit_length() - 24)
+        out.append(np.float32(v >> drop << drop))
+        flags.append(int(x < y) | int(x == y) << 1 | int(x >= y) << 2 | int(x != y) << 3)
+    return np.array(out, np.float32), np.array(flags, np.int32)
+
+
+def compare_convert_args():
+    a, b, n, u = zip(*CC_CASES)
+    return [np.array(a, np.float32), np.array(b, np.float32), np.array(n, np.int32), np.array(u, np.uint32),
+            np.zeros(32, np.float32), np.zeros(8, np.int32)]
+
+
+def test_compare_and_convert_in_the_model(model):
+    args = compare_convert_args()
+    want_out, want_flags = compare_convert_reference(*args[:4])
+    fn = Device("model").compile(COMPARE_CONVERT).get_function("compare_convert")
+    assert float_ops(fn.program) >= {"FMIN", "FMAX", "FSET", "I2F", "U2F"}
+    want = [None] * 4 + [want_out, want_flags]
+    assert mismatches(on_interp(fn.program, 1, 8, args), want, fn.arg_names) == []
+    got = copy.deepcopy(args)
+    run_on_model(model, fn.program, 1, 8, got)
+    assert mismatches(got, want, fn.arg_names) == []
