@@ -794,7 +794,7 @@ def test_integers_decimals_and_floats_in_one_launch(interp):
 
 
 # ---------------------------------------------------------------------------
-# Float32 expressions (the interpreter; the model engine says it has no float units yet)
+# Float32 expressions (the interpreter; the model engine says what it lacks)
 # ---------------------------------------------------------------------------
 import numpy as np                                                 # noqa: E402
 
@@ -846,7 +846,7 @@ def test_float32_on_the_model_engine_says_it_is_not_there_yet():
     error says so, and the decimal and integer expressions of the same launch still run."""
     got = evaluate_many(Device("model"), ["sqrt(2)"])
     assert got[0].value is None and got[0].error.startswith(
-        "this expression is float32 (it calls sqrt() at column 1), and the model engine does not run float32 yet")
+        "this expression is float32 (it calls sqrt() at column 1), and the model engine does not run all of it yet")
     assert "Decimals run exactly here" in got[0].error
 
 

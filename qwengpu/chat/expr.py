@@ -1163,8 +1163,9 @@ class Evaluation:
         return str(self.value)
 
 
-FLOAT_ON_MODEL = ("this expression is float32 ({why}), and the model engine does not run float32 yet "
-                  "(issue 32: its float units are to come; the interpreter engine runs it). Decimals run "
+FLOAT_ON_MODEL = ("this expression is float32 ({why}), and the model engine does not run all of it yet "
+                  "(issue 32: its FPU adds, multiplies and compares; the division, square root and fused "
+                  "multiply-add that sqrt/exp/log need are to come; the interpreter engine runs it). Decimals run "
                   "exactly here: + - * / % with numbers like 23.50, and pow() with a whole exponent")
 
 
@@ -1180,7 +1181,7 @@ def evaluate_many(device, texts: list[str]) -> list[Evaluation]:
         floats = [kind == "float32" for kind, *_ in compiled.layout]
         if not any(floats) or "model engine" not in str(e):
             raise
-        # the model engine has no float units yet: the float32 expressions say so, the others run
+        # the model engine lacks float ops these need: the float32 expressions say so, the others run
         others = evaluate_many(device, [t for t, f in zip(texts, floats) if not f]) if not all(floats) else []
         return [Evaluation(text, None, FLOAT_ON_MODEL.format(why=parse_kind(text)[2]), None, None, 0.0, "float32")
                 if f else others.pop(0) for text, f in zip(texts, floats)]
