@@ -36,7 +36,8 @@ from qwengpu.machine.tokens import runs_pass
 TURN = "<|im_start|>"              # what opens a turn in Qwen3.5's chat format (ChatML)
 DEFAULT_TURN_TOKENS = 1024         # assistant tokens a turn may generate (text and calls together)
 SYSTEM = {
-    "normal": ("You are a helpful assistant with an exact integer calculator on the GPU inside you. "
+    "normal": ("You are a helpful assistant with an exact calculator (integers and decimals) on the GPU "
+               "inside you. "
                "For any arithmetic, call gpu_eval with the expression, then answer with its result."),
     "advanced": ("You are a helpful assistant and a CUDA programmer. You can run CUDA kernels on the GPU "
                  "inside you with gpu_cuda: write the kernel, run it, and answer from its results. If it "
