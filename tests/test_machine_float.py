@@ -1,10 +1,11 @@
-"""Float ops on the model engine (issue 32): FADD, FSUB and FMUL run in the circuit's FPU
-(qwengpu/machine/fpu.py, L11-L20 beside the ALU, its result written back like an ALU op's).
+"""Float ops on the model engine (issue 32): FADD, FSUB, FMUL, I2F, U2F, F2I, F2U, FRND, FMIN, FMAX and
+FSET run in the circuit's FPU (qwengpu/machine/fpu.py, L14-L25, its result written back like an ALU op's).
 First the host side, no model: the instruction word's rounding mode, a float op never in the
 pre-ALU, fixed operands, what the model engine accepts and refuses. Then float kernels on the
 stand-in merged model with replay (every generated token against the interpreter's stream),
 their outputs against the interpreter's and an independent reference (NumPy's float32 for
-round-to-nearest, MPFR through gmpy2 for the directed modes)."""
+round-to-nearest, MPFR through gmpy2 for the directed modes, CUDA's documented rules written out
+with NumPy for the comparisons and conversions)."""
 import copy
 
 import gmpy2
@@ -61,12 +62,12 @@ def float_ops(program: isa.Program) -> set[str]:
 
 # ---- host side ------------------------------------------------------------------------------------
 def test_the_model_engine_takes_the_fpus_ops():
-    assert set(FPU_OPCODES) == {"FADD", "FSUB", "FMUL", "I2F", "U2F", "FMIN", "FMAX", "FSET"}
+    assert set(FPU_OPCODES) == {"FADD", "FSUB", "FMUL", "I2F", "U2F", "F2I", "F2U", "FRND", "FMIN", "FMAX", "FSET"}
     assert set(FPU_OPCODES) <= MODEL_OPS
     assert ROUNDINGS == tuple(m.name for m in Rnd)
     assert all(isa.FLOAT_MODS[op] is Rnd for op in ROUNDED_OPS)
     others = {op.name for op in isa.Op if op.kind is isa.Kind.FLOAT} - set(FPU_OPCODES)
-    assert others == {"FFMA", "FDIV", "FSQRT", "F2I", "F2U", "FRND"} and not others & MODEL_OPS
+    assert others == {"FFMA", "FDIV", "FSQRT"} and not others & MODEL_OPS
 
 
 @pytest.mark.parametrize("op", ROUNDED_OPS + ("FSET",))
@@ -287,4 +288,62 @@ def test_compare_and_convert_in_the_model(model):
     assert mismatches(on_interp(fn.program, 1, 8, args), want, fn.arg_names) == []
     got = copy.deepcopy(args)
     run_on_model(model, fn.program, 1, 8, got)
+    assert mismatches(got, want, fn.arg_names) == []
+
+
+# F2I, F2U in the four modes and FRND through the rounding functions (roundf: FRND and FADD), a thread an input
+TO_INTEGRAL = r"""
+extern "C" __global__ void to_integral(const float *x, int *ints, unsigned *uints, float *rounded)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = x[t];
+    ints[4 * t] = __float2int_rn(v);   ints[4 * t + 1] = __float2int_rz(v);
+    ints[4 * t + 2] = __float2int_rd(v); ints[4 * t + 3] = __float2int_ru(v);
+    uints[4 * t] = __float2uint_rn(v);   uints[4 * t + 1] = __float2uint_rz(v);
+    uints[4 * t + 2] = __float2uint_rd(v); uints[4 * t + 3] = __float2uint_ru(v);
+    rounded[5 * t] = rintf(v);      rounded[5 * t + 1] = floorf(v); rounded[5 * t + 2] = ceilf(v);
+    rounded[5 * t + 3] = truncf(v); rounded[5 * t + 4] = roundf(v);
+}
+"""
+# ties on both sides of 0, -0.5 (-0 or -1 by mode), -0, subnormals, the saturation edges 2**31 - 128,
+# 2**31, -2**31, -2**31 - 256, 2**32 - 256, 2**32, infinities, NaN, 2**23 - 0.5 and 2**23 + 1
+TI_CASES = [0.5, -0.5, 1.5, -2.5, 2.7, -2.7, -0.0, 1e-40, -1e-40, 0.75, 2147483520.0, 2147483648.0, -2147483648.0,
+            -2147483904.0, 4294967040.0, 4294967296.0, 3e9, 8388607.5, 8388609.0, -8388607.5, np.inf, -np.inf, np.nan,
+            -0.25]
+
+
+def to_integral_reference(x):
+    """CUDA's rules written out with NumPy, in float64 (which holds every float32 and the integers of
+    these exactly): __float2int_r{n,z,d,u} and __float2uint_* are rint (ties to even), trunc, floor,
+    ceil, clamped to the destination's range, NaN -> 0 (PTX cvt.rni etc.: saturating); rintf, floorf,
+    ceilf, truncf keep the sign of a zero result and give NaN for NaN (CUDA's canonical 0x7FFFFFFF);
+    roundf rounds halves away from zero."""
+    ints, uints, rounded = [], [], []
+    canonical = np.uint32(NAN_BITS).view(np.float32)
+    for v in np.asarray(x, np.float64):
+        for f in (np.rint, np.trunc, np.floor, np.ceil):
+            n = 0.0 if np.isnan(v) else f(v)
+            ints.append(int(np.clip(n, -2.0 ** 31, 2.0 ** 31 - 1)))
+            uints.append(int(np.clip(n, 0, 2.0 ** 32 - 1)))
+        half_away = np.copysign(np.floor(np.abs(v) + 0.5), v)
+        for n in (np.rint(v), np.floor(v), np.ceil(v), np.trunc(v), half_away):
+            rounded.append(canonical if np.isnan(v) else np.float32(n))
+    return (np.array(ints, np.int64).astype(np.int32), np.array(uints, np.uint64).astype(np.uint32),
+            np.array(rounded, np.float32))
+
+
+def test_float_to_integer_in_the_model(model):
+    x = np.array(TI_CASES, np.float32)
+    n = len(x)
+    args = [x, np.zeros(4 * n, np.int32), np.zeros(4 * n, np.uint32), np.zeros(5 * n, np.float32)]
+    want = [None, *to_integral_reference(x)]
+    assert want[1][[4 * 11, 4 * 12 + 1, 4 * 1 + 2, 4 * 22]].tolist() == [2 ** 31 - 1, -2 ** 31, -1, 0]
+    assert same_bits(want[3][5 * 1], -0.0) and same_bits(want[3][5 * 1 + 4], -1.0)    # rintf, roundf(-0.5)
+    fn = Device("model").compile(TO_INTEGRAL).get_function("to_integral")
+    assert float_ops(fn.program) >= {"F2I", "F2U", "FRND"}
+    api.check_model_ops(fn.program)
+    assert mismatches(on_interp(fn.program, 2, 12, args), want, fn.arg_names) == []
+    got = copy.deepcopy(args)
+    run = run_on_model(model, fn.program, 2, 12, got)
+    assert run.stream[-1].kind == "HALT"
     assert mismatches(got, want, fn.arg_names) == []

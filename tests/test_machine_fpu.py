@@ -1,9 +1,10 @@
-"""The 4-lane FPU (FADD, FSUB, FMUL, I2F, U2F in the four rounding modes; FMIN, FMAX; FSET's fourteen
-comparisons) through stock Qwen3.5 layers, fp32 and bf16, against qwengpu.fp32 (itself tested against
-MPFR, glibc and numpy in test_fp32.py) and hand-computed cases: operands drawn to reach every path
-(uniform bit patterns, close exponents for cancellation, equal and opposite values, subnormals, ties,
-overflow and underflow thresholds, infinities, NaNs), a different case per lane; flags all zero give 0;
-temporaries cleared."""
+"""The 4-lane FPU (FADD, FSUB, FMUL, I2F, U2F, F2I, F2U, FRND in the four rounding modes; FMIN, FMAX;
+FSET's fourteen comparisons) through stock Qwen3.5 layers, fp32 and bf16, against qwengpu.fp32 (itself
+tested against MPFR, glibc and numpy in test_fp32.py) and hand-computed cases: operands drawn to reach
+every path (uniform bit patterns, close exponents for cancellation, equal and opposite values,
+subnormals, ties, overflow and underflow thresholds, infinities, NaNs; for the float -> integer
+conversions exponents around the units bit and the saturation edges, halves), a different case per
+lane; flags all zero give 0; temporaries cleared."""
 import functools
 
 import numpy as np
@@ -23,6 +24,16 @@ EDGES = [0x0000_0000, 0x8000_0000, 0x0000_0001, 0x8000_0001, 0x007F_FFFF, 0x0080
          0x3F80_0000, 0xBF80_0000, 0x3F80_0001, 0x3F7F_FFFF, 0x4000_0000, 0x3300_0000, 0x3400_0000,
          0x0040_0000, 0x1F80_0000, 0x5F80_0000, 0x2000_0000, 0x6000_0000]
 MODES = list(isa.Rnd)
+UNARY = ("I2F", "U2F", "F2I", "F2U", "FRND")
+TO_INT = ("F2I", "F2U", "FRND")                  # float operands rounded at the units bit: draw_convert
+CONVERT_EDGES = [0x3F00_0000, 0xBF00_0000, 0x3FC0_0000, 0xBFC0_0000, 0x4020_0000, 0xC020_0000,   # +-0.5, 1.5, 2.5
+                 0x3EFF_FFFF, 0xBEFF_FFFF, 0x3F3F_FFFF, 0x3F40_0000, 0xBF40_0000,   # just below 1/2, 3/4
+                 0x4EFF_FFFF, 0x4F00_0000, 0xCF00_0000, 0xCF00_0001, 0xCEFF_FFFF,   # 2**31 - 128, +-2**31, past
+                 0x4F7F_FFFF, 0x4F80_0000, 0xCF80_0000, 0x5F00_0000,                # 2**32 - 256, +-2**32
+                 0x4B00_0000, 0x4AFF_FFFF, 0xCAFF_FFFF, 0x4B00_0001, 0x4B80_0000, 0x4AFF_FFFE,   # around 2**23
+                 0x3F7F_FFFF, 0x3F80_0000, 0xBF80_0000, 0x0000_0000, 0x8000_0000,
+                 0x0000_0001, 0x8000_0001, 0x807F_FFFF, 0x7F80_0000, 0xFF80_0000, 0x7FC0_0000,
+                 0xFFC0_0001, 0x7F7F_FFFF, 0xFF7F_FFFF]
 
 
 def compile_fpu(host=MLP_HOST):
@@ -68,12 +79,31 @@ def draw(rng, n: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+def draw_convert(rng, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """[LANES, n] operands for F2I, F2U, FRND: exponents 118..162 (|a| from 2**-9 to past 2**32), half of
+    them with few fraction bits set (halves and ties), either sign; a fifth uniform words; edge values."""
+    def words(size):
+        return rng.integers(0, 1 << 32, size, dtype=np.uint64)
+    a = words((LANES, n))
+    sign = rng.integers(0, 2, (LANES, n), dtype=np.uint64) << np.uint64(31)
+    ex = rng.integers(118, 163, (LANES, n)).astype(np.uint64)
+    frac = a & np.uint64(0x7FFFFF)
+    few = rng.random((LANES, n)) < 0.5                  # fraction bits only above a random position
+    keep = rng.integers(0, 24, (LANES, n)).astype(np.uint64)
+    frac[few] = (frac >> keep << keep)[few]
+    near = rng.random((LANES, n)) < 0.8
+    a[near] = (sign | (ex << np.uint64(23)) | frac)[near]
+    edge = rng.random((LANES, n)) < 0.2
+    a[edge] = rng.choice(np.array(CONVERT_EDGES + EDGES, dtype=np.uint64), edge.sum())
+    return a, words((LANES, n))
+
+
 def semantics(name: str, mode, x: int, y: int) -> int:
     """isa.FLOAT_SEMANTICS of an FPU op name (FSET.<cmp>: FSET with that comparison)."""
     if name.startswith("FSET."):
         return isa.FLOAT_SEMANTICS["FSET"](isa.FCmp[name[5:]], x, y)
     f = isa.FLOAT_SEMANTICS[name]
-    return f(mode, x) if name in ("I2F", "U2F") else f(mode, x, y)
+    return f(mode, x) if name in UNARY else f(mode, x, y)
 
 
 def cases(per, seed):
@@ -81,7 +111,8 @@ def cases(per, seed):
     rng = np.random.default_rng(seed)
     combos = [(o, m) for o in fpu.FPU_OPS for m in (MODES if o in fpu.ROUNDED_OPS else [None])]
     combos.append(("none", None))
-    a, b = (np.concatenate(x, axis=1) for x in zip(*(draw(rng, per) for _ in combos)))
+    a, b = (np.concatenate(x, axis=1) for x in zip(*((draw_convert if o in TO_INT else draw)(rng, per)
+                                                      for o, _ in combos)))
     names = np.repeat([o for o, _ in combos], per)
     modes = [m for _, m in combos for _ in range(per)]
     want = np.zeros_like(a)
@@ -163,6 +194,53 @@ KNOWN = [
     ("U2F", "RN", 0xFFFF_FFFF, 0, 0x4F80_0000),                # 2^32 - 1 rounds to 2^32
     ("U2F", "RZ", 0xFFFF_FFFF, 0, 0x4F7F_FFFF),
     ("U2F", "RN", 0, 0, 0),
+    ("F2I", "RN", 0x3F00_0000, 0, 0),                          # 0.5: a tie, to even (0)
+    ("F2I", "RN", 0x3FC0_0000, 0, 2),                          # 1.5 -> 2
+    ("F2I", "RN", 0x4020_0000, 0, 2),                          # 2.5 -> 2
+    ("F2I", "RN", 0xC020_0000, 0, 0xFFFF_FFFE),                # -2.5 -> -2
+    ("F2I", "RZ", 0xBFC0_0000, 0, 0xFFFF_FFFF),                # -1.5 -> -1
+    ("F2I", "RM", 0xBF00_0000, 0, 0xFFFF_FFFF),                # -0.5 -> -1
+    ("F2I", "RP", 0xBF00_0000, 0, 0),                          # -0.5 -> 0
+    ("F2I", "RP", 0x3F00_0000, 0, 1),                          # 0.5 -> 1
+    ("F2I", "RN", 0x4EFF_FFFF, 0, 0x7FFF_FF80),                # 2^31 - 128, the largest below 2^31
+    ("F2I", "RN", 0x4F00_0000, 0, 0x7FFF_FFFF),                # 2^31 saturates
+    ("F2I", "RZ", 0xCF00_0000, 0, 0x8000_0000),                # -2^31 fits
+    ("F2I", "RZ", 0xCF00_0001, 0, 0x8000_0000),                # -2^31 - 256 saturates
+    ("F2I", "RN", 0x7FC0_0000, 0, 0),                          # NaN -> 0
+    ("F2I", "RN", 0xFFC0_0000, 0, 0),
+    ("F2I", "RP", 0xFF80_0000, 0, 0x8000_0000),                # -inf
+    ("F2I", "RM", 0x7F80_0000, 0, 0x7FFF_FFFF),                # +inf
+    ("F2I", "RM", 0x8000_0001, 0, 0xFFFF_FFFF),                # -2^-149 -> -1
+    ("F2I", "RP", 0x0000_0001, 0, 1),
+    ("F2I", "RN", 0x4B00_0001, 0, 8_388_609),                  # 2^23 + 1
+    ("F2I", "RN", 0xCB7F_FFFF, 0, 0xFF00_0001),                # -(2^24 - 1)
+    ("F2U", "RN", 0x4F80_0000, 0, 0xFFFF_FFFF),                # 2^32 saturates
+    ("F2U", "RN", 0x4F7F_FFFF, 0, 0xFFFF_FF00),                # 2^32 - 256 fits
+    ("F2U", "RZ", 0x4F00_0000, 0, 0x8000_0000),                # 2^31
+    ("F2U", "RM", 0xBF00_0000, 0, 0),                          # -0.5 -> -1 -> 0
+    ("F2U", "RP", 0xBFC0_0000, 0, 0),                          # -1.5 -> -1 -> 0
+    ("F2U", "RN", 0xFF80_0000, 0, 0),                          # -inf -> 0
+    ("F2U", "RP", 0x7F80_0000, 0, 0xFFFF_FFFF),
+    ("F2U", "RN", 0x7FC0_0000, 0, 0),
+    ("F2U", "RN", 0x3FC0_0000, 0, 2),
+    ("FRND", "RN", 0x3F00_0000, 0, 0x0000_0000),               # rintf(0.5) = +0
+    ("FRND", "RN", 0xBF00_0000, 0, 0x8000_0000),               # rintf(-0.5) = -0
+    ("FRND", "RZ", 0xBFC0_0000, 0, 0xBF80_0000),               # truncf(-1.5) = -1
+    ("FRND", "RN", 0x3FC0_0000, 0, 0x4000_0000),               # 1.5 -> 2
+    ("FRND", "RN", 0x4020_0000, 0, 0x4000_0000),               # 2.5 -> 2
+    ("FRND", "RM", 0xBE80_0000, 0, 0xBF80_0000),               # floorf(-0.25) = -1
+    ("FRND", "RP", 0xBE80_0000, 0, 0x8000_0000),               # ceilf(-0.25) = -0
+    ("FRND", "RP", 0x3E80_0000, 0, 0x3F80_0000),               # ceilf(0.25) = 1
+    ("FRND", "RM", 0x3E80_0000, 0, 0x0000_0000),
+    ("FRND", "RN", 0x3F40_0000, 0, 0x3F80_0000),               # 0.75 -> 1
+    ("FRND", "RN", 0x4AFF_FFFF, 0, 0x4B00_0000),               # 2^23 - 0.5: a tie, to even 2^23
+    ("FRND", "RZ", 0x4AFF_FFFF, 0, 0x4AFF_FFFE),               # ... 2^23 - 1
+    ("FRND", "RP", 0x4B00_0001, 0, 0x4B00_0001),               # >= 2^23: a itself
+    ("FRND", "RN", 0x7FC0_0001, 0, 0x7FFF_FFFF),               # NaN: the canonical NaN
+    ("FRND", "RM", 0xFF80_0000, 0, 0xFF80_0000),
+    ("FRND", "RP", 0x0000_0001, 0, 0x3F80_0000),               # a subnormal up to 1
+    ("FRND", "RZ", 0x8000_0001, 0, 0x8000_0000),
+    ("FRND", "RP", 0x3F7F_FFFF, 0, 0x3F80_0000),
     ("FMIN", None, 0x0000_0000, 0x8000_0000, 0x8000_0000),     # min(+0, -0) = -0
     ("FMAX", None, 0x0000_0000, 0x8000_0000, 0x0000_0000),
     ("FMIN", None, 0x7FC0_0000, 0x3F80_0000, 0x3F80_0000),     # one NaN: the other

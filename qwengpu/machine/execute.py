@@ -2,7 +2,7 @@
 turn at L_STATUS), the pre-ALU (alu.py, from L_PRE: a pair's first instruction, encoding.py), the
 warp unit and the ALU (warp.py, alu.py, from L_EXEC), the branch unit (branch.py: the
 terminator with its SIMT stack from L_BRANCH, the status change at L_CHANGE) and the FPU (fpu.py:
-FADD, FSUB, FMUL on the ALU's operands from L_FPU, beside the ALU and the load/store unit, its
+its float ops (fpu.FPU_OPCODES) on the ALU's operands from L_FPU, beside the ALU and the load/store unit, its
 result added into the ALU's at L_RESULTQ - 1). The ALU's operands and the terminator's condition, with
 the pre-ALU's result forwarded, are operands.py's.
 
@@ -73,7 +73,7 @@ def build_alu_unit(c: Circuit, decoded: Decoded, operands: AluOperands, warp: La
 
 
 def build_fpu_unit(c: Circuit, decoded: Decoded, operands: AluOperands, results: LaneResults) -> LaneResults:
-    """The FPU: FADD, FSUB, FMUL (Decoded.fpu_op, rounding mode Decoded.fpu_rnd) on the ALU's
+    """The FPU: fpu.FPU_OPS (Decoded.fpu_op, rounding mode Decoded.fpu_rnd) on the ALU's
     operands (never cleared) from L_FPU; each lane's result is added into the ALU's result fields (0 on
     a float pass: no ALU op flag is set), readable by the result queue at L_RESULTQ. A float pass is
     no load, store or copy-out, so the load/store unit's reads of r (L_Q, L_LOAD) see 0 there."""

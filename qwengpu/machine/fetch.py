@@ -2,7 +2,8 @@
 word 0 of every slot and the pre-ALU's PRE word at L_ROM, TERM at L_STATUS, the pre-immediate at
 L_PRE_REG, word 4 (SRC) at L_SRC, words 1-3, the immediates, at L_IMM where the ALU's operands
 are read); the L_ROM MLP decodes word 0 into one flag per opcode in use, the space of a load or
-store, the rounding mode of an FPU op (FADD, FSUB, FMUL: ROM0.mod, its isa.Rnd index), and the
+store, the rounding mode of a rounded FPU op (fpu.ROUNDED_OPS: ROM0.mod, its isa.Rnd index), FSET's
+comparison (ROM0.mod, its isa.FCmp index), and the
 warp's initial mask, and the PRE word into the pre-ALU's op flags; the L_SRC MLP decodes SRC into
 a flag per operand and fixed source. The TERM bank holds each pc's terminator;
 the L_STATUS MLP sets the terminator's flag (op["JMP"/"BRC"/"BAR"/"EXIT"]) on the EXEC pass whose

@@ -1,6 +1,6 @@
-"""The 4-lane floating-point unit: FADD, FSUB, FMUL, I2F, U2F in all four rounding modes, FMIN, FMAX and
-FSET's fourteen comparisons (isa.FLOAT_SEMANTICS), subnormals and special values included, exact in
-fp32 and bf16 like every unit (gadgets.py).
+"""The 4-lane floating-point unit: FADD, FSUB, FMUL, I2F, U2F, F2I, F2U, FRND in all four rounding
+modes, FMIN, FMAX and FSET's fourteen comparisons (isa.FLOAT_SEMANTICS), subnormals and special values
+included, exact in fp32 and bf16 like every unit (gadgets.py).
 
 Interface: `build_fpu(c, at, op, rnd, a, b, r)` reads one-dim op flags (FPU_OPS: FSET one per
 comparison; at most one is 1), the rounding mode's one-hot flags (ROUNDINGS, set for ROUNDED_OPS) and
@@ -17,6 +17,15 @@ such that S's bit j weighs 2**(j + G - K - 126); a shared back end normalises, r
   FMUL       the 24 x 24 bit products summed per column (+2), two in-place column reductions
              (+3, +4), nibble digits (+5), the 48-bit sum (+6, +7). G = ea + eb, K = 174.
   I2F, U2F   |a| (a negative I2F's ~a + 1) as S's digits (+6, +7); G - K = 126.
+  FRND       a's significand with the bits below its units bit cleared, plus the mode's increment at
+             the units bit, as S's digits straight from a's bits (+5: one threshold per exponent and
+             mode, convert()); G - K = E - 24, so the back end packs it exactly (|a| >= 2**23: a
+             itself). |a| < 1 leaves S = 0, the zero special with a's sign, and +-1 is added at +11.
+  F2I, F2U   not through the back end: |a| rounded to an integer N in the mode, as S's 32 low bits
+             (+5: a's significand shifted by E - 150 one nibble a neuron, the increment one threshold
+             per exponent and mode; a negative F2I's N - 1 in 32 bits, whose complement is -N),
+             saturation (E >= 158, F2U 159, infinities) as a constant in N's place, NaN as N = 0;
+             S into r at +8 (complemented for a negative F2I, none of a negative F2U's: 0).
   FSET, FMIN, FMAX  from FADD's magnitude order, the signs and the classes (+2), into r at +3.
   back end   from S (+8): the result's last bit t' = max(p, q') - 23 in S, p the leading one and
              q' = K - G the subnormal floor (one-hot, fine t' mod 4 and coarse t' div 4), the
@@ -29,7 +38,8 @@ such that S's bit j weighs 2**(j + G - K - 126); a shared back end normalises, r
 The exponent quantities the back end needs come early from small adders and pattern matches over
 the exponent bits; the 48-bit carry resolution is one layer (_carries: a carry into nibble m is
 one of m mutually exclusive thresholds with unit weights, where one 2**m-weighted threshold would
-leave the exact range).
+leave the exact range). The conversions to integers add no residual field: their digits, S and r
+are the other ops' (only their three decoded op flags are new).
 """
 from __future__ import annotations
 
@@ -41,7 +51,7 @@ from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.plan import FPU_LAYERS
 
-ROUNDED_OPS = ("FADD", "FSUB", "FMUL", "I2F", "U2F")      # results rounded in the mode ROUNDINGS names
+ROUNDED_OPS = ("FADD", "FSUB", "FMUL", "I2F", "U2F", "F2I", "F2U", "FRND")    # rounded in the mode ROUNDINGS names
 FSET_OPS = tuple(f"FSET.{cmp.name}" for cmp in isa.FCmp)   # FSET by its comparison (ROM0.mod)
 FPU_OPS = ROUNDED_OPS + ("FMIN", "FMAX") + FSET_OPS
 FPU_OPCODES = ROUNDED_OPS + ("FMIN", "FMAX", "FSET")      # the isa opcodes the FPU runs
@@ -55,24 +65,45 @@ PAD = 23                    # t' = t + PAD: the last bit's position in S extende
 T_MAX = 72                  # t' >= 72: every bit of S is below the guard
 K_FADD, K_FMUL = 27, 174
 H_INT = 126                 # I2F, U2F: S's bit j weighs 2**j, so G - K = 126 (the floor q' below 0, no overflow)
+H_FRND = 256 - 24           # FRND: S's bit j weighs 2**(j + E - 150), so G - K = E - 24 (mod 256)
+E_ONE = 127                 # the biased exponent of 1.0: F2I's, F2U's and FRND's units bit is significand bit 150 - E
+F2I_TOP, F2U_TOP = 157, 158   # the largest E below saturation (|a| < 2**31, < 2**32)
 # layer offsets from `at`
 SWAP, PRODUCT, ALIGN_FINE, ALIGN_COARSE, DIGITS, FLOORS, BACK = 1, 2, 3, 4, 6, 7, 8
 
 
-def _when(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float], on=(), off=()) -> None:
-    """out += relu(y) when every 0/1 dim in `on` is 1 and every one in `off` is 0, else 0:
-    relu(y + K (sum(on) - sum(off)) - K len(on)), K the largest y."""
+def _when(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float], on=(), off=(),
+          gate=()) -> None:
+    """out += relu(y) when every 0/1 dim in `on` is 1, every one in `off` is 0 and, if `gate` (mutually
+    exclusive op flags) is given, one of its flags is 1, else 0: relu(y + K (sum(on) + sum(gate) -
+    sum(off)) - K (len(on) + [gate])), K the largest y."""
     hi = span(c, terms, bias)[1]
     if hi > MAX_POSITIVE:
         raise CircuitError(f"neuron argument reaches {hi}; exact range is <= {MAX_POSITIVE}")
     if hi > 0:
-        G.raw(c, at, add_terms(terms, {d: hi for d in on}, {d: -hi for d in off}), bias - hi * len(on), out)
+        flags = add_terms({d: hi for d in on}, {g[0]: hi for g in gate}, {d: -hi for d in off})
+        G.raw(c, at, add_terms(terms, flags), bias - hi * (len(on) + bool(gate)), out)
 
 
-def _step_when(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, float], on=(), off=()) -> None:
-    """out += [sum(terms) >= t] when `on` are all 1 and `off` all 0."""
-    _when(c, at, terms, 1 - t, out, on, off)
-    _when(c, at, terms, -t, {d: -k for d, k in out.items()}, on, off)
+def _step_when(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, float], on=(), off=(),
+               gate=()) -> None:
+    """out += [sum(terms) >= t] when `on` are all 1, `off` all 0 and a `gate` flag (if any) 1."""
+    _when(c, at, terms, 1 - t, out, on, off, gate)
+    _when(c, at, terms, -t, {d: -k for d, k in out.items()}, on, off, gate)
+
+
+def _all_any(c: Circuit, at: int, out: dict[int, float], gate, all_of=(), none_of=(), any_of=(),
+             match: tuple[dict[int, int], int] | None = None, any_const: bool = False) -> None:
+    """out += [every `all_of` dim 1, every `none_of` 0, `match` (terms, bias: 1 when it holds, <= 0
+    otherwise) holding, and some `any_of` dim 1 (or `any_const`)] when a `gate` flag is 1: one step
+    sum(any_of) + K (sum(all_of) - sum(none_of) + match) >= K n + 1, K = len(any_of) + 1."""
+    any_of = [] if any_const else list(any_of)
+    k = len(any_of) + 1
+    mt, mb = match if match is not None else ({}, 0)
+    n = len(all_of) + len(none_of) + (match is not None)
+    terms = add_terms({d: 1 for d in any_of}, {d: k for d in all_of}, {d: -k for d in none_of},
+                      {d: k * w for d, w in mt.items()})
+    _step_when(c, at, terms, k * n + (0 if any_const else 1) - k * (len(none_of) + mb), out, gate=gate)
 
 
 def _value(dims: list[int], weights=None) -> dict[int, int]:
@@ -99,13 +130,17 @@ class _Lane:
     def __init__(self, c: Circuit, at: int, op: dict[str, Field], rnd: dict[str, Field], a: Field, b: Field,
                  r: Field, tag: str):
         self.c, self.X, self.a, self.b, self.r, self.tag = c, at, a, b, r, tag
-        self.fadd, self.fsub, self.fmul, self.i2f, self.u2f, self.fmin, self.fmax = (op[n] for n in FPU_OPS[:7])
+        self.fadd, self.fsub, self.fmul, self.i2f, self.u2f, self.f2i, self.f2u, self.frnd, self.fmin, self.fmax = (
+            op[n] for n in ("FADD", "FSUB", "FMUL", "I2F", "U2F", "F2I", "F2U", "FRND", "FMIN", "FMAX"))
         self.fset = {n[5:]: op[n] for n in FSET_OPS}
         self.rnd = rnd
-        self.arith = [self.fadd, self.fsub, self.fmul]          # float operands: special values
-        self.rounded = self.arith + [self.i2f, self.u2f]        # the shared back end
+        self.arith = [self.fadd, self.fsub, self.fmul]          # float operands
+        self.special = self.arith + [self.frnd]                 # NaN and infinity results
+        self.rounded = self.arith + [self.i2f, self.u2f, self.frnd]     # the shared back end
+        self.f2x = [self.f2i, self.f2u]                         # the integer in S, into r at +8
         self.compares = [self.fmin, self.fmax, *self.fset.values()]
         self.classify = self.arith + self.compares              # operand classes and the magnitude order
+        self.classify_a = self.classify + [self.frnd]           # a's classes
         self.adds = [self.fadd, self.fsub]
 
     def field(self, name: str, width: int, at: int, **kw) -> Field:
@@ -132,11 +167,12 @@ class _Lane:
         self.z = self.field("z", 2, X)                      # [E == 0] of a, b (read to +6)
         for k, (name, x) in enumerate((("a", a), ("b", b))):
             e, f = x.dims[23:31], x.dims[:23]
+            gate = self.classify_a if name == "a" else self.classify
             cls = self.cls[name] = self.field(f"cls.{name}", 3, X)      # [E == 255], [f == 0], max(E, 1) bit 0
-            G.gated(c, X, {d: -1 for d in e}, 1, {self.z[k]: 1, cls[2]: 1}, self.classify)
-            G.gated(c, X, {d: 1 for d in e}, -7, {cls[0]: 1}, self.classify)
-            G.gated(c, X, {d: -1 for d in f}, 1, {cls[1]: 1}, self.classify)
-            G.gated(c, X, {e[0]: 1}, 0, {cls[2]: 1}, self.classify)
+            G.gated(c, X, {d: -1 for d in e}, 1, {self.z[k]: 1, cls[2]: 1}, gate)
+            G.gated(c, X, {d: 1 for d in e}, -7, {cls[0]: 1}, gate)
+            G.gated(c, X, {d: -1 for d in f}, 1, {cls[1]: 1}, gate)
+            G.gated(c, X, {e[0]: 1}, 0, {cls[2]: 1}, gate)
         self.sbx = self.field("sbx", 1, X)                 # b's sign, flipped for FSUB
         G.gated(c, X, {b[31]: 1}, 0, {self.sbx[0]: 1}, [self.fadd])
         G.gated(c, X, {b[31]: -1}, 1, {self.sbx[0]: 1}, [self.fsub])
@@ -190,7 +226,7 @@ class _Lane:
         G.gated(c, L, {a[31]: -1, self.sbx[0]: 1}, 0, {self.sub[1][0]: 1}, self.adds)
         G.gated(c, L, {a[31]: 1, b[31]: -1}, 0, {self.sigma[0]: 1}, [self.fmul])
         G.gated(c, L, {a[31]: -1, b[31]: 1}, 0, {self.sigma[0]: 1}, [self.fmul])
-        G.gated(c, L, {a[31]: 1}, 0, {self.sigma[0]: 1}, [self.i2f])
+        G.gated(c, L, {a[31]: 1}, 0, {self.sigma[0]: 1}, [self.i2f, self.frnd])
         self.mag = self.field("mag", 2, L)                  # [|a| < |b|], [|a| > |b|] for the comparisons
         G.gated_step(c, L, lam, 1, {self.mag[0]: 1}, self.compares)
         G.gated_step(c, L, neg(lam), 1, {self.mag[1]: 1}, self.compares)
@@ -315,6 +351,84 @@ class _Lane:
             _when(c, L, x, 0, {self.digits[n]: 1}, on=(self.u2f[0],))
             _when(c, L, x, 0, {self.digits[n]: 1}, on=(self.i2f[0],), off=(a[31],))
             _when(c, L, neg(x), 15 + (n == 0), {self.digits[n]: 1}, on=(self.i2f[0], a[31]))
+        self.convert(L)
+
+    # ---- +5: F2I, F2U, FRND as S's digits, straight from a's bits -----------------------------------
+    def convert(self, L: int) -> None:
+        """F2I's and F2U's integer and FRND's integral significand, rounded in the mode, as S's digits
+        (the significand's bit j = 150 - E is a's units bit, its bits below the guard the sticky):
+
+          F2I, F2U  N = |a| rounded: for each E <= 157 (F2U: 158) a's significand shifted by E - 150,
+                    one neuron a nibble (relu(nibble + 16 ([E = e] - 1))), and the increment into
+                    digit 0 (one threshold per E and mode on [E = e], the guard, the sticky, the
+                    units bit and the sign). A negative F2I's digits are N + 2**32 - 1 (N - 1 in 32
+                    bits), whose complement -N is what r takes at +8 (0 for N = 0). Saturation (E >= 158; F2U 159,
+                    infinities included, NaN not) puts 0x7FFFFFFF (F2I: r then 0x80000000 when
+                    negative) or 0xFFFFFFFF in their place; a NaN leaves N = 0. A negative F2U's
+                    result is 0: r takes none of it.
+          FRND      the significand with its bits below the units bit cleared ([E >= 150 - i] per bit
+                    i) plus the increment at the units bit (digit j div 4); G - K = E - 24 (H_FRND),
+                    the floor below S: the back end packs it exactly (E >= 150: a itself). |a| < 1
+                    leaves S = 0 (the zero special with a's sign); +-1 are added at +11 (one())."""
+        c, a, dg = self.c, self.a, self.digits
+        e, f, sign = list(a.dims[23:31]), list(a.dims[:23]), a[31]
+        ev = _value(e)
+        rnd = {m: self.rnd[m][0] for m in ROUNDINGS}
+        for E in range(E_ONE, F2U_TOP + 1):                 # F2I, F2U: the integer part
+            mt, mb = _is(e, E)
+            nibbles: dict[int, tuple[dict[int, int], int]] = {}
+            for i in range(24):
+                m = i + E - 150
+                if 0 <= m < 32:
+                    terms, const = nibbles.get(m // 4, ({}, 0))
+                    if i < 23:
+                        nibbles[m // 4] = (add_terms(terms, {a[i]: 1 << m % 4}), const)
+                    else:                                   # the hidden bit: 1 (E >= 1)
+                        nibbles[m // 4] = (terms, const + (1 << m % 4))
+            for n, (terms, const) in nibbles.items():
+                _when(c, L, add_terms(terms, {d: 16 * w for d, w in mt.items()}), const + 16 * (mb - 1), {dg[n]: 1},
+                      gate=self.f2x if E <= F2I_TOP else [self.f2u])
+        _when(c, L, {}, 1, {dg[n]: 15 for n in range(INT_NIBBLES)}, on=(sign,), gate=[self.f2i])
+        nan = dict(any_of=f, match=_is(e, 255))
+        for gate, top, when, pattern in (([self.f2i], F2I_TOP, dict(off=(sign,)), (1 << 31) - 1),
+                                         ([self.f2i], F2I_TOP, dict(on=(sign,)), None),
+                                         ([self.f2u], F2U_TOP, dict(off=(sign,)), (1 << 32) - 1)):
+            out = ({dg[n]: pattern >> 4 * n & 15 for n in range(INT_NIBBLES)} if pattern is not None
+                   else {dg[INT_NIBBLES - 1]: -8})             # 15..15 (negative F2I) - 8 << 28 = 0x7FFFFFFF
+            _step_when(c, L, ev, top + 1, out, gate=gate, **when)
+            cond = dict(none_of=[sign]) if "off" in when else dict(all_of=[sign])
+            _all_any(c, L, neg(out), gate, **cond, **nan)      # not for a NaN
+        for E in range(E_ONE - 1, 150):                     # the increments: units bit j, guard j - 1
+            j = 150 - E
+            sig = [*f, None][:j + 1] + [False] * (j + 1 - 24)   # significand bits 0..j: None hidden, False 0
+            guard, lsb, sticky = sig[j - 1], sig[j], f[:j - 1]
+            rn = dict(all_of=[rnd["RN"]] + ([guard] if guard is not None else []),
+                      any_of=sticky + ([lsb] if lsb not in (None, False) else []), any_const=lsb is None,
+                      match=_is(e, E))
+            directed = dict(any_of=f[:j], match=_is(e, E))
+            incs = [rn]
+            if j < 24:
+                incs += [dict(all_of=[rnd["RP"]], none_of=[sign], **directed),
+                         dict(all_of=[rnd["RM"], sign], **directed)]
+            for inc in incs:
+                _all_any(c, L, {dg[0]: 1}, self.f2x, **inc)
+                if j < 24:
+                    _all_any(c, L, {dg[j // 4]: 1 << j % 4}, [self.frnd], **inc)
+        self.tiny(L, {dg[0]: 1}, self.f2x)
+        for i in range(24):                                 # FRND: the bits at and above the units bit
+            _step_when(c, L, add_terms(ev, {a[i]: 256}) if i < 23 else ev, 150 - i + 256 * (i < 23),
+                       {dg[i // 4]: 1 << i % 4}, gate=[self.frnd])
+
+    def tiny(self, L: int, out: dict[int, float], gate: list[Field]) -> None:
+        """out += 1 for 0 < |a| < 1 (E <= 126, a != 0) where RP (positive) or RM (negative) rounds it away
+        from zero."""
+        a, ev = self.a, _value(self.a.dims[23:31])
+        for mode, when in (("RP", dict(off=(a[31],))), ("RM", dict(on=(a[31],)))):
+            flag = self.rnd[mode][0]
+            _step_when(self.c, L, neg(ev), -(E_ONE - 1), out, gate=gate, on=(flag, *when.get("on", ())),
+                       off=when.get("off", ()))
+            _all_any(self.c, L, neg(out), gate, all_of=[flag, *when.get("on", ())],
+                     none_of=[*when.get("off", ()), *a.dims[:31]], any_const=True)     # not for a zero
 
     def split_columns(self, at: int, col: Field, vmax: list[int]) -> list[int]:
         """Each column count into its bits, in place (bit t of column k moves to column k + t)."""
@@ -342,7 +456,8 @@ class _Lane:
         L = X + PRODUCT + 1
         self.h = self.field("h", 8, L)
         G.plus_constant(c, L, list(self.sum_e.dims[:8]), 256 - K_FMUL, self.h, gate=self.fmul[0], low=7)
-        self.resolve(L, [([self.fa], _nibbles(_value(self.xe.dims), 256 - K_FADD))], self.h)
+        self.resolve(L, [([self.fa], _nibbles(_value(self.xe.dims), 256 - K_FADD)),
+                         ([self.frnd], _nibbles(_value(self.a.dims[23:31]), H_FRND))], self.h)
         G.gated(c, L, {}, 1, {self.h[j]: 1 for j in range(8) if H_INT >> j & 1}, [self.i2f, self.u2f])
 
     def floors(self) -> None:
@@ -378,7 +493,7 @@ class _Lane:
             if 254 + K <= top:                             # r <= 0
                 terms, t = at_least(bits, 254 + K)
                 G.gated_step(c, L, terms, t, {self.rf[0]: 1, self.rc[0]: 1}, gate)
-        G.gated(c, L, {}, 1, {self.qf[0]: 1, self.qc[0]: 1}, [self.i2f, self.u2f])
+        G.gated(c, L, {}, 1, {self.qf[0]: 1, self.qc[0]: 1}, [self.i2f, self.u2f, self.frnd])
         for f in (self.sum_e, self.xe, self.fa):
             c.clear(f, L)
 
@@ -422,8 +537,9 @@ class _Lane:
         L = X + 1
         part = self.part = self.field("part", 6, L)         # NaN a, NaN b, inf a, inf b, zero a, zero b
         for k, cl in enumerate((ca, cb)):
-            G.gated(c, L, {cl[0]: 1, cl[1]: -1}, 0, {part[k]: 1}, self.classify)
-            G.gated(c, L, {cl[0]: 1, cl[1]: 1}, -1, {part[2 + k]: 1}, self.classify)
+            gate = self.classify_a if k == 0 else self.classify
+            G.gated(c, L, {cl[0]: 1, cl[1]: -1}, 0, {part[k]: 1}, gate)
+            G.gated(c, L, {cl[0]: 1, cl[1]: 1}, -1, {part[2 + k]: 1}, gate)
             G.gated(c, L, {self.z[k]: 1, cl[1]: 1}, -1, {part[4 + k]: 1}, self.classify)
         c.clear(ca, L)
         c.clear(cb, L)
@@ -435,13 +551,14 @@ class _Lane:
         self.signs = self.field("signs", 2, L)              # infinity's sign, an exact zero's sign
         G.gated(c, L, {part[2]: 1, self.a[31]: 1}, -1, {self.signs[0]: 1}, self.adds)
         G.gated(c, L, {part[2]: -1, self.sbx[0]: 1}, 0, {self.signs[0]: 1}, self.adds)
-        G.gated(c, L, {self.sigma[0]: 1}, 0, {self.signs[0]: 1, self.signs[1]: 1}, [self.fmul])
+        G.gated(c, L, {self.sigma[0]: 1}, 0, {self.signs[0]: 1, self.signs[1]: 1}, [self.fmul, self.frnd])
         G.gated_step(c, L, {self.a[31]: 1, self.sbx[0]: 1, self.rnd["RM"][0]: 1}, 2, {self.signs[1]: 1}, self.adds)
         L += 1
         self.nan, self.inf = self.field("nan", 1, L), self.field("inf", 1, L)
         nans = {part[0]: 1, part[1]: 1, bad[0]: 1, bad[1]: 1}
-        G.gated_step(c, L, nans, 1, {self.nan[0]: 1}, self.arith)
-        G.gated_step(c, L, add_terms({part[2]: 1, part[3]: 1}, {d: -3 for d in nans}), 1, {self.inf[0]: 1}, self.arith)
+        G.gated_step(c, L, nans, 1, {self.nan[0]: 1}, self.special)
+        G.gated_step(c, L, add_terms({part[2]: 1, part[3]: 1}, {d: -3 for d in nans}), 1, {self.inf[0]: 1},
+                     self.special)
         c.clear(part, L)
         c.clear(bad, L)
         c.clear(self.sbx, L)
@@ -489,7 +606,7 @@ class _Lane:
         are all 1). Nibbles above FADD's 28 bits only for FMUL (FADD's subtraction carries out)."""
         c, S = self.c, self.s
         for m in range(1, NIBBLES):
-            gate = [self.fmul, self.i2f, self.u2f] if m >= FADD_NIBBLES else None
+            gate = None if m < FADD_NIBBLES else [self.fmul, self.i2f, self.u2f] + self.f2x * (m < INT_NIBBLES)
             for i in range(m):
                 run = add_terms({gp[i][0]: 1}, *({gp[j][1]: 1, gp[j][0]: -1} for j in range(i + 1, m)))
                 w = m - i + 1
@@ -529,6 +646,10 @@ class _Lane:
             at_or_above = {S[j]: -2 for j in range(v, WINDOW)}
             G.step(c, L, add_terms({self.qc[v // 4]: 1, self.qf[v % 4]: 1}, at_or_above), 2, t_is(v))  # q' = v, p < v
         G.gated(c, L, {d: -1 for d in S.dims}, 1, {zero: 1}, self.rounded)
+        r = self.r.dims
+        for i in range(32):                                 # F2I, F2U: the integer; a negative F2I's complement
+            _when(c, L, {S[i]: 1}, 0, {r[i]: 1}, off=(self.a[31],), gate=self.f2x)
+            _when(c, L, {S[i]: -1}, 1, {r[i]: 1}, on=(self.a[31],), gate=[self.f2i])
         for f in (self.qf, self.qc, self.rf, self.rc):
             c.clear(f, L)
         # +9: the coarse shift y[j] = S'[4 (t' div 4) + j], j = -4..25 (S'[k] = S[k - 23]), and the
@@ -588,8 +709,17 @@ class _Lane:
         G.relu(c, L, {zf: 1, self.signs[1]: 1}, -1, {r[31]: 1})
         G.relu(c, L, {of: 1, sg: 1}, -1, {r[31]: 1})
         G.relu(c, L, {nrm: 1, sg: 1}, -1, {r[31]: 1})
+        self.one(L)
         for f in (m, ep, out, self.nan, self.inf, self.signs, self.sigma):
             c.clear(f, L)
+
+    def one(self, L: int) -> None:
+        """FRND of 0 < |a| < 1 to +-1 (the zero special gave the sign): RN above one half, RP and RM away
+        from zero; 0x3F800000 into r."""
+        a, e, rn = self.a, self.a.dims[23:31], self.rnd["RN"][0]
+        out = {self.r[i]: 1 for i in range(23, 30)}
+        _all_any(self.c, L, out, [self.frnd], all_of=[rn], any_of=a.dims[:23], match=_is(list(e), E_ONE - 1))
+        self.tiny(L, out, [self.frnd])
 
     def round(self, at: int, m: Field, ep: Field, nrm: int) -> None:
         """r = W + inc, W = ep << 23 | m's fraction, inc by the mode from the guard g, the sticky s, W's
