@@ -19,10 +19,12 @@ import torch
 from safetensors import safe_open
 from transformers import AutoConfig, Qwen3_5ForCausalLM
 from transformers.cache_utils import DynamicCache
+
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextRotaryEmbedding
 
 from qwengpu.chat.textmodel import load_text_model, quiet_transformers, stored_dtype, text_layout
 from qwengpu.driver import runtime
+from qwengpu.machine.plan import LAYERS
 from qwengpu.model.checkpoint import shard_files
 from qwengpu.model.merge import default_merged_model
 
@@ -135,7 +137,7 @@ def compare(path, tokenizer, full, text, prompts, steps):
 def test_the_text_model_is_the_stock_class_without_the_circuit_layers(path):
     config = runtime.load_config(path)
     L, V = text_layout(config)
-    assert (L, V) == (28, 248320) and stored_dtype(path) == "bfloat16"
+    assert (L, V) == (LAYERS, 248320) and stored_dtype(path) == "bfloat16"
     text = load_text_model(path)
     assert type(text) is Qwen3_5ForCausalLM and text.dtype == torch.bfloat16 and not text.training
     assert text.config.num_hidden_layers == len(text.model.layers) == 4
