@@ -19,7 +19,6 @@ import torch
 from safetensors import safe_open
 from transformers import AutoConfig, Qwen3_5ForCausalLM
 from transformers.cache_utils import DynamicCache
-
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextRotaryEmbedding
 
 from qwengpu.chat.textmodel import load_text_model, quiet_transformers, stored_dtype, text_layout
