@@ -113,13 +113,14 @@ def _gated_basis(c: Circuit, at: int, terms: dict[int, int], values: list[int],
 # ---------------------------------------------------------------------------
 # multiply, add, sub: shared nibble digits and one carry resolution
 # ---------------------------------------------------------------------------
-def _column_bits(c: Circuit, at: int, col: Field, vmax: list[int], last: bool, digits: Field | None) -> list[int]:
-    """Split each column count S_k (0..vmax[k]) into its bits; bit t weighs 2**(k+t). In place
-    (the basis also subtracts S_k from its own dim), or, when `last`, folded into the nibble
-    digits: column k = 4n + s adds (v 2**s) mod 16 to digit n and (v 2**s) div 16 to digit n+1.
-    Returns the new column bounds."""
-    new = [0] * WORD
-    for k in range(WORD):
+def column_bits(c: Circuit, at: int, col: Field, vmax: list[int], last: bool, digits: Field | None) -> list[int]:
+    """Split each column count S_k (0..vmax[k]) into its bits; bit t weighs 2**(k+t) (bits past the
+    last column are dropped: the product is known to fit). In place (the basis also subtracts S_k
+    from its own dim), or, when `last`, folded into the nibble digits: column k = 4n + s adds
+    (v 2**s) mod 16 to digit n and (v 2**s) div 16 to digit n+1. Returns the new column bounds."""
+    width = len(vmax)
+    new = [0] * width
+    for k in range(width):
         if vmax[k] == 0:
             continue
         fns = []
@@ -130,7 +131,7 @@ def _column_bits(c: Circuit, at: int, col: Field, vmax: list[int], last: bool, d
                 fns.append((lambda v, s=s: (v << s) // 16, {digits[n + 1]: 1}))
         else:
             for t in range(vmax[k].bit_length()):
-                if k + t < WORD:
+                if k + t < width:
                     fns.append((lambda v, t=t: v >> t & 1, {col[k + t]: 1}))
                     new[k + t] += 1
         fns.append((lambda v: -v, {col[k]: 1}))      # clear the old count
@@ -138,13 +139,15 @@ def _column_bits(c: Circuit, at: int, col: Field, vmax: list[int], last: bool, d
     return new
 
 
-def _digit_bounds(vmax: list[int]) -> list[int]:
-    out = [0] * (WORD // 4 + 1)
+def digit_bounds(vmax: list[int]) -> list[int]:
+    """The largest nibble digit column_bits(last=True) can write, per digit."""
+    nibbles = len(vmax) // 4
+    out = [0] * (nibbles + 1)
     for k, m in enumerate(vmax):
         n, s = divmod(k, 4)
         out[n] += max((v << s) % 16 for v in range(m + 1))
         out[n + 1] += max((v << s) // 16 for v in range(m + 1))
-    return out[: WORD // 4]
+    return out[:nibbles]
 
 
 def _mul_columns(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, tag: str):
@@ -155,7 +158,7 @@ def _mul_columns(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Fiel
             G.gated(c, at, {a[i]: 1, b[j]: 1}, -1, {col[i + j]: 1}, [flags["MUL"]])
     vmax = [k + 1 for k in range(WORD)]
     for layer in MUL_REDUCE:
-        vmax = _column_bits(c, at + layer, col, vmax, False, None)
+        vmax = column_bits(c, at + layer, col, vmax, False, None)
     return col, vmax
 
 
@@ -163,11 +166,11 @@ def _digits(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, cc
             vmax: list[int], t: Field, tag: str) -> Field:
     """Layer at: nibble digits D_n <= 31 of MUL (its columns folded), ADD, SUB, and the
     division steps with t = [a >= b]: DIVR is SUB's digits when t, a's when not; DIVQ 2 cc + t."""
-    bounds = _digit_bounds(vmax)
+    bounds = digit_bounds(vmax)
     if max(bounds) > 31:
         raise CircuitError(f"{tag}: multiply digits reach {max(bounds)}; the carry resolution needs <= 31")
     digits = c.field(f"{tag}.digits", WORD // 4, at, kind="int", vmax=31)
-    _column_bits(c, at, col, vmax, True, digits)
+    column_bits(c, at, col, vmax, True, digits)
     c.layout.release(col, at)
     for n in range(WORD // 4):                     # ADD: A_n + B_n; SUB: A_n + 15 - B_n (+1)
         G.gated(c, at, add_terms(G.nibble(a, n), G.nibble(b, n)), 0, {digits[n]: 1}, [flags["ADD"]])
@@ -239,11 +242,11 @@ def _radix4(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, cc
     both, rem, quo = [flags["DIVR4"], flags["DIVQ4"]], flags["DIVR4"], flags["DIVQ4"]
     b2 = [None] + list(b.dims[:WORD - 1])           # 2b's low 32 bits; b's top bit is 2b's bit 32
     top = b[WORD - 1]
-    gp = [_carry_field(c, f"{tag}.div4.u.carry{n}", at) for n in range(WORD // 4)]
+    gp = [carry_field(c, f"{tag}.div4.u.carry{n}", at) for n in range(WORD // 4)]
     for n in range(WORD // 4):                      # U_n = A_n + 15 - B_n (+1)
         _gated_basis(c, at, add_terms(G.nibble(a, n), G.neg(G.nibble(b, n))), list(range(32)),
-                     _nibble_functions(r, gp, n), both, const=15 + (n == 0))
-    _carries_in_place(c, at + 1, gp, r)
+                     nibble_functions(r, gp, n), both, const=15 + (n == 0))
+    carries_in_place(c, at + 1, gp, r)
     G.requantize(c, at + 2, r, both)
     orders = [c.field(f"{tag}.div4.order{j}", 8, at + 2) for j in (2, 3)]
     lam2 = _byte_steps(c, at + 2, list(a.dims), b2, orders[0], both)
@@ -259,12 +262,12 @@ def _radix4(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, cc
         _gated_both(c, last, {r[i]: 1}, 0, {r[i]: -1}, rem, {t[0]: -1, t[1]: 1}, 1)   # DIVR4, k != 1: u out,
         _gated_both(c, last, {a[i]: 1}, 0, {r[i]: 1}, rem, {t[0]: -1}, 1)            # a in when k = 0
     z = c.field(f"{tag}.div4.z", WORD, last)
-    gp = [_carry_field(c, f"{tag}.div4.carry{n}", last) for n in range(WORD // 4)]
+    gp = [carry_field(c, f"{tag}.div4.carry{n}", last) for n in range(WORD // 4)]
     for y, k_is in ((list(b.dims), {t[1]: 1, t[2]: -1}), (b2, {t[2]: 1})):     # k = 2: u - b; k = 3: u - 2b
         for n in range(WORD // 4):
             terms = add_terms(G.nibble(r, n), {d: -(1 << i) for i, d in enumerate(y[4 * n: 4 * n + 4])
                                                if d is not None})
-            for offset, row in _basis_rows(list(range(32)), _nibble_functions(z, gp, n)).items():
+            for offset, row in _basis_rows(list(range(32)), nibble_functions(z, gp, n)).items():
                 _gated_both(c, last, terms, 15 + (n == 0) - offset, row, rem, k_is, 0)
     for i in range(WORD - 2):                        # DIVQ4: 4 cc + k
         G.gated(c, last, {cc[i]: 1}, 0, {r[i + 2]: 1}, quo)
@@ -272,7 +275,7 @@ def _radix4(c: Circuit, at: int, flags: dict[str, Field], a: Field, b: Field, cc
     G.gated(c, last, {t[1]: 1}, 0, {r[1]: 1}, quo)
     for f in (t1, t2, t3):
         c.clear(f, last)
-    _carries_in_place(c, last + 1, gp, r, bits=z)
+    carries_in_place(c, last + 1, gp, r, bits=z)
 
 
 def _resolve(c: Circuit, at: int, digits: Field, out: Field, tag: str) -> None:
@@ -286,21 +289,21 @@ def _resolve(c: Circuit, at: int, digits: Field, out: Field, tag: str) -> None:
     at + 1: the carry into nibble m is [L_m >= 1], L_m = sum_{i<m} (G_i + P_i - 1) 2**i (the
             highest nibble that does not just propagate decides); it flips bit k of the
             nibble when the bits below k are all 1."""
-    gp = [_carry_field(c, f"{tag}.carry{n}", at) for n in range(len(digits))]
+    gp = [carry_field(c, f"{tag}.carry{n}", at) for n in range(len(digits))]
     for n, d in enumerate(digits.dims):
-        fns = _nibble_functions(out, gp, n) + [(lambda v: -v, {d: 1})]      # and clear the digit
+        fns = nibble_functions(out, gp, n) + [(lambda v: -v, {d: 1})]      # and clear the digit
         G.basis(c, at, {d: 1}, 0, fns)
     c.layout.release(digits, at)
-    _carries_in_place(c, at + 1, gp, out)
+    carries_in_place(c, at + 1, gp, out)
 
 
-def _carry_field(c: Circuit, name: str, at: int) -> Field:
-    """A nibble's (G, P) for _carries_in_place. Two bits: as one int field G + P would need
+def carry_field(c: Circuit, name: str, at: int) -> Field:
+    """A nibble's (G, P) for carries_in_place. Two bits: as one int field G + P would need
     weights 2**(i + 8) in the carries, which turn fp32 rounding into errors near 0.5."""
     return c.field(name, 2, at)
 
 
-def _nibble_functions(out: Field, gp: list[Field], n: int) -> list[tuple[callable, dict[int, float]]]:
+def nibble_functions(out: Field, gp: list[Field], n: int) -> list[tuple[callable, dict[int, float]]]:
     """The first layer of an in-place carry resolution for nibble n (digit D in [0, 31]): its low
     4 bits into out, G = [D >= 16] and P = [D >= 15] into gp[n]."""
     z = out.dims[4 * n: 4 * n + 4]
@@ -308,7 +311,7 @@ def _nibble_functions(out: Field, gp: list[Field], n: int) -> list[tuple[callabl
     return fns + [(lambda v: int(v >= 16), {gp[n][0]: 1}), (lambda v: int(v >= 15), {gp[n][1]: 1})]
 
 
-def _carries_in_place(c: Circuit, at: int, gp: list[Field], out: Field, bits: Field | None = None) -> None:
+def carries_in_place(c: Circuit, at: int, gp: list[Field], out: Field, bits: Field | None = None) -> None:
     """Layer at: add each nibble's carry in to the bits in `out`, from its (G, P) in gp (the carry
     into nibble m is [L_m >= 1], L_m = sum_{i<m} (G_i + P_i - 1) 2**i); clears gp. Bits of
     nibbles whose G and P are all 0 are left as they are. With `bits`, the nibbles' bits are

@@ -49,6 +49,7 @@ from qwengpu.circuit import gadgets as G
 from qwengpu.circuit.gadgets import MAX_POSITIVE, add_terms, neg, span
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
+from qwengpu.machine.alu import carries_in_place, carry_field, column_bits, digit_bounds, nibble_functions
 from qwengpu.machine.plan import FPU_LAYERS
 
 ROUNDED_OPS = ("FADD", "FSUB", "FMUL", "I2F", "U2F", "F2I", "F2U", "FRND")    # rounded in the mode ROUNDINGS names
@@ -326,25 +327,15 @@ class _Lane:
                     terms, bias = ({b[j]: 1, za: -1}, 0) if i == 23 else ({a[i]: 1, zb: -1}, 0)
                 G.gated(c, L, terms, bias, {col[i + j]: 1}, [self.fmul])
                 vmax[i + j] += 1
-        vmax = self.split_columns(L + 1, col, vmax)
+        vmax = column_bits(c, L + 1, col, vmax, False, None)
         G.gated(c, L + 1, {za: -1, zb: -1}, 1, {col[46]: 1}, [self.fmul])
         vmax[46] += 1
-        vmax = self.split_columns(L + 2, col, vmax)
+        vmax = column_bits(c, L + 2, col, vmax, False, None)
         L += 3
+        if max(digit_bounds(vmax)) > 31:
+            raise CircuitError(f"{self.tag}: FMUL digits reach {max(digit_bounds(vmax))}; the carries need <= 31")
         self.digits = self.field("digits", NIBBLES, L, kind="int", vmax=31)
-        bound = [0] * (NIBBLES + 1)
-        for k, m in enumerate(vmax):
-            if not m:
-                continue
-            n, s = divmod(k, 4)
-            fns = [(lambda v, s=s: (v << s) % 16, {self.digits[n]: 1}), (lambda v: -v, {col[k]: 1})]
-            bound[n] += max((v << s) % 16 for v in range(m + 1))
-            if n + 1 < NIBBLES:
-                fns.append((lambda v, s=s: (v << s) // 16, {self.digits[n + 1]: 1}))
-                bound[n + 1] += max((v << s) // 16 for v in range(m + 1))
-            G.basis(c, L, {col[k]: 1}, 0, fns, values=list(range(m + 1)))
-        if max(bound) > 31:
-            raise CircuitError(f"{self.tag}: FMUL digits reach {max(bound)}; the carry resolution needs <= 31")
+        column_bits(c, L, col, vmax, True, self.digits)
         c.layout.release(col, L)
         for n in range(INT_NIBBLES):                        # I2F, U2F: |a| (a negative I2F's ~a + 1) as digits
             x = _value(a.dims[4 * n: 4 * n + 4])
@@ -430,20 +421,6 @@ class _Lane:
             _all_any(self.c, L, neg(out), gate, all_of=[flag, *when.get("on", ())],
                      none_of=[*when.get("off", ()), *a.dims[:31]], any_const=True)     # not for a zero
 
-    def split_columns(self, at: int, col: Field, vmax: list[int]) -> list[int]:
-        """Each column count into its bits, in place (bit t of column k moves to column k + t)."""
-        new = [0] * WINDOW
-        for k, m in enumerate(vmax):
-            if not m:
-                continue
-            fns = [(lambda v: -v, {col[k]: 1})]
-            for t in range(m.bit_length()):
-                if k + t < WINDOW:                          # the product is below 2**48: higher bits are 0
-                    fns.append((lambda v, t=t: v >> t & 1, {col[k + t]: 1}))
-                    new[k + t] += 1
-            G.basis(self.c, at, {col[k]: 1}, 0, fns, values=list(range(m + 1)))
-        return new
-
     # ---- exponents: what the back end needs of G and K -----------------------------------------------
     def exponents(self) -> None:
         """H = (G - K) mod 256 (8 bits, by +4) for the biased exponent t' + H + 1; FMUL's G = ea + eb
@@ -503,30 +480,18 @@ class _Lane:
         exclusive (gate, digits); bits at `at`, carries at at + 1 (alu.py's in-place scheme); `cout` a
         dim for the carry out of the top nibble."""
         c, nibbles = self.c, len(ways[0][1])
-        gp = [c.field(f"{self.tag}.fpu.gp{n}", 2, at) for n in range(nibbles)]
+        gp = [carry_field(c, f"{self.tag}.fpu.gp{n}", at) for n in range(nibbles)]
         for gate, digits in ways:
             for n, (terms, bias) in enumerate(digits):
-                z = out.dims[4 * n: 4 * n + 4]
-                fns = [(lambda v, k=k: v % 16 >> k & 1, {z[k]: 1}) for k in range(len(z))]
-                fns += [(lambda v: int(v >= 16), {gp[n][0]: 1}), (lambda v: int(v >= 15), {gp[n][1]: 1})]
                 lo, hi = span(c, terms, bias)
                 if lo < 0 or hi > 31:
                     raise CircuitError(f"{self.tag}: digit {n} spans {lo}..{hi}; the carries need 0..31")
-                for offset, row in G.basis_rows(list(range(32)), fns)[1].items():
+                for offset, row in G.basis_rows(list(range(32)), nibble_functions(out, gp, n))[1].items():
                     G.gated(c, at, terms, bias - offset, row, gate)
-        for m in range(1, nibbles + (cout is not None)):
-            lam = add_terms(*({gp[i][0]: 1 << i, gp[i][1]: 1 << i} for i in range(m)))
-            first = 1 + sum(1 << i for i in range(m))
-            if m == nibbles:
-                G.step(c, at + 1, lam, first, {cout: 1})
-                continue
-            z = out.dims[4 * m: 4 * m + 4]
-            for k in range(len(z)):
-                below = {z[j]: 128 for j in range(k)}
-                G.step(c, at + 1, add_terms(lam, below, {z[k]: -128}), first + 128 * k, {z[k]: 1})
-                G.step(c, at + 1, add_terms(lam, below, {z[k]: 128}), first + 128 * (k + 1), {z[k]: -1})
-        for f in gp:
-            c.clear(f, at + 1)
+        if cout is not None:                                # the carry into a nibble above the top one
+            lam = add_terms(*({gp[i][0]: 1 << i, gp[i][1]: 1 << i} for i in range(nibbles)))
+            G.step(c, at + 1, lam, 1 + sum(1 << i for i in range(nibbles)), {cout: 1})
+        carries_in_place(c, at + 1, gp, out)
 
     # ---- special values ------------------------------------------------------------------------------
     def specials(self) -> None:
@@ -569,9 +534,9 @@ class _Lane:
         bits, generate and propagate at +6, carries at +7."""
         c, L = self.c, self.X + DIGITS
         self.s = self.field("S", WINDOW, L)
-        gp = [self.field(f"sgp{n}", 2, L) for n in range(NIBBLES)]
+        gp = [carry_field(c, f"{self.tag}.fpu.sgp{n}", L) for n in range(NIBBLES)]
         for n in range(NIBBLES):
-            fns = self.nibble_functions(n, gp)
+            fns = nibble_functions(self.s, gp, n)
             G.basis(c, L, {self.digits[n]: 1}, 0, fns + [(lambda v: -v, {self.digits[n]: 1})],
                     values=list(range(32)))
             rows = G.basis_rows(list(range(32)), fns)[1]
@@ -592,11 +557,6 @@ class _Lane:
         for f in (self.yw, *self.sub, self.w, self.z):
             c.clear(f, L)
         self.carries(L + 1, gp)
-
-    def nibble_functions(self, n: int, gp: list[Field]):
-        z = self.s.dims[4 * n: 4 * n + 4]
-        fns = [(lambda v, k=k: v % 16 >> k & 1, {z[k]: 1}) for k in range(4)]
-        return fns + [(lambda v: int(v >= 16), {gp[n][0]: 1}), (lambda v: int(v >= 15), {gp[n][1]: 1})]
 
     def carries(self, at: int, gp: list[Field]) -> None:
         """Flip S's bits where a carry enters their nibble: the carry into nibble m comes from the
