@@ -270,6 +270,10 @@ def test_a_failure_leaves_the_other_expressions_of_its_launch_alone(interp):
     ("", "expected a number, '(' or a function at column 1"),
 ])
 def test_parse_errors_name_the_column(interp, text, message):
+    assert_refused(interp, text, message)
+
+
+def assert_refused(interp, text: str, message: str) -> None:
     with pytest.raises(ExprError) as e:
         evaluate_on(interp, text)
     assert message in str(e.value)
@@ -760,9 +764,7 @@ def test_decimal_failures_are_reported_not_answered(interp, text, message):
     ("sqrt(1, 2)", "sqrt() at column 1 takes 1 number"),
 ])
 def test_decimal_parse_and_compile_errors(interp, text, message):
-    with pytest.raises(ExprError) as e:
-        evaluate_on(interp, text)
-    assert message in str(e.value)
+    assert_refused(interp, text, message)
 
 
 def test_the_kinds_of_an_expression():
