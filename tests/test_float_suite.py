@@ -17,7 +17,7 @@ from qwengpu.suite import DEFAULT_DIR, discover, load_spec, mismatches, run_suit
 
 FLOAT_DIR = DEFAULT_DIR / "float"
 FRONTENDS = ("clang", "nvrtc")
-MIN_KERNELS = 15
+MIN_KERNELS = 27
 
 
 def fref():
