@@ -190,15 +190,22 @@ def machine_for(text_config: dict, width: int | None = None) -> Machine:
     return machine_for_host(HostSpec.from_config(text_config), width)
 
 
-def machine_source_digest() -> str:
-    """sha256 of every qwengpu source file: a machine built from the same sources is the same
-    machine (it is deterministic), so a merged checkpoint that records this digest needs no
-    fingerprint check (which builds the machine)."""
+def _source_digest() -> str:
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
     for f in sorted(root.rglob("*.py")) + sorted(root.rglob("*.c")):
         h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
+
+
+_SOURCE_DIGEST = _source_digest()       # the sources as imported: files edited later are not this process's machine
+
+
+def machine_source_digest() -> str:
+    """sha256 of every qwengpu source file when this module was imported: a machine built from the
+    same sources is the same machine (it is deterministic), so a merged checkpoint that records
+    this digest needs no fingerprint check (which builds the machine)."""
+    return _SOURCE_DIGEST
 
 
 # ---- the circuit handed to the merge -------------------------------------------------------------------
