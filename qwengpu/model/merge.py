@@ -250,6 +250,7 @@ def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: boo
     config and tensor shapes, and that the circuit fits the base's layer shapes."""
     if rescale not in RESCALES:
         raise CheckpointError(f"rescale {rescale!r}: expected one of {', '.join(RESCALES)}")
+    weight_dtype = torch_dtype(dtype, CheckpointError)      # before the circuit compiles (a minute)
     if isinstance(circuit, str) and circuit not in ("machine", "demo"):
         raise CheckpointError(f"circuit {circuit!r}: expected machine, demo or a CircuitWeights")
     out = Path(out)
@@ -264,7 +265,7 @@ def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: boo
         circuit = named_circuit(circuit, ckpt.text_config)
     merged = merged_config(ckpt, circuit, dtype, rescale)
     check_circuit_fits(ckpt, circuit, merged)
-    items = plan(ckpt, circuit, merged, torch_dtype(dtype, CheckpointError), rescale)
+    items = plan(ckpt, circuit, merged, weight_dtype, rescale)
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
