@@ -158,7 +158,7 @@ def test_straight_line_with_store():
     want = [exec_(0, 0, 0), C("VALA", 1, 0),               # tid: 0, 1, 2 = 0 + 1 * lane; runs pass 1
             C("VALA", 4, 0),                            # tid << 2 (the ADD, dead, pairs with the SHL); runs pass 2
             T("ST", 0), T("ST", 1), T("ST", 2),                                # the JMP runs in the ST's pass
-            exec_(0, 1, 0), *valu(1 << 24, 3),         # same stack entry and mask: no CT1 (nor CT2); MOV and EXIT
+            exec_(0, 1, 0), T("VALU", 0, 1 << 24),     # same stack entry and mask: no CT1 (nor CT2); MOV and EXIT; a whole word
             T("HALT")]                 # every lane of the thread block exits: no CT1 (no top of stack), nor CT2
     assert got.tokens == want
     assert not any(got.dont_care)               # no CT1, whose fields alone may be don't-care here
@@ -284,6 +284,11 @@ def test_deadlock_ends_in_fault():
     ([0], [0xFFFFEFFF], [T("VALU", 0, 0xFFF), T("VALU", 1, 0xFFE), T("VALU", 2, 0xFF)]),   # -4097: three parts
     ([0, 1], [0x7FFFF000, 1], [T("VAL", 0, 0, 0), T("VAL", 0, 1, 0xFFF), T("VAL", 0, 2, 0x7F),
                                T("VAL", 1, 0, 1)]),                                  # bit 31 clear: parts
+    ([0, 1, 2, 3], [0x3FC0_0000] * 4, [T("VALU", 0, 0x3FC0_0000)]),   # 1.5: bits 0-19 zero, one token
+    ([0, 1], [0x40D0_0000, 0x8000_0000], [T("VAL", 0, 0, 0x40D0_0000), T("VAL", 1, 0, 0x8000_0000)]),  # 6.5, -0.0
+    ([0], [0x0010_0000], [T("VALU", 0, 0x0010_0000)]),                # bit 20 alone: the lowest top bit
+    ([0], [0x0008_0000], [T("VALU", 0, 0), T("VALU", 1, 0x80)]),      # bit 19 alone: parts
+    ([0], [0x3FC0_8000], [T("VALU", 0, 0), T("VALU", 1, 0xC08), T("VALU", 2, 0x3F)]),   # bit 15 set: parts
 ])
 def test_writeback_tokens_pick_valu_vala_or_val(lanes, values, want):
     from qwengpu.machine.tokens import writeback_tokens
@@ -316,16 +321,19 @@ def test_valp_features_and_spelling():
 
 
 def test_a_whole_word_token_stages_every_part():
-    """VAL/VALU(0, word) of a word whose bits above part 0 are all ones sets every SD bit of the
-    word and writes all three stage heads (SE), so the register gets the word in one token; data
-    past part 0 that is not all ones is refused, and PART never takes the whole word."""
+    """VAL/VALU(0, word) of a whole word (bits above part 0 all ones, or bits 0-19 zero and the word
+    not 0) sets every SD bit of the word and writes all three stage heads (SE), so the register gets
+    the word in one token; other data past part 0 is refused, and PART never takes the whole word."""
     from qwengpu.machine.tokens import features, part_tokens
     f = features(T("VAL", 2, 0, 0xFFFFF123))
     assert f["SD"] == [0xFFFFF123 >> i & 1 for i in range(32)] and f["SE"] == [1, 1, 1]
     assert f["LANE"] == [0, 0, 1, 0]
     assert features(T("VALU", 0, 0xFFFFF000))["SD"] == [0] * 12 + [1] * 20
+    assert features(T("VAL", 1, 0, 0x40D0_0000))["SD"] == [0x40D0_0000 >> i & 1 for i in range(32)]   # 6.5
     with pytest.raises(ValueError, match="does not fit"):
         features(T("VAL", 0, 0, 0x7FFFF123))
+    with pytest.raises(ValueError, match="does not fit"):
+        features(T("VALU", 0, 0x3FC0_8000))                     # bits 0-19 not all zero
     assert part_tokens("PART", 0xFFFFFFFF) == [T("PART", 0, 0xFFF), T("PART", 1, 0xFFF), T("PART", 2, 0xFF)]
 
 

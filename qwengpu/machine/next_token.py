@@ -1,7 +1,7 @@
 """The next token (docs/machine.md, "Sequences"), decided in the last four circuit layers.
 
-    E1  nonzero parts above k of each lane's value (none above part 0 when they are all ones:
-        its VAL/VALU(0) carries the whole word); lanes after the current one that are
+    E1  nonzero parts above k of each lane's value (none above part 0 for a whole word,
+        tokens.whole_word: its VAL/VALU(0) carries it all); lanes after the current one that are
         active; the lowest active lane; whether the active lanes' values differ; lane 0's
         value + s * l (VALA); the next thread block's index; whether this block was the last;
         whether another warp of the thread block, and this one after its terminator, has a live lane
@@ -42,7 +42,7 @@ from qwengpu.machine.lsu import Memory
 from qwengpu.machine.plan import L_NEXT
 from qwengpu.machine.scheduler import NextPc, Schedule
 from qwengpu.machine.status import Status, WarpStatus
-from qwengpu.machine.tokens import AP_STRIDES, FEATURES, KINDS, P_BITS, Q_BITS, SLOTS
+from qwengpu.machine.tokens import AP_STRIDES, FEATURES, KINDS, P_BITS, Q_BITS, SLOTS, TOP_BITS
 from qwengpu.machine.wiring import all_hold, match
 from qwengpu.machine.words import CONFIG, COPY0, CT2, CTA_BITS, GROUP_BITS, PARTS, PC_BITS, WARP_BITS, WORD_BITS
 from qwengpu.machine.writeback import Queues
@@ -73,7 +73,7 @@ def _part_is(tokens: TokenInputs, j: int) -> dict[int, int]:
 class _Facts:
     """E1: what the next token depends on of the lanes' values, the lanes and the thread block."""
     nz: dict[tuple[int, int], Field]    # (lane l, part j): l's value has bits above part j
-    ones: list[Field]                   # lane l's bits above part 0 are all ones
+    whole: list[Field]                  # lane l's value is a whole word (tokens.whole_word)
     cand: Field                         # active lanes after the current one(s)
     six: Field                          # lane l's value is below 2 ** P_BITS (VALP)
     next_cta: Field                     # the next thread block's index
@@ -91,7 +91,7 @@ class _Facts:
 def _e1_facts(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: Decoded, status: WarpStatus,
               results: LaneResults, update: StatusUpdate, queues: Queues, atomic: AtomicResult) -> _Facts:
     r, mask = results.r, status.running.mask
-    nz, ones, cand, six = _lane_values(c, tokens, r, mask)
+    nz, whole, cand, six = _lane_values(c, tokens, r, mask)
     next_cta = c.field("next_cta", CTA_BITS, E1)
     G.basis(c, E1, {d: 1 << i for i, d in enumerate(registers.cta.dims)}, 0,
             [(lambda v, i=i: (v + 1) >> i & 1, {next_cta[i]: 1}) for i in range(CTA_BITS)],
@@ -102,21 +102,25 @@ def _e1_facts(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: De
     low, mixed = _lowest_and_mixed(c, tokens, r, mask)
     ahead, wide, wideq = _progressions(c, r, mask)
     others, lives, last = _thread_block(c, tokens, registers, decoded, status, update, queues)
-    return _Facts(nz=nz, ones=ones, cand=cand, six=six, next_cta=next_cta, nzn=nzn, low=low, mixed=mixed,
+    return _Facts(nz=nz, whole=whole, cand=cand, six=six, next_cta=next_cta, nzn=nzn, low=low, mixed=mixed,
                   ahead=ahead, wide=wide, wideq=wideq, others=others, lives=lives, last=last)
 
 
 def _lane_values(c: Circuit, tokens: TokenInputs, r: list[Field], mask: Field):
-    """nz, ones, cand, six (_Facts)."""
+    """nz, whole, cand, six (_Facts)."""
     f, k = tokens.features, tokens.kind
     nz = {(l, j): c.field(f"nz{l}.{j}", 1, E1) for l in LANES for j in MORE}
     for (l, j), fld in nz.items():
         G.step(c, E1, {d: 1 for d in r[l].dims[PARTS[j].stop:]}, 1, {fld[0]: 1})
-    # each lane's bits above part 0 all ones: its VAL/VALU(0) carries the whole word, and no part follows
-    ones = [c.field(f"ones{l}", 1, E1) for l in LANES]
+    # a whole word (its bits above part 0 all ones, or only its top bits nonzero): its VAL/VALU(0)
+    # carries it all, and no part follows
+    whole = [c.field(f"whole{l}", 1, E1) for l in LANES]
     for l in LANES:
         high = {d: 1 for d in r[l].dims[PARTS[0].stop:]}
-        G.step(c, E1, high, len(high), {ones[l][0]: 1, nz[l, 0][0]: -1})
+        G.step(c, E1, high, len(high), {whole[l][0]: 1, nz[l, 0][0]: -1})
+        top = {d: 1 for d in r[l].dims[WORD_BITS - TOP_BITS:]}
+        low = {d: -TOP_BITS for d in r[l].dims[:WORD_BITS - TOP_BITS]}
+        G.step(c, E1, {**top, **low}, 1, {whole[l][0]: 1, nz[l, 0][0]: -1})
     cand = c.field("cand", 4, E1)          # active lanes after the current one(s) (all of them on EXEC, COPY)
     for l in LANES:
         after = {f["LANE"][i]: 1 for i in range(l)}      # a VALP names two lanes, l among them maybe
@@ -124,7 +128,7 @@ def _lane_values(c: Circuit, tokens: TokenInputs, r: list[Field], mask: Field):
     six = c.field("six", isa.LANES, E1)    # each lane's value is below 2 ** P_BITS (VALP)
     for l in LANES:
         G.relu(c, E1, *all_hold({d: -1 for d in r[l].dims[P_BITS:]}, 0, 0), {six[l]: 1})
-    return nz, ones, cand, six
+    return nz, whole, cand, six
 
 
 def _lowest_and_mixed(c: Circuit, tokens: TokenInputs, r: list[Field], mask: Field):
@@ -439,7 +443,7 @@ class _Code:
     """E4's neurons: feature (name, i) of the next token, written as 2 * next - 1."""
 
     def __init__(self, c: Circuit, tokens: TokenInputs, facts: _Facts):
-        self.c, self.ones = c, facts.ones
+        self.c, self.whole = c, facts.whole
         self.feat = {name: list(tokens.features[name].dims) for name in FEATURES}
 
     def emit(self, name: str, i: int, terms: dict[int, int], bias: int) -> None:
@@ -452,7 +456,7 @@ class _Code:
     def payload(self, case: int, j: int, sources, but: int | None = None) -> None:
         """SE and SD of a token carrying part j of a word on `case` (and not `but`): the word of
         `sources` (word, gate dims, lane) whose gate dims are all on (at most one is); for part 0
-        of a lane's word (VAL, VALU), the whole word when its high bits are all ones."""
+        of a lane's word (VAL, VALU), all of a whole word."""
         when = {case: 1, **({but: -1} if but is not None else {})}
         for jj in range(j, len(PARTS)):
             self.emit("SE", jj, when, 0)
@@ -460,7 +464,7 @@ class _Code:
             for i in PARTS[j]:
                 self.emit("SD", i, {**when, **{d: 1 for d in gate}, word[i]: 1}, -1 - len(gate))
             for i in range(PARTS[1].start, WORD_BITS) if j == 0 and l is not None else ():
-                self.emit("SD", i, {**when, **{d: 1 for d in gate}, self.ones[l][0]: 1}, -1 - len(gate))
+                self.emit("SD", i, {**when, **{d: 1 for d in gate}, self.whole[l][0]: 1, word[i]: 1}, -2 - len(gate))
 
     def finish(self) -> None:
         """Every feature dim: - 1 and minus what the pass put there; the anchor leaves the residual."""

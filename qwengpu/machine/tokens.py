@@ -47,7 +47,7 @@ FEATURES = {
     "kind": len(KINDS),       # one-hot
     "V": LATCH_BITS,          # LATCH value (bits)
     "SD": WORD_BITS,          # PART/VAL/VALU: part k's data in SD[PARTS[k]] (VALA, VALQ, VALP: part 0; a
-                              # VAL/VALU word whose high parts are all ones: the whole word)
+                              # VAL/VALU whole word, words.whole_word: all 32 bits)
     "SE": len(PARTS),         # PART/VAL/VALU/VALA/VALQ: stage head j written iff j >= k (thermometer)
     "STRIDE": len(AP_STRIDES),      # VALA stride, one-hot
     "LANE": isa.LANES,        # VAL/ST/AT/AW lane, one-hot; VALP's two lanes
@@ -143,17 +143,21 @@ def part_count(value: int) -> int:
 
 
 HIGH_ONES = (1 << WORD_BITS) - (1 << PARTS[1].start)     # a word's bits above part 0
+TOP_BITS = 12                                              # a whole word's nonzero top bits
+LOW_ZEROS = (1 << WORD_BITS - TOP_BITS) - 1                # ... and the bits below them, all zero
 
 
-def high_ones(value: int) -> bool:
-    """Whether every bit of the word above part 0 is one (-4096 <= value < 0 as an int32)."""
-    return value & HIGH_ONES == HIGH_ONES
+def whole_word(value: int) -> bool:
+    """Whether VAL and VALU carry the word in one token, kind(*head, 0, word): its bits above part 0
+    all ones (-4096..-1 as an int32), or only its top TOP_BITS bits nonzero (a float with a short
+    mantissa: 1.5, -2.0, 6.5)."""
+    return value & HIGH_ONES == HIGH_ONES or (value & LOW_ZEROS == 0 and value != 0)
 
 
 def part_tokens(kind: str, value: int, *head: int) -> list[Token]:
     """kind(*head, k, part k) for k = 0..k_max: how PART, VAL and VALU carry a word; a VAL or
-    VALU word whose bits above part 0 are all ones is one token, kind(*head, 0, word)."""
-    if kind != "PART" and high_ones(value):
+    VALU whole word is one token, kind(*head, 0, word)."""
+    if kind != "PART" and whole_word(value):
         return [tok(kind, *head, 0, value)]
     return [tok(kind, *head, k, value >> PARTS[k].start & (1 << len(PARTS[k])) - 1)
             for k in range(part_count(value))]
@@ -260,7 +264,7 @@ def features(token: Token) -> dict[str, list[int]]:
         part, data = (0 if k in ("VALA", "VALQ") else a[-2]), a[-1]
         bits = PARTS[part]
         sd = [0] * WORD_BITS
-        if part == 0 and k != "PART" and high_ones(data):        # the whole word: its high parts all ones
+        if part == 0 and k != "PART" and whole_word(data):        # a whole word: every part
             sd = _bits(data, WORD_BITS)
         else:
             sd[bits.start: bits.stop] = _bits(data, len(bits))
@@ -272,14 +276,15 @@ def token_runs() -> list[tuple[str, bool, list[tuple[int, ...]]]]:
     """The vocabulary as runs of one kind: (kind, cont, each token's args), in vocabulary order."""
     r = range
     parts = [(k, d) for k, bits in enumerate(PARTS) for d in r(1 << len(bits))]
-    negative = [(0, HIGH_ONES | d) for d in r(1 << len(PARTS[0]))]
+    whole = [(0, HIGH_ONES | d) for d in r(1 << len(PARTS[0]))]
+    whole += [(0, t << WORD_BITS - TOP_BITS) for t in r(1, 1 << TOP_BITS)]
     runs = [("LATCH", False, [(v,) for v in r(1 << LATCH_BITS)]),
             ("PART", False, parts),
             ("PUT", False, [(t,) for t in r(len(PUT_TARGETS))]),
             ("CTA", False, [(c,) for c in r(isa.MAX_GRID_BLOCKS)]),
             ("EXEC", False, [(w, pc, s) for w in r(isa.MAX_WARPS) for pc in r(isa.ROM_BLOCKS) for s in r(SLOTS)]),
-            ("VAL", False, [(l, *p) for l in r(isa.LANES) for p in parts + negative]),
-            ("VALU", False, parts + negative),
+            ("VAL", False, [(l, *p) for l in r(isa.LANES) for p in parts + whole]),
+            ("VALU", False, parts + whole),
             ("VALA", False, [(s, d) for s in AP_STRIDES for d in r(1 << len(PARTS[0]))]),
             ("VALQ", False, [(d,) for d in r(1 << Q_BITS * isa.LANES)]),
             ("VALP", False, [(p, d) for p in r(isa.LANES // 2) for d in r(1 << 2 * P_BITS)])]
@@ -300,7 +305,7 @@ def all_tokens() -> list[Token]:
 
 class Vocab:
     """GPU tokens <-> ids (offset by the text vocabulary) <-> feature vectors. Ids are found run by
-    run (token_runs), so a process that only maps a launch's tokens never builds all 211,652."""
+    run (token_runs), so a process that only maps a launch's tokens never builds all 252,602."""
 
     def __init__(self, first_id: int = 0):
         self.first_id = first_id
