@@ -50,7 +50,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from qwengpu.bench import load
-    _, fast, machine = load(None, args.dtype, "c")
+    fast, machine = load(None, args.dtype, "c")
     other = args.base or "torch"
     with tempfile.TemporaryDirectory() as tmp:
         steps = {"c": fast.native, other: native_at(args.base, fast, Path(tmp)) if args.base else None}

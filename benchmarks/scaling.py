@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default=None)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args(argv)
-    _, fast, machine = bench.load(args.model, "float32")
+    fast, machine = bench.load(args.model, "float32")
     results = {"loop": [], "memory": []}
     for kind, sizes, make in (("loop", args.trips, loop_launch), ("memory", args.words, memory_launch)):
         for n in sizes:

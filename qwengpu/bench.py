@@ -5,8 +5,10 @@ Per kernel: the interpreter runs the launch (its time is the reference cost of t
 the fast path runs the whole launch with the replay check (every token against the
 interpreter's stream, global memory after HALT); the stock path prefills the same prompt and
 decodes only the first `stock_tokens` tokens (about 1.3 s a token in float32 on a CPU), which
-must equal the fast path's first tokens. Both decoders are held at once, so the launches go
-to driver.runtime.launch_on_model directly rather than through a Device (which holds one).
+must equal the fast path's first tokens. The fast path (FastModel.from_checkpoint, as a Device
+loads it) runs every kernel first and is freed before the stock model loads, so the run's memory
+is the larger of the two, not their sum; the launches go to driver.runtime.launch_on_model
+directly, so that the stock decoder can take just a prefix.
 
 Rates, on one basis for both paths: tokens/s is decode steps (generated tokens after the
 prefill's) over their wall time; the prefill is timed apart. fast_launch_tok_s is the fast
@@ -22,6 +24,7 @@ kernels: one row per kernel (the fields of `Row`).
 """
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from dataclasses import asdict, dataclass, replace
@@ -111,21 +114,30 @@ def kernel_launch(name: str, directory: Path = DEFAULT_DIR) -> KernelLaunch:
 
 
 def load(model_dir: str | Path | None, dtype: str, step: str = "c"):
-    """(stock model, FastModel of it, machine): the model loads once per run; the fast path
-    warms up on dot's prompt so the first kernel's time has no one-off costs."""
-    from transformers.utils import logging as hf_logging
-
+    """(FastModel, machine readout) of the merged checkpoint (default: the stand-in), read as a
+    Device reads it; the fast path warms up on dot's prompt so the first kernel's time has no
+    one-off costs."""
     from qwengpu.fast import FastModel
-    from qwengpu.model.merge import default_merged_model
-    hf_logging.disable_progress_bar()
-    path = model_dir if model_dir is not None else default_merged_model()
-    model, _ = runtime.load_model(path, dtype)
-    machine = runtime.checkpoint_readout(runtime.host_config(model), path)
-    runtime.bind_vocab(model, machine.vocab)
-    fast = FastModel(model, native=_step_choice(step))
+    path = _model_path(model_dir)
+    fast = FastModel.from_checkpoint(path, dtype, native=_step_choice(step))
+    machine = runtime.checkpoint_readout(runtime.host_config(runtime.load_config(path)), path)
     L = kernel_launch("dot").launch
     fast.prefill(fast.new_state(), [machine.vocab.id(t) for t in protocol.prompt(L)])
-    return model, fast, machine
+    return fast, machine
+
+
+def load_stock(model_dir: str | Path | None, dtype: str, machine):
+    """The stock transformers model of the same checkpoint, its GPU token ids bound to `machine`."""
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar()
+    model, _ = runtime.load_model(_model_path(model_dir), dtype)
+    runtime.bind_vocab(model, machine.vocab)
+    return model
+
+
+def _model_path(model_dir: str | Path | None) -> Path:
+    from qwengpu.model.merge import default_merged_model
+    return Path(model_dir) if model_dir is not None else default_merged_model()
 
 
 def time_interp(k: KernelLaunch, max_passes: int = interp.DEFAULT_MAX_PASSES) -> float:
@@ -164,32 +176,49 @@ def run_stock(model, machine, k: KernelLaunch, count: int,
     return stream, prefill_s, time.perf_counter() - start
 
 
-def bench_kernel(model, fast, machine, name: str, stock_tokens: int,
-                 progress: Callable[[int], None] | None = None, limits: tuple[int, int] | None = None) -> Row:
+@dataclass
+class FastResult:
+    """One kernel's fast launch and interpreter run, before the stock path's tokens."""
+    k: KernelLaunch
+    expected_tokens: int
+    run: runtime.ModelRun
+    fast_s: float
+    fast_prefill_s: float
+    fast_ids: list[int]
+    interp_s: float
+    error: str
+
+
+def bench_fast(fast, machine, name: str, limits: tuple[int, int] | None = None) -> FastResult:
     """`limits`: (max_tokens of the fast launch, max_passes of the interpreter's)."""
     max_tokens, max_passes = limits or (SUITE_MAX_TOKENS, interp.DEFAULT_MAX_PASSES)
     k = kernel_launch(name)
     expected = protocol.expected_stream(k.launch)
-    prompt_tokens = len(protocol.prompt(k.launch))
     interp_s = time_interp(k, max_passes)
-    error, replay_exact = "", True
     try:
         run, fast_s, fast_prefill_s = run_fast(fast, machine, k, max_tokens)
-        fast_ids = [machine.vocab.id(t) for t in run.stream]
+        return FastResult(k, len(expected.tokens), run, fast_s, fast_prefill_s,
+                          [machine.vocab.id(t) for t in run.stream], interp_s, "")
     except QwenGpuError as e:        # a replay mismatch, a fault, a fast-path assumption broken
-        error, replay_exact = f"{type(e).__name__}: {e}", False
-        run, fast_s, fast_prefill_s, fast_ids = runtime.ModelRun(0, 0, 0, 0.0), 0.0, 0.0, []
-    stock, stock_prefill_s, stock_decode_s = run_stock(model, machine, k, stock_tokens, progress)
+        return FastResult(k, len(expected.tokens), runtime.ModelRun(0, 0, 0, 0.0), 0.0, 0.0, [], interp_s,
+                          f"{type(e).__name__}: {e}")
+
+
+def bench_stock(model, machine, f: FastResult, stock_tokens: int,
+                progress: Callable[[int], None] | None = None) -> Row:
+    """The kernel's Row: the stock path's first tokens beside its fast result."""
+    stock, stock_prefill_s, stock_decode_s = run_stock(model, machine, f.k, stock_tokens, progress)
     steps = len(stock) - 1
     stock_tok_s = steps / stock_decode_s if steps and stock_decode_s else None
-    decode_s = fast_s - fast_prefill_s
+    run, fast_s = f.run, f.fast_s
+    decode_s = fast_s - f.fast_prefill_s
     fast_tok_s = (run.tokens - 1) / decode_s if run.tokens > 1 and decode_s > 0 else None
-    return Row(name, prompt_tokens, len(expected.tokens), run.tokens, run.passes, run.instructions,
-               fast_s, fast_prefill_s, fast_tok_s, run.tokens / fast_s if fast_s else 0.0, replay_exact,
-               len(stock), stock_prefill_s, stock_decode_s, stock_tok_s,
-               bool(fast_ids) and fast_ids[:len(stock)] == stock,
+    return Row(f.k.name, len(protocol.prompt(f.k.launch)), f.expected_tokens, run.tokens, run.passes,
+               run.instructions, fast_s, f.fast_prefill_s, fast_tok_s, run.tokens / fast_s if fast_s else 0.0,
+               not f.error, len(stock), stock_prefill_s, stock_decode_s, stock_tok_s,
+               bool(f.fast_ids) and f.fast_ids[:len(stock)] == stock,
                fast_tok_s / stock_tok_s if fast_tok_s and stock_tok_s else None,
-               interp_s, fast_s / interp_s, error)
+               f.interp_s, fast_s / f.interp_s, f.error)
 
 
 def _median(values) -> float | None:
@@ -221,13 +250,17 @@ def run_bench(kernels: list[str] | None = None, stock_tokens: int = DEFAULT_STOC
     each interpreter run. Returns the summary dict (module docstring)."""
     kernels = list(kernels or DEFAULT_KERNELS)
     check_options(kernels, stock_tokens)
-    model, fast, machine = load(model_dir, dtype, step)
+    path = _model_path(model_dir)
+    fast, machine = load(path, dtype, step)
+    fast_results = [bench_fast(fast, machine, name, (max_tokens, max_passes)) for name in kernels]
+    del fast
+    gc.collect()                     # before the stock model loads: never both at once
+    model = load_stock(path, dtype, machine)
     rows = []
-    for name in kernels:
-        report = (lambda done, name=name: progress(name, done, stock_tokens)) if progress else None
-        rows.append(bench_kernel(model, fast, machine, name, stock_tokens, report, (max_tokens, max_passes)))
-    path = str(model_dir) if model_dir is not None else str(_default_model_dir())
-    return summarize(rows, path, dtype, stock_tokens, step)
+    for f in fast_results:
+        report = (lambda done, name=f.k.name: progress(name, done, stock_tokens)) if progress else None
+        rows.append(bench_stock(model, machine, f, stock_tokens, report))
+    return summarize(rows, str(path), dtype, stock_tokens, step)
 
 
 def _step_choice(step: str) -> bool:
@@ -235,8 +268,3 @@ def _step_choice(step: str) -> bool:
     if step not in STEPS:
         raise BenchError(f"fast step {step!r}: choose one of {', '.join(STEPS)}")
     return step == "c"
-
-
-def _default_model_dir() -> Path:
-    from qwengpu.model.merge import STANDIN_MERGED
-    return STANDIN_MERGED

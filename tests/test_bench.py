@@ -15,13 +15,14 @@ from qwengpu.machine.tokens import with_exec
 
 runner = CliRunner()
 KERNELS = ["dot"]
+DTYPE = ["--dtype", "bfloat16"]      # the stock model in bf16: from_pretrained in fp32 peaks at 18 GB (CI has 24)
 TOP_KEYS = {"fast_tok_s", "fast_launch_tok_s", "stock_tok_s", "speedup_vs_stock", "speedup_basis",
             "identical_tokens", "replay_exact", "interp_seconds", "model", "dtype", "stock_tokens", "fast_step", "kernels"}
 
 
 @pytest.fixture(scope="module")
 def report():
-    result = runner.invoke(app, ["bench", "--json", "--kernels", ",".join(KERNELS), "--stock-tokens", "2"])
+    result = runner.invoke(app, ["bench", "--json", "--kernels", ",".join(KERNELS), "--stock-tokens", "2", *DTYPE])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -40,7 +41,7 @@ def interp_reference():
 
 def test_summary_shape(report):
     assert TOP_KEYS <= set(report)
-    assert report["dtype"] == "float32" and report["stock_tokens"] == 2
+    assert report["dtype"] == "bfloat16" and report["stock_tokens"] == 2
     assert report["model"].endswith("standin-merged")
     assert [r["kernel"] for r in report["kernels"]] == KERNELS
     assert report["identical_tokens"] is True and report["replay_exact"] is True
@@ -123,6 +124,7 @@ def test_table_shows_every_kernel_and_the_medians():
 
 def test_the_limits_reach_the_launches():
     """A fast launch past --max-tokens is that kernel's error, not a hang (dot needs more than 20 tokens)."""
-    result = runner.invoke(app, ["bench", "--json", "--kernels", "dot", "--stock-tokens", "2", "--max-tokens", "20"])
+    result = runner.invoke(app, ["bench", "--json", "--kernels", "dot", "--stock-tokens", "2", "--max-tokens", "20",
+                                 *DTYPE])
     summary = json.loads(result.stdout)
     assert result.exit_code == 1 and "20 tokens" in summary["kernels"][0]["error"]
