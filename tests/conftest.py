@@ -12,6 +12,18 @@ def kernels_dir() -> Path:
     return REPO / "kernels"
 
 
+@pytest.fixture(scope="module")
+def standin_fast():
+    """(fast path, readout) of the stand-in merged model in fp32, read straight from the checkpoint
+    (FastModel.from_checkpoint): no stock model is held, so a module needs a few GB, not 15."""
+    from qwengpu.driver import runtime
+    from qwengpu.fast import FastModel
+    from qwengpu.model.merge import default_merged_model
+    path = default_merged_model()
+    return FastModel.from_checkpoint(path, "float32"), runtime.checkpoint_readout(
+        runtime.host_config(runtime.load_config(path)), path)
+
+
 @pytest.fixture(autouse=True)
 def fresh_model_cache():
     """Every test starts without a kept model-engine model (tests swap the loader for fakes)."""
@@ -22,15 +34,23 @@ def fresh_model_cache():
 
 
 @pytest.fixture(autouse=True, scope="module")
-def free_chat_models():
-    """A chat session's text model (the merged model without its circuit layers, 1.5 GB in bf16 for
-    the stand-in) is kept for later sessions; after each test module it goes, so it never sits
-    beside the larger models of later modules (CI has 24 GB)."""
+def free_module_memory(request):
+    """What a test module kept goes when it ends, so it never sits beside the larger models of later
+    modules (CI has 24 GB): the module's own lru_caches (compiled circuits, toy models), the
+    machines qwengpu.machine.build keeps, and a chat session's text models (the merged model without
+    its circuit layers, 1.5 GB in bf16 for the stand-in)."""
     yield
+    import functools
     import gc
     import sys
+    for value in vars(request.module).values():
+        if isinstance(value, functools._lru_cache_wrapper):
+            value.cache_clear()
+    build = sys.modules.get("qwengpu.machine.build")
+    if build is not None:
+        build._machine.cache_clear()
     session = sys.modules.get("qwengpu.chat.session")
     if session is not None:
         session._TEXT_MODELS.clear()
         session._SYSTEM_TURNS.clear()
-        gc.collect()
+    gc.collect()

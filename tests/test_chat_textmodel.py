@@ -17,17 +17,16 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors import safe_open
-from transformers import AutoConfig, Qwen3_5ForCausalLM
+from transformers import Qwen3_5ForCausalLM
 from transformers.cache_utils import DynamicCache
-from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextRotaryEmbedding
 
 from qwengpu.chat.textmodel import load_text_model, quiet_transformers, stored_dtype, text_layout
 from qwengpu.driver import runtime
 from qwengpu.machine.plan import LAYERS
 from qwengpu.model.checkpoint import shard_files
 from qwengpu.model.merge import default_merged_model
+from qwengpu.testing.stock import full_model
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 PROMPTS = ["<|im_start|>user\nWhat is 17 * 23?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
            "The quick brown fox jumps over the lazy dog, then counts: 1, 2, 3",
            "Hello"]
@@ -42,24 +41,6 @@ def path():
 def tokenizer(path):
     from qwengpu.chat.session import load_tokenizer
     return load_tokenizer(path)
-
-
-def full_model(path: Path, dtype: str):
-    """The stock Qwen3_5ForCausalLM of the whole merged checkpoint, every tensor as stored cast
-    to `dtype` (what from_pretrained(dtype=...) builds, without its transient copies)."""
-    config = AutoConfig.from_pretrained(path)
-    with torch.device("meta"):
-        model = Qwen3_5ForCausalLM._from_config(config, dtype=DTYPES[dtype])
-    state = {}
-    for file in shard_files(Path(path)):
-        with safe_open(str(file), framework="pt") as f:
-            for name in f.keys():
-                state[name] = f.get_tensor(name).to(DTYPES[dtype], copy=True)
-    state["lm_head.weight"] = state["model.embed_tokens.weight"]
-    model.load_state_dict(state, strict=True, assign=True)
-    model.lm_head.weight = model.model.embed_tokens.weight
-    model.model.rotary_emb = Qwen3_5TextRotaryEmbedding(config=model.config)
-    return model.eval()
 
 
 class CircuitWatch:

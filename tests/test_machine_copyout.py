@@ -135,12 +135,8 @@ def test_output_words_follow_the_arrays():
 
 
 @pytest.fixture(scope="module")
-def fast_model():
-    from qwengpu.fast import FastModel
-    from qwengpu.model.merge import default_merged_model
-    path = default_merged_model()
-    return FastModel.from_checkpoint(path, "float32"), runtime.checkpoint_readout(
-        runtime.host_config(runtime.load_config(path)), path)
+def fast_model(standin_fast):
+    return standin_fast
 
 
 @pytest.mark.parametrize("name", ["dot", "atomic_add_global", "partial_warp_reverse", "int64_ops"])

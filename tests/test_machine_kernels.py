@@ -3,22 +3,18 @@ first use into build/standin-merged): the fast path against the stock transforme
 (identical tokens), and a corrupted token fed back changes the outcome. Every kernel's exact run
 with replay is in tests/test_machine_suite.py."""
 import copy
+import gc
 
 import pytest
 
 from qwengpu.api import Device
 from qwengpu.launch import Launch
 from qwengpu.driver import protocol, runtime
-from qwengpu.model.merge import default_merged_model
 from qwengpu.fast import FastModel
 from qwengpu.machine.tokens import Token
+from qwengpu.model.merge import default_merged_model
 from qwengpu.suite import discover, load_spec, mismatches
-
-@pytest.fixture(scope="module")
-def loaded():
-    path = default_merged_model()
-    model, _ = runtime.load_model(path, "float32")
-    return model, FastModel(model), runtime.checkpoint_readout(runtime.host_config(model), path)
+from qwengpu.testing.stock import full_model
 
 
 def launch(name, model, machine, check="replay", **kw):
@@ -36,23 +32,34 @@ def launch(name, model, machine, check="replay", **kw):
 STOCK_TOKENS = 12      # the stock forward (torch fallbacks for the GDN kernels) takes seconds a token here
 
 
-def test_fast_path_generates_the_stock_tokens(loaded):
-    model, fast, machine = loaded
+def decode(decoder, ids: list[int]) -> list[int]:
+    out = [decoder.prefill(ids)]
+    while len(out) < STOCK_TOKENS:
+        out.append(decoder.step(out[-1]))
+    return out
+
+
+def test_fast_path_generates_the_stock_tokens():
+    """The fast path as a Device loads it (FastModel.from_checkpoint) against the stock forward
+    (the stock class with the stored tensors cast to fp32, as from_pretrained builds it without its
+    18 GB peak: qwengpu.testing.stock); the stock model goes before the fast path loads, so the two
+    never sit in memory together."""
+    path = default_merged_model()
+    model = full_model(path, "float32")
+    machine = runtime.checkpoint_readout(runtime.host_config(model), path)
+    runtime.bind_vocab(model, machine.vocab)
     case = next(c for c in discover() if c.name == "dot")
     spec = load_spec(case)
     grid, block, args = spec.launch()
     fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
-    lau = Launch.build(fn.program, grid, block, args)
-    runtime.bind_vocab(model, machine.vocab)
-    ids = [machine.vocab.id(t) for t in protocol.prompt(lau)]
-    streams = []
-    for decoder in (runtime.StockDecoder(model, fast.first, fast.end), runtime.FastDecoder(fast)):
-        out = [decoder.prefill(ids)]
-        while len(out) < STOCK_TOKENS:
-            out.append(decoder.step(out[-1]))
-        streams.append([str(machine.vocab.token(i)) for i in out])
-    assert streams[0] == streams[1]
-    assert streams[0][0].startswith("EXEC")
+    ids = [machine.vocab.id(t) for t in protocol.prompt(Launch.build(fn.program, grid, block, args))]
+    first, end = runtime.gpu_token_ids(model)
+    stock = decode(runtime.StockDecoder(model, first, end), ids)
+    del model
+    gc.collect()
+    fast = decode(runtime.FastDecoder(FastModel.from_checkpoint(path, "float32")), ids)
+    assert [str(machine.vocab.token(i)) for i in fast] == [str(machine.vocab.token(i)) for i in stock]
+    assert machine.vocab.token(stock[0]).kind == "EXEC"
 
 
 class Tampered:
@@ -78,8 +85,8 @@ class Tampered:
         return self.fast.cache(state)
 
 
-def test_a_corrupted_result_token_changes_the_result(loaded):
-    _, fast, machine = loaded
+def test_a_corrupted_result_token_changes_the_result(standin_fast):
+    fast, machine = standin_fast
     clean, _ = launch("dot", fast, machine, check=None)
     # the last VALU before the store carries the sum (32 = 0x20, lane 0 alone): feed back 0x21 instead
     # (the copy-out's tokens, from COPY on, only report the stored words: they come after it)
