@@ -30,7 +30,7 @@ MAX_FINITE, NAN = 0x7F7F_FFFF, 0x7FFF_FFFF
 TWO_24, TWO_M12 = 0x4B80_0000, 0x3980_0000          # 2**24, 2**-12
 NORMAL_SPAN = 0x7F00_0000                           # field - 1 < 254, in field << 23 units
 RCP_C0, RCP_C1 = 0x3FB4_B4B5, 0x3EF0_F0F1           # fp32(24/17), fp32(8/17): 1/m ~ 24/17 - 8/17 m
-RCP_STEPS = 4                                       # Newton steps: y = RN(1/m) but for m = 2 - 2**-23
+RCP_STEPS = 4                                       # Newton steps: y = RN(1/m) but for m = 2 - 2**-23 (a tie there)
 RSQ_MAGIC = 0x5F37_59DF                             # 1/sqrt(m) seed: MAGIC - (bits(m) >> 1)
 RSQ_STEPS = 3                                       # Goldschmidt steps
 UNDER = 0xBE00_0000     # (F - 1) << 23 at or above this: F <= 0 (F is at most 383, at least -128)
@@ -58,38 +58,45 @@ class FloatMicroCode:
     def fop(self, op: Op, *srcs, rnd: Rnd = Rnd.RN, dst=None):
         return self.emit(op, *srcs, mod=rnd, dst=dst)
 
-    def is_zero_or_inf_nan(self, v):
+    def is_zero_or_inf_nan(self, v):  # noqa: D401
         """1 when v's exponent field is 0 or 255 (after NORM's scaling: zero, inf or NaN)."""
         e = self.emit
         return e(Op.SETLTU, e(Op.ADD, e(Op.SHL, v, Imm(1)), Imm(0x0100_0000)), Imm(0x0200_0000))
 
     # -- FDIV --------------------------------------------------------------------
+    def significands(self, x, y, ma, nmb) -> None:
+        """ma = +-1.f_x with the quotient's sign, nmb = -1.f_y."""
+        e = self.emit
+        e(Op.OR, e(Op.AND, e(Op.XOR, x, e(Op.AND, y, Imm(SIGN))), Imm(SIGN | FRAC)), Imm(ONE), dst=ma)
+        e(Op.OR, e(Op.AND, y, Imm(FRAC)), Imm(NEG_ONE), dst=nmb)
+
     def fdiv(self, a, b, rnd: Rnd):
         e = self.emit
-        vx, vy, vd, vres = (self.new_vreg() for _ in range(4))
+        ma, nmb, vd, vres = (self.new_vreg() for _ in range(4))
         fa, fb = e(Op.AND, a, Imm(INF)), e(Op.AND, b, Imm(INF))
-        ok = e(Op.AND, e(Op.SETLTU, e(Op.SUB, fa, Imm(HIDDEN)), Imm(NORMAL_SPAN)),
-               e(Op.SETLTU, e(Op.SUB, fb, Imm(HIDDEN)), Imm(NORMAL_SPAN)))
-        e(Op.MOV, a, dst=vx)
-        e(Op.MOV, b, dst=vy)
+        ok = e(Op.SETLTU, e(Op.MAXU, e(Op.SUB, fa, Imm(HIDDEN)), e(Op.SUB, fb, Imm(HIDDEN))), Imm(NORMAL_SPAN))
+        self.significands(a, b, ma, nmb)
         e(Op.SUB, fa, fb, dst=vd)
 
-        def norm():         # a subnormal operand scaled to a normal one; zero, inf, NaN flagged in D
-            x = self.fop(Op.FMUL, a, e(Op.SEL, fa, Imm(ONE), Imm(TWO_24)), dst=vx)
-            y = self.fop(Op.FMUL, b, e(Op.SEL, fb, Imm(ONE), Imm(TWO_24)), dst=vy)
-            d = e(Op.SUB, e(Op.AND, x, Imm(INF)), e(Op.AND, y, Imm(INF)))
-            d = e(Op.MAX, e(Op.MIN, d, Imm(CLAMP)), Imm(-CLAMP))
-            d = e(Op.ADD, d, e(Op.SUB, e(Op.SEL, fb, Imm(0), Imm(24 << 23)), e(Op.SEL, fa, Imm(0), Imm(24 << 23))))
-            special = e(Op.OR, self.is_zero_or_inf_nan(x), self.is_zero_or_inf_nan(y))
+        def norm():         # subnormal operands scaled by 2**24; zero, inf, NaN: D = SIGN, ma = the result
+            sa, sb = e(Op.SEL, fa, Imm(ONE), Imm(TWO_24)), e(Op.SEL, fb, Imm(ONE), Imm(TWO_24))
+            x, y = self.fop(Op.FMUL, a, sa), self.fop(Op.FMUL, b, sb)
+            fx, fy = e(Op.AND, x, Imm(INF)), e(Op.AND, y, Imm(INF))
+            d = e(Op.MAX, e(Op.MIN, e(Op.SUB, fx, fy), Imm(CLAMP)), Imm(-CLAMP))
+            d = e(Op.ADD, d, e(Op.SUB, sb, sa))             # bits(2**24) - bits(1) = 24 << 23
+            special = e(Op.SETGEU, e(Op.MAXU, e(Op.SUB, fx, Imm(HIDDEN)), e(Op.SUB, fy, Imm(HIDDEN))), Imm(NORMAL_SPAN))
             e(Op.SEL, special, Imm(SIGN), d, dst=vd)        # F = field(q) + 256: out of range
+            self.significands(x, y, ma, nmb)
+            # a / b for zero, inf, NaN operands: a * (b with its exponent bits flipped: 0 <-> inf); NaN b stays
+            w = e(Op.SEL, e(Op.SETLTU, Imm(INF), e(Op.AND, y, Imm(MAG))), y, e(Op.XOR, y, Imm(INF)))
+            e(Op.SEL, special, self.fop(Op.FMUL, x, w), ma, dst=ma)
         self.unless(ok, norm)
 
         # CORE: the quotient of the significands, its sign included
-        ma = e(Op.OR, e(Op.AND, e(Op.XOR, vx, e(Op.AND, vy, Imm(SIGN))), Imm(SIGN | FRAC)), Imm(ONE))
-        nmb = e(Op.OR, e(Op.AND, vy, Imm(FRAC)), Imm(NEG_ONE))
         y = self.fop(Op.FFMA, nmb, Imm(RCP_C1), Imm(RCP_C0))
         for _ in range(RCP_STEPS):
             y = self.fop(Op.FFMA, y, self.fop(Op.FFMA, nmb, y, Imm(ONE)), y)
+        y = e(Op.ADD, y, e(Op.SETEQ, nmb, Imm(NEG_ONE | FRAC)))      # RN(1/(2 - 2**-23)) is 0.5 + 2**-24
         q = self.fop(Op.FMUL, ma, y)
         q = self.fop(Op.FFMA, self.fop(Op.FFMA, nmb, q, ma), y, q)
         q = self.fop(Op.FFMA, self.fop(Op.FFMA, nmb, q, ma), y, q)        # RN(ma / mb)
@@ -100,15 +107,11 @@ class FloatMicroCode:
         in_range = e(Op.SETLTU, e(Op.SUB, fs, Imm(HIDDEN)), Imm(NORMAL_SPAN))
 
         def fix():
-            special = e(Op.OR, self.is_zero_or_inf_nan(vx), self.is_zero_or_inf_nan(vy))
             sq = e(Op.AND, q, Imm(SIGN))
             over = self.overflow(sq, rnd)
             under = self.subnormal(q, self.fop(Op.FFMA, nmb, q, ma), sq, fs, rnd)
             is_under = e(Op.SETGEU, e(Op.SUB, fs, Imm(HIDDEN)), Imm(UNDER))          # F <= 0
-            # a / b for zero, inf, NaN operands: a * (b with 0 and inf swapped); NaN stays NaN
-            zi = e(Op.SETEQ, e(Op.AND, e(Op.ADD, e(Op.SHL, vy, Imm(1)), Imm(0x0100_0000)), Imm(0xFEFF_FFFF)), Imm(0))
-            spv = self.fop(Op.FMUL, vx, e(Op.SEL, zi, e(Op.XOR, vy, Imm(INF)), vy))
-            e(Op.SEL, special, spv, e(Op.SEL, is_under, under, over), dst=vres)
+            e(Op.SEL, e(Op.SETEQ, vd, Imm(SIGN)), ma, e(Op.SEL, is_under, under, over), dst=vres)
         self.unless(in_range, fix)
         return vres
 
@@ -156,11 +159,14 @@ class FloatMicroCode:
     # -- FSQRT -------------------------------------------------------------------
     def fsqrt(self, a, rnd: Rnd):
         e = self.emit
-        vx, vres = self.new_vreg(), self.new_vreg()
+        mx, k, vres = self.new_vreg(), self.new_vreg(), self.new_vreg()
+
+        def parts(x):       # mx in [0.5, 2) with x's exponent made even; k: the root's exponent << 23
+            e(Op.OR, e(Op.AND, x, Imm(0x00FF_FFFF)), Imm(HALF), dst=mx)
+            e(Op.SUB, e(Op.AND, e(Op.SHR, x, Imm(1)), Imm(0x3F80_0000)), Imm(63 << 23), dst=k)
         ok = e(Op.SETLTU, e(Op.SUB, a, Imm(HIDDEN)), Imm(NORMAL_SPAN))     # positive normal
-        e(Op.MOV, a, dst=vx)
-        self.unless(ok, lambda: self.fop(Op.FMUL, a, Imm(TWO_24), dst=vx))
-        mx = e(Op.OR, e(Op.AND, vx, Imm(0x00FF_FFFF)), Imm(HALF))          # [0.5, 2), exponent even
+        parts(a)
+        self.unless(ok, lambda: parts(self.fop(Op.FMUL, a, Imm(TWO_24))))
         y0 = e(Op.SUB, Imm(RSQ_MAGIC), e(Op.SHR, mx, Imm(1)))
         g, nh = self.fop(Op.FMUL, mx, y0), self.fop(Op.FMUL, y0, Imm(NEG_HALF))   # sqrt, -1/(2 sqrt)
         for _ in range(RSQ_STEPS):
@@ -171,7 +177,6 @@ class FloatMicroCode:
         if rnd is not Rnd.RN:
             d = self.fop(Op.FFMA, s, s, nmx)                                # s*s - mx, exact
             s = e(Op.SUB, s, e(Op.SRA, d, Imm(31)) if rnd is Rnd.RP else e(Op.SETGT, d, Imm(0)))
-        k = e(Op.SUB, e(Op.AND, e(Op.SHR, vx, Imm(1)), Imm(0x3F80_0000)), Imm(63 << 23))
         e(Op.ADD, s, k, dst=vres)
 
         def fix():          # a positive subnormal: scale back; else the special result

@@ -43,6 +43,7 @@ class MicroCode(FloatMicroCode, Division):
     def run(self) -> int:
         for i in range(len(self.blocks)):       # blocks added on the way are expanded already
             if any(self.expands(ins) for ins in self.blocks[i].instrs):
+                self.blocks[i].instrs = stores_first(self.blocks[i].instrs)
                 self.expand_block(i)
         return self.nvreg
 
@@ -112,6 +113,22 @@ class MicroCode(FloatMicroCode, Division):
             return {qop: Imm(isa.ALU_SEMANTICS[qop.name](a, b)), rop: Imm(isa.ALU_SEMANTICS[rop.name](a, b))}
         q, r = self.divmod32(*ins.srcs, signed=qop is Op.DIV)
         return {qop: q, rop: r}
+
+
+def stores_first(instrs: list[VInstr]) -> list[VInstr]:
+    """Each ST moved up to just after the definition of its sources, past pure ALU and float
+    ops only (never past another memory or warp op, so memory sees the same order): a value
+    computed and stored, then dead, need not stay live across the long sequences that follow
+    (fround_modes computes 28 results before it stores the first)."""
+    out: list[VInstr] = []
+    for ins in instrs:
+        k = len(out)
+        if ins.op is Op.ST:
+            regs = {s for s in ins.srcs if isinstance(s, int)}
+            while k and out[k - 1].op.kind in (isa.Kind.ALU, isa.Kind.FLOAT) and out[k - 1].dst not in regs:
+                k -= 1
+        out.insert(k, ins)
+    return out
 
 
 def expand_ops(blocks: list[VBlock], names, next_vreg: int) -> int:
