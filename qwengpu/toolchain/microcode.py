@@ -1,10 +1,11 @@
-"""Micro-code: the ALU ops an engine lacks, rewritten into ops it has (`lower(...,
-expand=MODEL_EXPANSIONS)`, for the model engine, whose machine has no divider and no high
-multiply).
+"""Micro-code: the ops an engine lacks, rewritten into ops it has (`lower(...,
+expand=MODEL_EXPANSIONS)`, for the model engine, whose machine has no divider, no high
+multiply, no float divider or square root and no float atomic).
 
 Takes the cleaned-up virtual IR and the names of the ops to expand (from EXPANDABLE); gives
-the same IR with MULHI/MULHIU as 16-bit-half partial products and DIV/DIVU/REM/REMU as a
-shift-and-subtract loop (its own blocks), and the next free virtual register.
+the same IR with MULHI/MULHIU as 16-bit-half partial products, DIV/DIVU/REM/REMU as a
+shift-and-subtract loop (its own blocks), FDIV/FSQRT as FFMA sequences and ATOM.FADD as a
+compare-and-swap loop (fmicro.py), and the next free virtual register.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from qwengpu.toolchain.fmicro import FloatMicroCode
 Op, Imm = isa.Op, isa.Imm
 
 EXPANDABLE = frozenset({"MULHI", "MULHIU", "DIV", "DIVU", "REM", "REMU", "FDIV", "FSQRT", "ATOM.FADD"})
-# the ALU ops the model engine lacks (not in qwengpu/machine/build.py MODEL_OPS):
+# the ops the model engine lacks (not in qwengpu/machine/build.py MODEL_OPS; ATOM.FADD: the
+# atomic with that AtomOp):
 # its programs come from lower(module, name, expand=MODEL_EXPANSIONS)
 MODEL_EXPANSIONS = frozenset({"MULHI", "MULHIU", "DIV", "DIVU", "REM", "REMU", "FDIV", "FSQRT", "ATOM.FADD"})
 _DIV_PAIRS = {Op.DIVU: (Op.DIVU, Op.REMU), Op.REMU: (Op.DIVU, Op.REMU),
