@@ -16,12 +16,15 @@
 from __future__ import annotations
 
 import functools
+import json
 import random
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 from qwengpu import api, fp32, interp, isa, suite
+from qwengpu.cli import app
 from qwengpu.errors import MachineLimitError
 from qwengpu.fp32 import Rnd
 from qwengpu.launch import Launch
@@ -319,3 +322,16 @@ def test_float_suite_kernel_with_expansion(case, monkeypatch):
     program = device.compile(case.source.read_text(), filename=case.source.name).get_function(report.kernel).program
     assert not float_ops(program) & {"FDIV", "FSQRT"}
     assert not any(ins.op is isa.Op.ATOM and ins.mod[1] is isa.AtomOp.FADD for b in program.blocks for ins in b.instrs)
+
+
+def test_micro_code_option_lowers_as_the_model_engine():
+    """Device(micro_code=True) and `qgpu suite --micro-code`: the model engine's programs on the
+    interpreter."""
+    plain = api.Device("interp").compile(CUDA, filename="f.cu").get_function("div_rn").program
+    micro = api.Device("interp", micro_code=True).compile(CUDA, filename="f.cu").get_function("div_rn").program
+    assert "FDIV" in float_ops(plain) and "FDIV" not in float_ops(micro)
+    args = ["suite", "--engine", "interp", "--dir", str(suite.DEFAULT_DIR / "float"), "-k", "layernorm", "--json"]
+    out = [CliRunner().invoke(app, args + flag) for flag in ([], ["--micro-code"])]
+    assert all(r.exit_code == 0 for r in out), [r.output for r in out]
+    counts = [json.loads(r.output)["kernels"][0]["instructions"] for r in out]
+    assert counts[1] > counts[0]            # the expanded division and root ran
