@@ -37,7 +37,7 @@ def _neighbours(s):
 # -- reciprocal -------------------------------------------------------------------
 def reciprocal_core(nmb: np.ndarray) -> np.ndarray:
     """fmicro.fdiv's y from nmb = -m."""
-    y = E.fma(nmb, _f(M.RCP_C1), _f(M.RCP_C0))
+    y = E.fma(E.fma(nmb, _f(M.RCP_C2), _f(M.RCP_C1)), nmb, _f(M.RCP_C0))
     for _ in range(M.RCP_STEPS):
         y = E.fma(y, E.fma(nmb, y, F32(1)), y)
     return E.floats(E.bits(y) + (E.bits(nmb) == (M.NEG_ONE | M.FRAC)).astype(U32))

@@ -5,7 +5,7 @@ for microcode.py (docs/float-circuit.md 2.15 has the sequences and their proofs)
 FDIV(a, b): a fast path for normal operands with a normal quotient, and two rare blocks:
   B0    ok = both exponent fields in 1..254; x, y = a, b; D = field(a) - field(b) (<< 23)
   NORM  (not ok) subnormals scaled by 2**24 (D corrected, clamped), zero/inf/NaN flagged in D
-  CORE  ma = +-1.f_a (the quotient's sign), nmb = -1.f_b; y = RN(1/mb) by a linear seed and
+  CORE  ma = +-1.f_a (the quotient's sign), nmb = -1.f_b; y = RN(1/mb) by a quadratic seed and
         RCP_STEPS Newton steps; q0 = ma y, then two Markstein corrections (r = ma - mb q exact,
         q += r y), the last one RN; directed modes move q one ulp by the sign of the exact
         remainder; res = q + D
@@ -29,8 +29,9 @@ ONE, NEG_ONE, HALF, NEG_HALF = 0x3F80_0000, 0xBF80_0000, 0x3F00_0000, 0xBF00_000
 MAX_FINITE, NAN = 0x7F7F_FFFF, 0x7FFF_FFFF
 TWO_24, TWO_M12 = 0x4B80_0000, 0x3980_0000          # 2**24, 2**-12
 NORMAL_SPAN = 0x7F00_0000                           # field - 1 < 254, in field << 23 units
-RCP_C0, RCP_C1 = 0x3FB4_B4B5, 0x3EF0_F0F1           # fp32(24/17), fp32(8/17): 1/m ~ 24/17 - 8/17 m
-RCP_STEPS = 4                                       # Newton steps: y = RN(1/m) but for m = 2 - 2**-23 (a tie there)
+# 1/m ~ 70/33 - 16/11 m + 32/99 m**2 on [1, 2] (relative error <= 1/99, equioscillating)
+RCP_C0, RCP_C1, RCP_C2 = 0x4007_C1F0, 0x3FBA_2E8C, 0x3EA5_7EB5   # fp32(70/33), fp32(16/11), fp32(32/99)
+RCP_STEPS = 3                                       # Newton steps: y = RN(1/m) but for m = 2 - 2**-23 (a tie there)
 RSQ_MAGIC = 0x5F37_59DF                             # 1/sqrt(m) seed: MAGIC - (bits(m) >> 1)
 RSQ_STEPS = 3                                       # Goldschmidt steps
 UNDER = 0xBE00_0000     # (F - 1) << 23 at or above this: F <= 0 (F is at most 383, at least -128)
@@ -93,7 +94,7 @@ class FloatMicroCode:
         self.unless(ok, norm)
 
         # CORE: the quotient of the significands, its sign included
-        y = self.fop(Op.FFMA, nmb, Imm(RCP_C1), Imm(RCP_C0))
+        y = self.fop(Op.FFMA, self.fop(Op.FFMA, nmb, Imm(RCP_C2), Imm(RCP_C1)), nmb, Imm(RCP_C0))
         for _ in range(RCP_STEPS):
             y = self.fop(Op.FFMA, y, self.fop(Op.FFMA, nmb, y, Imm(ONE)), y)
         y = e(Op.ADD, y, e(Op.SETEQ, nmb, Imm(NEG_ONE | FRAC)))      # RN(1/(2 - 2**-23)) is 0.5 + 2**-24
