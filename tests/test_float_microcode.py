@@ -135,6 +135,18 @@ extern "C" __global__ void atomics(const float *a, const float *b, float *out, i
     out[n + i] = s[t];
     out[2 * n + i] = old;
 }
+extern "C" __global__ void generic(const float *a, float *out, int n)
+{   // one atomicAdd through a pointer that is shared memory for odd threads, global for even ones
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    s[t] = out[t];
+    __syncthreads();
+    float *p = (t & 1) ? &s[t] : &out[t];
+    float old = atomicAdd(p, a[t]);
+    __syncthreads();
+    out[n + t] = s[t];
+    out[2 * n + t] = old;
+}
 extern "C" __global__ void contended(const float *a, float *out)
 {   // every thread adds to out[0] (global) and to a shared total; small integers: the sums are exact
     __shared__ float s;
@@ -275,6 +287,31 @@ def test_float_atomics_match_the_native_op():
     want += [fp32.add(int(y), int(x)) for y, x in zip(b, a)] + [int(y) for y in b]
     np.testing.assert_array_equal(got, np.array(want, np.uint32))
     assert any(fp32.add(int(o), int(x), ftz=True) != fp32.add(int(o), int(x)) for o, x in zip(out0, a))
+
+
+def test_generic_float_atomics_flush_only_in_global_memory():
+    """A generic address the translator resolves at run time (windowed mode: one ATOM a space);
+    each expands with its own space's rule."""
+    plain = lower(module(), "generic")
+    spaces = {ins.mod[0] for b in plain.blocks for ins in b.instrs if ins.op is isa.Op.ATOM}
+    assert spaces == {isa.Space.GLOBAL, isa.Space.SHARED}
+    expanded = lower(module(), "generic", expand=MODEL_EXPANSIONS)
+    n = 16
+    a = np.array([1, 0x8000_0005, 0x0040_0000, 0x3F80_0000] * 4, np.uint32)
+    out0 = np.array([0x0000_0002, 0x0000_0002, 0x8040_0000, 0x8040_0000] * 4, np.uint32)
+
+    def launch(program):
+        out = np.concatenate([out0, np.zeros(2 * n, np.uint32)]).view(np.float32)
+        lau = Launch.build(program, (1, 1, 1), (n, 1, 1), [a.view(np.float32).copy(), out, np.int32(n)])
+        interp.run(program, lau.grid, lau.block, lau.params, lau.memory)
+        lau.copy_back()
+        return out.view(np.uint32)
+    got = launch(expanded)
+    np.testing.assert_array_equal(got, launch(plain))
+    even = [fp32.add(int(o), int(x), ftz=True) for o, x in zip(out0[0::2], a[0::2])]
+    odd = [fp32.add(int(o), int(x)) for o, x in zip(out0[1::2], a[1::2])]
+    assert got[0:n:2].tolist() == even and got[n + 1:2 * n:2].tolist() == odd
+    assert even != [fp32.add(int(o), int(x)) for o, x in zip(out0[0::2], a[0::2])]     # the rule mattered
 
 
 def test_contended_float_atomics():
