@@ -177,6 +177,11 @@ def operands(seed: int, n: int, root: bool) -> tuple[np.ndarray, np.ndarray]:
     exactly, to overflow and to land on subnormal results (ties among them)."""
     rng = random.Random(seed)
     pairs = [(x, y) for x in EDGES for y in EDGES]
+    if not root:    # subnormal ties: k 2**-149 / 2 for odd k, and (k 2**-149 * 3) / 6, both signs
+        for k in (1, 3, 5, 7, 0x7FFFFF, 0xFFFFFF):
+            for sign in (0, fp32.SIGN):
+                pairs.append((sign | fp32.mul(k, fp32.ONE), 0x4000_0000))
+                pairs.append((sign | fp32.mul(fp32.from_int(k, Rnd.RN, True), 0x0000_0003, Rnd.RN), 0x40C0_0000))
 
     def pattern():
         k = rng.random()
