@@ -194,7 +194,8 @@ def main() -> None:
     t = time.time()
     print("reciprocal: y != RN(1/m) for", reciprocal(), "of 2**23 significands", f"({time.time() - t:.0f} s)")
     t = time.time()
-    print("sqrt: failures", {str(k): v for k, v in sqrt().items()}, "of 2**24 inputs a mode", f"({time.time() - t:.0f} s)")
+    print("sqrt: failures", {str(k): v for k, v in sqrt().items()}, "of 2**24 inputs a mode",
+          f"({time.time() - t:.0f} s)")
     t = time.time()
     pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 1 << 24
     bad = division_slices(EDGE_DIVISORS, EDGE_DIVIDENDS, random_pairs=pairs)

@@ -3,9 +3,11 @@ float atomic add ATOM.FADD, as ops the model engine has (integer ALU ops, FADD, 
 for microcode.py (docs/float-circuit.md 2.15 has the sequences and their proofs).
 
 FDIV(a, b): a fast path for normal operands with a normal quotient, and two rare blocks:
-  B0    ok = both exponent fields in 1..254; x, y = a, b; D = field(a) - field(b) (<< 23)
-  NORM  (not ok) subnormals scaled by 2**24 (D corrected, clamped), zero/inf/NaN flagged in D
-  CORE  ma = +-1.f_a (the quotient's sign), nmb = -1.f_b; y = RN(1/mb) by a quadratic seed and
+  B0    ok = both exponent fields in 1..254; ma = +-1.f_a (the quotient's sign), nmb = -1.f_b;
+        D = field(a) - field(b) (<< 23)
+  NORM  (not ok) subnormals scaled by 2**24 (ma, nmb again; D corrected, clamped); a zero, inf
+        or NaN operand: D = SIGN (out of range) and ma = the result
+  CORE  y = RN(1/mb) by a quadratic seed and
         RCP_STEPS Newton steps; q0 = ma y, then two Markstein corrections (r = ma - mb q exact,
         q += r y), the last one RN; directed modes move q one ulp by the sign of the exact
         remainder; res = q + D
@@ -58,11 +60,6 @@ class FloatMicroCode:
 
     def fop(self, op: Op, *srcs, rnd: Rnd = Rnd.RN, dst=None):
         return self.emit(op, *srcs, mod=rnd, dst=dst)
-
-    def is_zero_or_inf_nan(self, v):  # noqa: D401
-        """1 when v's exponent field is 0 or 255 (after NORM's scaling: zero, inf or NaN)."""
-        e = self.emit
-        return e(Op.SETLTU, e(Op.ADD, e(Op.SHL, v, Imm(1)), Imm(0x0100_0000)), Imm(0x0200_0000))
 
     # -- FDIV --------------------------------------------------------------------
     def significands(self, x, y, ma, nmb) -> None:
