@@ -45,7 +45,8 @@ class MicroCode(FloatMicroCode, Division):
     def run(self) -> int:
         for i in range(len(self.blocks)):       # blocks added on the way are expanded already
             if any(self.expands(ins) for ins in self.blocks[i].instrs):
-                self.blocks[i].instrs = stores_first(self.blocks[i].instrs)
+                if any(ins.op in (Op.FDIV, Op.FSQRT) and ins.op in self.ops for ins in self.blocks[i].instrs):
+                    self.blocks[i].instrs = stores_first(self.blocks[i].instrs)
                 self.expand_block(i)
         return self.nvreg
 
@@ -121,7 +122,8 @@ def stores_first(instrs: list[VInstr]) -> list[VInstr]:
     """Each ST moved up to just after the definition of its sources, past pure ALU and float
     ops only (never past another memory or warp op, so memory sees the same order): a value
     computed and stored, then dead, need not stay live across the long sequences that follow
-    (fround_modes computes 28 results before it stores the first)."""
+    (fround_modes computes 28 results before it stores the first). Done to blocks with an FDIV
+    or FSQRT to expand (others keep their order, and their programs)."""
     out: list[VInstr] = []
     for ins in instrs:
         k = len(out)
