@@ -95,13 +95,16 @@ class Device:
     `LaunchResult.output` either way). `max_passes`: the interpreter's limit on machine blocks.
     Engines vllm and llama.cpp take `model` (vllm: a merged checkpoint directory, None: the
     stand-in; llama.cpp: a GGUF file from `qgpu export gguf`), `check` and `max_tokens`; `url`
-    (vllm only): an OpenAI-compatible vLLM server to send the launches to instead."""
+    (vllm only): an OpenAI-compatible vLLM server to send the launches to instead. `micro_code`:
+    lower as for the model engine (its missing ops micro-coded, toolchain/microcode.py) on any
+    engine, e.g. to run the model engine's programs on the interpreter."""
 
     def __init__(self, engine: str = "interp", frontend: str = "clang", opt: int = 2, *,
                  model: str | Path | None = None, dtype: str = "float32", check: str | None = None,
                  max_tokens: int | None = None, on_token: Callable | None = None, fast: bool = True,
                  device: str | None = None, print_output: bool = True, max_passes: int = DEFAULT_MAX_PASSES,
-                 on_phase: Callable[[str], None] | None = None, url: str | None = None):
+                 on_phase: Callable[[str], None] | None = None, url: str | None = None,
+                 micro_code: bool = False):
         if engine not in ENGINES:
             raise QwenGpuError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         if frontend not in FRONTENDS:
@@ -118,7 +121,7 @@ class Device:
         if engine == "llama.cpp" and model is None:
             raise QwenGpuError("engine='llama.cpp' needs a GGUF file: model=FILE.gguf (qgpu: --model FILE.gguf); "
                                "make one with: qgpu export gguf --model DIR --out FILE.gguf")
-        self.url = url
+        self.url, self.micro_code = url, micro_code
         self.max_passes, self.on_phase, self.load_seconds = max_passes, on_phase, 0.0
         self.engine, self.frontend, self.opt = engine, frontend, opt
         self.model_path, self.dtype, self.check, self.max_tokens = model, dtype, check, max_tokens
@@ -304,8 +307,11 @@ class Module:
         Python warnings of category qwengpu.errors.QwenGpuWarning."""
         if name not in self._functions:
             try:
-                # the model has no divider or high multiply: those ops are micro-coded for it
-                expand = MODEL_EXPANSIONS if ENGINES[self.device.engine].generates else frozenset()
+                # the model has no divider, high multiply, float divider, square root or float atomic:
+                # those ops are micro-coded for it (and for any engine with micro_code: the model
+                # engine's programs, say on the interpreter)
+                micro = ENGINES[self.device.engine].generates or self.device.micro_code
+                expand = MODEL_EXPANSIONS if micro else frozenset()
                 program = lower(self.parsed, name, expand=expand)
             except CompileError as e:
                 if ".local" in self.ptx:

@@ -459,7 +459,7 @@ def _run_json(fn, args, dims, result, wall: float) -> dict:
 
 
 def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_token=None, device=None, *,
-            max_passes=DEFAULT_MAX_PASSES, on_phase=None, print_output=True, url=None) -> Device:
+            max_passes=DEFAULT_MAX_PASSES, on_phase=None, print_output=True, url=None, micro_code=False) -> Device:
     if engine == "model" and stock:             # the fast path never imports transformers
         from transformers.utils import logging as hf_logging
         hf_logging.set_verbosity_error()        # no loading bars or fallback notes between the tokens
@@ -470,7 +470,7 @@ def _device(engine, frontend, opt, model, dtype, check, max_tokens, stock, on_to
                   check=None if _choice("check", check or "none", ("none", "replay")) == "none" else check,
                   max_tokens=max_tokens, on_token=on_token, fast=not stock, device=device,
                   max_passes=max_passes, on_phase=on_phase if ENGINES[engine].generates else None,
-                  print_output=print_output, url=url)
+                  print_output=print_output, url=url, micro_code=micro_code)
 
 
 def _step_line(i: int, step) -> str:
@@ -520,7 +520,9 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
           stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward, not the fast path"),
           batch: Optional[int] = typer.Option(None, "--batch", help=f"model engine, fast path: launches decoded "
                                               f"together (default {DEFAULT_BATCH}; 1: one at a time)"),
-          device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP)):
+          device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP),
+          micro_code: bool = typer.Option(False, "--micro-code", help="run the model engine's programs (its "
+                                          "micro-coded ops expanded) on this engine, e.g. the interpreter")):
     """Run the kernel suite; exit code 1 if any kernel fails (or none matches -k). Columns:
     blocks (machine blocks executed) and instructions, the same on every engine; tokens (model)."""
     from qwengpu.suite import DEFAULT_DIR, discover, run_suite, unpaired
@@ -550,7 +552,7 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
             generates = ENGINES[engine].generates
             dev = _device(engine, frontend, opt, model, dtype, check,
                           max_tokens or (SUITE_MAX_TOKENS if generates else None), stock, device=device,
-                          max_passes=max_passes, on_phase=progress.phase, url=url)
+                          max_passes=max_passes, on_phase=progress.phase, url=url, micro_code=micro_code)
             summary = run_suite(pattern=pattern, directory=directory, max_batch=None if stock or batch == 1 else batch,
                                 device=dev, on_start=progress.start, on_report=on_report,
                                 on_token=progress.token if generates else None)

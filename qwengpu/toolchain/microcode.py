@@ -1,42 +1,52 @@
-"""Micro-code: the ALU ops an engine lacks, rewritten into ops it has (`lower(...,
-expand=MODEL_EXPANSIONS)`, for the model engine, whose machine has no divider and no high
-multiply).
+"""Micro-code: the ops an engine lacks, rewritten into ops it has (`lower(...,
+expand=MODEL_EXPANSIONS)`, for the model engine, whose machine has no divider, no high
+multiply, no float divider or square root and no float atomic).
 
 Takes the cleaned-up virtual IR and the names of the ops to expand (from EXPANDABLE); gives
-the same IR with MULHI/MULHIU as 16-bit-half partial products and DIV/DIVU/REM/REMU as a
-shift-and-subtract loop (its own blocks), and the next free virtual register.
+the same IR with MULHI/MULHIU as 16-bit-half partial products, DIV/DIVU/REM/REMU as a
+shift-and-subtract loop (its own blocks), FDIV/FSQRT as FFMA sequences and ATOM.FADD as a
+compare-and-swap loop (fmicro.py), and the next free virtual register.
 """
 from __future__ import annotations
 
 from qwengpu import isa
 from qwengpu.toolchain.cfg import VBlock, VInstr, clean_up, simplify
 from qwengpu.toolchain.division import Division
+from qwengpu.toolchain.fmicro import FloatMicroCode
 
 Op, Imm = isa.Op, isa.Imm
 
-EXPANDABLE = frozenset({"MULHI", "MULHIU", "DIV", "DIVU", "REM", "REMU"})
-# the ALU ops the model engine lacks (not in qwengpu/machine/build.py MODEL_OPS):
+EXPANDABLE = frozenset({"MULHI", "MULHIU", "DIV", "DIVU", "REM", "REMU", "FDIV", "FSQRT", "ATOM.FADD"})
+# the ops the model engine lacks (not in qwengpu/machine/build.py MODEL_OPS; ATOM.FADD: the
+# atomic with that AtomOp):
 # its programs come from lower(module, name, expand=MODEL_EXPANSIONS)
-MODEL_EXPANSIONS = frozenset({"MULHI", "MULHIU", "DIV", "DIVU", "REM", "REMU"})
+MODEL_EXPANSIONS = frozenset({"MULHI", "MULHIU", "DIV", "DIVU", "REM", "REMU", "FDIV", "FSQRT", "ATOM.FADD"})
 _DIV_PAIRS = {Op.DIVU: (Op.DIVU, Op.REMU), Op.REMU: (Op.DIVU, Op.REMU),
               Op.DIV: (Op.DIV, Op.REM), Op.REM: (Op.DIV, Op.REM)}
 
 
-class MicroCode(Division):
+class MicroCode(FloatMicroCode, Division):
     """Rewrites MULHI/MULHIU/DIV/DIVU/REM/REMU in the virtual IR into exact
     sequences of the other ALU ops (division: division.py's divmod32).
     Scratch values get fresh virtual registers; a division splits its block
     (head -> loop -> the rest of the block), so the register allocator and the
     reconvergence rules see an ordinary loop."""
 
-    def __init__(self, blocks: list[VBlock], ops: frozenset[Op], next_vreg: int):
+    def __init__(self, blocks: list[VBlock], ops: frozenset[Op], next_vreg: int, atom_fadd: bool = False):
         super().__init__(blocks, next_vreg)
-        self.ops = ops
+        self.ops, self.atom_fadd_too = ops, atom_fadd
+
+    def expands(self, ins: VInstr) -> bool:
+        if ins.op is Op.ATOM:
+            return self.atom_fadd_too and ins.mod[1] is isa.AtomOp.FADD
+        return ins.op in self.ops
 
     # -- the pass --------------------------------------------------------------
     def run(self) -> int:
         for i in range(len(self.blocks)):       # blocks added on the way are expanded already
-            if any(ins.op in self.ops for ins in self.blocks[i].instrs):
+            if any(self.expands(ins) for ins in self.blocks[i].instrs):
+                if any(ins.op in (Op.FDIV, Op.FSQRT) and ins.op in self.ops for ins in self.blocks[i].instrs):
+                    self.blocks[i].instrs = stores_first(self.blocks[i].instrs)
                 self.expand_block(i)
         return self.nvreg
 
@@ -48,8 +58,19 @@ class MicroCode(Division):
             self.line = ins.line
             if id(ins) in shared:
                 self.emit(Op.MOV, shared[id(ins)], dst=ins.dst)
-            elif ins.op not in self.ops:
+            elif not self.expands(ins):
                 self.block.instrs.append(ins)
+            elif ins.op is Op.ATOM:
+                old = self.atom_fadd(ins)
+                if ins.dst is not None:
+                    self.emit(Op.MOV, old, dst=ins.dst)
+            elif ins.op in (Op.FDIV, Op.FSQRT):
+                if all(isinstance(s, Imm) for s in ins.srcs):         # constant operands
+                    value = isa.FLOAT_SEMANTICS[ins.op.name](ins.mod, *(s.value for s in ins.srcs))
+                    self.emit(Op.MOV, Imm(value), dst=ins.dst)
+                else:
+                    f = self.fdiv if ins.op is Op.FDIV else self.fsqrt
+                    self.emit(Op.MOV, f(*ins.srcs, ins.mod), dst=ins.dst)
             elif ins.op in (Op.MULHIU, Op.MULHI):
                 self.emit(Op.MOV, self.mulhi(*ins.srcs, signed=ins.op is Op.MULHI), dst=ins.dst)
             else:
@@ -97,13 +118,31 @@ class MicroCode(Division):
         return {qop: q, rop: r}
 
 
+def stores_first(instrs: list[VInstr]) -> list[VInstr]:
+    """Each ST moved up to just after the definition of its sources, past pure ALU and float
+    ops only (never past another memory or warp op, so memory sees the same order): a value
+    computed and stored, then dead, need not stay live across the long sequences that follow
+    (fround_modes computes 28 results before it stores the first). Done to blocks with an FDIV
+    or FSQRT to expand (others keep their order, and their programs)."""
+    out: list[VInstr] = []
+    for ins in instrs:
+        k = len(out)
+        if ins.op is Op.ST:
+            regs = {s for s in ins.srcs if isinstance(s, int)}
+            while k and out[k - 1].op.kind in (isa.Kind.ALU, isa.Kind.FLOAT) and out[k - 1].dst not in regs:
+                k -= 1
+        out.insert(k, ins)
+    return out
+
+
 def expand_ops(blocks: list[VBlock], names, next_vreg: int) -> int:
     """Micro-code the ALU ops `names` (a subset of EXPANDABLE) and clean up after (cfg.clean_up);
     returns the next free virtual register. Blocks without them stay as they are (so a kernel
     without them lowers to the same program with and without `expand`)."""
-    ops = frozenset(Op[n] for n in names)
-    if not any(ins.op in ops for b in blocks for ins in b.instrs):
+    ops = frozenset(Op[n] for n in names if n in Op.__members__)
+    code = MicroCode(blocks, ops, next_vreg, atom_fadd="ATOM.FADD" in names)
+    if not any(code.expands(ins) for b in blocks for ins in b.instrs):
         return next_vreg
-    next_vreg = MicroCode(blocks, ops, next_vreg).run()
+    next_vreg = code.run()
     clean_up(blocks)
     return next_vreg
