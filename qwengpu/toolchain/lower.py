@@ -35,19 +35,32 @@ from qwengpu.toolchain.writes import kernel_writes
 __all__ = ["lower", "find_kernel", "plain_name", "EXPANDABLE", "MODEL_EXPANSIONS"]
 
 
-def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozenset()) -> isa.Program:
+def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozenset(),
+          shared: bool | None = None) -> isa.Program:
     """`expand`: names of ALU ops (from EXPANDABLE) to rewrite into other ops,
-    for an engine without them (the model engine: MODEL_EXPANSIONS)."""
+    for an engine without them (the model engine: MODEL_EXPANSIONS). FDIV and FSQRT expand
+    inline; a kernel whose program then overflows the ROM is lowered again with each of them
+    one shared subroutine (microcode.py), a few blocks a use instead of about 25. `shared`
+    True or False forces one form (tests)."""
     unknown = sorted(set(expand) - EXPANDABLE)
     if unknown:
         raise ValueError(f"cannot expand {', '.join(unknown)}; expandable ops: {', '.join(sorted(EXPANDABLE))}")
+    prog = _lower(module, kernel_name, expand, shared=bool(shared))
+    if shared is None and len(prog.blocks) > isa.ROM_BLOCKS and {"FDIV", "FSQRT"} & set(expand):
+        shared = _lower(module, kernel_name, expand, shared=True)
+        prog = min(prog, shared, key=lambda p: len(p.blocks))
+    isa.check_program(prog)
+    return prog
+
+
+def _lower(module: ptx.Module, kernel_name: str, expand: frozenset[str], shared: bool = False) -> isa.Program:
     fn = inline_calls(module, find_kernel(module, kernel_name))
     lay = layout(module, fn)
     spaces = address_spaces(fn, lay.symbols)
     translator = Translator(module, fn, lay, spaces)
     blocks = translator.run()
     clean_up(blocks)
-    nvreg = expand_ops(blocks, expand, translator.nvreg)
+    nvreg = expand_ops(blocks, expand, translator.nvreg, shared=shared)
     blocks, nvreg = optimise(blocks, nvreg)
     alloc = allocate_registers(blocks, plain_name(fn.name), nvreg, lay.shared_words)
     writes = kernel_writes(fn, lay.params, lay.symbols, lay.static_global_words,
@@ -56,7 +69,6 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
     shape = isa.Program(plain_name(fn.name), [], lay.params, lay.const_init, lay.global_init, lay.static_global_words,
                         shared_words, alloc.regs_used, lay.printf_buffer, writes)
     prog = machine_program(blocks, lambda v: alloc.colours.get(v, 0), shape)
-    isa.check_program(prog)
     prog.warnings = shuffle_warnings(module, fn, translator.ptx_constants)
     return prog
 

@@ -10,11 +10,11 @@ compare-and-swap loop (fmicro.py), and the next free virtual register.
 from __future__ import annotations
 
 from qwengpu import isa
-from qwengpu.toolchain.cfg import VBlock, VInstr, clean_up, simplify
+from qwengpu.toolchain.cfg import VBlock, VInstr, VTerm, clean_up, simplify
 from qwengpu.toolchain.division import Division
-from qwengpu.toolchain.fmicro import FloatMicroCode
+from qwengpu.toolchain.fmicro import MODE_BITS, FloatMicroCode
 
-Op, Imm = isa.Op, isa.Imm
+Op, Imm, Term = isa.Op, isa.Imm, isa.Term
 
 EXPANDABLE = frozenset({"MULHI", "MULHIU", "DIV", "DIVU", "REM", "REMU", "FDIV", "FSQRT", "ATOM.FADD"})
 # the ops the model engine lacks (not in qwengpu/machine/build.py MODEL_OPS; ATOM.FADD: the
@@ -32,9 +32,11 @@ class MicroCode(FloatMicroCode, Division):
     (head -> loop -> the rest of the block), so the register allocator and the
     reconvergence rules see an ordinary loop."""
 
-    def __init__(self, blocks: list[VBlock], ops: frozenset[Op], next_vreg: int, atom_fadd: bool = False):
+    def __init__(self, blocks: list[VBlock], ops: frozenset[Op], next_vreg: int, atom_fadd: bool = False,
+                 shared: bool = False):
         super().__init__(blocks, next_vreg)
-        self.ops, self.atom_fadd_too = ops, atom_fadd
+        self.ops, self.atom_fadd_too, self.shared = ops, atom_fadd, shared
+        self.subs: dict[Op, Subroutine] = {}        # shared: FDIV and FSQRT as one subroutine each
 
     def expands(self, ins: VInstr) -> bool:
         if ins.op is Op.ATOM:
@@ -48,6 +50,8 @@ class MicroCode(FloatMicroCode, Division):
                 if any(ins.op in (Op.FDIV, Op.FSQRT) and ins.op in self.ops for ins in self.blocks[i].instrs):
                     self.blocks[i].instrs = stores_first(self.blocks[i].instrs)
                 self.expand_block(i)
+        for op, sub in self.subs.items():
+            self.subroutine_body(op, sub)
         return self.nvreg
 
     def expand_block(self, i: int) -> None:
@@ -68,6 +72,8 @@ class MicroCode(FloatMicroCode, Division):
                 if all(isinstance(s, Imm) for s in ins.srcs):         # constant operands
                     value = isa.FLOAT_SEMANTICS[ins.op.name](ins.mod, *(s.value for s in ins.srcs))
                     self.emit(Op.MOV, Imm(value), dst=ins.dst)
+                elif self.shared:
+                    self.emit(Op.MOV, self.call(ins), dst=ins.dst)
                 else:
                     f = self.fdiv if ins.op is Op.FDIV else self.fsqrt
                     self.emit(Op.MOV, f(*ins.srcs, ins.mod), dst=ins.dst)
@@ -91,6 +97,41 @@ class MicroCode(FloatMicroCode, Division):
             if ins.dst in regs:
                 break
         return found
+
+    # -- shared FDIV and FSQRT -------------------------------------------------
+    def call(self, ins: VInstr):
+        """A call of op's subroutine (made at the first call): its operands, rounding mode
+        (MODE_BITS) and this call's number into the subroutine's registers, a jump to it, and
+        its result, read in a new block where the subroutine's return chain comes back.
+        The jump is a call: a JMP whose `fallthrough` names that block (cfg.VTerm)."""
+        sub = self.subs.get(ins.op)
+        if sub is None:
+            sub = self.subs[ins.op] = Subroutine(self.new_block(), [self.new_vreg() for _ in ins.srcs],
+                                                 self.new_vreg(), self.new_vreg(), self.new_vreg())
+        for reg, x in zip(sub.args, ins.srcs):
+            self.emit(Op.MOV, x, dst=reg)
+        self.emit(Op.MOV, Imm(MODE_BITS[ins.mod]), dst=sub.mode)
+        self.emit(Op.MOV, Imm(len(sub.returns)), dst=sub.site)
+        back = self.new_block()
+        self.terminate(VTerm(Term.JMP, sub.entry, None, back))
+        sub.returns.append(back)
+        sub.modes.add(ins.mod)
+        self.cur = back
+        return sub.result
+
+    def subroutine_body(self, op: Op, sub: "Subroutine") -> None:
+        """The subroutine: the inline sequence on its argument registers (the mode a constant
+        when every call has the same one, else the register), then a chain of compare-and-branch
+        blocks back to the calling site's block (the last site needs no compare)."""
+        self.cur = sub.entry
+        rnd = next(iter(sub.modes)) if len(sub.modes) == 1 else sub.mode
+        f = self.fdiv if op is Op.FDIV else self.fsqrt
+        self.emit(Op.MOV, f(*sub.args, rnd), dst=sub.result)
+        for k, back in enumerate(sub.returns[:-1]):
+            nxt = self.new_block()
+            self.terminate(VTerm(Term.BRC, back, self.emit(Op.SETEQ, sub.site, Imm(k)), nxt))
+            self.cur = nxt
+        self.terminate(VTerm(Term.JMP, sub.returns[-1]))
 
     # -- multiplication --------------------------------------------------------
     def mulhi(self, a, b, signed: bool):
@@ -118,6 +159,16 @@ class MicroCode(FloatMicroCode, Division):
         return {qop: q, rop: r}
 
 
+class Subroutine:
+    """A shared FDIV or FSQRT: its entry block, argument, result, mode and call-site registers,
+    the blocks its calls return to, and the modes they use."""
+
+    def __init__(self, entry: int, args: list[int], result: int, mode: int, site: int):
+        self.entry, self.args, self.result, self.mode, self.site = entry, args, result, mode, site
+        self.returns: list[int] = []
+        self.modes: set = set()
+
+
 def stores_first(instrs: list[VInstr]) -> list[VInstr]:
     """Each ST moved up to just after the definition of its sources, past pure ALU and float
     ops only (never past another memory or warp op, so memory sees the same order): a value
@@ -135,12 +186,12 @@ def stores_first(instrs: list[VInstr]) -> list[VInstr]:
     return out
 
 
-def expand_ops(blocks: list[VBlock], names, next_vreg: int) -> int:
+def expand_ops(blocks: list[VBlock], names, next_vreg: int, shared: bool = False) -> int:
     """Micro-code the ALU ops `names` (a subset of EXPANDABLE) and clean up after (cfg.clean_up);
     returns the next free virtual register. Blocks without them stay as they are (so a kernel
     without them lowers to the same program with and without `expand`)."""
     ops = frozenset(Op[n] for n in names if n in Op.__members__)
-    code = MicroCode(blocks, ops, next_vreg, atom_fadd="ATOM.FADD" in names)
+    code = MicroCode(blocks, ops, next_vreg, atom_fadd="ATOM.FADD" in names, shared=shared)
     if not any(code.expands(ins) for b in blocks for ins in b.instrs):
         return next_vreg
     next_vreg = code.run()
