@@ -38,8 +38,9 @@ RSQ_MAGIC = 0x5F37_59DF                             # 1/sqrt(m) seed: MAGIC - (b
 RSQ_STEPS = 3                                       # Goldschmidt steps
 UNDER = 0xBE00_0000     # (F - 1) << 23 at or above this: F <= 0 (F is at most 383, at least -128)
 CLAMP = 200 << 23                                   # |field(a) - field(b)| above this: out of range anyway
-# A rounding mode in a register (the shared subroutines, microcode.py): bit 2s + t says whether a
-# result q of sign s moves one ulp when the exact value lies toward zero (t = 1) or away (t = 0)
+# A rounding mode in a register's low 4 bits (the shared subroutines, microcode.py; the bits above
+# are read by none of the mode's uses): bit 2s + t says whether a result q of sign s moves one ulp
+# when the exact value lies toward zero (t = 1) or away (t = 0)
 MODE_BITS = {Rnd.RN: 0b0000, Rnd.RZ: 0b1010, Rnd.RP: 0b1001, Rnd.RM: 0b0110}
 
 
@@ -118,7 +119,7 @@ class FloatMicroCode:
 
     def directed(self, q, r, rnd):
         """q = RN(Q) moved one ulp to rnd's side of Q; r = ma - mb q (exact) has Q - q's sign.
-        rnd: a Rnd, or a register holding MODE_BITS[rnd] (then RN's q stays too)."""
+        rnd: a Rnd, or a register whose low 4 bits are MODE_BITS[rnd] (RN: q stays)."""
         e = self.emit
         if not isinstance(rnd, Rnd):        # the mode in a register (MODE_BITS)
             t = e(Op.SHR, e(Op.XOR, r, q), Imm(31))                             # |Q| < |q| (if r != 0)
@@ -161,7 +162,7 @@ class FloatMicroCode:
             rn = e(Op.ADD, e(Op.SUB, half, Imm(1)), e(Op.AND, e(Op.SHR, m, t), Imm(1)))
             bit = e(Op.AND, e(Op.SHR, rnd, e(Op.SHR, sq, Imm(30))), Imm(1))
             away = e(Op.AND, e(Op.SUB, e(Op.SHL, Imm(1), t), Imm(1)), e(Op.SUB, Imm(0), bit))
-            add = e(Op.SEL, rnd, away, rn)
+            add = e(Op.SEL, e(Op.AND, rnd, Imm(0xF)), away, rn)
         elif rnd is Rnd.RZ:
             add = Imm(0)
         elif rnd is Rnd.RN:

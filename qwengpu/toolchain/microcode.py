@@ -100,38 +100,47 @@ class MicroCode(FloatMicroCode, Division):
 
     # -- shared FDIV and FSQRT -------------------------------------------------
     def call(self, ins: VInstr):
-        """A call of op's subroutine (made at the first call): its operands, rounding mode
-        (MODE_BITS) and this call's number into the subroutine's registers, a jump to it, and
-        its result, read in a new block where the subroutine's return chain comes back.
-        The jump is a call: a JMP whose `fallthrough` names that block (cfg.VTerm)."""
+        """A call of op's subroutine (made at the first call): its operands into the
+        subroutine's registers, the call's number and rounding mode into one more (`site`:
+        number << 4 | MODE_BITS[mode]), a jump to it, and its result, read in a new block where
+        the subroutine's return chain comes back. The jump is a call: a JMP whose `fallthrough`
+        names that block (cfg.VTerm)."""
         sub = self.subs.get(ins.op)
         if sub is None:
             sub = self.subs[ins.op] = Subroutine(self.new_block(), [self.new_vreg() for _ in ins.srcs],
-                                                 self.new_vreg(), self.new_vreg(), self.new_vreg())
+                                                 self.new_vreg(), self.new_vreg())
         for reg, x in zip(sub.args, ins.srcs):
             self.emit(Op.MOV, x, dst=reg)
-        self.emit(Op.MOV, Imm(MODE_BITS[ins.mod]), dst=sub.mode)
-        self.emit(Op.MOV, Imm(len(sub.returns)), dst=sub.site)
+        site = len(sub.returns) << 4 | MODE_BITS[ins.mod]
+        self.emit(Op.MOV, Imm(site), dst=sub.site)
         back = self.new_block()
         self.terminate(VTerm(Term.JMP, sub.entry, None, back))
-        sub.returns.append(back)
+        sub.returns.append((site, back))
         sub.modes.add(ins.mod)
         self.cur = back
         return sub.result
 
     def subroutine_body(self, op: Op, sub: "Subroutine") -> None:
         """The subroutine: the inline sequence on its argument registers (the mode a constant
-        when every call has the same one, else the register), then a chain of compare-and-branch
-        blocks back to the calling site's block (the last site needs no compare)."""
+        when every call has the same one, else `site`, whose low 4 bits are MODE_BITS), then the
+        return chain, a binary search on `site` (SETLTU and BRC blocks, one fewer than the
+        calls, ceil(log2(calls)) of them on the way) ending in a jump to the call's block."""
         self.cur = sub.entry
-        rnd = next(iter(sub.modes)) if len(sub.modes) == 1 else sub.mode
+        rnd = next(iter(sub.modes)) if len(sub.modes) == 1 else sub.site
         f = self.fdiv if op is Op.FDIV else self.fsqrt
         self.emit(Op.MOV, f(*sub.args, rnd), dst=sub.result)
-        for k, back in enumerate(sub.returns[:-1]):
-            nxt = self.new_block()
-            self.terminate(VTerm(Term.BRC, back, self.emit(Op.SETEQ, sub.site, Imm(k)), nxt))
-            self.cur = nxt
-        self.terminate(VTerm(Term.JMP, sub.returns[-1]))
+
+        def chain(returns):
+            if len(returns) == 1:
+                self.terminate(VTerm(Term.JMP, returns[0][1]))
+                return
+            mid = len(returns) // 2
+            low, high = self.new_block(), self.new_block()
+            self.terminate(VTerm(Term.BRC, low, self.emit(Op.SETLTU, sub.site, Imm(returns[mid][0])), high))
+            for block, part in ((low, returns[:mid]), (high, returns[mid:])):
+                self.cur = block
+                chain(part)
+        chain(sub.returns)
 
     # -- multiplication --------------------------------------------------------
     def mulhi(self, a, b, signed: bool):
@@ -160,12 +169,12 @@ class MicroCode(FloatMicroCode, Division):
 
 
 class Subroutine:
-    """A shared FDIV or FSQRT: its entry block, argument, result, mode and call-site registers,
-    the blocks its calls return to, and the modes they use."""
+    """A shared FDIV or FSQRT: its entry block, argument, result and call registers, its calls
+    (the `site` value each sets, the block it returns to, in order) and the modes they use."""
 
-    def __init__(self, entry: int, args: list[int], result: int, mode: int, site: int):
-        self.entry, self.args, self.result, self.mode, self.site = entry, args, result, mode, site
-        self.returns: list[int] = []
+    def __init__(self, entry: int, args: list[int], result: int, site: int):
+        self.entry, self.args, self.result, self.site = entry, args, result, site
+        self.returns: list[tuple[int, int]] = []
         self.modes: set = set()
 
 
