@@ -17,6 +17,8 @@ FSQRT(a): B0 ok = a positive normal; NORM scales a subnormal by 2**24; CORE: mx 
   the exponent's parity, the 0x5f3759df seed, RSQ_STEPS Goldschmidt steps, the final FFMA RN,
   a directed mode's one-ulp move by the sign of s*s - mx; FIX: 2**-12 back, or the special value.
 ATOM.FADD: a compare-and-swap loop with the FADD in between (global memory flushes subnormals).
+The rounding mode is a Rnd (the inline sequences), or a register holding MODE_BITS (the shared
+subroutines of microcode.py, called with several modes).
 """
 from __future__ import annotations
 

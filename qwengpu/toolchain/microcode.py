@@ -5,7 +5,9 @@ multiply, no float divider or square root and no float atomic).
 Takes the cleaned-up virtual IR and the names of the ops to expand (from EXPANDABLE); gives
 the same IR with MULHI/MULHIU as 16-bit-half partial products, DIV/DIVU/REM/REMU as a
 shift-and-subtract loop (its own blocks), FDIV/FSQRT as FFMA sequences and ATOM.FADD as a
-compare-and-swap loop (fmicro.py), and the next free virtual register.
+compare-and-swap loop (fmicro.py), and the next free virtual register. With `shared`
+(lower.py's choice for a kernel that overflows the ROM with them inline), FDIV and FSQRT are one
+subroutine each, every use a call (`MicroCode.call`, docs/float-circuit.md 2.15).
 """
 from __future__ import annotations
 
