@@ -477,6 +477,19 @@ def test_float_suite_kernel_with_expansion(case, monkeypatch):
     assert not any(ins.op is isa.Op.ATOM and ins.mod[1] is isa.AtomOp.FADD for b in program.blocks for ins in b.instrs)
 
 
+@pytest.mark.parametrize("case", [c for c in MICRO_CASES if c.name != "fatomic_hist"], ids=lambda c: c.name)
+def test_float_suite_kernel_with_shared_subroutines(case, monkeypatch):
+    """The same kernels with FDIV and FSQRT as shared subroutines, as a kernel too big for them
+    inline gets them: calls in loops (nbody, softmax), after barriers (layernorm), in every mode."""
+    monkeypatch.setattr(api, "lower", lambda module, name, expand=(): lower(module, name, expand=MODEL_EXPANSIONS,
+                                                                          shared=True))
+    device = api.Device("interp")
+    report = suite.run_case(case, device)
+    assert report.passed, report.reason
+    program = device.compile(case.source.read_text(), filename=case.source.name).get_function(report.kernel).program
+    assert not float_ops(program) & {"FDIV", "FSQRT"} and seed_ffmas(program) <= 1
+
+
 def test_micro_code_option_lowers_as_the_model_engine():
     """Device(micro_code=True) and `qgpu suite --micro-code`: the model engine's programs on the
     interpreter."""
