@@ -393,35 +393,40 @@ def seed_ffmas(program) -> int:
     return sum(ins.op is isa.Op.FFMA and isa.Imm(fmicro.RCP_C1) in ins.srcs for b in program.blocks for ins in b.instrs)
 
 
+def lower_any_size(monkeypatch, kernel: str, share: str):
+    """The kernel at a share level, over the ROM or not: the interpreter runs programs of any
+    size, and these check the sequences' results (lower's level choice is tested below)."""
+    monkeypatch.setattr(isa, "check_program", lambda p: None)
+    return lower(shared_module(), kernel, expand=MODEL_EXPANSIONS, share=share)
+
+
+@pytest.mark.parametrize("share", ["rare", "all"])
 @pytest.mark.parametrize("kernel,per", [("multi", 8), ("same_mode", 3)])
-def test_shared_subroutines_match_fp32(kernel, per):
+def test_shared_subroutines_match_fp32(kernel, per, share, monkeypatch):
     """Several calls of one subroutine, in every mode (a register) or one (a constant), on
     operands where neighbouring lanes take the rare paths (special, subnormal, overflowing)
-    while others take the fast path."""
-    shared = lower(shared_module(), kernel, expand=MODEL_EXPANSIONS, shared=True)
-    assert seed_ffmas(shared) == 1
-    if kernel == "multi":       # inline, 6 divisions and 2 roots overflow the ROM
-        with pytest.raises(MachineLimitError, match="ROM blocks"):
-            lower(shared_module(), kernel, expand=MODEL_EXPANSIONS, shared=False)
-        inline = None
-    else:
-        inline = lower(shared_module(), kernel, expand=MODEL_EXPANSIONS, shared=False)
-        assert seed_ffmas(inline) == 3 and len(shared.blocks) < len(inline.blocks)
+    while others take the fast path: "rare" calls the subroutine from a divergent branch
+    after each inline fast path, "all" calls it for every use."""
+    program = lower_any_size(monkeypatch, kernel, share)
+    inline = lower_any_size(monkeypatch, kernel, "inline")
+    divisions = 6 if kernel == "multi" else 3
+    assert seed_ffmas(inline) == divisions and len(program.blocks) < len(inline.blocks)
+    assert seed_ffmas(program) == (1 if share == "all" else divisions + 1)
     a, b = operands(seed=11 + per, n=96 * 16, root=False)
     want = np.array([w for x, y in zip(a, b) for w in shared_reference(kernel, int(x), int(y))], np.uint32)
-    got = run_out(shared, a, b, per)
+    got = run_out(program, a, b, per)
     bad = np.flatnonzero(got != want)
     assert not bad.size, [(hex(a[j // per]), hex(b[j // per]), j % per, hex(got[j]), hex(want[j])) for j in bad[:5]]
-    if inline is not None:
-        np.testing.assert_array_equal(run_out(inline, a, b, per), want)
+    np.testing.assert_array_equal(run_out(inline, a, b, per), want)
 
 
-def test_shared_subroutines_in_divergent_code():
+@pytest.mark.parametrize("share", ["rare", "all"])
+def test_shared_subroutines_in_divergent_code(share, monkeypatch):
     """Calls inside both sides of a divergent branch and after a barrier: a branch around a
     call reconverges where it would around the inline code (blocks.set_reconvergence), so
     the barrier sees every lane and each lane comes back to its own call."""
-    program = lower(shared_module(), "branchy", expand=MODEL_EXPANSIONS, shared=True)
-    assert seed_ffmas(program) == 1
+    program = lower_any_size(monkeypatch, "branchy", share)
+    assert seed_ffmas(program) == (1 if share == "all" else 4)
     a, b = operands(seed=5, n=96 * 8, root=False)
     got = run_out(program, a, b, 2)
     want = []
@@ -435,10 +440,18 @@ def test_shared_subroutines_in_divergent_code():
 
 
 def test_only_kernels_over_the_rom_share():
-    """lower() keeps the inline expansion where it fits (the fast path has no call overhead)
-    and shares where it would not."""
+    """lower() keeps the inline expansion where it fits (the fast path has no call overhead),
+    shares the rare paths where that fits, and shares everything where nothing else does."""
     assert lower(shared_module(), "same_mode", expand=MODEL_EXPANSIONS).blocks == \
-        lower(shared_module(), "same_mode", expand=MODEL_EXPANSIONS, shared=False).blocks
+        lower(shared_module(), "same_mode", expand=MODEL_EXPANSIONS, share="inline").blocks
+    assert lower(shared_module(), "multi", expand=MODEL_EXPANSIONS).blocks == \
+        lower(shared_module(), "multi", expand=MODEL_EXPANSIONS, share="all").blocks   # "rare": 144 blocks
+    src = 'extern "C" __global__ void k(const float *a, const float *b, float *o) { int i = threadIdx.x; ' + \
+        " ".join(f"o[8 * i + {j}] = a[8 * i + {j}] / b[8 * i + {j}];" for j in range(6)) + " }"
+    six = parse_ptx(compile_cuda(src, filename="six.cu"))                      # inline: 157 blocks
+    assert lower(six, "k", expand=MODEL_EXPANSIONS).blocks == lower(six, "k", expand=MODEL_EXPANSIONS, share="rare").blocks
+    with pytest.raises(MachineLimitError, match="ROM blocks"):
+        lower(six, "k", expand=MODEL_EXPANSIONS, share="inline")
     case = next(c for c in FLOAT_CASES if c.name == "fround_modes")
     mod = parse_ptx(compile_cuda(case.source.read_text(), filename=case.source.name))
     program = lower(mod, suite.load_spec(case).KERNEL, expand=MODEL_EXPANSIONS)
@@ -477,17 +490,21 @@ def test_float_suite_kernel_with_expansion(case, monkeypatch):
     assert not any(ins.op is isa.Op.ATOM and ins.mod[1] is isa.AtomOp.FADD for b in program.blocks for ins in b.instrs)
 
 
+@pytest.mark.parametrize("share", ["rare", "all"])
 @pytest.mark.parametrize("case", [c for c in MICRO_CASES if c.name != "fatomic_hist"], ids=lambda c: c.name)
-def test_float_suite_kernel_with_shared_subroutines(case, monkeypatch):
+def test_float_suite_kernel_with_shared_subroutines(case, share, monkeypatch):
     """The same kernels with FDIV and FSQRT as shared subroutines, as a kernel too big for them
     inline gets them: calls in loops (nbody, softmax), after barriers (layernorm), in every mode."""
+    monkeypatch.setattr(isa, "check_program", lambda p: None)     # fround_modes: 197 blocks with "rare"
     monkeypatch.setattr(api, "lower", lambda module, name, expand=(): lower(module, name, expand=MODEL_EXPANSIONS,
-                                                                          shared=True))
+                                                                          share=share))
     device = api.Device("interp")
     report = suite.run_case(case, device)
     assert report.passed, report.reason
     program = device.compile(case.source.read_text(), filename=case.source.name).get_function(report.kernel).program
-    assert not float_ops(program) & {"FDIV", "FSQRT"} and seed_ffmas(program) <= 1
+    assert not float_ops(program) & {"FDIV", "FSQRT"}
+    if share == "all":
+        assert seed_ffmas(program) <= 1
 
 
 def test_micro_code_option_lowers_as_the_model_engine():

@@ -74,7 +74,10 @@ class FloatMicroCode:
         e(Op.OR, e(Op.AND, e(Op.XOR, x, e(Op.AND, y, Imm(SIGN))), Imm(SIGN | FRAC)), Imm(ONE), dst=ma)
         e(Op.OR, e(Op.AND, y, Imm(FRAC)), Imm(NEG_ONE), dst=nmb)
 
-    def fdiv(self, a, b, rnd):
+    def fdiv(self, a, b, rnd, rare=None):
+        """a / b rounded by rnd. rare(): where given, the fast path alone runs here, and where an
+        operand or the result is not normal rare() (a call of the whole sequence: microcode.py)
+        gives the quotient instead of the NORM and FIX blocks."""
         e = self.emit
         ma, nmb, vd, vres = (self.new_vreg() for _ in range(4))
         fa, fb = e(Op.AND, a, Imm(INF)), e(Op.AND, b, Imm(INF))
@@ -94,7 +97,8 @@ class FloatMicroCode:
             # a / b for zero, inf, NaN operands: a * (b with its exponent bits flipped: 0 <-> inf); NaN b stays
             w = e(Op.SEL, e(Op.SETLTU, Imm(INF), e(Op.AND, y, Imm(MAG))), y, e(Op.XOR, y, Imm(INF)))
             e(Op.SEL, special, self.fop(Op.FMUL, x, w), ma, dst=ma)
-        self.unless(ok, norm)
+        if rare is None:
+            self.unless(ok, norm)
 
         # CORE: the quotient of the significands, its sign included
         y = self.fop(Op.FFMA, self.fop(Op.FFMA, nmb, Imm(RCP_C2), Imm(RCP_C1)), nmb, Imm(RCP_C0))
@@ -116,7 +120,10 @@ class FloatMicroCode:
             under = self.subnormal(q, self.fop(Op.FFMA, nmb, q, ma), sq, fs, rnd)
             is_under = e(Op.SETGEU, e(Op.SUB, fs, Imm(HIDDEN)), Imm(UNDER))          # F <= 0
             e(Op.SEL, e(Op.SETEQ, vd, Imm(SIGN)), ma, e(Op.SEL, is_under, under, over), dst=vres)
-        self.unless(in_range, fix)
+        if rare is None:
+            self.unless(in_range, fix)
+        else:
+            self.unless(e(Op.AND, ok, in_range), lambda: e(Op.MOV, rare(), dst=vres))
         return vres
 
     def directed(self, q, r, rnd):
@@ -176,7 +183,8 @@ class FloatMicroCode:
         return e(Op.OR, sq, e(Op.SHR, e(Op.ADD, m, add), t))
 
     # -- FSQRT -------------------------------------------------------------------
-    def fsqrt(self, a, rnd):
+    def fsqrt(self, a, rnd, rare=None):
+        """sqrt(a) rounded by rnd; rare() as in fdiv, for an operand that is not a positive normal."""
         e = self.emit
         mx, k, vres = self.new_vreg(), self.new_vreg(), self.new_vreg()
 
@@ -185,7 +193,8 @@ class FloatMicroCode:
             e(Op.SUB, e(Op.AND, e(Op.SHR, x, Imm(1)), Imm(0x3F80_0000)), Imm(63 << 23), dst=k)
         ok = e(Op.SETLTU, e(Op.SUB, a, Imm(HIDDEN)), Imm(NORMAL_SPAN))     # positive normal
         parts(a)
-        self.unless(ok, lambda: parts(self.fop(Op.FMUL, a, Imm(TWO_24))))
+        if rare is None:
+            self.unless(ok, lambda: parts(self.fop(Op.FMUL, a, Imm(TWO_24))))
         y0 = e(Op.SUB, Imm(RSQ_MAGIC), e(Op.SHR, mx, Imm(1)))
         g, nh = self.fop(Op.FMUL, mx, y0), self.fop(Op.FMUL, y0, Imm(NEG_HALF))   # sqrt, -1/(2 sqrt)
         for _ in range(RSQ_STEPS):
@@ -204,7 +213,10 @@ class FloatMicroCode:
             sub = e(Op.SETLTU, e(Op.SUB, a, Imm(1)), Imm(FRAC))
             keep = e(Op.OR, e(Op.SETEQ, e(Op.AND, a, Imm(MAG)), Imm(0)), e(Op.SETEQ, a, Imm(INF)))
             e(Op.SEL, sub, self.fop(Op.FMUL, vres, Imm(TWO_M12)), e(Op.SEL, keep, a, Imm(NAN)), dst=vres)
-        self.unless(e(Op.SETLTU, e(Op.SUB, a, Imm(HIDDEN)), Imm(NORMAL_SPAN)), fix)
+        if rare is None:
+            self.unless(e(Op.SETLTU, e(Op.SUB, a, Imm(HIDDEN)), Imm(NORMAL_SPAN)), fix)
+        else:
+            self.unless(ok, lambda: e(Op.MOV, rare(), dst=vres))
         return vres
 
     # -- ATOM.FADD -----------------------------------------------------------------

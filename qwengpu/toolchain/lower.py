@@ -25,7 +25,7 @@ from qwengpu.toolchain.cfg import clean_up, optimise
 from qwengpu.toolchain.inline import inline_calls
 from qwengpu.toolchain.layout import layout
 from qwengpu.toolchain.lint import shuffle_warnings
-from qwengpu.toolchain.microcode import EXPANDABLE, MODEL_EXPANSIONS, expand_ops
+from qwengpu.toolchain.microcode import EXPANDABLE, MODEL_EXPANSIONS, SHARE_LEVELS, expand_ops
 from qwengpu.toolchain.ptx import plain_name
 from qwengpu.toolchain.regalloc import allocate_registers
 from qwengpu.toolchain.spaces import address_spaces
@@ -36,31 +36,36 @@ __all__ = ["lower", "find_kernel", "plain_name", "EXPANDABLE", "MODEL_EXPANSIONS
 
 
 def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozenset(),
-          shared: bool | None = None) -> isa.Program:
+          share: str | None = None) -> isa.Program:
     """`expand`: names of ALU ops (from EXPANDABLE) to rewrite into other ops,
     for an engine without them (the model engine: MODEL_EXPANSIONS). FDIV and FSQRT expand
-    inline; a kernel whose program then overflows the ROM is lowered again with each of them
-    one shared subroutine (microcode.py), a few blocks a use instead of about 25. `shared`
-    True or False forces one form (tests)."""
+    inline (about 26 and 13 ROM blocks a use); a kernel whose program then overflows the ROM is
+    lowered again with their rare paths in one shared subroutine per op, then with every use a
+    call of it (microcode.SHARE_LEVELS): the first that fits, else the smallest. `share`
+    names one level instead (tests)."""
     unknown = sorted(set(expand) - EXPANDABLE)
     if unknown:
         raise ValueError(f"cannot expand {', '.join(unknown)}; expandable ops: {', '.join(sorted(EXPANDABLE))}")
-    prog = _lower(module, kernel_name, expand, shared=bool(shared))
-    if shared is None and len(prog.blocks) > isa.ROM_BLOCKS and {"FDIV", "FSQRT"} & set(expand):
-        shared = _lower(module, kernel_name, expand, shared=True)
-        prog = min(prog, shared, key=lambda p: len(p.blocks))
+    levels = [share] if share else SHARE_LEVELS if {"FDIV", "FSQRT"} & set(expand) else SHARE_LEVELS[:1]
+    prog = None
+    for level in levels:
+        new = _lower(module, kernel_name, expand, level)
+        if prog is None or len(new.blocks) < len(prog.blocks):
+            prog = new
+        if len(prog.blocks) <= isa.ROM_BLOCKS:
+            break
     isa.check_program(prog)
     return prog
 
 
-def _lower(module: ptx.Module, kernel_name: str, expand: frozenset[str], shared: bool = False) -> isa.Program:
+def _lower(module: ptx.Module, kernel_name: str, expand: frozenset[str], share: str) -> isa.Program:
     fn = inline_calls(module, find_kernel(module, kernel_name))
     lay = layout(module, fn)
     spaces = address_spaces(fn, lay.symbols)
     translator = Translator(module, fn, lay, spaces)
     blocks = translator.run()
     clean_up(blocks)
-    nvreg = expand_ops(blocks, expand, translator.nvreg, shared=shared)
+    nvreg = expand_ops(blocks, expand, translator.nvreg, share=share)
     blocks, nvreg = optimise(blocks, nvreg)
     alloc = allocate_registers(blocks, plain_name(fn.name), nvreg, lay.shared_words)
     writes = kernel_writes(fn, lay.params, lay.symbols, lay.static_global_words,

@@ -5,9 +5,11 @@ multiply, no float divider or square root and no float atomic).
 Takes the cleaned-up virtual IR and the names of the ops to expand (from EXPANDABLE); gives
 the same IR with MULHI/MULHIU as 16-bit-half partial products, DIV/DIVU/REM/REMU as a
 shift-and-subtract loop (its own blocks), FDIV/FSQRT as FFMA sequences and ATOM.FADD as a
-compare-and-swap loop (fmicro.py), and the next free virtual register. With `shared`
-(lower.py's choice for a kernel that overflows the ROM with them inline), FDIV and FSQRT are one
-subroutine each, every use a call (`MicroCode.call`, docs/float-circuit.md 2.15).
+compare-and-swap loop (fmicro.py), and the next free virtual register. `share` (lower.py picks
+the first of SHARE_LEVELS whose program fits the ROM): "inline", every FDIV and FSQRT in place;
+"rare", the fast path in place and, where an operand or the result is not the common case, a call
+of one shared subroutine per op (the whole sequence); "all", every use a call of it
+(`MicroCode.call`, docs/float-circuit.md 2.15).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ EXPANDABLE = frozenset({"MULHI", "MULHIU", "DIV", "DIVU", "REM", "REMU", "FDIV",
 # atomic with that AtomOp):
 # its programs come from lower(module, name, expand=MODEL_EXPANSIONS)
 MODEL_EXPANSIONS = frozenset({"MULHI", "MULHIU", "DIV", "DIVU", "REM", "REMU", "FDIV", "FSQRT", "ATOM.FADD"})
+SHARE_LEVELS = ("inline", "rare", "all")      # fewer ROM blocks a use, more instructions, in order
 _DIV_PAIRS = {Op.DIVU: (Op.DIVU, Op.REMU), Op.REMU: (Op.DIVU, Op.REMU),
               Op.DIV: (Op.DIV, Op.REM), Op.REM: (Op.DIV, Op.REM)}
 
@@ -35,10 +38,11 @@ class MicroCode(FloatMicroCode, Division):
     reconvergence rules see an ordinary loop."""
 
     def __init__(self, blocks: list[VBlock], ops: frozenset[Op], next_vreg: int, atom_fadd: bool = False,
-                 shared: bool = False):
+                 share: str = "inline"):
         super().__init__(blocks, next_vreg)
-        self.ops, self.atom_fadd_too, self.shared = ops, atom_fadd, shared
-        self.subs: dict[Op, Subroutine] = {}        # shared: FDIV and FSQRT as one subroutine each
+        assert share in SHARE_LEVELS, share
+        self.ops, self.atom_fadd_too, self.share = ops, atom_fadd, share
+        self.subs: dict[Op, Subroutine] = {}        # FDIV and FSQRT as one subroutine each ("rare", "all")
 
     def expands(self, ins: VInstr) -> bool:
         if ins.op is Op.ATOM:
@@ -74,11 +78,12 @@ class MicroCode(FloatMicroCode, Division):
                 if all(isinstance(s, Imm) for s in ins.srcs):         # constant operands
                     value = isa.FLOAT_SEMANTICS[ins.op.name](ins.mod, *(s.value for s in ins.srcs))
                     self.emit(Op.MOV, Imm(value), dst=ins.dst)
-                elif self.shared:
-                    self.emit(Op.MOV, self.call(ins), dst=ins.dst)
+                elif self.share == "all":
+                    self.emit(Op.MOV, self.call(ins.op, ins.srcs, ins.mod), dst=ins.dst)
                 else:
                     f = self.fdiv if ins.op is Op.FDIV else self.fsqrt
-                    self.emit(Op.MOV, f(*ins.srcs, ins.mod), dst=ins.dst)
+                    rare = (lambda: self.call(ins.op, ins.srcs, ins.mod)) if self.share == "rare" else None
+                    self.emit(Op.MOV, f(*ins.srcs, ins.mod, rare=rare), dst=ins.dst)
             elif ins.op in (Op.MULHIU, Op.MULHI):
                 self.emit(Op.MOV, self.mulhi(*ins.srcs, signed=ins.op is Op.MULHI), dst=ins.dst)
             else:
@@ -101,24 +106,24 @@ class MicroCode(FloatMicroCode, Division):
         return found
 
     # -- shared FDIV and FSQRT -------------------------------------------------
-    def call(self, ins: VInstr):
+    def call(self, op: Op, srcs: list, mod):
         """A call of op's subroutine (made at the first call): its operands into the
         subroutine's registers, the call's number and rounding mode into one more (`site`:
         number << 4 | MODE_BITS[mode]), a jump to it, and its result, read in a new block where
         the subroutine's return chain comes back. The jump is a call: a JMP whose `fallthrough`
         names that block (cfg.VTerm)."""
-        sub = self.subs.get(ins.op)
+        sub = self.subs.get(op)
         if sub is None:
-            sub = self.subs[ins.op] = Subroutine(self.new_block(), [self.new_vreg() for _ in ins.srcs],
-                                                 self.new_vreg(), self.new_vreg())
-        for reg, x in zip(sub.args, ins.srcs):
+            sub = self.subs[op] = Subroutine(self.new_block(), [self.new_vreg() for _ in srcs],
+                                             self.new_vreg(), self.new_vreg())
+        for reg, x in zip(sub.args, srcs):
             self.emit(Op.MOV, x, dst=reg)
-        site = len(sub.returns) << 4 | MODE_BITS[ins.mod]
+        site = len(sub.returns) << 4 | MODE_BITS[mod]
         self.emit(Op.MOV, Imm(site), dst=sub.site)
         back = self.new_block()
         self.terminate(VTerm(Term.JMP, sub.entry, None, back))
         sub.returns.append((site, back))
-        sub.modes.add(ins.mod)
+        sub.modes.add(mod)
         self.cur = back
         return sub.result
 
@@ -197,12 +202,12 @@ def stores_first(instrs: list[VInstr]) -> list[VInstr]:
     return out
 
 
-def expand_ops(blocks: list[VBlock], names, next_vreg: int, shared: bool = False) -> int:
+def expand_ops(blocks: list[VBlock], names, next_vreg: int, share: str = "inline") -> int:
     """Micro-code the ALU ops `names` (a subset of EXPANDABLE) and clean up after (cfg.clean_up);
     returns the next free virtual register. Blocks without them stay as they are (so a kernel
     without them lowers to the same program with and without `expand`)."""
     ops = frozenset(Op[n] for n in names if n in Op.__members__)
-    code = MicroCode(blocks, ops, next_vreg, atom_fadd="ATOM.FADD" in names, shared=shared)
+    code = MicroCode(blocks, ops, next_vreg, atom_fadd="ATOM.FADD" in names, share=share)
     if not any(code.expands(ins) for b in blocks for ins in b.instrs):
         return next_vreg
     next_vreg = code.run()
