@@ -46,25 +46,28 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
     unknown = sorted(set(expand) - EXPANDABLE)
     if unknown:
         raise ValueError(f"cannot expand {', '.join(unknown)}; expandable ops: {', '.join(sorted(EXPANDABLE))}")
-    levels = [share] if share else SHARE_LEVELS if {"FDIV", "FSQRT"} & set(expand) else SHARE_LEVELS[:1]
     prog = None
-    for level in levels:
-        new = _lower(module, kernel_name, expand, level)
+    for level in [share] if share else SHARE_LEVELS:
+        new, shares = _lower(module, kernel_name, expand, level)
         if prog is None or len(new.blocks) < len(prog.blocks):
             prog = new
-        if len(prog.blocks) <= isa.ROM_BLOCKS:
+        if len(prog.blocks) <= isa.ROM_BLOCKS or not shares:
             break
     isa.check_program(prog)
     return prog
 
 
-def _lower(module: ptx.Module, kernel_name: str, expand: frozenset[str], share: str) -> isa.Program:
+def _lower(module: ptx.Module, kernel_name: str, expand: frozenset[str], share: str) -> tuple[isa.Program, bool]:
+    """The program at share level `share`, unchecked, and whether it micro-codes an FDIV or FSQRT
+    (so another level would lower differently)."""
     fn = inline_calls(module, find_kernel(module, kernel_name))
     lay = layout(module, fn)
     spaces = address_spaces(fn, lay.symbols)
     translator = Translator(module, fn, lay, spaces)
     blocks = translator.run()
     clean_up(blocks)
+    shares = {"FDIV", "FSQRT"} & set(expand) and any(ins.op in (isa.Op.FDIV, isa.Op.FSQRT) for b in blocks
+                                                     for ins in b.instrs)
     nvreg = expand_ops(blocks, expand, translator.nvreg, share=share)
     blocks, nvreg = optimise(blocks, nvreg)
     alloc = allocate_registers(blocks, plain_name(fn.name), nvreg, lay.shared_words)
@@ -75,7 +78,7 @@ def _lower(module: ptx.Module, kernel_name: str, expand: frozenset[str], share: 
                         shared_words, alloc.regs_used, lay.printf_buffer, writes)
     prog = machine_program(blocks, lambda v: alloc.colours.get(v, 0), shape)
     prog.warnings = shuffle_warnings(module, fn, translator.ptx_constants)
-    return prog
+    return prog, bool(shares)
 
 
 def find_kernel(module: ptx.Module, kernel_name: str) -> ptx.Function:
