@@ -330,6 +330,135 @@ def test_contended_float_atomics():
 
 
 # ---------------------------------------------------------------------------
+# 3b. shared subroutines: FDIV and FSQRT as one copy each, called from every use
+# ---------------------------------------------------------------------------
+SHARED_CUDA = r"""
+extern "C" __global__ void multi(const float *a, const float *b, float *out)
+{   // every division mode, reciprocals and roots in one thread: one FDIV and one FSQRT subroutine
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float x = a[i], y = b[i], *o = out + 8 * i;
+    o[0] = __fdiv_rn(x, y); o[1] = __fdiv_rz(y, x); o[2] = __fdiv_rd(x, y); o[3] = __fdiv_ru(x, y);
+    o[4] = __frcp_rn(y); o[5] = __fsqrt_rz(x); o[6] = __fsqrt_ru(y); o[7] = __fdiv_rn(o[0], o[3]);
+}
+extern "C" __global__ void same_mode(const float *a, const float *b, float *out)
+{   // calls that all round to nearest: the subroutine's mode is a constant
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float x = a[i], y = b[i];
+    out[3 * i] = x / y; out[3 * i + 1] = y / x; out[3 * i + 2] = __frcp_rn(x);
+}
+extern "C" __global__ void branchy(const float *a, const float *b, float *out)
+{   // calls on both sides of divergent branches, a barrier between them
+    __shared__ float s[16];
+    int i = blockIdx.x * blockDim.x + threadIdx.x, t = threadIdx.x;
+    float x = a[i], y = b[i], r;
+    if (t & 1) r = __fdiv_rz(x, y); else r = __fdiv_ru(y, x);
+    s[t] = r;
+    __syncthreads();
+    float u = s[t ^ 1];
+    out[2 * i] = r;
+    out[2 * i + 1] = (t & 2) ? __fdiv_rd(u, y) : __fsqrt_rn(u);
+}
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def shared_module():
+    return parse_ptx(compile_cuda(SHARED_CUDA, filename="fmicro_shared.cu"))
+
+
+def shared_reference(kernel: str, x: int, y: int) -> list[int]:
+    d, q = fp32.div, fp32.sqrt
+    if kernel == "multi":
+        o0, o3 = d(x, y, Rnd.RN), d(x, y, Rnd.RP)
+        return [o0, d(y, x, Rnd.RZ), d(x, y, Rnd.RM), o3, d(fp32.ONE, y, Rnd.RN), q(x, Rnd.RZ), q(y, Rnd.RP),
+                d(o0, o3, Rnd.RN)]
+    return [d(x, y, Rnd.RN), d(y, x, Rnd.RN), d(fp32.ONE, x, Rnd.RN)]
+
+
+def run_out(program, a, b, per: int, block: int = 16) -> np.ndarray:
+    """program over (a, b) in launches of 96 threads, `per` output words a thread."""
+    outs = []
+    for i in range(0, len(a), 96):
+        x, y = a[i:i + 96].view(np.float32).copy(), b[i:i + 96].view(np.float32).copy()
+        out = np.zeros(per * len(x), np.float32)
+        launch = Launch.build(program, (len(x) // block, 1, 1), (block, 1, 1), [x, y, out])
+        interp.run(program, launch.grid, launch.block, launch.params, launch.memory)
+        launch.copy_back()
+        outs.append(out.view(np.uint32))
+    return np.concatenate(outs)
+
+
+def seed_ffmas(program) -> int:
+    """How many copies of the division's reciprocal seed the program holds."""
+    return sum(ins.op is isa.Op.FFMA and isa.Imm(fmicro.RCP_C1) in ins.srcs for b in program.blocks for ins in b.instrs)
+
+
+def lower_any_size(monkeypatch, kernel: str, share: str):
+    """The kernel at a share level, over the ROM or not: the interpreter runs programs of any
+    size, and these check the sequences' results (lower's level choice is tested below)."""
+    monkeypatch.setattr(isa, "check_program", lambda p: None)
+    return lower(shared_module(), kernel, expand=MODEL_EXPANSIONS, share=share)
+
+
+@pytest.mark.parametrize("share", ["rare", "all"])
+@pytest.mark.parametrize("kernel,per", [("multi", 8), ("same_mode", 3)])
+def test_shared_subroutines_match_fp32(kernel, per, share, monkeypatch):
+    """Several calls of one subroutine, in every mode (a register) or one (a constant), on
+    operands where neighbouring lanes take the rare paths (special, subnormal, overflowing)
+    while others take the fast path: "rare" calls the subroutine from a divergent branch
+    after each inline fast path, "all" calls it for every use."""
+    program = lower_any_size(monkeypatch, kernel, share)
+    inline = lower_any_size(monkeypatch, kernel, "inline")
+    divisions = 6 if kernel == "multi" else 3
+    assert seed_ffmas(inline) == divisions and len(program.blocks) < len(inline.blocks)
+    assert seed_ffmas(program) == (1 if share == "all" else divisions + 1)
+    a, b = operands(seed=11 + per, n=96 * 16, root=False)
+    want = np.array([w for x, y in zip(a, b) for w in shared_reference(kernel, int(x), int(y))], np.uint32)
+    got = run_out(program, a, b, per)
+    bad = np.flatnonzero(got != want)
+    assert not bad.size, [(hex(a[j // per]), hex(b[j // per]), j % per, hex(got[j]), hex(want[j])) for j in bad[:5]]
+    np.testing.assert_array_equal(run_out(inline, a, b, per), want)
+
+
+@pytest.mark.parametrize("share", ["rare", "all"])
+def test_shared_subroutines_in_divergent_code(share, monkeypatch):
+    """Calls inside both sides of a divergent branch and after a barrier: a branch around a
+    call reconverges where it would around the inline code (blocks.set_reconvergence), so
+    the barrier sees every lane and each lane comes back to its own call."""
+    program = lower_any_size(monkeypatch, "branchy", share)
+    assert seed_ffmas(program) == (1 if share == "all" else 4)
+    a, b = operands(seed=5, n=96 * 8, root=False)
+    got = run_out(program, a, b, 2)
+    want = []
+    for g in range(0, len(a), 16):
+        xs, ys = [int(v) for v in a[g:g + 16]], [int(v) for v in b[g:g + 16]]
+        r = [fp32.div(x, y, Rnd.RZ) if t & 1 else fp32.div(y, x, Rnd.RP) for t, (x, y) in enumerate(zip(xs, ys))]
+        for t in range(16):
+            u = r[t ^ 1]
+            want += [r[t], fp32.div(u, ys[t], Rnd.RM) if t & 2 else fp32.sqrt(u, Rnd.RN)]
+    np.testing.assert_array_equal(got, np.array(want, np.uint32))
+
+
+def test_only_kernels_over_the_rom_share():
+    """lower() keeps the inline expansion where it fits (the fast path has no call overhead),
+    shares the rare paths where that fits, and shares everything where nothing else does."""
+    assert lower(shared_module(), "same_mode", expand=MODEL_EXPANSIONS).blocks == \
+        lower(shared_module(), "same_mode", expand=MODEL_EXPANSIONS, share="inline").blocks
+    assert lower(shared_module(), "multi", expand=MODEL_EXPANSIONS).blocks == \
+        lower(shared_module(), "multi", expand=MODEL_EXPANSIONS, share="all").blocks   # "rare": 144 blocks
+    src = 'extern "C" __global__ void k(const float *a, const float *b, float *o) { int i = threadIdx.x; ' + \
+        " ".join(f"o[8 * i + {j}] = a[8 * i + {j}] / b[8 * i + {j}];" for j in range(6)) + " }"
+    six = parse_ptx(compile_cuda(src, filename="six.cu"))                      # inline: 157 blocks
+    assert lower(six, "k", expand=MODEL_EXPANSIONS).blocks == lower(six, "k", expand=MODEL_EXPANSIONS, share="rare").blocks
+    with pytest.raises(MachineLimitError, match="ROM blocks"):
+        lower(six, "k", expand=MODEL_EXPANSIONS, share="inline")
+    case = next(c for c in FLOAT_CASES if c.name == "fround_modes")
+    mod = parse_ptx(compile_cuda(case.source.read_text(), filename=case.source.name))
+    program = lower(mod, suite.load_spec(case).KERNEL, expand=MODEL_EXPANSIONS)
+    assert seed_ffmas(program) == 1 and len(program.blocks) <= isa.ROM_BLOCKS
+
+
+# ---------------------------------------------------------------------------
 # 4. the float suite with the model engine's expansions
 # ---------------------------------------------------------------------------
 FLOAT_CASES = [c for c in suite.discover(suite.DEFAULT_DIR / "float")]
@@ -343,7 +472,6 @@ def _uses(case) -> bool:
 
 
 MICRO_CASES = [c for c in FLOAT_CASES if _uses(c)]
-TOO_BIG = {"fround_modes"}      # 8 divisions and 4 roots: 272 ROM blocks expanded, the ROM holds 128
 
 
 def test_the_float_suite_uses_the_expanded_ops():
@@ -355,16 +483,28 @@ def test_the_float_suite_uses_the_expanded_ops():
 def test_float_suite_kernel_with_expansion(case, monkeypatch):
     monkeypatch.setattr(api, "lower", lambda module, name, expand=(): lower(module, name, expand=MODEL_EXPANSIONS))
     device = api.Device("interp")
-    if case.name in TOO_BIG:
-        spec = suite.load_spec(case)
-        with pytest.raises(MachineLimitError, match="ROM blocks"):
-            device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
-        return
     report = suite.run_case(case, device)
     assert report.passed, report.reason
     program = device.compile(case.source.read_text(), filename=case.source.name).get_function(report.kernel).program
     assert not float_ops(program) & {"FDIV", "FSQRT"}
     assert not any(ins.op is isa.Op.ATOM and ins.mod[1] is isa.AtomOp.FADD for b in program.blocks for ins in b.instrs)
+
+
+@pytest.mark.parametrize("share", ["rare", "all"])
+@pytest.mark.parametrize("case", [c for c in MICRO_CASES if c.name != "fatomic_hist"], ids=lambda c: c.name)
+def test_float_suite_kernel_with_shared_subroutines(case, share, monkeypatch):
+    """The same kernels with FDIV and FSQRT as shared subroutines, as a kernel too big for them
+    inline gets them: calls in loops (nbody, softmax), after barriers (layernorm), in every mode."""
+    monkeypatch.setattr(isa, "check_program", lambda p: None)     # fround_modes: 197 blocks with "rare"
+    monkeypatch.setattr(api, "lower", lambda module, name, expand=(): lower(module, name, expand=MODEL_EXPANSIONS,
+                                                                          share=share))
+    device = api.Device("interp")
+    report = suite.run_case(case, device)
+    assert report.passed, report.reason
+    program = device.compile(case.source.read_text(), filename=case.source.name).get_function(report.kernel).program
+    assert not float_ops(program) & {"FDIV", "FSQRT"}
+    if share == "all":
+        assert seed_ffmas(program) <= 1
 
 
 def test_micro_code_option_lowers_as_the_model_engine():

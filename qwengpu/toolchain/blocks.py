@@ -97,13 +97,14 @@ def form_blocks(blocks: list[VBlock], reg_of, stays: dict[int, frozenset | None]
     for i in order:
         instrs, kind, tgt, cond, ft = raw[i]
         tgt = number[redirect[tgt]] if kind is not Term.EXIT else -1
-        ft = number[redirect[ft]] if kind is Term.BRC else -1
+        call = kind is Term.JMP and ft >= 0             # a call: ft is where it returns (cfg.VTerm)
+        ft = number[redirect[ft]] if kind is Term.BRC or call else -1
         if kind is Term.BRC and tgt == ft:
             kind = Term.JMP
         if kind is Term.BRC:
             term = isa.Terminator(kind, tgt, isa.Reg(reg_of(cond)), ft)
         else:
-            term = isa.Terminator(kind, tgt)
+            term = isa.Terminator(kind, tgt, fallthrough=ft)    # set_reconvergence drops a call's ft
         out.append(isa.MachineBlock(instrs, term))
     return out, [source[i] if i < len(source) else None for i in order]
 
@@ -262,6 +263,14 @@ def set_reconvergence(blocks: list[isa.MachineBlock]) -> None:
     an if does not push their reconvergence out to the exit."""
     succs = [[b.term.target, b.term.fallthrough] if b.term.kind is Term.BRC else
              [] if b.term.kind is Term.EXIT else [b.term.target] for b in blocks]
+    # a call of a shared subroutine (a JMP with a fallthrough: cfg.VTerm) counts as a jump to
+    # the block it returns to: a branch around a call reconverges where it would around the
+    # inline sequence, never inside the subroutine, so the lanes in a subroutine all come from
+    # one call (its return chain never diverges, and its reconvergence points stay inside it)
+    calls = {i: b.term.fallthrough for i, b in enumerate(blocks) if b.term.kind is Term.JMP and b.term.fallthrough >= 0}
+    for i, back in calls.items():
+        succs[i] = [back]
+        blocks[i].term = isa.Terminator(Term.JMP, blocks[i].term.target)
     preds: dict[int, int] = {}
     for ss in succs:
         for x in ss:

@@ -30,6 +30,10 @@ class VInstr:
 
 @dataclass
 class VTerm:
+    """A BRC's `fallthrough` is where its other lanes go. A JMP with a `fallthrough` is a call
+    of a shared subroutine (microcode.py's shared FDIV/FSQRT), which comes back to that block
+    through its return chain: not an edge (succs), but the reconvergence rules read the call as
+    a jump straight there (blocks.set_reconvergence), and nothing merges that block away."""
     kind: Term
     target: int = -1
     cond: int | None = None
@@ -345,6 +349,8 @@ def simplify_cfg(blocks: list[VBlock]) -> list[VBlock]:
     for i in order:
         for s in blocks[i].term.succs():
             preds[s] += 1
+        if blocks[i].term.kind is Term.JMP and blocks[i].term.fallthrough in preds:    # a call's return block
+            preds[blocks[i].term.fallthrough] += 1
     merged = set()
     for i in order:
         if i in merged:

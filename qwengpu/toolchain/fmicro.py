@@ -17,6 +17,8 @@ FSQRT(a): B0 ok = a positive normal; NORM scales a subnormal by 2**24; CORE: mx 
   the exponent's parity, the 0x5f3759df seed, RSQ_STEPS Goldschmidt steps, the final FFMA RN,
   a directed mode's one-ulp move by the sign of s*s - mx; FIX: 2**-12 back, or the special value.
 ATOM.FADD: a compare-and-swap loop with the FADD in between (global memory flushes subnormals).
+The rounding mode is a Rnd (the inline sequences), or a register holding MODE_BITS (the shared
+subroutines of microcode.py, called with several modes).
 """
 from __future__ import annotations
 
@@ -38,6 +40,10 @@ RSQ_MAGIC = 0x5F37_59DF                             # 1/sqrt(m) seed: MAGIC - (b
 RSQ_STEPS = 3                                       # Goldschmidt steps
 UNDER = 0xBE00_0000     # (F - 1) << 23 at or above this: F <= 0 (F is at most 383, at least -128)
 CLAMP = 200 << 23                                   # |field(a) - field(b)| above this: out of range anyway
+# A rounding mode in a register's low 4 bits (the shared subroutines, microcode.py; the bits above
+# are read by none of the mode's uses): bit 2s + t says whether a result q of sign s moves one ulp
+# when the exact value lies toward zero (t = 1) or away (t = 0)
+MODE_BITS = {Rnd.RN: 0b0000, Rnd.RZ: 0b1010, Rnd.RP: 0b1001, Rnd.RM: 0b0110}
 
 
 class FloatMicroCode:
@@ -68,7 +74,10 @@ class FloatMicroCode:
         e(Op.OR, e(Op.AND, e(Op.XOR, x, e(Op.AND, y, Imm(SIGN))), Imm(SIGN | FRAC)), Imm(ONE), dst=ma)
         e(Op.OR, e(Op.AND, y, Imm(FRAC)), Imm(NEG_ONE), dst=nmb)
 
-    def fdiv(self, a, b, rnd: Rnd):
+    def fdiv(self, a, b, rnd, rare=None):
+        """a / b rounded by rnd. rare(): where given, the fast path alone runs here, and where an
+        operand or the result is not normal rare() (a call of the whole sequence: microcode.py)
+        gives the quotient instead of the NORM and FIX blocks."""
         e = self.emit
         ma, nmb, vd, vres = (self.new_vreg() for _ in range(4))
         fa, fb = e(Op.AND, a, Imm(INF)), e(Op.AND, b, Imm(INF))
@@ -88,7 +97,8 @@ class FloatMicroCode:
             # a / b for zero, inf, NaN operands: a * (b with its exponent bits flipped: 0 <-> inf); NaN b stays
             w = e(Op.SEL, e(Op.SETLTU, Imm(INF), e(Op.AND, y, Imm(MAG))), y, e(Op.XOR, y, Imm(INF)))
             e(Op.SEL, special, self.fop(Op.FMUL, x, w), ma, dst=ma)
-        self.unless(ok, norm)
+        if rare is None:
+            self.unless(ok, norm)
 
         # CORE: the quotient of the significands, its sign included
         y = self.fop(Op.FFMA, self.fop(Op.FFMA, nmb, Imm(RCP_C2), Imm(RCP_C1)), nmb, Imm(RCP_C0))
@@ -98,7 +108,7 @@ class FloatMicroCode:
         q = self.fop(Op.FMUL, ma, y)
         q = self.fop(Op.FFMA, self.fop(Op.FFMA, nmb, q, ma), y, q)
         q = self.fop(Op.FFMA, self.fop(Op.FFMA, nmb, q, ma), y, q)        # RN(ma / mb)
-        if rnd is not Rnd.RN:
+        if rnd is not Rnd.RN:       # a Rnd, or a register with MODE_BITS
             q = self.directed(q, self.fop(Op.FFMA, nmb, q, ma), rnd)
         e(Op.ADD, q, vd, dst=vres)
         fs = e(Op.ADD, e(Op.AND, q, Imm(INF)), vd)                      # the result's field << 23
@@ -110,12 +120,21 @@ class FloatMicroCode:
             under = self.subnormal(q, self.fop(Op.FFMA, nmb, q, ma), sq, fs, rnd)
             is_under = e(Op.SETGEU, e(Op.SUB, fs, Imm(HIDDEN)), Imm(UNDER))          # F <= 0
             e(Op.SEL, e(Op.SETEQ, vd, Imm(SIGN)), ma, e(Op.SEL, is_under, under, over), dst=vres)
-        self.unless(in_range, fix)
+        if rare is None:
+            self.unless(in_range, fix)
+        else:
+            self.unless(e(Op.AND, ok, in_range), lambda: e(Op.MOV, rare(), dst=vres))
         return vres
 
-    def directed(self, q, r, rnd: Rnd):
-        """q = RN(Q) moved one ulp to rnd's side of Q; r = ma - mb q (exact) has Q - q's sign."""
+    def directed(self, q, r, rnd):
+        """q = RN(Q) moved one ulp to rnd's side of Q; r = ma - mb q (exact) has Q - q's sign.
+        rnd: a Rnd, or a register whose low 4 bits are MODE_BITS[rnd] (RN: q stays)."""
         e = self.emit
+        if not isinstance(rnd, Rnd):        # the mode in a register (MODE_BITS)
+            t = e(Op.SHR, e(Op.XOR, r, q), Imm(31))                             # |Q| < |q| (if r != 0)
+            bit = e(Op.AND, e(Op.SHR, rnd, e(Op.OR, e(Op.AND, e(Op.SHR, q, Imm(30)), Imm(2)), t)), Imm(1))
+            move = e(Op.SEL, r, bit, Imm(0))
+            return e(Op.SEL, t, e(Op.SUB, q, move), e(Op.ADD, q, move))
         opposite = e(Op.SEL, r, e(Op.SHR, e(Op.XOR, r, q), Imm(31)), Imm(0))   # |Q| < |q|
         toward_zero = e(Op.SUB, q, opposite)
         if rnd is Rnd.RZ:
@@ -128,6 +147,9 @@ class FloatMicroCode:
     def overflow(self, sq, rnd: Rnd):
         """IEEE overflow of a result with sign bit sq: inf, or the largest finite toward zero."""
         e = self.emit
+        if not isinstance(rnd, Rnd):        # MAX_FINITE where the mode moves toward zero (bit 2s + 1)
+            bit = e(Op.AND, e(Op.SHR, rnd, e(Op.OR, e(Op.SHR, sq, Imm(30)), Imm(1))), Imm(1))
+            return e(Op.OR, sq, e(Op.SUB, Imm(INF), bit))
         if rnd is Rnd.RN:
             return e(Op.OR, sq, Imm(INF))
         if rnd is Rnd.RZ:
@@ -144,7 +166,13 @@ class FloatMicroCode:
         dirn = e(Op.SEL, r, e(Op.OR, e(Op.SRA, e(Op.XOR, r, q), Imm(31)), Imm(1)), Imm(0))
         m = e(Op.ADD, e(Op.SHL, e(Op.OR, e(Op.AND, q, Imm(FRAC)), Imm(HIDDEN)), Imm(2)), dirn)
         t = e(Op.MINU, e(Op.SUB, Imm(3), e(Op.SRA, fs, Imm(23))), Imm(28))
-        if rnd is Rnd.RZ:
+        if not isinstance(rnd, Rnd):        # RN (mode 0), else away where the mode moves away (bit 2s)
+            half = e(Op.SHL, Imm(1), e(Op.SUB, t, Imm(1)))
+            rn = e(Op.ADD, e(Op.SUB, half, Imm(1)), e(Op.AND, e(Op.SHR, m, t), Imm(1)))
+            bit = e(Op.AND, e(Op.SHR, rnd, e(Op.SHR, sq, Imm(30))), Imm(1))
+            away = e(Op.AND, e(Op.SUB, e(Op.SHL, Imm(1), t), Imm(1)), e(Op.SUB, Imm(0), bit))
+            add = e(Op.SEL, e(Op.AND, rnd, Imm(0xF)), away, rn)
+        elif rnd is Rnd.RZ:
             add = Imm(0)
         elif rnd is Rnd.RN:
             half = e(Op.SHL, Imm(1), e(Op.SUB, t, Imm(1)))
@@ -155,7 +183,8 @@ class FloatMicroCode:
         return e(Op.OR, sq, e(Op.SHR, e(Op.ADD, m, add), t))
 
     # -- FSQRT -------------------------------------------------------------------
-    def fsqrt(self, a, rnd: Rnd):
+    def fsqrt(self, a, rnd, rare=None):
+        """sqrt(a) rounded by rnd; rare() as in fdiv, for an operand that is not a positive normal."""
         e = self.emit
         mx, k, vres = self.new_vreg(), self.new_vreg(), self.new_vreg()
 
@@ -164,7 +193,8 @@ class FloatMicroCode:
             e(Op.SUB, e(Op.AND, e(Op.SHR, x, Imm(1)), Imm(0x3F80_0000)), Imm(63 << 23), dst=k)
         ok = e(Op.SETLTU, e(Op.SUB, a, Imm(HIDDEN)), Imm(NORMAL_SPAN))     # positive normal
         parts(a)
-        self.unless(ok, lambda: parts(self.fop(Op.FMUL, a, Imm(TWO_24))))
+        if rare is None:
+            self.unless(ok, lambda: parts(self.fop(Op.FMUL, a, Imm(TWO_24))))
         y0 = e(Op.SUB, Imm(RSQ_MAGIC), e(Op.SHR, mx, Imm(1)))
         g, nh = self.fop(Op.FMUL, mx, y0), self.fop(Op.FMUL, y0, Imm(NEG_HALF))   # sqrt, -1/(2 sqrt)
         for _ in range(RSQ_STEPS):
@@ -172,7 +202,9 @@ class FloatMicroCode:
             g, nh = self.fop(Op.FFMA, g, t, g), self.fop(Op.FFMA, nh, t, nh)
         nmx = e(Op.XOR, mx, Imm(SIGN))
         s = self.fop(Op.FFMA, self.fop(Op.FFMA, g, g, nmx), nh, g)          # RN(sqrt(mx))
-        if rnd is not Rnd.RN:
+        if not isinstance(rnd, Rnd):                                        # mx - s*s, exact: mx - root's sign
+            s = self.directed(s, self.fop(Op.FFMA, e(Op.XOR, s, Imm(SIGN)), s, mx), rnd)
+        elif rnd is not Rnd.RN:
             d = self.fop(Op.FFMA, s, s, nmx)                                # s*s - mx, exact
             s = e(Op.SUB, s, e(Op.SRA, d, Imm(31)) if rnd is Rnd.RP else e(Op.SETGT, d, Imm(0)))
         e(Op.ADD, s, k, dst=vres)
@@ -181,7 +213,10 @@ class FloatMicroCode:
             sub = e(Op.SETLTU, e(Op.SUB, a, Imm(1)), Imm(FRAC))
             keep = e(Op.OR, e(Op.SETEQ, e(Op.AND, a, Imm(MAG)), Imm(0)), e(Op.SETEQ, a, Imm(INF)))
             e(Op.SEL, sub, self.fop(Op.FMUL, vres, Imm(TWO_M12)), e(Op.SEL, keep, a, Imm(NAN)), dst=vres)
-        self.unless(e(Op.SETLTU, e(Op.SUB, a, Imm(HIDDEN)), Imm(NORMAL_SPAN)), fix)
+        if rare is None:
+            self.unless(e(Op.SETLTU, e(Op.SUB, a, Imm(HIDDEN)), Imm(NORMAL_SPAN)), fix)
+        else:
+            self.unless(ok, lambda: e(Op.MOV, rare(), dst=vres))
         return vres
 
     # -- ATOM.FADD -----------------------------------------------------------------

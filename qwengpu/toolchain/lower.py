@@ -25,7 +25,7 @@ from qwengpu.toolchain.cfg import clean_up, optimise
 from qwengpu.toolchain.inline import inline_calls
 from qwengpu.toolchain.layout import layout
 from qwengpu.toolchain.lint import shuffle_warnings
-from qwengpu.toolchain.microcode import EXPANDABLE, MODEL_EXPANSIONS, expand_ops
+from qwengpu.toolchain.microcode import EXPANDABLE, MODEL_EXPANSIONS, SHARE_LEVELS, expand_ops
 from qwengpu.toolchain.ptx import plain_name
 from qwengpu.toolchain.regalloc import allocate_registers
 from qwengpu.toolchain.spaces import address_spaces
@@ -35,19 +35,40 @@ from qwengpu.toolchain.writes import kernel_writes
 __all__ = ["lower", "find_kernel", "plain_name", "EXPANDABLE", "MODEL_EXPANSIONS"]
 
 
-def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozenset()) -> isa.Program:
+def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozenset(),
+          share: str | None = None) -> isa.Program:
     """`expand`: names of ALU ops (from EXPANDABLE) to rewrite into other ops,
-    for an engine without them (the model engine: MODEL_EXPANSIONS)."""
+    for an engine without them (the model engine: MODEL_EXPANSIONS). FDIV and FSQRT expand
+    inline (about 26 and 13 ROM blocks a use); a kernel whose program then overflows the ROM is
+    lowered again with their rare paths in one shared subroutine per op, then with every use a
+    call of it (microcode.SHARE_LEVELS): the first that fits, else the smallest. `share`
+    names one level instead (tests)."""
     unknown = sorted(set(expand) - EXPANDABLE)
     if unknown:
         raise ValueError(f"cannot expand {', '.join(unknown)}; expandable ops: {', '.join(sorted(EXPANDABLE))}")
+    prog = None
+    for level in [share] if share else SHARE_LEVELS:
+        new, shares = _lower(module, kernel_name, expand, level)
+        if prog is None or len(new.blocks) < len(prog.blocks):
+            prog = new
+        if len(prog.blocks) <= isa.ROM_BLOCKS or not shares:
+            break
+    isa.check_program(prog)
+    return prog
+
+
+def _lower(module: ptx.Module, kernel_name: str, expand: frozenset[str], share: str) -> tuple[isa.Program, bool]:
+    """The program at share level `share`, unchecked, and whether it micro-codes an FDIV or FSQRT
+    (so another level would lower differently)."""
     fn = inline_calls(module, find_kernel(module, kernel_name))
     lay = layout(module, fn)
     spaces = address_spaces(fn, lay.symbols)
     translator = Translator(module, fn, lay, spaces)
     blocks = translator.run()
     clean_up(blocks)
-    nvreg = expand_ops(blocks, expand, translator.nvreg)
+    shares = {"FDIV", "FSQRT"} & set(expand) and any(ins.op in (isa.Op.FDIV, isa.Op.FSQRT) for b in blocks
+                                                     for ins in b.instrs)
+    nvreg = expand_ops(blocks, expand, translator.nvreg, share=share)
     blocks, nvreg = optimise(blocks, nvreg)
     alloc = allocate_registers(blocks, plain_name(fn.name), nvreg, lay.shared_words)
     writes = kernel_writes(fn, lay.params, lay.symbols, lay.static_global_words,
@@ -56,9 +77,8 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
     shape = isa.Program(plain_name(fn.name), [], lay.params, lay.const_init, lay.global_init, lay.static_global_words,
                         shared_words, alloc.regs_used, lay.printf_buffer, writes)
     prog = machine_program(blocks, lambda v: alloc.colours.get(v, 0), shape)
-    isa.check_program(prog)
     prog.warnings = shuffle_warnings(module, fn, translator.ptx_constants)
-    return prog
+    return prog, bool(shares)
 
 
 def find_kernel(module: ptx.Module, kernel_name: str) -> ptx.Function:

@@ -5,22 +5,27 @@ multiply, no float divider or square root and no float atomic).
 Takes the cleaned-up virtual IR and the names of the ops to expand (from EXPANDABLE); gives
 the same IR with MULHI/MULHIU as 16-bit-half partial products, DIV/DIVU/REM/REMU as a
 shift-and-subtract loop (its own blocks), FDIV/FSQRT as FFMA sequences and ATOM.FADD as a
-compare-and-swap loop (fmicro.py), and the next free virtual register.
+compare-and-swap loop (fmicro.py), and the next free virtual register. `share` (lower.py picks
+the first of SHARE_LEVELS whose program fits the ROM): "inline", every FDIV and FSQRT in place;
+"rare", the fast path in place and, where an operand or the result is not the common case, a call
+of one shared subroutine per op (the whole sequence); "all", every use a call of it
+(`MicroCode.call`, docs/float-circuit.md 2.15).
 """
 from __future__ import annotations
 
 from qwengpu import isa
-from qwengpu.toolchain.cfg import VBlock, VInstr, clean_up, simplify
+from qwengpu.toolchain.cfg import VBlock, VInstr, VTerm, clean_up, simplify
 from qwengpu.toolchain.division import Division
-from qwengpu.toolchain.fmicro import FloatMicroCode
+from qwengpu.toolchain.fmicro import MODE_BITS, FloatMicroCode
 
-Op, Imm = isa.Op, isa.Imm
+Op, Imm, Term = isa.Op, isa.Imm, isa.Term
 
 EXPANDABLE = frozenset({"MULHI", "MULHIU", "DIV", "DIVU", "REM", "REMU", "FDIV", "FSQRT", "ATOM.FADD"})
 # the ops the model engine lacks (not in qwengpu/machine/build.py MODEL_OPS; ATOM.FADD: the
 # atomic with that AtomOp):
 # its programs come from lower(module, name, expand=MODEL_EXPANSIONS)
 MODEL_EXPANSIONS = frozenset({"MULHI", "MULHIU", "DIV", "DIVU", "REM", "REMU", "FDIV", "FSQRT", "ATOM.FADD"})
+SHARE_LEVELS = ("inline", "rare", "all")      # fewer ROM blocks a use, more instructions, in order
 _DIV_PAIRS = {Op.DIVU: (Op.DIVU, Op.REMU), Op.REMU: (Op.DIVU, Op.REMU),
               Op.DIV: (Op.DIV, Op.REM), Op.REM: (Op.DIV, Op.REM)}
 
@@ -32,9 +37,12 @@ class MicroCode(FloatMicroCode, Division):
     (head -> loop -> the rest of the block), so the register allocator and the
     reconvergence rules see an ordinary loop."""
 
-    def __init__(self, blocks: list[VBlock], ops: frozenset[Op], next_vreg: int, atom_fadd: bool = False):
+    def __init__(self, blocks: list[VBlock], ops: frozenset[Op], next_vreg: int, atom_fadd: bool = False,
+                 share: str = "inline"):
         super().__init__(blocks, next_vreg)
-        self.ops, self.atom_fadd_too = ops, atom_fadd
+        assert share in SHARE_LEVELS, share
+        self.ops, self.atom_fadd_too, self.share = ops, atom_fadd, share
+        self.subs: dict[Op, Subroutine] = {}        # FDIV and FSQRT as one subroutine each ("rare", "all")
 
     def expands(self, ins: VInstr) -> bool:
         if ins.op is Op.ATOM:
@@ -48,6 +56,8 @@ class MicroCode(FloatMicroCode, Division):
                 if any(ins.op in (Op.FDIV, Op.FSQRT) and ins.op in self.ops for ins in self.blocks[i].instrs):
                     self.blocks[i].instrs = stores_first(self.blocks[i].instrs)
                 self.expand_block(i)
+        for op, sub in self.subs.items():
+            self.subroutine_body(op, sub)
         return self.nvreg
 
     def expand_block(self, i: int) -> None:
@@ -68,9 +78,12 @@ class MicroCode(FloatMicroCode, Division):
                 if all(isinstance(s, Imm) for s in ins.srcs):         # constant operands
                     value = isa.FLOAT_SEMANTICS[ins.op.name](ins.mod, *(s.value for s in ins.srcs))
                     self.emit(Op.MOV, Imm(value), dst=ins.dst)
+                elif self.share == "all":
+                    self.emit(Op.MOV, self.call(ins.op, ins.srcs, ins.mod), dst=ins.dst)
                 else:
                     f = self.fdiv if ins.op is Op.FDIV else self.fsqrt
-                    self.emit(Op.MOV, f(*ins.srcs, ins.mod), dst=ins.dst)
+                    rare = (lambda: self.call(ins.op, ins.srcs, ins.mod)) if self.share == "rare" else None
+                    self.emit(Op.MOV, f(*ins.srcs, ins.mod, rare=rare), dst=ins.dst)
             elif ins.op in (Op.MULHIU, Op.MULHI):
                 self.emit(Op.MOV, self.mulhi(*ins.srcs, signed=ins.op is Op.MULHI), dst=ins.dst)
             else:
@@ -91,6 +104,50 @@ class MicroCode(FloatMicroCode, Division):
             if ins.dst in regs:
                 break
         return found
+
+    # -- shared FDIV and FSQRT -------------------------------------------------
+    def call(self, op: Op, srcs: list, mod):
+        """A call of op's subroutine (made at the first call): its operands into the
+        subroutine's registers, the call's number and rounding mode into one more (`site`:
+        number << 4 | MODE_BITS[mode]), a jump to it, and its result, read in a new block where
+        the subroutine's return chain comes back. The jump is a call: a JMP whose `fallthrough`
+        names that block (cfg.VTerm)."""
+        sub = self.subs.get(op)
+        if sub is None:
+            sub = self.subs[op] = Subroutine(self.new_block(), [self.new_vreg() for _ in srcs],
+                                             self.new_vreg(), self.new_vreg())
+        for reg, x in zip(sub.args, srcs):
+            self.emit(Op.MOV, x, dst=reg)
+        site = len(sub.returns) << 4 | MODE_BITS[mod]
+        self.emit(Op.MOV, Imm(site), dst=sub.site)
+        back = self.new_block()
+        self.terminate(VTerm(Term.JMP, sub.entry, None, back))
+        sub.returns.append((site, back))
+        sub.modes.add(mod)
+        self.cur = back
+        return sub.result
+
+    def subroutine_body(self, op: Op, sub: "Subroutine") -> None:
+        """The subroutine: the inline sequence on its argument registers (the mode a constant
+        when every call has the same one, else `site`, whose low 4 bits are MODE_BITS), then the
+        return chain, a binary search on `site` (SETLTU and BRC blocks, one fewer than the
+        calls, ceil(log2(calls)) of them on the way) ending in a jump to the call's block."""
+        self.cur = sub.entry
+        rnd = next(iter(sub.modes)) if len(sub.modes) == 1 else sub.site
+        f = self.fdiv if op is Op.FDIV else self.fsqrt
+        self.emit(Op.MOV, f(*sub.args, rnd), dst=sub.result)
+
+        def chain(returns):
+            if len(returns) == 1:
+                self.terminate(VTerm(Term.JMP, returns[0][1]))
+                return
+            mid = len(returns) // 2
+            low, high = self.new_block(), self.new_block()
+            self.terminate(VTerm(Term.BRC, low, self.emit(Op.SETLTU, sub.site, Imm(returns[mid][0])), high))
+            for block, part in ((low, returns[:mid]), (high, returns[mid:])):
+                self.cur = block
+                chain(part)
+        chain(sub.returns)
 
     # -- multiplication --------------------------------------------------------
     def mulhi(self, a, b, signed: bool):
@@ -118,6 +175,16 @@ class MicroCode(FloatMicroCode, Division):
         return {qop: q, rop: r}
 
 
+class Subroutine:
+    """A shared FDIV or FSQRT: its entry block, argument, result and call registers, its calls
+    (the `site` value each sets, the block it returns to, in order) and the modes they use."""
+
+    def __init__(self, entry: int, args: list[int], result: int, site: int):
+        self.entry, self.args, self.result, self.site = entry, args, result, site
+        self.returns: list[tuple[int, int]] = []
+        self.modes: set = set()
+
+
 def stores_first(instrs: list[VInstr]) -> list[VInstr]:
     """Each ST moved up to just after the definition of its sources, past pure ALU and float
     ops only (never past another memory or warp op, so memory sees the same order): a value
@@ -135,12 +202,12 @@ def stores_first(instrs: list[VInstr]) -> list[VInstr]:
     return out
 
 
-def expand_ops(blocks: list[VBlock], names, next_vreg: int) -> int:
+def expand_ops(blocks: list[VBlock], names, next_vreg: int, share: str = "inline") -> int:
     """Micro-code the ALU ops `names` (a subset of EXPANDABLE) and clean up after (cfg.clean_up);
     returns the next free virtual register. Blocks without them stay as they are (so a kernel
     without them lowers to the same program with and without `expand`)."""
     ops = frozenset(Op[n] for n in names if n in Op.__members__)
-    code = MicroCode(blocks, ops, next_vreg, atom_fadd="ATOM.FADD" in names)
+    code = MicroCode(blocks, ops, next_vreg, atom_fadd="ATOM.FADD" in names, share=share)
     if not any(code.expands(ins) for b in blocks for ins in b.instrs):
         return next_vreg
     next_vreg = code.run()
