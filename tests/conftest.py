@@ -36,9 +36,10 @@ def fresh_model_cache():
 @pytest.fixture(autouse=True, scope="module")
 def free_module_memory(request):
     """What a test module kept goes when it ends, so it never sits beside the larger models of later
-    modules (CI has 24 GB): the module's own lru_caches (compiled circuits, toy models), the
-    machines qwengpu.machine.build keeps, and a chat session's text models (the merged model without
-    its circuit layers, 1.5 GB in bf16 for the stand-in)."""
+    modules (CI has 24 GB): the module's own lru_caches (compiled circuits, toy models) and a chat
+    session's text models (the merged model without its circuit layers, 1.5 GB in bf16 for the
+    stand-in). The machines qwengpu.machine.build keeps stay: later modules reuse them (a minute
+    each to build again)."""
     yield
     import functools
     import gc
@@ -46,9 +47,6 @@ def free_module_memory(request):
     for value in vars(request.module).values():
         if isinstance(value, functools._lru_cache_wrapper):
             value.cache_clear()
-    build = sys.modules.get("qwengpu.machine.build")
-    if build is not None:
-        build._machine.cache_clear()
     session = sys.modules.get("qwengpu.chat.session")
     if session is not None:
         session._TEXT_MODELS.clear()

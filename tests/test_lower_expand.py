@@ -217,10 +217,8 @@ def test_suite_has_kernels_to_check():
 
 
 @pytest.mark.parametrize("case", SUITE_CASES, ids=lambda c: c.name)
-def test_suite_kernel_with_expansion(case, monkeypatch):
-    # the interpreter running the model engine's programs
-    monkeypatch.setattr(api, "lower", lambda module, name, expand=(): lower(module, name, expand=MODEL_EXPANSIONS))
-    device = api.Device("interp")
+def test_suite_kernel_with_expansion(case):
+    device = api.Device("interp", micro_code=True)          # the model engine's programs
     report = suite.run_case(case, device)
     assert report.passed, report.reason
     module = device.compile(case.source.read_text(), filename=case.source.name)

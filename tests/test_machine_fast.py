@@ -383,32 +383,15 @@ def test_noisy_reads_keep_the_token_stream(native):
 
 
 # ---------------------------------------------------------------------------
-def _merged_model():
-    """The stand-in merged checkpoint when it is built and matches this machine (else None)."""
-    import json
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "build" / "standin-merged"
-    try:
-        from qwengpu.machine.build import machine_for
-        from qwengpu.model.standin import standin_config
-        machine = machine_for(standin_config())
-        config = json.loads((path / "config.json").read_text())
-    except (ImportError, OSError):
-        return None, None
-    if config.get("qwengpu", {}).get("machine") != machine.fingerprint():
-        return None, None
-    return path, machine.readout
-
-
 def test_machine_kernel_replay_on_fast_path():
     """A suite kernel on the merged model through FastModel: every generated token against the
     interpreter's expected stream, then global memory read back through the cache adapter.
     (qgpu bench also runs the stock path on the same kind of launch and compares.)"""
-    path, machine = _merged_model()
-    if path is None:
-        pytest.skip("build/standin-merged is missing or built from another machine (default_merged_model())")
     from qwengpu.bench import kernel_launch
     from qwengpu.driver import protocol, runtime
+    from qwengpu.model.merge import default_merged_model
+    path = default_merged_model()            # rebuilt when the machine changed
+    machine = runtime.checkpoint_readout(runtime.host_config(runtime.load_config(path)), path)
     model, _ = runtime.load_model(path, "bfloat16")
     fast = FastModel(model)
     # what the model engine loads: the same compact matrices read from the safetensors files alone

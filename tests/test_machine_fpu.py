@@ -18,7 +18,7 @@ from qwengpu.circuit.model import encode, models_by_dtype
 from qwengpu.machine import fpu
 
 LANES = 4
-PER_OP = {"float32": 150, "bfloat16": 40}       # cases per (op, mode), each with 4 lanes
+PER_OP = {"float32": 150, "bfloat16": 20}       # cases per (op, mode), each with 4 lanes
 EDGES = [0x0000_0000, 0x8000_0000, 0x0000_0001, 0x8000_0001, 0x007F_FFFF, 0x0080_0000, 0x0080_0001,
          0x7F7F_FFFF, 0xFF7F_FFFF, 0x7F80_0000, 0xFF80_0000, 0x7FC0_0000, 0x7F80_0001, 0xFFFF_FFFF,
          0x3F80_0000, 0xBF80_0000, 0x3F80_0001, 0x3F7F_FFFF, 0x4000_0000, 0x3300_0000, 0x3400_0000,
