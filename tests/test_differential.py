@@ -15,7 +15,7 @@ from qwengpu.testing import difftest
 from qwengpu.testing.difftest import CHAR, F32, I16, I32, I64, U8, U16, U32, U64
 from qwengpu.errors import QwenGpuError
 
-CI_PROGRAMS = 600
+CI_PROGRAMS = 300
 CI_SEED = 1000
 FLOAT_CI_PROGRAMS = 300
 FLOAT_CI_SEED = 2000
