@@ -997,11 +997,14 @@ def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}
                                     "instead of the exact fast path (slow on a CPU)"),
          max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
          max_passes: Optional[int] = typer.Option(None, "--max-passes", help=MAX_PASSES_HELP),
-         device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP)):
+         device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP),
+         floats: bool = typer.Option(False, "--float", help="the float dot: dot([1.5,2,3], [4,5,6.25]) in fp32")):
     """dot([1,2,3], [4,5,6]) run by the model itself (the stand-in merged model, built on first use),
-    replay checked, with the tokens as the model writes them and a closing line."""
-    a, b = np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32)
-    out = np.zeros(1, np.int32)
+    replay checked, with the tokens as the model writes them and a closing line; --float: the same
+    in float32 (kernels/float/fdot.cu)."""
+    kind = np.float32 if floats else np.int32
+    a, b = np.array([1.5, 2, 3] if floats else [1, 2, 3], kind), np.array([4, 5, 6.25] if floats else [4, 5, 6], kind)
+    out = np.zeros(1, kind)
     tokens = []
 
     def show(token):                       # the launch as the model writes it, token by token
@@ -1015,20 +1018,23 @@ def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}
         _check_limits(max_tokens, max_passes)
         max_passes = max_passes or DEFAULT_MAX_PASSES
         from qwengpu.suite import DEFAULT_DIR
-        source = DEFAULT_DIR / "dot.cu"
+        name = "fdot" if floats else "dot"
+        source = DEFAULT_DIR / "float" / "fdot.cu" if floats else DEFAULT_DIR / "dot.cu"
         # the tokens go to stdout as they come: only the load and the prefill show a live line
         with LaunchProgress(_show_progress() and engine == "model", show) as progress:
             dev = _device(engine, "clang", 2, None, "float32", "replay" if engine == "model" else "none",
                           max_tokens, stock, progress.token if engine == "model" else None, device,
                           max_passes=max_passes, on_phase=progress.phase)
-            fn = dev.compile(source.read_text(), filename=str(source)).get_function("dot")
+            fn = dev.compile(source.read_text(), filename=str(source)).get_function(name)
             result = fn(grid=1, block=4, args=[a, b, out, 3])
     except QwenGpuError as e:
         fail(e)
     wall = time.perf_counter() - wall
     if tokens:
         console.print()
-    console.print(f"dot([1,2,3], [4,5,6]) = [bold]{int(out[0])}[/]")
+    shown = f"dot([1.5,2,3], [4,5,6.25]) = [bold]{float(out[0])}[/]" if floats else \
+        f"dot([1,2,3], [4,5,6]) = [bold]{int(out[0])}[/]"
+    console.print(shown)
     console.print(f"[dim]{_escape(_stats(result, wall))}[/]")
 
 

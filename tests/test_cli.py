@@ -128,6 +128,14 @@ def test_demo_on_the_interpreter():
     assert result.exit_code == 0 and "= 32" in result.output and "engine interp" in result.output
 
 
+def test_float_demo_in_the_model():
+    """1.5*4 + 2*5 + 3*6.25 = 34.75, written by the model in 49 tokens (replay checked)."""
+    result = invoke("demo", "--float")
+    assert result.exit_code == 0, result.output
+    assert "dot([1.5,2,3], [4,5,6.25]) = 34.75" in result.output and "engine model, 49 tokens" in result.output
+    assert "VAL l0 p0 0x3fc00000" in result.output          # 1.5 staged in one whole-word token
+
+
 def make_suite(tmp_path):
     (tmp_path / "good.cu").write_text(DOT_CU)
     (tmp_path / "good.py").write_text(DOT_PY.replace("OFFSET", "0"))
