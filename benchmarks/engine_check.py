@@ -64,7 +64,7 @@ def main() -> int:
     cases = ([c for c in discover() if c.name in a.kernels.split(",")] if a.kernels else shortest(a.shortest))
     kernels = [prepared(c) for c in cases]
     fast = FastModel.from_checkpoint(model, "float32")
-    machine = runtime.checkpoint_readout(runtime.host_config(runtime.load_config(model)), model)
+    machine = runtime.readout_of(model)
     start = time.perf_counter()
     reference = runtime.launch_many(fast, machine, [k[3] for k in kernels], max_tokens=200_000, check="replay")
     fast_s = time.perf_counter() - start

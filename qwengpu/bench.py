@@ -120,7 +120,7 @@ def load(model_dir: str | Path | None, dtype: str, step: str = "c"):
     from qwengpu.fast import FastModel
     path = _model_path(model_dir)
     fast = FastModel.from_checkpoint(path, dtype, native=_step_choice(step))
-    machine = runtime.checkpoint_readout(runtime.host_config(runtime.load_config(path)), path)
+    machine = runtime.readout_of(path)
     L = kernel_launch("dot").launch
     fast.prefill(fast.new_state(), [machine.vocab.id(t) for t in protocol.prompt(L)])
     return fast, machine

@@ -1002,9 +1002,9 @@ def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}
     """dot([1,2,3], [4,5,6]) run by the model itself (the stand-in merged model, built on first use),
     replay checked, with the tokens as the model writes them and a closing line; --float: the same
     in float32 (kernels/float/fdot.cu)."""
-    kind = np.float32 if floats else np.int32
-    a, b = np.array([1.5, 2, 3] if floats else [1, 2, 3], kind), np.array([4, 5, 6.25] if floats else [4, 5, 6], kind)
-    out = np.zeros(1, kind)
+    name, a, b, kind = ("fdot", [1.5, 2, 3], [4, 5, 6.25], np.float32) if floats else ("dot", [1, 2, 3], [4, 5, 6], np.int32)
+    shown = f"dot([{','.join(map(str, a))}], [{','.join(map(str, b))}])"
+    a, b, out = np.array(a, kind), np.array(b, kind), np.zeros(1, kind)
     tokens = []
 
     def show(token):                       # the launch as the model writes it, token by token
@@ -1018,8 +1018,7 @@ def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}
         _check_limits(max_tokens, max_passes)
         max_passes = max_passes or DEFAULT_MAX_PASSES
         from qwengpu.suite import DEFAULT_DIR
-        name = "fdot" if floats else "dot"
-        source = DEFAULT_DIR / "float" / "fdot.cu" if floats else DEFAULT_DIR / "dot.cu"
+        source = DEFAULT_DIR / ("float" if floats else "") / f"{name}.cu"
         # the tokens go to stdout as they come: only the load and the prefill show a live line
         with LaunchProgress(_show_progress() and engine == "model", show) as progress:
             dev = _device(engine, "clang", 2, None, "float32", "replay" if engine == "model" else "none",
@@ -1032,9 +1031,7 @@ def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}
     wall = time.perf_counter() - wall
     if tokens:
         console.print()
-    shown = f"dot([1.5,2,3], [4,5,6.25]) = [bold]{float(out[0])}[/]" if floats else \
-        f"dot([1,2,3], [4,5,6]) = [bold]{int(out[0])}[/]"
-    console.print(shown)
+    console.print(f"{shown} = [bold]{out[0].item()}[/]")
     console.print(f"[dim]{_escape(_stats(result, wall))}[/]")
 
 

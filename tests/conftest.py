@@ -20,8 +20,7 @@ def standin_fast():
     from qwengpu.fast import FastModel
     from qwengpu.model.merge import default_merged_model
     path = default_merged_model()
-    return FastModel.from_checkpoint(path, "float32"), runtime.checkpoint_readout(
-        runtime.host_config(runtime.load_config(path)), path)
+    return FastModel.from_checkpoint(path, "float32"), runtime.readout_of(path)
 
 
 @pytest.fixture(autouse=True)

@@ -391,7 +391,7 @@ def test_machine_kernel_replay_on_fast_path():
     from qwengpu.driver import protocol, runtime
     from qwengpu.model.merge import default_merged_model
     path = default_merged_model()            # rebuilt when the machine changed
-    machine = runtime.checkpoint_readout(runtime.host_config(runtime.load_config(path)), path)
+    machine = runtime.readout_of(path)
     model, _ = runtime.load_model(path, "bfloat16")
     fast = FastModel(model)
     # what the model engine loads: the same compact matrices read from the safetensors files alone

@@ -75,6 +75,11 @@ def host_config(model) -> dict:
             "vocab_size": q["base_vocab_size"]}
 
 
+def readout_of(path: str | Path):
+    """The readout of the merged checkpoint folder `path`, from its config.json alone (checkpoint_readout)."""
+    return checkpoint_readout(host_config(load_config(path)), path)
+
+
 def checkpoint_readout(host: dict, where):
     """What the host reads a merged checkpoint's launches with (machine/readout.py), from its host
     config (host_config): the readout it records, or, for one built before it was recorded (or a
