@@ -37,14 +37,15 @@ CONVERT_EDGES = [0x3F00_0000, 0xBF00_0000, 0x3FC0_0000, 0xBFC0_0000, 0x4020_0000
 
 
 def compile_fpu(host=MLP_HOST):
-    c = Circuit(host, circuit_width(host, 1200, limit=4096))
+    c = Circuit(host, circuit_width(host, 1500, limit=4096))
     op = {o: c.input(f"op.{o}", 1) for o in fpu.FPU_OPS}
     rnd = {m: c.input(f"rnd.{m}", 1) for m in fpu.ROUNDINGS}
     a = [c.input(f"a{lane}", 32) for lane in range(LANES)]
     b = [c.input(f"b{lane}", 32) for lane in range(LANES)]
     r = [c.input(f"r{lane}", 32) for lane in range(LANES)]
-    end = fpu.build_fpu(c, 0, op, rnd, a, b, r)
-    return c, op, rnd, a, b, r, end
+    cc = [c.input(f"c{lane}", 32) for lane in range(LANES)]
+    end = fpu.build_fpu(c, 0, op, rnd, a, b, r, cc)
+    return c, op, rnd, a, b, r, end, cc
 
 
 compiled = functools.lru_cache(maxsize=None)(compile_fpu)
@@ -109,7 +110,7 @@ def semantics(name: str, mode, x: int, y: int) -> int:
 def cases(per, seed):
     """Every (op, mode) on `per` cases plus 'none' (all flags 0): (a, b, names, modes, expected)."""
     rng = np.random.default_rng(seed)
-    combos = [(o, m) for o in fpu.FPU_OPS for m in (MODES if o in fpu.ROUNDED_OPS else [None])]
+    combos = [(o, m) for o in fpu.FPU_OPS if o != "FFMA" for m in (MODES if o in fpu.ROUNDED_OPS else [None])]
     combos.append(("none", None))
     a, b = (np.concatenate(x, axis=1) for x in zip(*((draw_convert if o in TO_INT else draw)(rng, per)
                                                       for o, _ in combos)))
@@ -123,13 +124,14 @@ def cases(per, seed):
     return a, b, names, modes, want
 
 
-def run_fpu(dtype, a, b, names, modes):
-    c, op, rnd, fa, fb, r, end = compiled()
+def run_fpu(dtype, a, b, names, modes, third=None):
+    c, op, rnd, fa, fb, r, end, fc = compiled()
     values = {op[o]: (names == o).astype(np.uint64) for o in fpu.FPU_OPS}
     for m in MODES:                               # set on a rounded op's pass only, as the decode does
         values[rnd[m.name]] = np.array([md is m for md in modes], dtype=np.uint64)
     for lane in range(LANES):
         values[fa[lane]], values[fb[lane]] = a[lane], b[lane]
+        values[fc[lane]] = np.zeros_like(a[lane]) if third is None else third[lane]
     hs, emb = run_with_text(model(dtype), c, encode(c, values, a.shape[1]))
     assert len(hs) - 1 == end
     return hs[-1], emb
@@ -146,7 +148,7 @@ def results(out, r):
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_every_op_and_mode_exact(dtype):
-    c, *_, r, end = compiled()
+    c, *_, r, end, _ = compiled()
     a, b, names, modes, want = cases(PER_OP[dtype], seed=len(dtype))
     out, emb = run_fpu(dtype, a, b, names, modes)
     got = results(out, r)
@@ -275,3 +277,89 @@ def test_known_values():
     out, _ = run_fpu("float32", a, b, names, [mode and isa.Rnd[mode] for _, mode, _ in cols])
     got = results(out, compiled()[5])
     assert np.array_equal(got[used], want[used])
+
+
+# ---- FFMA: a * b + c with one rounding ----------------------------------------------------------------
+FFMA_PER = {"float32": 120, "bfloat16": 30}       # cases per mode, each with 4 lanes
+
+
+def draw_ffma(rng, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """[LANES, n] triples: a, b as draw(); c a sixth each uniform, -a*b rounded and nudged by a few
+    units in the last place (massive cancellation, exact zeros), the product's exponent moved by
+    -60..60 (close exponents, c far above or far below), subnormal, zero, and edge values."""
+    from qwengpu import fp32
+    a, b = draw(rng, n)
+    c = rng.integers(0, 1 << 32, (LANES, n), dtype=np.uint64)
+    kind = rng.integers(0, 6, (LANES, n))
+    for lane in range(LANES):
+        for i in range(n):
+            x, y = int(a[lane, i]), int(b[lane, i])
+            p = fp32.mul(x, y, isa.Rnd.RN)
+            k = kind[lane, i]
+            if k == 1 and not fp32.is_nan(p) and not fp32.is_inf(p):
+                m = (p ^ 0x8000_0000) + int(rng.integers(-3, 4))
+                c[lane, i] = m if 0 <= m < 1 << 32 and (m ^ p) >> 31 else p ^ 0x8000_0000
+            elif k == 2 and not fp32.is_nan(p) and not fp32.is_inf(p):
+                e = (p >> 23 & 0xFF) + int(rng.integers(-60, 61))
+                c[lane, i] = (int(rng.integers(0, 2)) << 31) | (min(max(e, 0), 254) << 23) | int(rng.integers(0, 1 << 23))
+            elif k == 3:
+                c[lane, i] = (int(rng.integers(0, 2)) << 31) | int(rng.integers(0, 1 << 23)) >> int(rng.integers(0, 23))
+            elif k == 4:
+                c[lane, i] = int(rng.choice(np.array(EDGES, dtype=np.uint64)))
+    return a, b, c
+
+
+def run_ffma(dtype, a, b, cc, modes):
+    names = np.array(["FFMA"] * a.shape[1])
+    out, emb = run_fpu(dtype, a, b, names, modes, third=cc)
+    return results(out, compiled()[5]), out, emb
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_ffma_exact(dtype):
+    rng = np.random.default_rng(7 + len(dtype))
+    per = FFMA_PER[dtype]
+    parts = [draw_ffma(rng, per) for _ in MODES]
+    a, b, cc = (np.concatenate(x, axis=1) for x in zip(*parts))
+    modes = [m for m in MODES for _ in range(per)]
+    want = np.zeros_like(a)
+    for i, m in enumerate(modes):
+        for lane in range(LANES):
+            want[lane, i] = isa.FLOAT_SEMANTICS["FFMA"](m, int(a[lane, i]), int(b[lane, i]), int(cc[lane, i]))
+    got, out, emb = run_ffma(dtype, a, b, cc, modes)
+    bad = [(modes[i].name, hex(int(a[lane, i])), hex(int(b[lane, i])), hex(int(cc[lane, i])), hex(int(got[lane, i])),
+            hex(int(want[lane, i]))) for lane in range(LANES) for i in np.flatnonzero(got[lane] != want[lane])]
+    assert not bad, f"{len(bad)} mismatches: {bad[:8]}"
+    c, *_, r, end, fc = compiled()
+    result_dims = {d for f in r for d in f.dims}
+    inputs = [d for d in range(c.layout.n, c.layout.total) if d not in result_dims]
+    assert np.array_equal(out[:, inputs], emb[:, inputs].astype(np.float32).astype(out.dtype))
+
+
+FFMA_KNOWN = [                                              # (mode, a, b, c, a * b + c rounded once)
+    ("RN", 0x3380_0020, 0x3F7F_FFC0, 0x3F80_0001, 0x3F80_0001),   # FACTS: rounding twice gives 0x3F800002
+    ("RN", 0x3F80_0000, 0x3F80_0000, 0xBF80_0000, 0x0000_0000),   # 1 * 1 - 1 = +0
+    ("RM", 0x3F80_0000, 0x3F80_0000, 0xBF80_0000, 0x8000_0000),   # ... -0 rounding down
+    ("RN", 0x8000_0000, 0x3F80_0000, 0x8000_0000, 0x8000_0000),   # -0 * 1 + -0 = -0
+    ("RN", 0x8000_0000, 0x3F80_0000, 0x0000_0000, 0x0000_0000),   # -0 + +0 = +0
+    ("RN", 0x7F80_0000, 0x0000_0000, 0x3F80_0000, 0x7FFF_FFFF),   # inf * 0 + 1: NaN
+    ("RN", 0x7F80_0000, 0x3F80_0000, 0xFF80_0000, 0x7FFF_FFFF),   # inf - inf: NaN
+    ("RN", 0x7F80_0000, 0xBF80_0000, 0xFF80_0000, 0xFF80_0000),   # -inf - inf
+    ("RN", 0x3F80_0000, 0x3F80_0000, 0x7F80_0000, 0x7F80_0000),   # 1 + inf
+    ("RN", 0x0000_0000, 0x7F7F_FFFF, 0x0000_0001, 0x0000_0001),   # 0 * max + 2**-149: c exactly
+    ("RZ", 0x3F80_0000, 0x3F80_0000, 0x8000_0001, 0x3F7F_FFFF),   # 1 - tiny, toward zero
+    ("RN", 0x7F7F_FFFF, 0x4000_0000, 0xFF7F_FFFF, 0x7F7F_FFFF),   # 2 max - max = max: no overflow inside
+    ("RP", 0x3F80_0001, 0x3F80_0001, 0xBF80_0002, 0x2880_0000),   # (1 + u)**2 - (1 + 2u) = u**2 exactly
+]
+
+
+def test_ffma_known():
+    from qwengpu import fp32
+    a = np.zeros((LANES, len(FFMA_KNOWN)), dtype=np.uint64)
+    b, cc, want = np.zeros_like(a), np.zeros_like(a), np.zeros_like(a)
+    for i, (m, x, y, z, w) in enumerate(FFMA_KNOWN):
+        assert fp32.fma(x, y, z, isa.Rnd[m]) == w, (m, hex(x), hex(y), hex(z), hex(w))
+        a[:, i], b[:, i], cc[:, i], want[:, i] = x, y, z, w
+    got, *_ = run_ffma("float32", a, b, cc, [isa.Rnd[m] for m, *_ in FFMA_KNOWN])
+    assert np.array_equal(got, want), [(FFMA_KNOWN[i], hex(int(got[0, i]))) for i in range(a.shape[1])
+                                       if got[0, i] != want[0, i]]

@@ -77,7 +77,8 @@ def build_fpu_unit(c: Circuit, decoded: Decoded, operands: AluOperands, results:
     operands (never cleared) from L_FPU; each lane's result is added into the ALU's result fields (0 on
     a float pass: no ALU op flag is set), readable by the result queue at L_RESULTQ. A float pass is
     no load, store or copy-out, so the load/store unit's reads of r (L_Q, L_LOAD) see 0 there."""
-    end = build_fpu(c, L_FPU, decoded.fpu_op, decoded.fpu_rnd, operands.a, operands.b, results.r)
+    end = build_fpu(c, L_FPU, decoded.fpu_op, decoded.fpu_rnd, operands.a, operands.b, results.r,
+                    operands.cc)
     if end > L_RESULTQ:
         raise CircuitError(f"the FPU's result is readable from L{end}; the result queue reads it at L{L_RESULTQ}")
     return LaneResults(results.r, end)

@@ -52,25 +52,31 @@ from qwengpu.circuit.residual import Field
 from qwengpu.machine.alu import carries_in_place, carry_field, column_bits, digit_bounds, nibble_functions
 from qwengpu.machine.plan import FPU_LAYERS
 
-ROUNDED_OPS = ("FADD", "FSUB", "FMUL", "I2F", "U2F", "F2I", "F2U", "FRND")    # rounded in the mode ROUNDINGS names
+ROUNDED_OPS = ("FADD", "FSUB", "FMUL", "FFMA", "I2F", "U2F", "F2I", "F2U", "FRND")    # rounded in the mode ROUNDINGS names
 FSET_OPS = tuple(f"FSET.{cmp.name}" for cmp in isa.FCmp)   # FSET by its comparison (ROM0.mod)
 FPU_OPS = ROUNDED_OPS + ("FMIN", "FMAX") + FSET_OPS
 FPU_OPCODES = ROUNDED_OPS + ("FMIN", "FMAX", "FSET")      # the isa opcodes the FPU runs
 ROUNDINGS = ("RN", "RZ", "RM", "RP")
 LANES = 4
-WINDOW = 48                 # S: the product's bits; FADD uses the low 28
-NIBBLES = WINDOW // 4
+WINDOW = 52                 # S: FFMA's sum; the product's 48 bits below; FADD uses the low 28
+NIBBLES = 12                # the product's nibbles
+WNIBBLES = WINDOW // 4      # FFMA's
 FADD_NIBBLES = 7            # FADD's 28 bits (its subtraction's carry out of them is dropped)
 INT_NIBBLES = 8             # I2F's and U2F's 32
 PAD = 23                    # t' = t + PAD: the last bit's position in S extended by 23 zero bits below
-T_MAX = 72                  # t' >= 72: every bit of S is below the guard
+T_MAX = WINDOW + 24         # t' >= T_MAX: every bit of S is below the guard
 K_FADD, K_FMUL = 27, 174
+K_FFMA_P, K_FFMA_C = 177, 51    # FFMA: S's bit 50 is X's top bit (X * 8), X the product (G = ea + eb) or c (G = ec)
+D_ZERO = 381                # FFMA's u = ea + eb + 255 - ec: the exponent difference d = u - 381 (X = P when d >= 0)
+K_CLAMP = 52                # FFMA's alignment k = |d| >= 52 leaves only the sticky
 H_INT = 126                 # I2F, U2F: S's bit j weighs 2**j, so G - K = 126 (the floor q' below 0, no overflow)
 H_FRND = 256 - 24           # FRND: S's bit j weighs 2**(j + E - 150), so G - K = E - 24 (mod 256)
 E_ONE = 127                 # the biased exponent of 1.0: F2I's, F2U's and FRND's units bit is significand bit 150 - E
 F2I_TOP, F2U_TOP = 157, 158   # the largest E below saturation (|a| < 2**31, < 2**32)
 # layer offsets from `at`
-SWAP, PRODUCT, ALIGN_FINE, ALIGN_COARSE, DIGITS, FLOORS, BACK = 1, 2, 3, 4, 6, 7, 8
+SWAP, PRODUCT, ALIGN_FINE, ALIGN_COARSE, DIGITS = 1, 2, 3, 4, 6
+FFMA_ALIGN, FFMA_DIGITS, FFMA_BITS, FFMA_CARRIES, FFMA_ABS = 8, 9, 10, 11, 12
+FLOORS, BACK = 12, 13
 
 
 def _when(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float], on=(), off=(),
@@ -129,13 +135,15 @@ class _Lane:
     """One lane's FPU: build() adds its neurons layer by layer."""
 
     def __init__(self, c: Circuit, at: int, op: dict[str, Field], rnd: dict[str, Field], a: Field, b: Field,
-                 r: Field, tag: str):
-        self.c, self.X, self.a, self.b, self.r, self.tag = c, at, a, b, r, tag
+                 r: Field, tag: str, cc: Field):
+        self.c, self.X, self.a, self.b, self.r, self.tag, self.cc = c, at, a, b, r, tag, cc
+        self.ffma = op["FFMA"]
         self.fadd, self.fsub, self.fmul, self.i2f, self.u2f, self.f2i, self.f2u, self.frnd, self.fmin, self.fmax = (
             op[n] for n in ("FADD", "FSUB", "FMUL", "I2F", "U2F", "F2I", "F2U", "FRND", "FMIN", "FMAX"))
         self.fset = {n[5:]: op[n] for n in FSET_OPS}
         self.rnd = rnd
-        self.arith = [self.fadd, self.fsub, self.fmul]          # float operands
+        self.arith = [self.fadd, self.fsub, self.fmul, self.ffma]   # float operands
+        self.muls = [self.fmul, self.ffma]                      # the product
         self.special = self.arith + [self.frnd]                 # NaN and infinity results
         self.rounded = self.arith + [self.i2f, self.u2f, self.frnd]     # the shared back end
         self.f2x = [self.f2i, self.f2u]                         # the integer in S, into r at +8
@@ -156,6 +164,8 @@ class _Lane:
         self.specials()
         self.compare()
         self.sum_window()
+        self.ffma_exponents()
+        self.ffma_sum()
         self.floors()
         self.back_end()
 
@@ -174,6 +184,21 @@ class _Lane:
             G.gated(c, X, {d: 1 for d in e}, -7, {cls[0]: 1}, gate)
             G.gated(c, X, {d: -1 for d in f}, 1, {cls[1]: 1}, gate)
             G.gated(c, X, {e[0]: 1}, 0, {cls[2]: 1}, gate)
+        cx, ce, cf = self.cc, self.cc.dims[23:31], self.cc.dims[:23]          # FFMA's c: the same classes
+        self.zc = self.field("zc", 1, X)                    # [E == 0] of c (read to +9)
+        cls = self.cls["c"] = self.field("cls.c", 3, X)
+        G.gated(c, X, {d: -1 for d in ce}, 1, {self.zc[0]: 1, cls[2]: 1}, [self.ffma])
+        G.gated(c, X, {d: 1 for d in ce}, -7, {cls[0]: 1}, [self.ffma])
+        G.gated(c, X, {d: -1 for d in cf}, 1, {cls[1]: 1}, [self.ffma])
+        G.gated(c, X, {ce[0]: 1}, 0, {cls[2]: 1}, [self.ffma])
+        self.fs = self.field("fs", 2, X)                    # FFMA: the product's sign; [its sign != c's]
+        sa, sb, sc = a[31], b[31], cx[31]
+        G.gated(c, X, {sa: 1, sb: -1}, 0, {self.fs[0]: 1}, [self.ffma])
+        G.gated(c, X, {sa: -1, sb: 1}, 0, {self.fs[0]: 1}, [self.ffma])
+        par = {sa: 1, sb: 1, sc: 1}                         # parity of three bits: s - 2 [s >= 2] + 2 [s >= 3]
+        G.gated(c, X, par, 0, {self.fs[1]: 1}, [self.ffma])
+        G.gated(c, X, par, -1, {self.fs[1]: -2}, [self.ffma])
+        G.gated(c, X, par, -2, {self.fs[1]: 2}, [self.ffma])
         self.sbx = self.field("sbx", 1, X)                 # b's sign, flipped for FSUB
         G.gated(c, X, {b[31]: 1}, 0, {self.sbx[0]: 1}, [self.fadd])
         G.gated(c, X, {b[31]: -1}, 1, {self.sbx[0]: 1}, [self.fsub])
@@ -325,10 +350,10 @@ class _Lane:
                     terms, bias = {a[i]: 1, b[j]: 1}, -1
                 else:                                       # a hidden bit: 1 - [E == 0]
                     terms, bias = ({b[j]: 1, za: -1}, 0) if i == 23 else ({a[i]: 1, zb: -1}, 0)
-                G.gated(c, L, terms, bias, {col[i + j]: 1}, [self.fmul])
+                G.gated(c, L, terms, bias, {col[i + j]: 1}, self.muls)
                 vmax[i + j] += 1
         vmax = column_bits(c, L + 1, col, vmax, False, None)
-        G.gated(c, L + 1, {za: -1, zb: -1}, 1, {col[46]: 1}, [self.fmul])
+        G.gated(c, L + 1, {za: -1, zb: -1}, 1, {col[46]: 1}, self.muls)
         vmax[46] += 1
         vmax = column_bits(c, L + 2, col, vmax, False, None)
         L += 3
@@ -428,7 +453,7 @@ class _Lane:
         c, X = self.c, self.X
         L = X + SWAP
         self.sum_e = self.field("s", 9, L)
-        self.resolve(L, [([self.fmul], _nibbles(add_terms(self.exp_terms("a"), self.exp_terms("b"))))], self.sum_e,
+        self.resolve(L, [(self.muls, _nibbles(add_terms(self.exp_terms("a"), self.exp_terms("b"))))], self.sum_e,
                      cout=self.sum_e[8])
         L = X + PRODUCT + 1
         self.h = self.field("h", 8, L)
@@ -442,8 +467,8 @@ class _Lane:
         0..72 and of r = 254 + K - G (overflow when the leading one's position p >= r; none when
         r >= 48)."""
         c, L = self.c, self.X + FLOORS
-        self.qf, self.qc = self.field("qf", 4, L), self.field("qc", 19, L)
-        self.rf, self.rc = self.field("rf", 4, L), self.field("rc", 12, L)
+        self.qf, self.qc = self.field("qf", 4, L), self.field("qc", T_MAX // 4 + 1, L)
+        self.rf, self.rc = self.field("rf", 4, L), self.field("rc", WINDOW // 4, L)
 
         def bucket(fine, coarse, v, terms, bias, gate):
             G.gated(c, L, terms, bias, {fine[v % 4]: 1, coarse[v // 4]: 1}, gate)
@@ -454,7 +479,9 @@ class _Lane:
                 lo[bits[8]] = 256 if k >= 256 else k
             return lo, k
 
-        for bits, K, gate in ((list(self.xe.dims), K_FADD, self.fa), (list(self.sum_e.dims), K_FMUL, self.fmul)):
+        ec = [self.cls["c"][2]] + list(self.cc.dims[24:31])
+        for bits, K, gate in ((list(self.xe.dims), K_FADD, self.fa), (list(self.sum_e.dims), K_FMUL, self.fmul),
+                              (list(self.sum_e.dims), K_FFMA_P, self.xp), (ec, K_FFMA_C, self.xc)):
             top = (1 << len(bits)) - 1
             for v in range(1, T_MAX):                      # q' = v
                 if 0 <= K - v <= top:
@@ -471,16 +498,16 @@ class _Lane:
                 terms, t = at_least(bits, 254 + K)
                 G.gated_step(c, L, terms, t, {self.rf[0]: 1, self.rc[0]: 1}, gate)
         G.gated(c, L, {}, 1, {self.qf[0]: 1, self.qc[0]: 1}, [self.i2f, self.u2f, self.frnd])
-        for f in (self.sum_e, self.xe, self.fa):
+        for f in (self.sum_e, self.xe, self.fa, self.cls["c"], self.xp, self.xc):
             c.clear(f, L)
 
     def resolve(self, at: int, ways: list[tuple[list[Field], list[G.Digit]]], out: Field,
-                cout: int | None = None) -> None:
+                cout: int | None = None, name: str = "gp") -> None:
         """out (+)= the binary sum of nibble digits (terms, constant), each in 0..31: `ways` are
         exclusive (gate, digits); bits at `at`, carries at at + 1 (alu.py's in-place scheme); `cout` a
         dim for the carry out of the top nibble."""
         c, nibbles = self.c, len(ways[0][1])
-        gp = [carry_field(c, f"{self.tag}.fpu.gp{n}", at) for n in range(nibbles)]
+        gp = [carry_field(c, f"{self.tag}.fpu.{name}{n}", at) for n in range(nibbles)]
         for gate, digits in ways:
             for n, (terms, bias) in enumerate(digits):
                 lo, hi = span(c, terms, bias)
@@ -506,27 +533,43 @@ class _Lane:
             G.gated(c, L, {cl[0]: 1, cl[1]: -1}, 0, {part[k]: 1}, gate)
             G.gated(c, L, {cl[0]: 1, cl[1]: 1}, -1, {part[2 + k]: 1}, gate)
             G.gated(c, L, {self.z[k]: 1, cl[1]: 1}, -1, {part[4 + k]: 1}, self.classify)
+        self.partc = self.field("partc", 3, L)            # FFMA's c: NaN, inf, zero (read to +9)
+        cc_ = self.cls["c"]
+        G.gated(c, L, {cc_[0]: 1, cc_[1]: -1}, 0, {self.partc[0]: 1}, [self.ffma])
+        G.gated(c, L, {cc_[0]: 1, cc_[1]: 1}, -1, {self.partc[1]: 1}, [self.ffma])
+        G.gated(c, L, {self.zc[0]: 1, cc_[1]: 1}, -1, {self.partc[2]: 1}, [self.ffma])
         c.clear(ca, L)
         c.clear(cb, L)
         L += 1
-        bad = self.field("bad", 2, L)                       # inf - inf (FADD); 0 * inf (FMUL)
-        G.gated(c, L, {part[2]: 1, part[3]: 1, self.sub[1][0]: 1}, -2, {bad[0]: 1}, self.adds)
-        G.gated(c, L, {part[2]: 1, part[5]: 1}, -1, {bad[1]: 1}, [self.fmul])
-        G.gated(c, L, {part[4]: 1, part[3]: 1}, -1, {bad[1]: 1}, [self.fmul])
+        bad = self.field("bad", 2, L)                       # inf - inf (FADD, FFMA); 0 * inf (FMUL, FFMA)
         self.signs = self.field("signs", 2, L)              # infinity's sign, an exact zero's sign
+        sp, dif, sc, infc = self.fs[0], self.fs[1], self.cc[31], self.partc[1]
+        G.gated_step(c, L, {part[2]: 1, part[3]: 1, infc: 2, dif: 2}, 5, {bad[0]: 1}, [self.ffma])   # inf - inf
+        G.gated_step(c, L, {part[2]: 1, part[3]: 1, sp: 2}, 3, {self.signs[0]: 1}, [self.ffma])    # inf * x: its sign
+        G.gated(c, L, {sc: 1, part[2]: -1, part[3]: -1}, 0, {self.signs[0]: 1}, [self.ffma])       # else c's
+        G.gated_step(c, L, {sp: 1, sc: 1, self.rnd["RM"][0]: 1}, 2, {self.signs[1]: 1}, [self.ffma])
+        self.pzero = self.field("pzero", 1, L)              # FFMA: the product is 0 (read to +9)
+        G.gated_step(c, L, {part[4]: 1, part[5]: 1}, 1, {self.pzero[0]: 1}, [self.ffma])
+        self.fop = [self.field("ffma.add", 1, L), self.field("ffma.sub", 1, L)]   # FFMA adds; subtracts
+        G.gated(c, L, {dif: -1}, 1, {self.fop[0][0]: 1}, [self.ffma])
+        G.gated(c, L, {dif: 1}, 0, {self.fop[1][0]: 1}, [self.ffma])
+        G.gated(c, L, {part[2]: 1, part[3]: 1, self.sub[1][0]: 1}, -2, {bad[0]: 1}, self.adds)
+        G.gated(c, L, {part[2]: 1, part[5]: 1}, -1, {bad[1]: 1}, self.muls)
+        G.gated(c, L, {part[4]: 1, part[3]: 1}, -1, {bad[1]: 1}, self.muls)
         G.gated(c, L, {part[2]: 1, self.a[31]: 1}, -1, {self.signs[0]: 1}, self.adds)
         G.gated(c, L, {part[2]: -1, self.sbx[0]: 1}, 0, {self.signs[0]: 1}, self.adds)
         G.gated(c, L, {self.sigma[0]: 1}, 0, {self.signs[0]: 1, self.signs[1]: 1}, [self.fmul, self.frnd])
         G.gated_step(c, L, {self.a[31]: 1, self.sbx[0]: 1, self.rnd["RM"][0]: 1}, 2, {self.signs[1]: 1}, self.adds)
         L += 1
         self.nan, self.inf = self.field("nan", 1, L), self.field("inf", 1, L)
-        nans = {part[0]: 1, part[1]: 1, bad[0]: 1, bad[1]: 1}
+        nans = {part[0]: 1, part[1]: 1, bad[0]: 1, bad[1]: 1, self.partc[0]: 1}
         G.gated_step(c, L, nans, 1, {self.nan[0]: 1}, self.special)
-        G.gated_step(c, L, add_terms({part[2]: 1, part[3]: 1}, {d: -3 for d in nans}), 1, {self.inf[0]: 1},
-                     self.special)
+        G.gated_step(c, L, add_terms({part[2]: 1, part[3]: 1, self.partc[1]: 1}, {d: -4 for d in nans}), 1,
+                     {self.inf[0]: 1}, self.special)
         c.clear(part, L)
         c.clear(bad, L)
         c.clear(self.sbx, L)
+        c.clear(self.fs, L + 4)                             # the product's sign: read at +7
 
     # ---- +6, +7: the window S --------------------------------------------------------------------
     def sum_window(self) -> None:
@@ -558,6 +601,143 @@ class _Lane:
             c.clear(f, L)
         self.carries(L + 1, gp)
 
+    # ---- FFMA: the exponent difference, which operand is X, the alignment's one-hots ----------------------
+    def ffma_exponents(self) -> None:
+        """u = (ea + eb) + 255 - ec (10 bits, +3, +4), the exponent difference d = u - 381 of the product's
+        and c's top bits (the product's bit 47 weighs 2**(ea + eb - 253), c's bit 23 2**(ec - 127), E as
+        max(E, 1)); at +5 [d >= 0] and k = |d| as one-hots k mod 4 and k div 4 (none for k >= 52);
+        at +6 which operand is X: the product when d >= 0 or c is 0, c when d < 0 or the product is 0;
+        at +7 X's sign, whether Y is nonzero, and H = G - K for X (G = ea + eb, K = 177; G = ec, K = 51)."""
+        c, X, cc = self.c, self.X, self.cc
+        ff = [self.ffma]
+        ec = _value([self.cls["c"][2]] + list(cc.dims[24:31]))
+        L = X + PRODUCT + 1
+        u = self.field("u", 12, L)
+        s = list(self.sum_e.dims)
+        digits = [(add_terms(_value(s[0:4]), neg({d: k for d, k in ec.items() if k < 16})), 15),
+                  (add_terms(_value(s[4:8]), neg({d: k >> 4 for d, k in ec.items() if k >= 16})), 15),
+                  ({s[8]: 1}, 0)]
+        self.resolve(L, [(ff, digits)], u, name="ugp")
+        L += 2                                              # +5
+        t1 = self.field("t1", 1, L)                         # [u >= 381] (u8 and u9 are never both 1: u <= 762)
+        lo = _value(u.dims[:8])
+        G.gated(c, L, {u[9]: 1}, 0, {t1[0]: 1}, ff)       # u >= 512, or u >= 256 and its low byte >= 125
+        G.gated_step(c, L, add_terms(lo, {u[8]: 256 - 125}), 256, {t1[0]: 1}, ff)
+        self.ff_kf, self.ff_kc = self.field("ffkf", 4, L), self.field("ffkc", K_CLAMP // 4, L)
+        for v in range(D_ZERO - K_CLAMP + 1, D_ZERO + K_CLAMP):
+            k = abs(v - D_ZERO)
+            G.gated(c, L, *_is(list(u.dims[:10]), v), {self.ff_kf[k % 4]: 1, self.ff_kc[k // 4]: 1}, ff)
+        c.clear(u, L)
+        L += 1                                              # +6
+        czero, pzero = self.partc[2], self.pzero[0]
+        self.xp, self.xc = self.field("xp", 1, L), self.field("xc", 1, L)
+        G.gated_step(c, L, {t1[0]: 1, czero: 1, pzero: -2}, 1, {self.xp[0]: 1}, ff)
+        G.gated_step(c, L, {t1[0]: -1, czero: -1, pzero: 2}, 0, {self.xc[0]: 1}, ff)
+        c.clear(t1, L)
+        L += 1                                              # +7
+        xp, xc = self.xp[0], self.xc[0]
+        self.ff_x = self.field("ffx", 2, L)                 # X's sign, [Y != 0]
+        G.gated(c, L, {self.fs[0]: 1, xp: 1}, -1, {self.ff_x[0]: 1}, ff)
+        G.gated(c, L, {cc[31]: 1, xc: 1}, -1, {self.ff_x[0]: 1}, ff)
+        G.gated(c, L, {xc: 1, pzero: -1}, 0, {self.ff_x[1]: 1}, ff)
+        G.gated(c, L, {xp: 1, czero: -1}, 0, {self.ff_x[1]: 1}, ff)
+        G.plus_constant(c, L, list(self.sum_e.dims[:8]), 256 - K_FFMA_P, self.h, gate=xp, low=7)
+        self.resolve(L, [([self.xc], _nibbles(ec, 256 - K_FFMA_C))], self.h, name="hgp")
+
+    def c_significand(self, i: int) -> tuple[dict[int, int], int]:
+        """Bit i of c's 24-bit significand as (terms, constant)."""
+        return ({self.cc[i]: 1}, 0) if i < 23 else ({self.zc[0]: -1}, 1)
+
+    def ffma_sum(self) -> None:
+        """FFMA's sum in S (52 bits): X * 8 +- Y, X the larger by the top bits' exponents (the product P's
+        48 bits or c's 24 padded with 24 zeros below), Y the other right by k with a sticky at position 0.
+        +8: Y right by k mod 4 (P's bits from S); +9: by 4 (k div 4), the sticky, X's bits and (subtracting)
+        the complement, all as nibble digits, and P cleared from S; +10: the digits' bits, generate and
+        propagate; +11: the carries and the carry out (X * 8 >= Y when subtracting); +12: S = -S when it
+        was negative (bit i flips when a lower bit is 1) and the result's sign X's xor that."""
+        c, X, S, cc = self.c, self.X, self.s, self.cc
+        ff = [self.ffma]
+        xp, xc = self.xp[0], self.xc[0]
+        add, sub = self.fop[0][0], self.fop[1][0]
+        L = X + FFMA_ALIGN
+        top = WINDOW - 2                                    # X * 8's top position (50)
+        yf = self.field("ffyf", top + 1, L)                 # yf[j] = Y's bit j - 3 + (k mod 4)
+        for j in range(top + 1):
+            for rr in range(4):
+                i = j - 3 + rr
+                if 0 <= i < 48:
+                    G.relu(c, L, {S[i]: 1, self.ff_kf[rr]: 1, xc: 1}, -2, {yf[j]: 1})
+                if 24 <= i < 48:
+                    terms, const = self.c_significand(i - 24)
+                    G.relu(c, L, add_terms(terms, {self.ff_kf[rr]: 1, xp: 1}), const - 2, {yf[j]: 1})
+        c.clear(self.ff_kf, L)
+        L += 1                                              # +9: the digits
+        dg = self.field("ffdigits", WNIBBLES, L, kind="int", vmax=31)
+
+        def put(p, terms, bias, sign=1, on=()):
+            _when(c, L, terms, bias, {dg[p // 4]: sign << p % 4}, on=on)
+
+        kc = self.ff_kc
+        for p in range(1, top + 1):                         # Y: position p = yf[p + 4 (k div 4)]
+            for q in range(len(kc)):
+                if p + 4 * q <= top:
+                    for flag, sign in ((add, 1), (sub, -1)):
+                        put(p, {kc[q]: 1, yf[p + 4 * q]: 1}, -1, sign, on=(flag,))
+        ynz = self.ff_x[1]
+        for flag, sign in ((add, 1), (sub, -1)):            # the sticky: Y's bits below position 1
+            for q in range(len(kc)):
+                below = {yf[j]: 1 for j in range(min(4 * q, top) + 1)}
+                _step_when(c, L, add_terms(below, {kc[q]: 64}), 65, {dg[0]: sign}, on=(flag,))
+            _when(c, L, add_terms({ynz: 1}, {d: -1 for d in kc.dims}), 0, {dg[0]: sign}, on=(flag,))   # k >= 52
+        for i in range(48):                                 # X: bit i at position i + 3
+            put(i + 3, {S[i]: 1, xp: 1}, -1)
+            if i >= 24:
+                terms, const = self.c_significand(i - 24)
+                put(i + 3, add_terms(terms, {xc: 1}), const - 1)
+            G.gated(c, L, {S[i]: 1}, 0, {S[i]: -1}, ff)      # P leaves S
+        for n in range(WNIBBLES):                           # subtracting: X * 8 + (2**52 - 1 - Y) + 1
+            G.gated(c, L, {}, 1, {dg[n]: 15 + (n == 0)}, [self.fop[1]])
+        for f in (yf, kc, self.zc, self.partc, self.pzero):
+            c.clear(f, L)
+        c.clear(self.ff_x, L + 3)
+        L += 1                                              # +10: bits, generate, propagate
+        gp = [carry_field(c, f"{self.tag}.fpu.fgp{n}", L) for n in range(WNIBBLES)]
+        for n in range(WNIBBLES):
+            G.basis(c, L, {dg[n]: 1}, 0, nibble_functions(S, gp, n) + [(lambda v: -v, {dg[n]: 1})],
+                    values=list(range(32)))
+        c.layout.release(dg, L)
+        L += 1                                              # +11: the carries; the carry out
+        cout = self.field("ffcout", 1, L)
+        for m in range(1, WNIBBLES + 1):
+            for i in range(m):
+                run = add_terms({gp[i][0]: 1}, *({gp[j][1]: 1, gp[j][0]: -1} for j in range(i + 1, m)))
+                if m == WNIBBLES:
+                    G.gated_step(c, L, run, m - i, {cout[0]: 1}, ff)
+                    continue
+                w = m - i + 1
+                z = S.dims[4 * m: 4 * m + 4]
+                for k in range(4):
+                    below = {z[j]: w for j in range(k)}
+                    for zk, t, sign in ((-w, m - i + w * k, 1), (w, m - i + w * (k + 1), -1)):
+                        G.gated_step(c, L, add_terms(run, below, {z[k]: zk}), t, {z[k]: sign}, ff)
+        for f in gp:
+            c.clear(f, L)
+        L += 1                                              # +12: |S|, the sign
+        neg_on = dict(on=(sub,), off=(cout[0],))
+        for i in range(1, WINDOW):
+            T = {S[j]: 1 for j in range(i)}
+            x = S[i]
+            _when(c, L, add_terms(T, {x: -WINDOW}), 0, {x: 1}, **neg_on)        # (1 - x) [T >= 1]
+            _when(c, L, add_terms(T, {x: -WINDOW}), -1, {x: -1}, **neg_on)
+            _when(c, L, add_terms(T, {x: WINDOW}), -WINDOW, {x: -1}, **neg_on)  # - x [T >= 1]
+            _when(c, L, add_terms(T, {x: WINDOW}), -WINDOW - 1, {x: 1}, **neg_on)
+        sx, sg = self.ff_x[0], self.sigma[0]
+        _when(c, L, {sx: 1}, 0, {sg: 1}, on=(add,))
+        _when(c, L, {sx: 1}, 0, {sg: 1}, on=(sub, cout[0]))
+        _when(c, L, {sx: -1}, 1, {sg: 1}, **neg_on)
+        for f in (cout, *self.fop):
+            c.clear(f, L)
+
     def carries(self, at: int, gp: list[Field]) -> None:
         """Flip S's bits where a carry enters their nibble: the carry into nibble m comes from the
         highest nibble i < m that generates (G_i) with only propagating nibbles (P_j and not G_j)
@@ -566,7 +746,7 @@ class _Lane:
         are all 1). Nibbles above FADD's 28 bits only for FMUL (FADD's subtraction carries out)."""
         c, S = self.c, self.s
         for m in range(1, NIBBLES):
-            gate = None if m < FADD_NIBBLES else [self.fmul, self.i2f, self.u2f] + self.f2x * (m < INT_NIBBLES)
+            gate = None if m < FADD_NIBBLES else self.muls + [self.i2f, self.u2f] + self.f2x * (m < INT_NIBBLES)
             for i in range(m):
                 run = add_terms({gp[i][0]: 1}, *({gp[j][1]: 1, gp[j][0]: -1} for j in range(i + 1, m)))
                 w = m - i + 1
@@ -703,14 +883,14 @@ class _Lane:
 
 
 def build_fpu(c: Circuit, at: int, op: dict[str, Field], rnd: dict[str, Field], a: list[Field], b: list[Field],
-              r: list[Field]) -> int:
+              r: list[Field], cc: list[Field]) -> int:
     """Adds FLOAT_SEMANTICS[op](rnd, a, b) into r per lane at layer at + FPU_LAYERS - 1; returns
     at + FPU_LAYERS, the first layer that reads it."""
     missing = [n for n in FPU_OPS if n not in op] + [f"rounding {m}" for m in ROUNDINGS if m not in rnd]
     if missing:
         raise CircuitError(f"fpu: no flag for {', '.join(missing)}")
-    if not len(a) == len(b) == len(r) == LANES:
+    if not len(a) == len(b) == len(r) == len(cc) == LANES:
         raise CircuitError(f"fpu: needs {LANES} lanes of operands and results")
     for lane in range(LANES):
-        _Lane(c, at, op, rnd, a[lane], b[lane], r[lane], f"fpu{lane}").build()
+        _Lane(c, at, op, rnd, a[lane], b[lane], r[lane], f"fpu{lane}", cc[lane]).build()
     return at + FPU_LAYERS
