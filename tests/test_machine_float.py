@@ -62,12 +62,13 @@ def float_ops(program: isa.Program) -> set[str]:
 
 # ---- host side ------------------------------------------------------------------------------------
 def test_the_model_engine_takes_the_fpus_ops():
-    assert set(FPU_OPCODES) == {"FADD", "FSUB", "FMUL", "I2F", "U2F", "F2I", "F2U", "FRND", "FMIN", "FMAX", "FSET"}
+    assert set(FPU_OPCODES) == {"FADD", "FSUB", "FMUL", "FFMA", "I2F", "U2F", "F2I", "F2U", "FRND", "FMIN", "FMAX",
+                                "FSET"}
     assert set(FPU_OPCODES) <= MODEL_OPS
     assert ROUNDINGS == tuple(m.name for m in Rnd)
     assert all(isa.FLOAT_MODS[op] is Rnd for op in ROUNDED_OPS)
     others = {op.name for op in isa.Op if op.kind is isa.Kind.FLOAT} - set(FPU_OPCODES)
-    assert others == {"FFMA", "FDIV", "FSQRT"} and not others & MODEL_OPS
+    assert others == {"FDIV", "FSQRT"} and not others & MODEL_OPS
 
 
 @pytest.mark.parametrize("op", ROUNDED_OPS + ("FSET",))
@@ -75,10 +76,10 @@ def test_the_mode_is_in_rom0_mod(op):
     """The rounding mode's index in isa.Rnd, FSET's comparison's in isa.FCmp."""
     arity = Op[op].arity
     for i, mode in enumerate(isa.FCmp if op == "FSET" else Rnd):
-        word = instr_words(Instr(Op[op], r(3), (r(1), r(2))[:arity], mode))[0]
+        word = instr_words(Instr(Op[op], r(3), (r(1), r(2), r(4))[:arity], mode))[0]
         bits = lambda name: word >> ROM0[name].offset & (1 << ROM0[name].width) - 1   # noqa: E731
-        regs = (bits("a"), bits("b"))[:arity]
-        assert (bits("op"), bits("mod"), bits("dst"), *regs) == (OPCODES.index(op), i, 3, 1, 2)[:3 + arity]
+        regs = (bits("a"), bits("b"), bits("c"))[:arity]
+        assert (bits("op"), bits("mod"), bits("dst"), *regs) == (OPCODES.index(op), i, 3, 1, 2, 4)[:3 + arity]
 
 
 def test_a_float_op_is_never_a_pairs_first_instruction():
@@ -349,3 +350,49 @@ def test_float_to_integer_in_the_model(model):
     run = run_on_model(model, fn.program, 2, 12, got)
     assert run.stream[-1].kind == "HALT"
     assert mismatches(got, want, fn.arg_names) == []
+
+
+# FFMA in the four modes (fmaf and __fmaf_r*), a thread an (x, y, z) triple
+FMA_MODES = r"""
+extern "C" __global__ void fma_modes(const float *a, const float *b, const float *c, float *out)
+{
+    int t = threadIdx.x;
+    float x = a[t], y = b[t], z = c[t];
+    float *o = out + 4 * t;
+    o[0] = fmaf(x, y, z);  o[1] = __fmaf_rz(x, y, z);  o[2] = __fmaf_rd(x, y, z);  o[3] = __fmaf_ru(x, y, z);
+}
+"""
+# the FACTS counterexample (one rounding: 0x3F800001, two give 0x3F800002), massive cancellation
+# ((1 + u)**2 - (1 + 2u) = u**2), an exact zero (-0 in rd only), c far below and far above the
+# product, a subnormal result, overflow (inf or FLT_MAX by mode), inf * 0 + 1 (NaN)
+FMA_TRIPLES = [(0x3380_0020, 0x3F7F_FFC0, 0x3F80_0001), (0x3F80_0001, 0x3F80_0001, 0xBF80_0002),
+               (0x3F80_0000, 0x4040_0000, 0xC040_0000), (0x3F80_0000, 0x3F80_0000, 0x8000_0001),
+               (0x3380_0000, 0x3380_0000, 0x4B80_0001), (0x0080_0000, 0x3F00_0000, 0x8000_0003),
+               (0x7F7F_FFFF, 0x4000_0000, 0x3F80_0000), (0x7F80_0000, 0x0000_0000, 0x3F80_0000)]
+
+
+def fma_reference(a, b, c) -> np.ndarray:
+    """MPFR's fma (the exact a * b + c rounded once) to float32 in each mode; NaN as CUDA's canonical."""
+    out = []
+    for x, y, z in zip(a, b, c):
+        for mode in ("rn", "rz", "rd", "ru"):
+            ctx = gmpy2.context(precision=24, emin=-148, emax=128, subnormalize=True, round=MPFR_ROUND[mode])
+            with gmpy2.context(ctx):
+                v = gmpy2.check_range(gmpy2.fma(gmpy2.mpfr(float(x)), gmpy2.mpfr(float(y)), gmpy2.mpfr(float(z))))
+            out.append(np.uint32(NAN_BITS).view(np.float32) if gmpy2.is_nan(v) else np.float32(float(v)))
+    return np.array(out, np.float32)
+
+
+def test_ffma_in_the_model(model):
+    a, b, c = (np.array(v, np.uint32).view(np.float32) for v in zip(*FMA_TRIPLES))
+    want = fma_reference(a, b, c)
+    assert want.view(np.uint32)[0] == 0x3F80_0001 and same_bits(want[4 * 2 + 2], -0.0)
+    fn = Device("model").compile(FMA_MODES).get_function("fma_modes")
+    assert float_ops(fn.program) == {"FFMA"}
+    api.check_model_ops(fn.program)
+    args = [a, b, c, np.zeros(32, np.float32)]
+    assert mismatches(on_interp(fn.program, 1, 8, args), [None] * 3 + [want], fn.arg_names) == []
+    got = copy.deepcopy(args)
+    run = run_on_model(model, fn.program, 1, 8, got)
+    assert run.stream[-1].kind == "HALT"
+    assert mismatches(got, [None] * 3 + [want], fn.arg_names) == []

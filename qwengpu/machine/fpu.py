@@ -1,38 +1,49 @@
-"""The 4-lane floating-point unit: FADD, FSUB, FMUL, I2F, U2F, F2I, F2U, FRND in all four rounding
+"""The 4-lane floating-point unit: FADD, FSUB, FMUL, FFMA, I2F, U2F, F2I, F2U, FRND in all four rounding
 modes, FMIN, FMAX and FSET's fourteen comparisons (isa.FLOAT_SEMANTICS), subnormals and special values
 included, exact in fp32 and bf16 like every unit (gadgets.py).
 
-Interface: `build_fpu(c, at, op, rnd, a, b, r)` reads one-dim op flags (FPU_OPS: FSET one per
+Interface: `build_fpu(c, at, op, rnd, a, b, r, cc)` reads one-dim op flags (FPU_OPS: FSET one per
 comparison; at most one is 1), the rounding mode's one-hot flags (ROUNDINGS, set for ROUNDED_OPS) and
-per-lane 32-bit operands, and adds each lane's result into r (the ALU's result fields, 0 on a float
+per-lane 32-bit operands (cc: FFMA's addend, the ALU's third operand), and adds each lane's result into r (the ALU's result fields, 0 on a float
 pass) by layer at + FPU_LAYERS - 1. With every op flag 0 it adds nothing. The operands live on past `at` (nothing clears them), so each stage reads them where
 the layer budget has room (docs/float-circuit.md has the budget).
 
-Each op brings its exact result into one window S of 48 bits, with an exponent G and a constant K
-such that S's bit j weighs 2**(j + G - K - 126); a shared back end normalises, rounds and packs:
+Each op brings its exact result into one window S of 52 bits, with an exponent G and a constant K
+such that S's bit j weighs 2**(j + G - K - 126); a shared back end normalises, rounds and packs
+(from +13):
 
   FADD/FSUB  swap the operands so that |X| >= |Y| (+1), align Y's significand right by the exponent
              difference in two one-hot stages, 4 then 1 (+2, +4), with a sticky bit; X * 8 + Y or
              X * 8 - Y (>= 0) in 28 bits (+6, +7). G = X's exponent, K = 27.
   FMUL       the 24 x 24 bit products summed per column (+2), two in-place column reductions
              (+3, +4), nibble digits (+5), the 48-bit sum (+6, +7). G = ea + eb, K = 174.
+  FFMA       after FMUL's exact product P (48 bits in S by +8), like FADD on 48-bit significands: X is
+             P or c's 24 bits padded with 24 zeros below, whichever has the higher top bit by the
+             exponents alone (d = ea + eb - ec - 126 from a small adder, +3 .. +5; P when c is 0, c
+             when P is 0), Y the other, right by k = |d| (one-hots k mod 4 and k div 4, none for
+             k >= 52) in two stages (+8, +9) with a sticky at position 0; X * 8 + Y or X * 8 - Y in 52
+             bits as nibble digits (+9), bits and generate/propagate (+10), carries and the carry out
+             (+11); then |S| (+12: a difference may be negative when the top bits' exponents tie or an
+             operand is subnormal, and only then is it exact, with no bit lost to the sticky) and the sign
+             X's xor [negative]. G - K = ea + eb - 177 or ec - 51. One rounding: the sticky stands
+             for Y's bits below position 1, and every rounding position is >= 2.
   I2F, U2F   |a| (a negative I2F's ~a + 1) as S's digits (+6, +7); G - K = 126.
   FRND       a's significand with the bits below its units bit cleared, plus the mode's increment at
              the units bit, as S's digits straight from a's bits (+5: one threshold per exponent and
              mode, convert()); G - K = E - 24, so the back end packs it exactly (|a| >= 2**23: a
-             itself). |a| < 1 leaves S = 0, the zero special with a's sign, and +-1 is added at +11.
+             itself). |a| < 1 leaves S = 0, the zero special with a's sign, and +-1 is added at +16.
   F2I, F2U   not through the back end: |a| rounded to an integer N in the mode, as S's 32 low bits
              (+5: a's significand shifted by E - 150 one nibble a neuron, the increment one threshold
              per exponent and mode; a negative F2I's N - 1 in 32 bits, whose complement is -N),
              saturation (E >= 158, F2U 159, infinities) as a constant in N's place, NaN as N = 0;
-             S into r at +8 (complemented for a negative F2I, none of a negative F2U's: 0).
+             S into r at +13 (complemented for a negative F2I, none of a negative F2U's: 0).
   FSET, FMIN, FMAX  from FADD's magnitude order, the signs and the classes (+2), into r at +3.
-  back end   from S (+8): the result's last bit t' = max(p, q') - 23 in S, p the leading one and
+  back end   from S (+13): the result's last bit t' = max(p, q') - 23 in S, p the leading one and
              q' = K - G the subnormal floor (one-hot, fine t' mod 4 and coarse t' div 4), the
              hidden bit [p >= q'] and overflow [p >= 254 + K - G]; the significand's shift by the
              fine then the coarse amount with guard and sticky, the biased exponent t' + G - K + 1
-             (+9, +10); rounding as an increment of the packed word, whose carry runs from the
-             fraction into the exponent (+11); specials (NaN, infinity, zero, overflow) in place
+             (+14, +15); rounding as an increment of the packed word, whose carry runs from the
+             fraction into the exponent (+16); specials (NaN, infinity, zero, overflow) in place
              of the rounded word.
 
 The exponent quantities the back end needs come early from small adders and pattern matches over
@@ -146,7 +157,7 @@ class _Lane:
         self.muls = [self.fmul, self.ffma]                      # the product
         self.special = self.arith + [self.frnd]                 # NaN and infinity results
         self.rounded = self.arith + [self.i2f, self.u2f, self.frnd]     # the shared back end
-        self.f2x = [self.f2i, self.f2u]                         # the integer in S, into r at +8
+        self.f2x = [self.f2i, self.f2u]                         # the integer in S, into r at +13 (BACK)
         self.compares = [self.fmin, self.fmax, *self.fset.values()]
         self.classify = self.arith + self.compares              # operand classes and the magnitude order
         self.classify_a = self.classify + [self.frnd]           # a's classes
@@ -378,14 +389,14 @@ class _Lane:
                     one neuron a nibble (relu(nibble + 16 ([E = e] - 1))), and the increment into
                     digit 0 (one threshold per E and mode on [E = e], the guard, the sticky, the
                     units bit and the sign). A negative F2I's digits are N + 2**32 - 1 (N - 1 in 32
-                    bits), whose complement -N is what r takes at +8 (0 for N = 0). Saturation (E >= 158; F2U 159,
+                    bits), whose complement -N is what r takes at +13 (0 for N = 0). Saturation (E >= 158; F2U 159,
                     infinities included, NaN not) puts 0x7FFFFFFF (F2I: r then 0x80000000 when
                     negative) or 0xFFFFFFFF in their place; a NaN leaves N = 0. A negative F2U's
                     result is 0: r takes none of it.
           FRND      the significand with its bits below the units bit cleared ([E >= 150 - i] per bit
                     i) plus the increment at the units bit (digit j div 4); G - K = E - 24 (H_FRND),
                     the floor below S: the back end packs it exactly (E >= 150: a itself). |a| < 1
-                    leaves S = 0 (the zero special with a's sign); +-1 are added at +11 (one())."""
+                    leaves S = 0 (the zero special with a's sign); +-1 are added at +16 (one())."""
         c, a, dg = self.c, self.a, self.digits
         e, f, sign = list(a.dims[23:31]), list(a.dims[:23]), a[31]
         ev = _value(e)
@@ -463,9 +474,9 @@ class _Lane:
         G.gated(c, L, {}, 1, {self.h[j]: 1 for j in range(8) if H_INT >> j & 1}, [self.i2f, self.u2f])
 
     def floors(self) -> None:
-        """At +7, one-hots (fine: value mod 4, coarse: value div 4) of the floor q' = K - G clamped to
-        0..72 and of r = 254 + K - G (overflow when the leading one's position p >= r; none when
-        r >= 48)."""
+        """At +12 (FLOORS), one-hots (fine: value mod 4, coarse: value div 4) of the floor q' = K - G clamped to
+        0..T_MAX and of r = 254 + K - G (overflow when the leading one's position p >= r; none when
+        r >= WINDOW)."""
         c, L = self.c, self.X + FLOORS
         self.qf, self.qc = self.field("qf", 4, L), self.field("qc", T_MAX // 4 + 1, L)
         self.rf, self.rc = self.field("rf", 4, L), self.field("rc", WINDOW // 4, L)
@@ -762,10 +773,10 @@ class _Lane:
         for f in gp:
             c.clear(f, at)
 
-    # ---- +8 .. +11: normalise, round, pack -------------------------------------------------------
+    # ---- +13 .. +16 (BACK ..): normalise, round, pack -------------------------------------------------------
     def back_end(self) -> None:
         c, L, S = self.c, self.X + BACK, self.s
-        # +8: t' = max(p, q') as fine/coarse one-hots; hidden = [p >= q']; overflow; S == 0
+        # +13: t' = max(p, q') as fine/coarse one-hots; hidden = [p >= q']; overflow; S == 0
         tf, tc = self.field("tf", 4, L), self.field("tc", T_MAX // 4 + 1, L)
         tb = self.field("tb", 7, L)                         # t' in binary
         flags = self.field("flags", 3, L)                   # hidden, overflow, zero
@@ -792,7 +803,7 @@ class _Lane:
             _when(c, L, {S[i]: -1}, 1, {r[i]: 1}, on=(self.a[31],), gate=[self.f2i])
         for f in (self.qf, self.qc, self.rf, self.rc):
             c.clear(f, L)
-        # +9: the coarse shift y[j] = S'[4 (t' div 4) + j], j = -4..25 (S'[k] = S[k - 23]), and the
+        # +14: the coarse shift y[j] = S'[4 (t' div 4) + j], j = -4..25 (S'[k] = S[k - 23]), and the
         # sticky of S'[k] below k = 4 (t' div 4) - 4; the exponent's digits
         L += 1
         y = self.field("y.coarse", 31, L)                   # y[j + 4], j = -4..25; y[30]: the sticky below
@@ -815,7 +826,7 @@ class _Lane:
         G.relu(c, L, {zero: 1, self.nan[0]: -1, self.inf[0]: -1}, 0, {zf: 1})
         G.relu(c, L, {ovf: 1, zero: -1, self.nan[0]: -1, self.inf[0]: -1}, 0, {of: 1})
         c.clear(S, L)
-        # +10: the fine shift: fraction M[i] = y[i + (t' mod 4)], guard y[(t' mod 4) - 1], sticky below
+        # +15: the fine shift: fraction M[i] = y[i + (t' mod 4)], guard y[(t' mod 4) - 1], sticky below
         L += 1
         m = self.field("m", 25, L)                          # fraction 0..22, guard, sticky
         for f in range(4):
@@ -834,7 +845,7 @@ class _Lane:
         G.relu(c, L, {of: 1, rm: 1, sg: 1}, -2, {ovf_to[1]: -1})
         for f in (tf, tc, tb, y, flags):
             c.clear(f, L)
-        # +11: round (the packed word W = ep << 23 | fraction, plus the mode's increment) into r
+        # +16: round (the packed word W = ep << 23 | fraction, plus the mode's increment) into r
         L += 1
         self.round(L, m, ep, nrm)
         r = self.r.dims
