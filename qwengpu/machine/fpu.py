@@ -87,7 +87,7 @@ F2I_TOP, F2U_TOP = 157, 158   # the largest E below saturation (|a| < 2**31, < 2
 # layer offsets from `at`
 SWAP, PRODUCT, ALIGN_FINE, ALIGN_COARSE, DIGITS = 1, 2, 3, 4, 6
 FFMA_ALIGN, FFMA_DIGITS, FFMA_BITS, FFMA_CARRIES, FFMA_ABS = 8, 9, 10, 11, 12
-FLOORS, BACK = 12, 13
+H_AT, FLOORS, BACK = 11, 12, 13
 
 
 def _when(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float], on=(), off=(),
@@ -177,6 +177,7 @@ class _Lane:
         self.sum_window()
         self.ffma_exponents()
         self.ffma_sum()
+        self.h_exponent()
         self.floors()
         self.back_end()
 
@@ -195,21 +196,6 @@ class _Lane:
             G.gated(c, X, {d: 1 for d in e}, -7, {cls[0]: 1}, gate)
             G.gated(c, X, {d: -1 for d in f}, 1, {cls[1]: 1}, gate)
             G.gated(c, X, {e[0]: 1}, 0, {cls[2]: 1}, gate)
-        cx, ce, cf = self.cc, self.cc.dims[23:31], self.cc.dims[:23]          # FFMA's c: the same classes
-        self.zc = self.field("zc", 1, X)                    # [E == 0] of c (read to +9)
-        cls = self.cls["c"] = self.field("cls.c", 3, X)
-        G.gated(c, X, {d: -1 for d in ce}, 1, {self.zc[0]: 1, cls[2]: 1}, [self.ffma])
-        G.gated(c, X, {d: 1 for d in ce}, -7, {cls[0]: 1}, [self.ffma])
-        G.gated(c, X, {d: -1 for d in cf}, 1, {cls[1]: 1}, [self.ffma])
-        G.gated(c, X, {ce[0]: 1}, 0, {cls[2]: 1}, [self.ffma])
-        self.fs = self.field("fs", 2, X)                    # FFMA: the product's sign; [its sign != c's]
-        sa, sb, sc = a[31], b[31], cx[31]
-        G.gated(c, X, {sa: 1, sb: -1}, 0, {self.fs[0]: 1}, [self.ffma])
-        G.gated(c, X, {sa: -1, sb: 1}, 0, {self.fs[0]: 1}, [self.ffma])
-        par = {sa: 1, sb: 1, sc: 1}                         # parity of three bits: s - 2 [s >= 2] + 2 [s >= 3]
-        G.gated(c, X, par, 0, {self.fs[1]: 1}, [self.ffma])
-        G.gated(c, X, par, -1, {self.fs[1]: -2}, [self.ffma])
-        G.gated(c, X, par, -2, {self.fs[1]: 2}, [self.ffma])
         self.sbx = self.field("sbx", 1, X)                 # b's sign, flipped for FSUB
         G.gated(c, X, {b[31]: 1}, 0, {self.sbx[0]: 1}, [self.fadd])
         G.gated(c, X, {b[31]: -1}, 1, {self.sbx[0]: 1}, [self.fsub])
@@ -219,8 +205,6 @@ class _Lane:
             diff = add_terms(_value(b.dims[8 * j: 8 * j + top]), neg(_value(a.dims[8 * j: 8 * j + top])))
             G.gated_step(c, X, diff, 1, {self.order[2 * j]: 1}, self.adds + self.compares)
             G.gated_step(c, X, neg(diff), 1, {self.order[2 * j + 1]: 1}, self.adds + self.compares)
-        self.fa = self.field("fa", 1, X)                    # FADD or FSUB
-        G.gated(c, X, {}, 1, {self.fa[0]: 1}, self.adds)
 
     def exp_terms(self, name: str) -> dict[int, int]:
         """max(E, 1) of operand `name` as terms (its bit 0 from cls)."""
@@ -236,7 +220,8 @@ class _Lane:
         self.w = self.field("w", 2, L)                      # X is b; X is a
         G.gated_step(c, L, lam, 1, {self.w[0]: 1}, self.adds)
         G.gated_step(c, L, neg(lam), 0, {self.w[1]: 1}, self.adds)
-        self.xe = self.field("xe", 8, L)                    # X's max(E, 1)
+        self.sum_e = self.field("s", 9, L)                  # FADD: X's max(E, 1); FMUL, FFMA: ea + eb (exponents())
+        self.xe = Field("xe", self.sum_e.dims[:8], "bits", L)
         self.sigma = self.field("sigma", 1, L)             # the result's sign (FMUL's too)
         ca, cb = self.cls["a"], self.cls["b"]
         pairs = [(self.xe[0], ca[2], cb[2])] + [(self.xe[k], a[23 + k], b[23 + k]) for k in range(1, 8)]
@@ -351,8 +336,8 @@ class _Lane:
         and U2F's |a| as the same digits."""
         c, a, b, L = self.c, self.a, self.b, self.X + PRODUCT
         za, zb = self.z.dims
-        col = self.field("columns", WINDOW, L, kind="int", vmax=24)
-        vmax = [0] * WINDOW
+        col = self.field("columns", 48, L, kind="int", vmax=24)
+        vmax = [0] * 48
         for i in range(24):
             for j in range(24):
                 if i == j == 23:
@@ -463,15 +448,24 @@ class _Lane:
         (9 bits, +1 and +2) is kept for the floors."""
         c, X = self.c, self.X
         L = X + SWAP
-        self.sum_e = self.field("s", 9, L)
         self.resolve(L, [(self.muls, _nibbles(add_terms(self.exp_terms("a"), self.exp_terms("b"))))], self.sum_e,
                      cout=self.sum_e[8])
-        L = X + PRODUCT + 1
+
+    def h_exponent(self) -> None:
+        """H = (G - K) mod 256 at +11 (bits), +12 (carries): a constant for I2F and U2F, from the exponent
+        sum for FMUL and FFMA's X = P, X's exponent for FADD, a's for FRND, c's for FFMA's X = c."""
+        c, L = self.c, self.X + H_AT
         self.h = self.field("h", 8, L)
         G.plus_constant(c, L, list(self.sum_e.dims[:8]), 256 - K_FMUL, self.h, gate=self.fmul[0], low=7)
-        self.resolve(L, [([self.fa], _nibbles(_value(self.xe.dims), 256 - K_FADD)),
-                         ([self.frnd], _nibbles(_value(self.a.dims[23:31]), H_FRND))], self.h)
+        G.plus_constant(c, L, list(self.sum_e.dims[:8]), 256 - K_FFMA_P, self.h, gate=self.xp[0], low=7)
+        zc = self.field("zc.h", 1, L - 1)                    # c's max(E, 1) = E + [E == 0]
+        G.gated(c, L - 1, {d: -1 for d in self.cc.dims[23:31]}, 1, {zc[0]: 1}, [self.ffma])
+        ec = add_terms(_value(self.cc.dims[23:31]), {zc[0]: 1})
+        self.resolve(L, [(self.adds, _nibbles(_value(self.xe.dims), 256 - K_FADD)),
+                         ([self.frnd], _nibbles(_value(self.a.dims[23:31]), H_FRND)),
+                         ([self.xc], _nibbles(ec, 256 - K_FFMA_C))], self.h, name="hgp")
         G.gated(c, L, {}, 1, {self.h[j]: 1 for j in range(8) if H_INT >> j & 1}, [self.i2f, self.u2f])
+        c.clear(zc, L)
 
     def floors(self) -> None:
         """At +12 (FLOORS), one-hots (fine: value mod 4, coarse: value div 4) of the floor q' = K - G clamped to
@@ -490,12 +484,13 @@ class _Lane:
                 lo[bits[8]] = 256 if k >= 256 else k
             return lo, k
 
-        ec = [self.cls["c"][2]] + list(self.cc.dims[24:31])
-        for bits, K, gate in ((list(self.xe.dims), K_FADD, self.fa), (list(self.sum_e.dims), K_FMUL, self.fmul),
+        ec = list(self.cc.dims[23:31])                       # c's E (0 counts as 1: below)
+        bucket(self.qf, self.qc, K_FFMA_C - 1, *_is(ec, 0), self.xc)
+        for bits, K, gate in ((list(self.sum_e.dims), K_FADD, self.adds), (list(self.sum_e.dims), K_FMUL, self.fmul),
                               (list(self.sum_e.dims), K_FFMA_P, self.xp), (ec, K_FFMA_C, self.xc)):
             top = (1 << len(bits)) - 1
-            for v in range(1, T_MAX):                      # q' = v
-                if 0 <= K - v <= top:
+            for v in range(1, T_MAX):                      # q' = v (G >= 1: c's E = 0 is bucketed above)
+                if 1 <= K - v <= top:
                     bucket(self.qf, self.qc, v, *_is(bits, K - v), gate)
             terms, t = at_least(bits, K)                   # q' <= 0
             G.gated_step(c, L, terms, t, {self.qf[0]: 1, self.qc[0]: 1}, gate)
@@ -509,7 +504,7 @@ class _Lane:
                 terms, t = at_least(bits, 254 + K)
                 G.gated_step(c, L, terms, t, {self.rf[0]: 1, self.rc[0]: 1}, gate)
         G.gated(c, L, {}, 1, {self.qf[0]: 1, self.qc[0]: 1}, [self.i2f, self.u2f, self.frnd])
-        for f in (self.sum_e, self.xe, self.fa, self.cls["c"], self.xp, self.xc):
+        for f in (self.sum_e, self.xp, self.xc):
             c.clear(f, L)
 
     def resolve(self, at: int, ways: list[tuple[list[Field], list[G.Digit]]], out: Field,
@@ -544,26 +539,32 @@ class _Lane:
             G.gated(c, L, {cl[0]: 1, cl[1]: -1}, 0, {part[k]: 1}, gate)
             G.gated(c, L, {cl[0]: 1, cl[1]: 1}, -1, {part[2 + k]: 1}, gate)
             G.gated(c, L, {self.z[k]: 1, cl[1]: 1}, -1, {part[4 + k]: 1}, self.classify)
-        self.partc = self.field("partc", 3, L)            # FFMA's c: NaN, inf, zero (read to +9)
-        cc_ = self.cls["c"]
-        G.gated(c, L, {cc_[0]: 1, cc_[1]: -1}, 0, {self.partc[0]: 1}, [self.ffma])
-        G.gated(c, L, {cc_[0]: 1, cc_[1]: 1}, -1, {self.partc[1]: 1}, [self.ffma])
-        G.gated(c, L, {self.zc[0]: 1, cc_[1]: 1}, -1, {self.partc[2]: 1}, [self.ffma])
+        self.fs = self.field("fs", 2, L)                    # FFMA: the product's sign; [its sign != c's]
+        sa, sb, sc = self.a[31], self.b[31], self.cc[31]
+        G.gated(c, L, {sa: 1, sb: -1}, 0, {self.fs[0]: 1}, [self.ffma])
+        G.gated(c, L, {sa: -1, sb: 1}, 0, {self.fs[0]: 1}, [self.ffma])
+        par = {sa: 1, sb: 1, sc: 1}                         # parity of three bits: s - 2 [s >= 2] + 2 [s >= 3]
+        G.gated(c, L, par, 0, {self.fs[1]: 1}, [self.ffma])
+        G.gated(c, L, par, -1, {self.fs[1]: -2}, [self.ffma])
+        G.gated(c, L, par, -2, {self.fs[1]: 2}, [self.ffma])
         c.clear(ca, L)
         c.clear(cb, L)
         L += 1
         bad = self.field("bad", 2, L)                       # inf - inf (FADD, FFMA); 0 * inf (FMUL, FFMA)
         self.signs = self.field("signs", 2, L)              # infinity's sign, an exact zero's sign
-        sp, dif, sc, infc = self.fs[0], self.fs[1], self.cc[31], self.partc[1]
-        G.gated_step(c, L, {part[2]: 1, part[3]: 1, infc: 2, dif: 2}, 5, {bad[0]: 1}, [self.ffma])   # inf - inf
+        sp, dif, sc = self.fs[0], self.fs[1], self.cc[31]
+        ce, cf = self.cc.dims[23:31], self.cc.dims[:23]
+        infc = add_terms({d: 2 for d in ce}, {d: -2 for d in cf})       # 16 for an infinite c, <= 14 else
+        G.gated_step(c, L, add_terms({part[2]: 1, part[3]: 1, dif: 2}, infc), 5 + 14, {bad[0]: 1}, [self.ffma])
+        self.partc = self.field("partc", 2, L)            # FFMA's c: NaN, infinite
+        G.gated_step(c, L, add_terms({d: 24 for d in ce}, {d: 1 for d in cf}), 193, {self.partc[0]: 1}, [self.ffma])
+        G.gated(c, L, add_terms({d: 1 for d in ce}, {d: -1 for d in cf}), -7, {self.partc[1]: 1}, [self.ffma])
         G.gated_step(c, L, {part[2]: 1, part[3]: 1, sp: 2}, 3, {self.signs[0]: 1}, [self.ffma])    # inf * x: its sign
         G.gated(c, L, {sc: 1, part[2]: -1, part[3]: -1}, 0, {self.signs[0]: 1}, [self.ffma])       # else c's
         G.gated_step(c, L, {sp: 1, sc: 1, self.rnd["RM"][0]: 1}, 2, {self.signs[1]: 1}, [self.ffma])
         self.pzero = self.field("pzero", 1, L)              # FFMA: the product is 0 (read to +9)
         G.gated_step(c, L, {part[4]: 1, part[5]: 1}, 1, {self.pzero[0]: 1}, [self.ffma])
-        self.fop = [self.field("ffma.add", 1, L), self.field("ffma.sub", 1, L)]   # FFMA adds; subtracts
-        G.gated(c, L, {dif: -1}, 1, {self.fop[0][0]: 1}, [self.ffma])
-        G.gated(c, L, {dif: 1}, 0, {self.fop[1][0]: 1}, [self.ffma])
+        c.clear(self.fs, L)
         G.gated(c, L, {part[2]: 1, part[3]: 1, self.sub[1][0]: 1}, -2, {bad[0]: 1}, self.adds)
         G.gated(c, L, {part[2]: 1, part[5]: 1}, -1, {bad[1]: 1}, self.muls)
         G.gated(c, L, {part[4]: 1, part[3]: 1}, -1, {bad[1]: 1}, self.muls)
@@ -580,14 +581,14 @@ class _Lane:
         c.clear(part, L)
         c.clear(bad, L)
         c.clear(self.sbx, L)
-        c.clear(self.fs, L + 4)                             # the product's sign: read at +7
+        c.clear(self.partc, L)
 
     # ---- +6, +7: the window S --------------------------------------------------------------------
     def sum_window(self) -> None:
         """S = FADD's X * 8 +- the aligned Y (28 bits; a subtraction is >= 0) or FMUL's digits: nibble
         bits, generate and propagate at +6, carries at +7."""
         c, L = self.c, self.X + DIGITS
-        self.s = self.field("S", WINDOW, L)
+        self.s = self.field("S", 48, L)
         gp = [carry_field(c, f"{self.tag}.fpu.sgp{n}", L) for n in range(NIBBLES)]
         for n in range(NIBBLES):
             fns = nibble_functions(self.s, gp, n)
@@ -614,46 +615,48 @@ class _Lane:
 
     # ---- FFMA: the exponent difference, which operand is X, the alignment's one-hots ----------------------
     def ffma_exponents(self) -> None:
-        """u = (ea + eb) + 255 - ec (10 bits, +3, +4), the exponent difference d = u - 381 of the product's
-        and c's top bits (the product's bit 47 weighs 2**(ea + eb - 253), c's bit 23 2**(ec - 127), E as
-        max(E, 1)); at +5 [d >= 0] and k = |d| as one-hots k mod 4 and k div 4 (none for k >= 52);
-        at +6 which operand is X: the product when d >= 0 or c is 0, c when d < 0 or the product is 0;
-        at +7 X's sign, whether Y is nonzero, and H = G - K for X (G = ea + eb, K = 177; G = ec, K = 51)."""
+        """u = (ea + eb) + 255 - Ec (10 bits, +3, +4: Ec c's raw exponent, so d = u - 381 - [Ec == 0] is
+        the exponent difference of the product's and c's top bits: the product's bit 47 weighs
+        2**(ea + eb - 253), c's bit 23 2**(ec - 127), e as max(E, 1)); at +5 [d >= 0] and k = |d| as
+        one-hots k mod 4 and k div 4 (none for k >= 52); at +6 which operand is X: the product when
+        d >= 0 or c is 0, c when d < 0 or the product is 0; at +7 c's [E == 0] for its hidden bit."""
         c, X, cc = self.c, self.X, self.cc
         ff = [self.ffma]
-        ec = _value([self.cls["c"][2]] + list(cc.dims[24:31]))
-        L = X + PRODUCT + 1
+        ce = list(cc.dims[23:31])
+        ec = _value(ce)
+        L = X + PRODUCT + 1                                 # +3
         u = self.field("u", 12, L)
         s = list(self.sum_e.dims)
         digits = [(add_terms(_value(s[0:4]), neg({d: k for d, k in ec.items() if k < 16})), 15),
                   (add_terms(_value(s[4:8]), neg({d: k >> 4 for d, k in ec.items() if k >= 16})), 15),
                   ({s[8]: 1}, 0)]
         self.resolve(L, [(ff, digits)], u, name="ugp")
+        zc = self.field("zc.u", 1, L + 1)                   # [Ec == 0]: u is one more than with max(E, 1)
+        G.gated(c, L + 1, {d: -1 for d in ce}, 1, {zc[0]: 1}, ff)
         L += 2                                              # +5
-        t1 = self.field("t1", 1, L)                         # [u >= 381] (u8 and u9 are never both 1: u <= 762)
+        t1 = self.field("t1", 1, L)                         # [u - [Ec == 0] >= 381] (u8, u9 never both 1: u <= 762)
         lo = _value(u.dims[:8])
-        G.gated(c, L, {u[9]: 1}, 0, {t1[0]: 1}, ff)       # u >= 512, or u >= 256 and its low byte >= 125
-        G.gated_step(c, L, add_terms(lo, {u[8]: 256 - 125}), 256, {t1[0]: 1}, ff)
+        G.gated(c, L, {u[9]: 1}, 0, {t1[0]: 1}, ff)       # u >= 512, or u >= 256 and its low byte >= 125 (126)
+        G.gated_step(c, L, add_terms(lo, {u[8]: 256 - 125, zc[0]: -1}), 256, {t1[0]: 1}, ff)
         self.ff_kf, self.ff_kc = self.field("ffkf", 4, L), self.field("ffkc", K_CLAMP // 4, L)
+        bits = list(u.dims[:10]) + [zc[0]]
         for v in range(D_ZERO - K_CLAMP + 1, D_ZERO + K_CLAMP):
             k = abs(v - D_ZERO)
-            G.gated(c, L, *_is(list(u.dims[:10]), v), {self.ff_kf[k % 4]: 1, self.ff_kc[k // 4]: 1}, ff)
+            for z in (0, 1):
+                G.gated(c, L, *_is(bits, v + z | z << 10), {self.ff_kf[k % 4]: 1, self.ff_kc[k // 4]: 1}, ff)
+        self.czero = self.field("czero", 1, L)              # c is 0 (read to +8)
+        G.gated(c, L, {d: -1 for d in cc.dims[:31]}, 1, {self.czero[0]: 1}, ff)
         c.clear(u, L)
+        c.clear(zc, L)
         L += 1                                              # +6
-        czero, pzero = self.partc[2], self.pzero[0]
+        czero, pzero = self.czero[0], self.pzero[0]
         self.xp, self.xc = self.field("xp", 1, L), self.field("xc", 1, L)
         G.gated_step(c, L, {t1[0]: 1, czero: 1, pzero: -2}, 1, {self.xp[0]: 1}, ff)
         G.gated_step(c, L, {t1[0]: -1, czero: -1, pzero: 2}, 0, {self.xc[0]: 1}, ff)
         c.clear(t1, L)
         L += 1                                              # +7
-        xp, xc = self.xp[0], self.xc[0]
-        self.ff_x = self.field("ffx", 2, L)                 # X's sign, [Y != 0]
-        G.gated(c, L, {self.fs[0]: 1, xp: 1}, -1, {self.ff_x[0]: 1}, ff)
-        G.gated(c, L, {cc[31]: 1, xc: 1}, -1, {self.ff_x[0]: 1}, ff)
-        G.gated(c, L, {xc: 1, pzero: -1}, 0, {self.ff_x[1]: 1}, ff)
-        G.gated(c, L, {xp: 1, czero: -1}, 0, {self.ff_x[1]: 1}, ff)
-        G.plus_constant(c, L, list(self.sum_e.dims[:8]), 256 - K_FFMA_P, self.h, gate=xp, low=7)
-        self.resolve(L, [([self.xc], _nibbles(ec, 256 - K_FFMA_C))], self.h, name="hgp")
+        self.zc = self.field("zc", 1, L)                    # c's [E == 0] (read at +8, +9)
+        G.gated(c, L, {d: -1 for d in ce}, 1, {self.zc[0]: 1}, ff)
 
     def c_significand(self, i: int) -> tuple[dict[int, int], int]:
         """Bit i of c's 24-bit significand as (terms, constant)."""
@@ -669,8 +672,18 @@ class _Lane:
         c, X, S, cc = self.c, self.X, self.s, self.cc
         ff = [self.ffma]
         xp, xc = self.xp[0], self.xc[0]
-        add, sub = self.fop[0][0], self.fop[1][0]
         L = X + FFMA_ALIGN
+        fsub = self.field("ffma.sub", 1, L)                 # FFMA subtracts: the signs of P and c differ
+        sa, sb, sc = self.a[31], self.b[31], cc[31]
+        par = {sa: 1, sb: 1, sc: 1}
+        G.gated(c, L, par, 0, {fsub[0]: 1}, ff)
+        G.gated(c, L, par, -1, {fsub[0]: -2}, ff)
+        G.gated(c, L, par, -2, {fsub[0]: 2}, ff)
+        sub = fsub[0]
+        ynz_f = self.field("ynz", 1, L)                     # Y != 0
+        ynz = ynz_f[0]
+        G.gated(c, L, {xc: 1, self.pzero[0]: -1}, 0, {ynz: 1}, ff)
+        G.gated(c, L, {xp: 1, self.czero[0]: -1}, 0, {ynz: 1}, ff)
         top = WINDOW - 2                                    # X * 8's top position (50)
         yf = self.field("ffyf", top + 1, L)                 # yf[j] = Y's bit j - 3 + (k mod 4)
         for j in range(top + 1):
@@ -685,21 +698,20 @@ class _Lane:
         L += 1                                              # +9: the digits
         dg = self.field("ffdigits", WNIBBLES, L, kind="int", vmax=31)
 
-        def put(p, terms, bias, sign=1, on=()):
-            _when(c, L, terms, bias, {dg[p // 4]: sign << p % 4}, on=on)
+        def put(p, terms, bias, sign=1, on=(), off=()):
+            _when(c, L, terms, bias, {dg[p // 4]: sign << p % 4}, on=on, off=off, gate=ff)
 
         kc = self.ff_kc
         for p in range(1, top + 1):                         # Y: position p = yf[p + 4 (k div 4)]
             for q in range(len(kc)):
                 if p + 4 * q <= top:
-                    for flag, sign in ((add, 1), (sub, -1)):
-                        put(p, {kc[q]: 1, yf[p + 4 * q]: 1}, -1, sign, on=(flag,))
-        ynz = self.ff_x[1]
-        for flag, sign in ((add, 1), (sub, -1)):            # the sticky: Y's bits below position 1
+                    for sign, when in ((1, dict(off=(sub,))), (-1, dict(on=(sub,)))):
+                        put(p, {kc[q]: 1, yf[p + 4 * q]: 1}, -1, sign, **when)
+        for sign, when in ((1, dict(off=(sub,))), (-1, dict(on=(sub,)))):   # the sticky: Y's bits below position 1
             for q in range(len(kc)):
                 below = {yf[j]: 1 for j in range(min(4 * q, top) + 1)}
-                _step_when(c, L, add_terms(below, {kc[q]: 64}), 65, {dg[0]: sign}, on=(flag,))
-            _when(c, L, add_terms({ynz: 1}, {d: -1 for d in kc.dims}), 0, {dg[0]: sign}, on=(flag,))   # k >= 52
+                _step_when(c, L, add_terms(below, {kc[q]: 64}), 65, {dg[0]: sign}, gate=ff, **when)
+            _when(c, L, add_terms({ynz: 1}, {d: -1 for d in kc.dims}), 0, {dg[0]: sign}, gate=ff, **when)   # k >= 52
         for i in range(48):                                 # X: bit i at position i + 3
             put(i + 3, {S[i]: 1, xp: 1}, -1)
             if i >= 24:
@@ -707,11 +719,12 @@ class _Lane:
                 put(i + 3, add_terms(terms, {xc: 1}), const - 1)
             G.gated(c, L, {S[i]: 1}, 0, {S[i]: -1}, ff)      # P leaves S
         for n in range(WNIBBLES):                           # subtracting: X * 8 + (2**52 - 1 - Y) + 1
-            G.gated(c, L, {}, 1, {dg[n]: 15 + (n == 0)}, [self.fop[1]])
-        for f in (yf, kc, self.zc, self.partc, self.pzero):
+            G.gated(c, L, {}, 1, {dg[n]: 15 + (n == 0)}, [fsub])
+        for f in (yf, kc, self.zc, self.pzero, self.czero, ynz_f):
             c.clear(f, L)
-        c.clear(self.ff_x, L + 3)
         L += 1                                              # +10: bits, generate, propagate
+        self.s4 = self.field("S4", WINDOW - 48, L)          # S's bits 48..51 (FFMA's alone)
+        S = self.sw = Field("S", self.s.dims + self.s4.dims, "bits", L)
         gp = [carry_field(c, f"{self.tag}.fpu.fgp{n}", L) for n in range(WNIBBLES)]
         for n in range(WNIBBLES):
             G.basis(c, L, {dg[n]: 1}, 0, nibble_functions(S, gp, n) + [(lambda v: -v, {dg[n]: 1})],
@@ -733,6 +746,11 @@ class _Lane:
                         G.gated_step(c, L, add_terms(run, below, {z[k]: zk}), t, {z[k]: sign}, ff)
         for f in gp:
             c.clear(f, L)
+        sxf = self.field("ffsx", 1, L)                      # X's sign: the product's or c's
+        sx = sxf[0]
+        G.gated(c, L, {sa: 1, sb: -1, xp: 1}, -1, {sx: 1}, ff)
+        G.gated(c, L, {sa: -1, sb: 1, xp: 1}, -1, {sx: 1}, ff)
+        G.gated(c, L, {sc: 1, xc: 1}, -1, {sx: 1}, ff)
         L += 1                                              # +12: |S|, the sign
         neg_on = dict(on=(sub,), off=(cout[0],))
         for i in range(1, WINDOW):
@@ -742,11 +760,11 @@ class _Lane:
             _when(c, L, add_terms(T, {x: -WINDOW}), -1, {x: -1}, **neg_on)
             _when(c, L, add_terms(T, {x: WINDOW}), -WINDOW, {x: -1}, **neg_on)  # - x [T >= 1]
             _when(c, L, add_terms(T, {x: WINDOW}), -WINDOW - 1, {x: 1}, **neg_on)
-        sx, sg = self.ff_x[0], self.sigma[0]
-        _when(c, L, {sx: 1}, 0, {sg: 1}, on=(add,))
+        sg = self.sigma[0]
+        _when(c, L, {sx: 1}, 0, {sg: 1}, off=(sub,), gate=ff)
         _when(c, L, {sx: 1}, 0, {sg: 1}, on=(sub, cout[0]))
         _when(c, L, {sx: -1}, 1, {sg: 1}, **neg_on)
-        for f in (cout, *self.fop):
+        for f in (cout, fsub, sxf):
             c.clear(f, L)
 
     def carries(self, at: int, gp: list[Field]) -> None:
@@ -775,7 +793,7 @@ class _Lane:
 
     # ---- +13 .. +16 (BACK ..): normalise, round, pack -------------------------------------------------------
     def back_end(self) -> None:
-        c, L, S = self.c, self.X + BACK, self.s
+        c, L, S = self.c, self.X + BACK, self.sw
         # +13: t' = max(p, q') as fine/coarse one-hots; hidden = [p >= q']; overflow; S == 0
         tf, tc = self.field("tf", 4, L), self.field("tc", T_MAX // 4 + 1, L)
         tb = self.field("tb", 7, L)                         # t' in binary
@@ -825,7 +843,8 @@ class _Lane:
         G.gated(c, L, {self.nan[0]: -1, self.inf[0]: -1, zero: -1, ovf: -1}, 1, {nrm: 1}, self.rounded)
         G.relu(c, L, {zero: 1, self.nan[0]: -1, self.inf[0]: -1}, 0, {zf: 1})
         G.relu(c, L, {ovf: 1, zero: -1, self.nan[0]: -1, self.inf[0]: -1}, 0, {of: 1})
-        c.clear(S, L)
+        c.clear(self.s, L)
+        c.clear(self.s4, L)
         # +15: the fine shift: fraction M[i] = y[i + (t' mod 4)], guard y[(t' mod 4) - 1], sticky below
         L += 1
         m = self.field("m", 25, L)                          # fraction 0..22, guard, sticky
