@@ -562,8 +562,6 @@ class _Lane:
         G.gated_step(c, L, {part[2]: 1, part[3]: 1, sp: 2}, 3, {self.signs[0]: 1}, [self.ffma])    # inf * x: its sign
         G.gated(c, L, {sc: 1, part[2]: -1, part[3]: -1}, 0, {self.signs[0]: 1}, [self.ffma])       # else c's
         G.gated_step(c, L, {sp: 1, sc: 1, self.rnd["RM"][0]: 1}, 2, {self.signs[1]: 1}, [self.ffma])
-        self.pzero = self.field("pzero", 1, L)              # FFMA: the product is 0 (read to +9)
-        G.gated_step(c, L, {part[4]: 1, part[5]: 1}, 1, {self.pzero[0]: 1}, [self.ffma])
         c.clear(self.fs, L)
         G.gated(c, L, {part[2]: 1, part[3]: 1, self.sub[1][0]: 1}, -2, {bad[0]: 1}, self.adds)
         G.gated(c, L, {part[2]: 1, part[5]: 1}, -1, {bad[1]: 1}, self.muls)
@@ -646,6 +644,9 @@ class _Lane:
                 G.gated(c, L, *_is(bits, v + z | z << 10), {self.ff_kf[k % 4]: 1, self.ff_kc[k // 4]: 1}, ff)
         self.czero = self.field("czero", 1, L)              # c is 0 (read to +8)
         G.gated(c, L, {d: -1 for d in cc.dims[:31]}, 1, {self.czero[0]: 1}, ff)
+        self.pzero = self.field("pzero", 1, L, vmax=2)      # [a is 0] + [b is 0]: the product is 0 when >= 1
+        for x in (self.a, self.b):
+            G.gated(c, L, {d: -1 for d in x.dims[:31]}, 1, {self.pzero[0]: 1}, ff)
         c.clear(u, L)
         c.clear(zc, L)
         L += 1                                              # +6
@@ -684,6 +685,8 @@ class _Lane:
         ynz = ynz_f[0]
         G.gated(c, L, {xc: 1, self.pzero[0]: -1}, 0, {ynz: 1}, ff)
         G.gated(c, L, {xp: 1, self.czero[0]: -1}, 0, {ynz: 1}, ff)
+        c.clear(self.pzero, L)
+        c.clear(self.czero, L)
         top = WINDOW - 2                                    # X * 8's top position (50)
         yf = self.field("ffyf", top + 1, L)                 # yf[j] = Y's bit j - 3 + (k mod 4)
         for j in range(top + 1):
@@ -720,7 +723,7 @@ class _Lane:
             G.gated(c, L, {S[i]: 1}, 0, {S[i]: -1}, ff)      # P leaves S
         for n in range(WNIBBLES):                           # subtracting: X * 8 + (2**52 - 1 - Y) + 1
             G.gated(c, L, {}, 1, {dg[n]: 15 + (n == 0)}, [fsub])
-        for f in (yf, kc, self.zc, self.pzero, self.czero, ynz_f):
+        for f in (yf, kc, self.zc, ynz_f):
             c.clear(f, L)
         L += 1                                              # +10: bits, generate, propagate
         self.s4 = self.field("S4", WINDOW - 48, L)          # S's bits 48..51 (FFMA's alone)
