@@ -11,6 +11,8 @@ gadget's last layer.
 """
 from __future__ import annotations
 
+import functools
+
 from qwengpu.circuit import CircuitError
 from qwengpu.circuit.layer import MAX_POSITIVE, Circuit
 from qwengpu.circuit.residual import Field
@@ -103,22 +105,18 @@ def copy_bits(c: Circuit, at: int, src: Field, dst: Field, sign: float = 1.0) ->
 
 def requantize(c: Circuit, at: int, x: Field, gate: Field | list[Field] | None = None) -> None:
     """Layer at: each bit of x that is 0 or 1 up to noise below 1/4 becomes exactly 0 or 1, in
-    place: + relu(4x - 1) - relu(4x - 2) - relu(x) (x >= 0); with `gate`, only when a gate flag
-    is 1 (then - relu(x + 1) + 1 instead of - relu(x), which a gated neuron cannot leave at 0).
+    place: + relu(4x - 1) - relu(4x - 2) - relu(x + 1) + 1; with `gate`, only when a gate flag is
+    1. Not - relu(x): relu(y) is silu(128 y) / 128, which is y / 2, not 0, for |y| well below
+    1/8, so a 0 bit would keep half its noise; every argument here is 0, >= 1 or <= -1.
     Reads carry noise (a GDN row reads as (1 - delta) b) that gated units multiply by their
     gate constants and carry resolutions by 128: a result that feeds another such unit needs
     exact inputs."""
+    unit = relu if gate is None else functools.partial(gated, gate=gate)
     for d in x.dims:
-        if gate is None:
-            relu(c, at, {d: 4}, -1, {d: 1})
-            relu(c, at, {d: 4}, -2, {d: -1})
-            relu(c, at, {d: 1}, 0, {d: -1})
-        else:
-            gated(c, at, {d: 4}, -1, {d: 1}, gate)
-            gated(c, at, {d: 4}, -2, {d: -1}, gate)
-            gated(c, at, {d: 1}, 1, {d: -1}, gate)
-    if gate is not None:
-        gated(c, at, {}, 1, {d: 1 for d in x.dims}, gate)
+        unit(c, at, {d: 4}, -1, {d: 1})
+        unit(c, at, {d: 4}, -2, {d: -1})
+        unit(c, at, {d: 1}, 1, {d: -1})
+    unit(c, at, {}, 1, {d: 1 for d in x.dims})
 
 
 def add_exact(c: Circuit, at: int, x: int, out: dict[int, float], gate: Field | None = None) -> None:
