@@ -10,7 +10,7 @@ the layer budget has room (docs/float-circuit.md has the budget).
 
 Each op brings its exact result into one window S of 52 bits, with an exponent G and a constant K
 such that S's bit j weighs 2**(j + G - K - 126); a shared back end normalises, rounds and packs
-(from +13):
+(from +14):
 
   FADD/FSUB  swap the operands so that |X| >= |Y| (+1), align Y's significand right by the exponent
              difference in two one-hot stages, 4 then 1 (+2, +4), with a sticky bit; X * 8 + Y or
@@ -19,11 +19,11 @@ such that S's bit j weighs 2**(j + G - K - 126); a shared back end normalises, r
              (+3, +4), nibble digits (+5), the 48-bit sum (+6, +7). G = ea + eb, K = 174.
   FFMA       after FMUL's exact product P (48 bits in S by +8), like FADD on 48-bit significands: X is
              P or c's 24 bits padded with 24 zeros below, whichever has the higher top bit by the
-             exponents alone (d = ea + eb - ec - 126 from a small adder, +3 .. +5; P when c is 0, c
+             exponents alone (d = ea + eb - ec - 126 from a small adder, +4 .. +7; P when c is 0, c
              when P is 0), Y the other, right by k = |d| (one-hots k mod 4 and k div 4, none for
-             k >= 52) in two stages (+8, +9) with a sticky at position 0; X * 8 + Y or X * 8 - Y in 52
-             bits as nibble digits (+9), bits and generate/propagate (+10), carries and the carry out
-             (+11); then |S| (+12: a difference may be negative when the top bits' exponents tie or an
+             k >= 52) in two stages (+9, +10) with a sticky at position 0; X * 8 + Y or X * 8 - Y in 52
+             bits as nibble digits (+10), bits and generate/propagate (+11), carries and the carry out
+             (+12); then |S| (+13: a difference may be negative when the top bits' exponents tie or an
              operand is subnormal, and only then is it exact, with no bit lost to the sticky) and the sign
              X's xor [negative]. G - K = ea + eb - 177 or ec - 51. One rounding: the sticky stands
              for Y's bits below position 1, and every rounding position is >= 2.
@@ -31,19 +31,19 @@ such that S's bit j weighs 2**(j + G - K - 126); a shared back end normalises, r
   FRND       a's significand with the bits below its units bit cleared, plus the mode's increment at
              the units bit, as S's digits straight from a's bits (+5: one threshold per exponent and
              mode, convert()); G - K = E - 24, so the back end packs it exactly (|a| >= 2**23: a
-             itself). |a| < 1 leaves S = 0, the zero special with a's sign, and +-1 is added at +16.
+             itself). |a| < 1 leaves S = 0, the zero special with a's sign, and +-1 is added at +17.
   F2I, F2U   not through the back end: |a| rounded to an integer N in the mode, as S's 32 low bits
              (+5: a's significand shifted by E - 150 one nibble a neuron, the increment one threshold
              per exponent and mode; a negative F2I's N - 1 in 32 bits, whose complement is -N),
              saturation (E >= 158, F2U 159, infinities) as a constant in N's place, NaN as N = 0;
-             S into r at +13 (complemented for a negative F2I, none of a negative F2U's: 0).
+             S into r at +14 (complemented for a negative F2I, none of a negative F2U's: 0).
   FSET, FMIN, FMAX  from FADD's magnitude order, the signs and the classes (+2), into r at +3.
-  back end   from S (+13): the result's last bit t' = max(p, q') - 23 in S, p the leading one and
+  back end   from S (+14): the result's last bit t' = max(p, q') - 23 in S, p the leading one and
              q' = K - G the subnormal floor (one-hot, fine t' mod 4 and coarse t' div 4), the
              hidden bit [p >= q'] and overflow [p >= 254 + K - G]; the significand's shift by the
              fine then the coarse amount with guard and sticky, the biased exponent t' + G - K + 1
-             (+14, +15); rounding as an increment of the packed word, whose carry runs from the
-             fraction into the exponent (+16); specials (NaN, infinity, zero, overflow) in place
+             (+15, +16); rounding as an increment of the packed word, whose carry runs from the
+             fraction into the exponent (+17); specials (NaN, infinity, zero, overflow) in place
              of the rounded word.
 
 The exponent quantities the back end needs come early from small adders and pattern matches over
@@ -86,8 +86,8 @@ E_ONE = 127                 # the biased exponent of 1.0: F2I's, F2U's and FRND'
 F2I_TOP, F2U_TOP = 157, 158   # the largest E below saturation (|a| < 2**31, < 2**32)
 # layer offsets from `at`
 SWAP, PRODUCT, ALIGN_FINE, ALIGN_COARSE, DIGITS = 1, 2, 3, 4, 6
-FFMA_ALIGN, FFMA_DIGITS, FFMA_BITS, FFMA_CARRIES, FFMA_ABS = 8, 9, 10, 11, 12
-H_AT, FLOORS, BACK = 11, 12, 13
+FFMA_ALIGN, FFMA_DIGITS, FFMA_BITS, FFMA_CARRIES, FFMA_ABS = 9, 10, 11, 12, 13
+H_AT, FLOORS, BACK = 12, 13, 14
 
 
 def _when(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float], on=(), off=(),
@@ -142,6 +142,13 @@ def _is(dims: list[int], value: int) -> tuple[dict[int, int], int]:
     return terms, const - len(dims) + 1
 
 
+def _exact_and(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float]) -> None:
+    """out += [y >= 1] for an integer y = sum(terms) + bias <= 1, as relu(4y - 1) - relu(4y - 2): every
+    argument is >= 1 or <= -1, so its inputs' noise cancels (relu(y) would pass it on, and near 0 half)."""
+    G.relu(c, at, {d: 4 * w for d, w in terms.items()}, 4 * bias - 1, out)
+    G.relu(c, at, {d: 4 * w for d, w in terms.items()}, 4 * bias - 2, {d: -k for d, k in out.items()})
+
+
 class _Lane:
     """One lane's FPU: build() adds its neurons layer by layer."""
 
@@ -157,7 +164,7 @@ class _Lane:
         self.muls = [self.fmul, self.ffma]                      # the product
         self.special = self.arith + [self.frnd]                 # NaN and infinity results
         self.rounded = self.arith + [self.i2f, self.u2f, self.frnd]     # the shared back end
-        self.f2x = [self.f2i, self.f2u]                         # the integer in S, into r at +13 (BACK)
+        self.f2x = [self.f2i, self.f2u]                         # the integer in S, into r at +14 (BACK)
         self.compares = [self.fmin, self.fmax, *self.fset.values()]
         self.classify = self.arith + self.compares              # operand classes and the magnitude order
         self.classify_a = self.classify + [self.frnd]           # a's classes
@@ -374,14 +381,14 @@ class _Lane:
                     one neuron a nibble (relu(nibble + 16 ([E = e] - 1))), and the increment into
                     digit 0 (one threshold per E and mode on [E = e], the guard, the sticky, the
                     units bit and the sign). A negative F2I's digits are N + 2**32 - 1 (N - 1 in 32
-                    bits), whose complement -N is what r takes at +13 (0 for N = 0). Saturation (E >= 158; F2U 159,
+                    bits), whose complement -N is what r takes at +14 (0 for N = 0). Saturation (E >= 158; F2U 159,
                     infinities included, NaN not) puts 0x7FFFFFFF (F2I: r then 0x80000000 when
                     negative) or 0xFFFFFFFF in their place; a NaN leaves N = 0. A negative F2U's
                     result is 0: r takes none of it.
           FRND      the significand with its bits below the units bit cleared ([E >= 150 - i] per bit
                     i) plus the increment at the units bit (digit j div 4); G - K = E - 24 (H_FRND),
                     the floor below S: the back end packs it exactly (E >= 150: a itself). |a| < 1
-                    leaves S = 0 (the zero special with a's sign); +-1 are added at +16 (one())."""
+                    leaves S = 0 (the zero special with a's sign); +-1 are added at +17 (one())."""
         c, a, dg = self.c, self.a, self.digits
         e, f, sign = list(a.dims[23:31]), list(a.dims[:23]), a[31]
         ev = _value(e)
@@ -444,15 +451,15 @@ class _Lane:
 
     # ---- exponents: what the back end needs of G and K -----------------------------------------------
     def exponents(self) -> None:
-        """H = (G - K) mod 256 (8 bits, by +4) for the biased exponent t' + H + 1; FMUL's G = ea + eb
-        (9 bits, +1 and +2) is kept for the floors."""
+        """FMUL's and FFMA's G = ea + eb (9 bits, +1 and +2, made exact at +3), kept for H and the floors."""
         c, X = self.c, self.X
         L = X + SWAP
         self.resolve(L, [(self.muls, _nibbles(add_terms(self.exp_terms("a"), self.exp_terms("b"))))], self.sum_e,
                      cout=self.sum_e[8])
+        G.requantize(c, L + 2, self.sum_e)      # exact from +4: FFMA's u adds its own carries' noise to it
 
     def h_exponent(self) -> None:
-        """H = (G - K) mod 256 at +11 (bits), +12 (carries): a constant for I2F and U2F, from the exponent
+        """H = (G - K) mod 256 at +12 (bits), +13 (carries): a constant for I2F and U2F, from the exponent
         sum for FMUL and FFMA's X = P, X's exponent for FADD, a's for FRND, c's for FFMA's X = c."""
         c, L = self.c, self.X + H_AT
         self.h = self.field("h", 8, L)
@@ -468,7 +475,7 @@ class _Lane:
         c.clear(zc, L)
 
     def floors(self) -> None:
-        """At +12 (FLOORS), one-hots (fine: value mod 4, coarse: value div 4) of the floor q' = K - G clamped to
+        """At +13 (FLOORS), one-hots (fine: value mod 4, coarse: value div 4) of the floor q' = K - G clamped to
         0..T_MAX and of r = 254 + K - G (overflow when the leading one's position p >= r; none when
         r >= WINDOW)."""
         c, L = self.c, self.X + FLOORS
@@ -613,16 +620,18 @@ class _Lane:
 
     # ---- FFMA: the exponent difference, which operand is X, the alignment's one-hots ----------------------
     def ffma_exponents(self) -> None:
-        """u = (ea + eb) + 255 - Ec (10 bits, +3, +4: Ec c's raw exponent, so d = u - 381 - [Ec == 0] is
-        the exponent difference of the product's and c's top bits: the product's bit 47 weighs
-        2**(ea + eb - 253), c's bit 23 2**(ec - 127), e as max(E, 1)); at +5 [d >= 0] and k = |d| as
-        one-hots k mod 4 and k div 4 (none for k >= 52); at +6 which operand is X: the product when
-        d >= 0 or c is 0, c when d < 0 or the product is 0; at +7 c's [E == 0] for its hidden bit."""
+        """u = (ea + eb) + 255 - Ec (10 bits, +4, +5, made exact at +6: Ec c's raw exponent, so d = u - 381
+        - [Ec == 0] is the exponent difference of the product's and c's top bits: the product's bit 47
+        weighs 2**(ea + eb - 253), c's bit 23 2**(ec - 127), e as max(E, 1)); at +7 [d >= 0] and k = |d|
+        as one-hots k mod 4 and k div 4 (none for k >= 52); at +8 which operand is X (the product when
+        d >= 0 or c is 0, c when d < 0 or the product is 0) and c's [E == 0] for its hidden bit. The
+        exponent sum and u are made exact before they are read: a carry resolution weighs its
+        inputs' read noise by 128, and two in a row (or u's thresholds, x128) reach the margins."""
         c, X, cc = self.c, self.X, self.cc
         ff = [self.ffma]
         ce = list(cc.dims[23:31])
         ec = _value(ce)
-        L = X + PRODUCT + 1                                 # +3
+        L = X + PRODUCT + 2                                 # +4: the exponent sum is exact from +4
         u = self.field("u", 12, L)
         s = list(self.sum_e.dims)
         digits = [(add_terms(_value(s[0:4]), neg({d: k for d, k in ec.items() if k < 16})), 15),
@@ -631,7 +640,8 @@ class _Lane:
         self.resolve(L, [(ff, digits)], u, name="ugp")
         zc = self.field("zc.u", 1, L + 1)                   # [Ec == 0]: u is one more than with max(E, 1)
         G.gated(c, L + 1, {d: -1 for d in ce}, 1, {zc[0]: 1}, ff)
-        L += 2                                              # +5
+        G.requantize(c, L + 2, u)                           # its carries weigh c's read noise by 128
+        L += 3                                              # +7
         t1 = self.field("t1", 1, L)                         # [u - [Ec == 0] >= 381] (u8, u9 never both 1: u <= 762)
         lo = _value(u.dims[:8])
         G.gated(c, L, {u[9]: 1}, 0, {t1[0]: 1}, ff)       # u >= 512, or u >= 256 and its low byte >= 125 (126)
@@ -642,21 +652,20 @@ class _Lane:
             k = abs(v - D_ZERO)
             for z in (0, 1):
                 G.gated(c, L, *_is(bits, v + z | z << 10), {self.ff_kf[k % 4]: 1, self.ff_kc[k // 4]: 1}, ff)
-        self.czero = self.field("czero", 1, L)              # c is 0 (read to +8)
+        self.czero = self.field("czero", 1, L)              # c is 0 (read to +9)
         G.gated(c, L, {d: -1 for d in cc.dims[:31]}, 1, {self.czero[0]: 1}, ff)
         self.pzero = self.field("pzero", 1, L, vmax=2)      # [a is 0] + [b is 0]: the product is 0 when >= 1
         for x in (self.a, self.b):
             G.gated(c, L, {d: -1 for d in x.dims[:31]}, 1, {self.pzero[0]: 1}, ff)
         c.clear(u, L)
         c.clear(zc, L)
-        L += 1                                              # +6
+        L += 1                                              # +8
         czero, pzero = self.czero[0], self.pzero[0]
         self.xp, self.xc = self.field("xp", 1, L), self.field("xc", 1, L)
         G.gated_step(c, L, {t1[0]: 1, czero: 1, pzero: -2}, 1, {self.xp[0]: 1}, ff)
         G.gated_step(c, L, {t1[0]: -1, czero: -1, pzero: 2}, 0, {self.xc[0]: 1}, ff)
         c.clear(t1, L)
-        L += 1                                              # +7
-        self.zc = self.field("zc", 1, L)                    # c's [E == 0] (read at +8, +9)
+        self.zc = self.field("zc", 1, L)                    # c's [E == 0] (read at +9, +10)
         G.gated(c, L, {d: -1 for d in ce}, 1, {self.zc[0]: 1}, ff)
 
     def c_significand(self, i: int) -> tuple[dict[int, int], int]:
@@ -666,9 +675,9 @@ class _Lane:
     def ffma_sum(self) -> None:
         """FFMA's sum in S (52 bits): X * 8 +- Y, X the larger by the top bits' exponents (the product P's
         48 bits or c's 24 padded with 24 zeros below), Y the other right by k with a sticky at position 0.
-        +8: Y right by k mod 4 (P's bits from S); +9: by 4 (k div 4), the sticky, X's bits and (subtracting)
-        the complement, all as nibble digits, and P cleared from S; +10: the digits' bits, generate and
-        propagate; +11: the carries and the carry out (X * 8 >= Y when subtracting); +12: S = -S when it
+        +9: Y right by k mod 4 (P's bits from S); +10: by 4 (k div 4), the sticky, X's bits and (subtracting)
+        the complement, all as nibble digits, and P cleared from S; +11: the digits' bits, generate and
+        propagate; +12: the carries and the carry out (X * 8 >= Y when subtracting); +13: S = -S when it
         was negative (bit i flips when a lower bit is 1) and the result's sign X's xor that."""
         c, X, S, cc = self.c, self.X, self.s, self.cc
         ff = [self.ffma]
@@ -693,12 +702,12 @@ class _Lane:
             for rr in range(4):
                 i = j - 3 + rr
                 if 0 <= i < 48:
-                    G.relu(c, L, {S[i]: 1, self.ff_kf[rr]: 1, xc: 1}, -2, {yf[j]: 1})
+                    _exact_and(c, L, {S[i]: 1, self.ff_kf[rr]: 1, xc: 1}, -2, {yf[j]: 1})
                 if 24 <= i < 48:
                     terms, const = self.c_significand(i - 24)
-                    G.relu(c, L, add_terms(terms, {self.ff_kf[rr]: 1, xp: 1}), const - 2, {yf[j]: 1})
+                    _exact_and(c, L, add_terms(terms, {self.ff_kf[rr]: 1, xp: 1}), const - 2, {yf[j]: 1})
         c.clear(self.ff_kf, L)
-        L += 1                                              # +9: the digits
+        L += 1                                              # +10: the digits
         dg = self.field("ffdigits", WNIBBLES, L, kind="int", vmax=31)
 
         def put(p, terms, bias, sign=1, on=(), off=()):
@@ -715,17 +724,21 @@ class _Lane:
                 below = {yf[j]: 1 for j in range(min(4 * q, top) + 1)}
                 _step_when(c, L, add_terms(below, {kc[q]: 64}), 65, {dg[0]: sign}, gate=ff, **when)
             _when(c, L, add_terms({ynz: 1}, {d: -1 for d in kc.dims}), 0, {dg[0]: sign}, gate=ff, **when)   # k >= 52
+        def put_exact(p, terms, bias):                      # P's bits carry its carries' noise: not into the digits
+            for k, sign in ((-1, 1), (-2, -1)):
+                put(p, {d: 4 * w for d, w in terms.items()}, 4 * bias + k, sign)
+
         for i in range(48):                                 # X: bit i at position i + 3
-            put(i + 3, {S[i]: 1, xp: 1}, -1)
+            put_exact(i + 3, {S[i]: 1, xp: 1}, -1)
             if i >= 24:
                 terms, const = self.c_significand(i - 24)
-                put(i + 3, add_terms(terms, {xc: 1}), const - 1)
+                put_exact(i + 3, add_terms(terms, {xc: 1}), const - 1)
             G.gated(c, L, {S[i]: 1}, 0, {S[i]: -1}, ff)      # P leaves S
         for n in range(WNIBBLES):                           # subtracting: X * 8 + (2**52 - 1 - Y) + 1
             G.gated(c, L, {}, 1, {dg[n]: 15 + (n == 0)}, [fsub])
         for f in (yf, kc, self.zc, ynz_f):
             c.clear(f, L)
-        L += 1                                              # +10: bits, generate, propagate
+        L += 1                                              # +11: bits, generate, propagate
         self.s4 = self.field("S4", WINDOW - 48, L)          # S's bits 48..51 (FFMA's alone)
         S = self.sw = Field("S", self.s.dims + self.s4.dims, "bits", L)
         gp = [carry_field(c, f"{self.tag}.fpu.fgp{n}", L) for n in range(WNIBBLES)]
@@ -733,7 +746,7 @@ class _Lane:
             G.basis(c, L, {dg[n]: 1}, 0, nibble_functions(S, gp, n) + [(lambda v: -v, {dg[n]: 1})],
                     values=list(range(32)))
         c.layout.release(dg, L)
-        L += 1                                              # +11: the carries; the carry out
+        L += 1                                              # +12: the carries; the carry out
         cout = self.field("ffcout", 1, L)
         for m in range(1, WNIBBLES + 1):
             for i in range(m):
@@ -754,7 +767,7 @@ class _Lane:
         G.gated(c, L, {sa: 1, sb: -1, xp: 1}, -1, {sx: 1}, ff)
         G.gated(c, L, {sa: -1, sb: 1, xp: 1}, -1, {sx: 1}, ff)
         G.gated(c, L, {sc: 1, xc: 1}, -1, {sx: 1}, ff)
-        L += 1                                              # +12: |S|, the sign
+        L += 1                                              # +13: |S|, the sign
         neg_on = dict(on=(sub,), off=(cout[0],))
         for i in range(1, WINDOW):
             T = {S[j]: 1 for j in range(i)}
@@ -794,10 +807,10 @@ class _Lane:
         for f in gp:
             c.clear(f, at)
 
-    # ---- +13 .. +16 (BACK ..): normalise, round, pack -------------------------------------------------------
+    # ---- +14 .. +17 (BACK ..): normalise, round, pack -------------------------------------------------------
     def back_end(self) -> None:
         c, L, S = self.c, self.X + BACK, self.sw
-        # +13: t' = max(p, q') as fine/coarse one-hots; hidden = [p >= q']; overflow; S == 0
+        # +14: t' = max(p, q') as fine/coarse one-hots; hidden = [p >= q']; overflow; S == 0
         tf, tc = self.field("tf", 4, L), self.field("tc", T_MAX // 4 + 1, L)
         tb = self.field("tb", 7, L)                         # t' in binary
         flags = self.field("flags", 3, L)                   # hidden, overflow, zero
@@ -824,7 +837,7 @@ class _Lane:
             _when(c, L, {S[i]: -1}, 1, {r[i]: 1}, on=(self.a[31],), gate=[self.f2i])
         for f in (self.qf, self.qc, self.rf, self.rc):
             c.clear(f, L)
-        # +14: the coarse shift y[j] = S'[4 (t' div 4) + j], j = -4..25 (S'[k] = S[k - 23]), and the
+        # +15: the coarse shift y[j] = S'[4 (t' div 4) + j], j = -4..25 (S'[k] = S[k - 23]), and the
         # sticky of S'[k] below k = 4 (t' div 4) - 4; the exponent's digits
         L += 1
         y = self.field("y.coarse", 31, L)                   # y[j + 4], j = -4..25; y[30]: the sticky below
@@ -848,7 +861,7 @@ class _Lane:
         G.relu(c, L, {ovf: 1, zero: -1, self.nan[0]: -1, self.inf[0]: -1}, 0, {of: 1})
         c.clear(self.s, L)
         c.clear(self.s4, L)
-        # +15: the fine shift: fraction M[i] = y[i + (t' mod 4)], guard y[(t' mod 4) - 1], sticky below
+        # +16: the fine shift: fraction M[i] = y[i + (t' mod 4)], guard y[(t' mod 4) - 1], sticky below
         L += 1
         m = self.field("m", 25, L)                          # fraction 0..22, guard, sticky
         for f in range(4):
@@ -867,7 +880,7 @@ class _Lane:
         G.relu(c, L, {of: 1, rm: 1, sg: 1}, -2, {ovf_to[1]: -1})
         for f in (tf, tc, tb, y, flags):
             c.clear(f, L)
-        # +16: round (the packed word W = ep << 23 | fraction, plus the mode's increment) into r
+        # +17: round (the packed word W = ep << 23 | fraction, plus the mode's increment) into r
         L += 1
         self.round(L, m, ep, nrm)
         r = self.r.dims

@@ -31,7 +31,7 @@ class Span:
 
 # ---- the units' depths (layers from their first) ----
 ALU_LAYERS = 6            # alu.py: results readable 6 layers after the operands
-FPU_LAYERS = 17           # fpu.py: its results readable 17 layers after its first
+FPU_LAYERS = 18           # fpu.py: its results readable 18 layers after its first
 WARP_LAYERS = 4           # warp.py: SHFL/VOTE
 SCHEDULER_LAYERS = 3      # scheduler.py
 STACK_AT = 2              # branch.py: the SIMT stack's bank layer, from the terminator's first
