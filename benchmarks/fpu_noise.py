@@ -2,7 +2,7 @@
 inputs carrying an fp32 GDN read's noise, as the machine's operands and op flags do: a 1 bit reads
 as 1 - u, a 0 bit as -u, u uniform in [0, NOISE * 2**-23] (NOISE 1 is about what the stand-in's
 operands measured: 1 - 2**-24 and -2**-23). Prints the mismatches by op and, per field, the first
-layer where a dim strays more than 1e-3 from an integer: where a chain of carry resolutions and
+layer where a dim strays more than 1e-3 from an integer and its worst distance: where a chain of carry resolutions and
 gates amplifies the noise past a margin. No model build: about a minute.
 
     python benchmarks/fpu_noise.py [NOISE] [CASES_PER_MODE]
@@ -52,18 +52,24 @@ def main(noise: float, per: int) -> None:
                     else 0 if names[i] == "none" else semantics(names[i], modes[i], x, y))
             bad[str(names[i])] += int(got[i]) != want
     print(f"noise {noise}: {a.shape[1] * LANES} lane cases, mismatches {dict(+bad) or 0}")
-    first = {}
+    first, worst, byl = {}, collections.Counter(), collections.Counter()
     for f in c.layout.fields:
         for d in f.dims if f.born >= 0 else ():
             for L in range(f.born + 1, min(f.ends.get(d, f.died), len(hs) - 1) + 1):
                 v = hs[L][:, d].astype(np.float64) / f.scale
-                if np.abs(v - np.rint(v)).max() > 1e-3:
-                    name = f.name.split(".fpu.")[-1]
+                dev = np.abs(v - np.rint(v)).max()
+                name = f.name.split(".fpu.")[-1]
+                worst[name] = max(worst[name], dev)
+                byl[name, L] = max(byl[name, L], dev)
+                if dev > 1e-3:
                     first[name] = min(first.get(name, L), L)
-                    break
     for name, L in sorted(first.items(), key=lambda t: t[1]):
-        print(f"  +{L:<3} {name}")
+        print(f"  +{L:<3} {name:<10} worst {worst[name]:.1e}")
+    for name in TRACE:
+        print(name, " ".join(f"+{L}:{byl[name, L]:.0e}" for L in range(len(hs)) if (name, L) in byl))
 
+
+TRACE = sys.argv[3:]
 
 if __name__ == "__main__":
     main(float(sys.argv[1]) if len(sys.argv) > 1 else 1.0, int(sys.argv[2]) if len(sys.argv) > 2 else 30)

@@ -142,11 +142,19 @@ def _is(dims: list[int], value: int) -> tuple[dict[int, int], int]:
     return terms, const - len(dims) + 1
 
 
+def _exact_step(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[int, float], gate=()) -> None:
+    """out += [sum(terms) >= t] (an integer sum), when a `gate` flag is 1 if any, as relu(4 (y - t) + 3) -
+    relu(4 (y - t) + 2): every argument is >= 1 or <= -1, so the inputs' read noise (below 1/8) cancels,
+    where G.step's relu(y - t + 1) - relu(y - t) passes it on at y = t - 1 and t (near 0, half of it:
+    relu is silu(128 y) / 128)."""
+    x4 = {d: 4 * w for d, w in terms.items()}
+    _when(c, at, x4, 3 - 4 * t, out, gate=gate)
+    _when(c, at, x4, 2 - 4 * t, {d: -k for d, k in out.items()}, gate=gate)
+
+
 def _exact_and(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float]) -> None:
-    """out += [y >= 1] for an integer y = sum(terms) + bias <= 1, as relu(4y - 1) - relu(4y - 2): every
-    argument is >= 1 or <= -1, so its inputs' noise cancels (relu(y) would pass it on, and near 0 half)."""
-    G.relu(c, at, {d: 4 * w for d, w in terms.items()}, 4 * bias - 1, out)
-    G.relu(c, at, {d: 4 * w for d, w in terms.items()}, 4 * bias - 2, {d: -k for d, k in out.items()})
+    """out += [sum(terms) + bias >= 1] for an integer sum, noise cancelled (_exact_step)."""
+    _exact_step(c, at, terms, 1 - bias, out)
 
 
 class _Lane:
@@ -472,6 +480,7 @@ class _Lane:
                          ([self.frnd], _nibbles(_value(self.a.dims[23:31]), H_FRND)),
                          ([self.xc], _nibbles(ec, 256 - K_FFMA_C))], self.h, name="hgp")
         G.gated(c, L, {}, 1, {self.h[j]: 1 for j in range(8) if H_INT >> j & 1}, [self.i2f, self.u2f])
+        G.requantize(c, self.X + BACK, self.h)  # exact for the back end's exponent sum at +15
         c.clear(zc, L)
 
     def floors(self) -> None:
@@ -617,6 +626,7 @@ class _Lane:
         for f in (self.yw, *self.sub, self.w, self.z):
             c.clear(f, L)
         self.carries(L + 1, gp)
+        G.requantize(c, L + 2, self.s)          # exact from +9: its carries weigh the read noise by 128
 
     # ---- FFMA: the exponent difference, which operand is X, the alignment's one-hots ----------------------
     def ffma_exponents(self) -> None:
@@ -826,11 +836,11 @@ class _Lane:
         for v in range(T_MAX + 1):
             above = {S[j]: -2 for j in range(v + 1, WINDOW)}
             if v < WINDOW:                                  # p = v and q' <= v
-                G.step(c, L, add_terms(at_most(self.qf, self.qc, v), {S[v]: 2}, above), 4, {**t_is(v), hid: 1})
-                G.step(c, L, add_terms(at_most(self.rf, self.rc, v), {S[v]: 2}, above), 4, {ovf: 1})
+                _exact_step(c, L, add_terms(at_most(self.qf, self.qc, v), {S[v]: 2}, above), 4, {**t_is(v), hid: 1})
+                _exact_step(c, L, add_terms(at_most(self.rf, self.rc, v), {S[v]: 2}, above), 4, {ovf: 1})
             at_or_above = {S[j]: -2 for j in range(v, WINDOW)}
-            G.step(c, L, add_terms({self.qc[v // 4]: 1, self.qf[v % 4]: 1}, at_or_above), 2, t_is(v))  # q' = v, p < v
-        G.gated(c, L, {d: -1 for d in S.dims}, 1, {zero: 1}, self.rounded)
+            _exact_step(c, L, add_terms({self.qc[v // 4]: 1, self.qf[v % 4]: 1}, at_or_above), 2, t_is(v))  # q' = v, p < v
+        _exact_step(c, L, {d: -1 for d in S.dims}, 0, {zero: 1}, gate=self.rounded)
         r = self.r.dims
         for i in range(32):                                 # F2I, F2U: the integer; a negative F2I's complement
             _when(c, L, {S[i]: 1}, 0, {r[i]: 1}, off=(self.a[31],), gate=self.f2x)
@@ -845,10 +855,10 @@ class _Lane:
             for j in range(-4, 26):
                 k = 4 * q + j - PAD
                 if 0 <= k < WINDOW:
-                    G.relu(c, L, {tc[q]: 1, S[k]: 1}, -1, {y[j + 4]: 1})
+                    _exact_and(c, L, {tc[q]: 1, S[k]: 1}, -1, {y[j + 4]: 1})
             below = {S[k]: 1 for k in range(min(4 * q - 4 - PAD, WINDOW))}
             if below:
-                G.step(c, L, add_terms(below, {tc[q]: WINDOW + 1}), WINDOW + 2, {y[30]: 1})
+                _exact_step(c, L, add_terms(below, {tc[q]: WINDOW + 1}), WINDOW + 2, {y[30]: 1})
         ep = self.field("ep", 8, L)                         # the biased exponent t' + G - K + 1, when hidden
         self.resolve(L, [([Field("hid", (hid,), "bits", L)], _nibbles(add_terms(_value(self.h.dims), _value(tb.dims)), 1))],
                      ep)
