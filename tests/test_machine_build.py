@@ -16,7 +16,7 @@ def machine():
 
 def test_fits_the_2b_host(machine):
     c = machine.c
-    assert len(c.layers) <= 32, f"{len(c.layers)} circuit layers; issue 13's limit is 32"
+    assert len(c.layers) <= 45, f"{len(c.layers)} circuit layers; issue 32's limit is 45 (the reference system's)"
     assert c.layout.width == 2048 and c.layout.total == 4096       # the residual grows by 2048
     assert max(lay.neuron_count for lay in c.layers) <= QWEN35_2B.intermediate
     assert max(lay.heads_used for lay in c.layers) <= QWEN35_2B.gdn_heads
@@ -57,7 +57,7 @@ def test_token_round_trip_and_names():
 
 def test_model_ops_cover_the_isa_except_division_mulhi_and_floats():
     missing = {op.name for op in isa.Op} - MODEL_OPS
-    floats = {op.name for op in isa.Op if op.kind is isa.Kind.FLOAT} - set(FPU_OPCODES)  # issue 32: not in the circuit yet
+    floats = {op.name for op in isa.Op if op.kind is isa.Kind.FLOAT} - set(FPU_OPCODES)  # FDIV, FSQRT: micro-coded
     assert set(FPU_OPCODES) <= MODEL_OPS                                                # the FPU's (fpu.py)
     assert missing <= {"DIV", "DIVU", "REM", "REMU", "MULHI", "MULHIU"} | floats, missing
     assert {f"ATOM.{a.name}" for a in isa.AtomOp} - MODEL_OPS == {"ATOM.FADD"}
