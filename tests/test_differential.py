@@ -213,7 +213,7 @@ def test_high_bytes_of_a_scalar_parameter(frontend):
 # ---------------------------------------------------------------------------
 # Float kernels (GenOptions(floats=True)): every float operation an fp32 intrinsic, the host
 # oracle's FLOAT_HARNESS defining each exactly (directed modes by fesetround, CUDA's NaN,
-# min/max and conversion rules). The model engine refuses float ops today.
+# min/max and conversion rules); a small sample on the model engine at the end of this file.
 # Larger runs (docs/testing.md, "Float kernels"):
 #   .venv/bin/python -c "from qwengpu.testing import difftest as d; s = d.run_programs(3000, seed=1,
 #       opts=d.GenOptions(floats=True), sanitize=True); print(s.as_dict())"
@@ -444,5 +444,11 @@ def test_float_oracle_against_fp32():
 # ---------------------------------------------------------------------------
 def test_small_programs_on_the_model_engine():
     s = difftest.run_programs(4, seed=77, engine="model", opts=difftest.GenOptions.small())
+    reports = "\n\n".join(f.report() for f in s.failures[:2])
+    assert s.programs == 4 and s.ok, reports
+
+
+def test_small_float_programs_on_the_model_engine():
+    s = difftest.run_programs(4, seed=FLOAT_CI_SEED, engine="model", opts=difftest.GenOptions.small(floats=True))
     reports = "\n\n".join(f.report() for f in s.failures[:2])
     assert s.programs == 4 and s.ok, reports
