@@ -219,7 +219,6 @@ def test_a_decimal_question_in_a_scripted_chat_turn_on_the_stand_in():
     assert turn.answer == "15% of $23.50 is $3.525, about $3.53."
     text = chat.tokenizer.decode(chat.ids, skip_special_tokens=False)
     assert "<|im_start|>user\n<tool_response>\n3.525\n</tool_response><|im_end|>" in text
-    # a float32 function in the same chat: the model engine says what it lacks, and what it has
+    # a float32 function in the same chat, computed by the model too (sqrtf: FFMA and the micro-code)
     [gpu] = chat.ask("And the square root of 2?", script=[call_text("gpu_eval", expression="sqrt(2)"), "?"]).calls
-    assert gpu.response.startswith("error: this expression is float32 (it calls sqrt() at column 1), and the model "
-                                   "engine does not run all of it yet") and gpu.tokens == 0
+    assert (gpu.response, gpu.ok) == ("1.4142135 (float32)", True) and gpu.tokens > 0

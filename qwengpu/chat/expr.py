@@ -29,7 +29,7 @@ from fractions import Fraction
 import numpy as np
 
 from qwengpu import isa
-from qwengpu.errors import MachineLimitError, QwenGpuError, UnsupportedError
+from qwengpu.errors import MachineLimitError, QwenGpuError
 
 
 class ExprError(QwenGpuError):
@@ -1163,12 +1163,6 @@ class Evaluation:
         return str(self.value)
 
 
-FLOAT_ON_MODEL = ("this expression is float32 ({why}), and the model engine does not run all of it yet "
-                  "(issue 32: its FPU adds, multiplies and compares; the division, square root and fused "
-                  "multiply-add that sqrt/exp/log need are to come; the interpreter engine runs it). Decimals run "
-                  "exactly here: + - * / % with numbers like 23.50, and pow() with a whole exponent")
-
-
 def evaluate_many(device, texts: list[str]) -> list[Evaluation]:
     """Evaluate `texts` on `device` (a qwengpu Device) in as few launches as the machine allows:
     all in one, or, when their kernel exceeds a machine limit (ROM, registers), each half in its own."""
@@ -1177,14 +1171,6 @@ def evaluate_many(device, texts: list[str]) -> list[Evaluation]:
         fn = device.compile(compiled.source, filename="expression.cu").get_function(compiled.kernel)
         args = compiled.new_args()
         res = fn(grid=compiled.grid, block=compiled.block, args=args)
-    except UnsupportedError as e:
-        floats = [kind == "float32" for kind, *_ in compiled.layout]
-        if not any(floats) or "model engine" not in str(e):
-            raise
-        # the model engine lacks float ops these need: the float32 expressions say so, the others run
-        others = evaluate_many(device, [t for t, f in zip(texts, floats) if not f]) if not all(floats) else []
-        return [Evaluation(text, None, FLOAT_ON_MODEL.format(why=parse_kind(text)[2]), None, None, 0.0, "float32")
-                if f else others.pop(0) for text, f in zip(texts, floats)]
     except MachineLimitError as e:
         if len(texts) > 1:
             half = len(texts) // 2
