@@ -39,7 +39,7 @@ def main() -> int:
     ap.add_argument("--small", action="store_true", help="small kernels (the default on the model engine)")
     ap.add_argument("--inline-only", action="store_true", help="only __forceinline__ helpers (no PTX calls)")
     ap.add_argument("--ubsan", action="store_true", help="build the oracle with UBSan (checks the generator)")
-    ap.add_argument("--floats", action="store_true", help="fp32 programs (interp and cuda engines for now)")
+    ap.add_argument("--floats", action="store_true", help="fp32 programs (every float operation an intrinsic)")
     ap.add_argument("--batch", type=int, default=100, help="programs per host compile")
     ap.add_argument("--show", type=int, default=5, help="failure reports to print in full")
     ap.add_argument("--json", action="store_true")
