@@ -45,8 +45,8 @@ ENTRY = (-1, -1)        # the definition of a register's value before the launch
 # the non-ALU ops whose operands are the ALU's (operands.py, at L_REG), so may be Fixed: a load's
 # and a store's address and data, and the FPU's a and b (fpu.FPU_OPCODES, named here: this module
 # is the host's contract with the circuit and imports none of its units, tests/test_imports.py)
-FPU_OPERAND_OPS = tuple(isa.Op[n] for n in ("FADD", "FSUB", "FMUL", "FFMA", "I2F", "U2F", "F2I", "F2U", "FRND", "FMIN", "FMAX",
-                                            "FSET"))
+FPU_OPERAND_OPS = tuple(isa.Op[n] for n in ("FADD", "FSUB", "FMUL", "FFMA", "I2F", "U2F", "F2I", "F2U", "FRND",
+                                            "FMIN", "FMAX", "FSET"))
 _ALU_OPERANDS = frozenset({isa.Op.LD, isa.Op.ST, *FPU_OPERAND_OPS})
 
 

@@ -4,9 +4,12 @@ included, exact in fp32 and bf16 like every unit (gadgets.py).
 
 Interface: `build_fpu(c, at, op, rnd, a, b, r, cc)` reads one-dim op flags (FPU_OPS: FSET one per
 comparison; at most one is 1), the rounding mode's one-hot flags (ROUNDINGS, set for ROUNDED_OPS) and
-per-lane 32-bit operands (cc: FFMA's addend, the ALU's third operand), and adds each lane's result into r (the ALU's result fields, 0 on a float
-pass) by layer at + FPU_LAYERS - 1. With every op flag 0 it adds nothing. The operands live on past `at` (nothing clears them), so each stage reads them where
-the layer budget has room (docs/float-circuit.md has the budget).
+per-lane 32-bit operands (cc: FFMA's addend, the ALU's third operand), and adds each lane's result
+into r (the ALU's result fields, 0 on a float pass) by layer at + FPU_LAYERS - 1. With every op flag
+0 it adds nothing. The operands live on past `at` (nothing clears them), so each stage reads them
+where the layer budget has room (docs/float-circuit.md has the budget). The operands carry an fp32
+read's noise; stages that amplify it (carry resolutions x128, gates) get exact inputs: requantized
+fields, or _exact_step where a threshold reads a noisy field.
 
 Each op brings its exact result into one window S of 52 bits, with an exponent G and a constant K
 such that S's bit j weighs 2**(j + G - K - 126); a shared back end normalises, rounds and packs
@@ -63,7 +66,8 @@ from qwengpu.circuit.residual import Field
 from qwengpu.machine.alu import carries_in_place, carry_field, column_bits, digit_bounds, nibble_functions
 from qwengpu.machine.plan import FPU_LAYERS
 
-ROUNDED_OPS = ("FADD", "FSUB", "FMUL", "FFMA", "I2F", "U2F", "F2I", "F2U", "FRND")    # rounded in the mode ROUNDINGS names
+# rounded in the mode ROUNDINGS names
+ROUNDED_OPS = ("FADD", "FSUB", "FMUL", "FFMA", "I2F", "U2F", "F2I", "F2U", "FRND")
 FSET_OPS = tuple(f"FSET.{cmp.name}" for cmp in isa.FCmp)   # FSET by its comparison (ROM0.mod)
 FPU_OPS = ROUNDED_OPS + ("FMIN", "FMAX") + FSET_OPS
 FPU_OPCODES = ROUNDED_OPS + ("FMIN", "FMAX", "FSET")      # the isa opcodes the FPU runs
@@ -839,7 +843,8 @@ class _Lane:
                 _exact_step(c, L, add_terms(at_most(self.qf, self.qc, v), {S[v]: 2}, above), 4, {**t_is(v), hid: 1})
                 _exact_step(c, L, add_terms(at_most(self.rf, self.rc, v), {S[v]: 2}, above), 4, {ovf: 1})
             at_or_above = {S[j]: -2 for j in range(v, WINDOW)}
-            _exact_step(c, L, add_terms({self.qc[v // 4]: 1, self.qf[v % 4]: 1}, at_or_above), 2, t_is(v))  # q' = v, p < v
+            q_is_v = {self.qc[v // 4]: 1, self.qf[v % 4]: 1}
+            _exact_step(c, L, add_terms(q_is_v, at_or_above), 2, t_is(v))                  # q' = v, p < v
         _exact_step(c, L, {d: -1 for d in S.dims}, 0, {zero: 1}, gate=self.rounded)
         r = self.r.dims
         for i in range(32):                                 # F2I, F2U: the integer; a negative F2I's complement
