@@ -156,9 +156,17 @@ def _exact_step(c: Circuit, at: int, terms: dict[int, int], t: int, out: dict[in
     _when(c, at, x4, 2 - 4 * t, {d: -k for d, k in out.items()}, gate=gate)
 
 
-def _exact_and(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float]) -> None:
+def _exact_and(c: Circuit, at: int, terms: dict[int, int], bias: int, out: dict[int, float], gate=()) -> None:
     """out += [sum(terms) + bias >= 1] for an integer sum, noise cancelled (_exact_step)."""
-    _exact_step(c, at, terms, 1 - bias, out)
+    _exact_step(c, at, terms, 1 - bias, out, gate)
+
+
+def _parity(c: Circuit, at: int, bits: list[int], out: int, gate: list[Field]) -> None:
+    """out += the parity of three bits, when a `gate` flag is 1: s - 2 [s >= 2] + 2 [s >= 3], s their sum."""
+    s = {d: 1 for d in bits}
+    G.gated(c, at, s, 0, {out: 1}, gate)
+    G.gated(c, at, s, -1, {out: -2}, gate)
+    G.gated(c, at, s, -2, {out: 2}, gate)
 
 
 class _Lane:
@@ -563,10 +571,7 @@ class _Lane:
         sa, sb, sc = self.a[31], self.b[31], self.cc[31]
         G.gated(c, L, {sa: 1, sb: -1}, 0, {self.fs[0]: 1}, [self.ffma])
         G.gated(c, L, {sa: -1, sb: 1}, 0, {self.fs[0]: 1}, [self.ffma])
-        par = {sa: 1, sb: 1, sc: 1}                         # parity of three bits: s - 2 [s >= 2] + 2 [s >= 3]
-        G.gated(c, L, par, 0, {self.fs[1]: 1}, [self.ffma])
-        G.gated(c, L, par, -1, {self.fs[1]: -2}, [self.ffma])
-        G.gated(c, L, par, -2, {self.fs[1]: 2}, [self.ffma])
+        _parity(c, L, [sa, sb, sc], self.fs[1], [self.ffma])
         c.clear(ca, L)
         c.clear(cb, L)
         L += 1
@@ -699,10 +704,7 @@ class _Lane:
         L = X + FFMA_ALIGN
         fsub = self.field("ffma.sub", 1, L)                 # FFMA subtracts: the signs of P and c differ
         sa, sb, sc = self.a[31], self.b[31], cc[31]
-        par = {sa: 1, sb: 1, sc: 1}
-        G.gated(c, L, par, 0, {fsub[0]: 1}, ff)
-        G.gated(c, L, par, -1, {fsub[0]: -2}, ff)
-        G.gated(c, L, par, -2, {fsub[0]: 2}, ff)
+        _parity(c, L, [sa, sb, sc], fsub[0], ff)
         sub = fsub[0]
         ynz_f = self.field("ynz", 1, L)                     # Y != 0
         ynz = ynz_f[0]
@@ -738,9 +740,9 @@ class _Lane:
                 below = {yf[j]: 1 for j in range(min(4 * q, top) + 1)}
                 _step_when(c, L, add_terms(below, {kc[q]: 64}), 65, {dg[0]: sign}, gate=ff, **when)
             _when(c, L, add_terms({ynz: 1}, {d: -1 for d in kc.dims}), 0, {dg[0]: sign}, gate=ff, **when)   # k >= 52
+
         def put_exact(p, terms, bias):                      # P's bits carry its carries' noise: not into the digits
-            for k, sign in ((-1, 1), (-2, -1)):
-                put(p, {d: 4 * w for d, w in terms.items()}, 4 * bias + k, sign)
+            _exact_and(c, L, terms, bias, {dg[p // 4]: 1 << p % 4}, gate=ff)
 
         for i in range(48):                                 # X: bit i at position i + 3
             put_exact(i + 3, {S[i]: 1, xp: 1}, -1)
