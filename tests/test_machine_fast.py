@@ -459,6 +459,18 @@ def test_native_build_errors(monkeypatch, tmp_path):
     native.library.cache_clear()
 
 
+def test_native_refuses_non_finite_mlp_weights():
+    """The C step skips the terms of zero inputs and off neurons, which is exact only when every
+    skipped term is +-0: a weight of inf (inf * 0 is NaN) must send it back to the torch ops."""
+    from qwengpu.fast import native
+
+    def poison(m):
+        gate = m.model.layers[0].mlp.gate_proj.weight
+        gate[tuple(torch.nonzero(gate)[0])] = float("inf")
+    with pytest.raises(native.NativeError, match="not finite"):
+        FastModel(_broken(poison), native=True)
+
+
 # --------------------------------------------------------------------------- from the checkpoint files
 def assert_same_derived(a, b, where="fast"):
     """Two FastModel._saved() trees: equal tensors (dtype, shape, bits), equal scalars."""

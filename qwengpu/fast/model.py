@@ -31,7 +31,9 @@ Why the result is the stock path's, bit for bit in float32:
 The step itself runs in C by default (`native.c`, the same formulas, one call a token instead
 of about 700 small torch ops; `native=False` keeps the torch ops). Its sums run in index order
 and its exp is libm's, so where values are noisy (above) its last bits may differ from torch's;
-the tests hold both against the stock path.
+the tests hold both against the stock path. It sums an MLP's gates input by input over the
+nonzero inputs only, and computes only the neurons that are on (an integer pass turns the
+FPU's tens of thousands off): a skipped term is +-0, which changes no running sum (native.c).
 
 A batch of B launches runs in lockstep (`step_batch`; `step` is the case B = 1): the states
 are [B, heads, d_k, d_v], the residuals [B, N], the products CSR @ [cols, B] (column b is

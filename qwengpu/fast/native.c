@@ -43,6 +43,7 @@ typedef struct {
     const float *norm_w;              /* [dv] */
     int32_t neurons;                  /* live MLP neurons (0: no MLP) */
     Csr gate_up, down;
+    Csc gate_by_input;                /* the gate rows by compact input column: a nonzero input's terms */
     Csc down_by_neuron;               /* down's compact columns as columns: an active neuron's outputs */
 } Layer;
 
@@ -78,7 +79,8 @@ static float rsqrt(float x) { return 1.0f / sqrtf(x); }
 
 static float rms(const float *x, int32_t n, float eps) {
     double s = 0.0;
-    for (int32_t i = 0; i < n; i++) s += (double)x[i] * (double)x[i];
+    for (int32_t i = 0; i < n; i++)          /* zeros skipped: s + 0 == s, as s is never -0 */
+        if (x[i] != 0.0f) s += (double)x[i] * (double)x[i];
     return rsqrt((float)s / (float)n + eps);
 }
 
@@ -177,6 +179,7 @@ static int32_t silu_dense(const Dense *d, const float *in, float *y) {
     for (int32_t r = 0; r < d->rows; r++) out[r] = 0.0f;
     for (int32_t c = 0; c < d->cols; c++) {
         const float *wc = d->w + (int64_t)c * d->rows, xc = in[d->col[c]];
+        if (xc == 0.0f) continue;     /* its terms are +-0 (mlp() says why skipping them is exact) */
         for (int32_t r = 0; r < d->rows; r++) out[r] += wc[r] * xc;
     }
     int32_t any = 0;
@@ -217,25 +220,33 @@ static void gdn(const Model *m, const Layer *lay, float *S, float *x, float *scr
     add_to(&lay->out, x, og, u, tmp + dv);
 }
 
-/* SwiGLU on the active neurons only. An off neuron's gate is <= -M (layer.py), so silu gives +-0
- * and its product +-0: its up row and its terms of the down product are skipped, which changes no
- * sum but the sign of a zero. The down product adds each output's terms in the CSR's order (its
- * columns ascending), as row_dot would, one active neuron's column at a time. */
+/* SwiGLU on the active neurons only. The gates are summed input by input, over the nonzero inputs
+ * only (most of a layer's inputs are 0 bits): each gate still adds its terms in the CSR's order
+ * (columns ascending), and a skipped term is +-0, which changes no sum: a running sum that starts
+ * at +0 is never -0 (round to nearest gives +0 for x + -x and for +0 + -0), and s + +-0 == s for
+ * every other s. An off neuron's gate is <= -M (layer.py), so silu gives +-0 and its product +-0:
+ * its up row and its terms of the down product are skipped, which changes no sum but the sign of a
+ * zero. The down product adds each output's terms in the same order, one active neuron at a time
+ * (down's compact columns are the neurons, all of them in order: model.py's Sparse.of(all_cols)). */
 static void mlp(const Model *m, const Layer *lay, float *x, float *scratch) {
     const Csr *gu = &lay->gate_up, *down = &lay->down;
-    const Csc *by = &lay->down_by_neuron;
+    const Csc *gate = &lay->gate_by_input, *by = &lay->down_by_neuron;
     int32_t n = lay->neurons;
     float *h = scratch, *y = h + n, *u = y + down->rows;
     const float *in = gather(gu, x, rms(x, m->N, m->eps), u);
-    for (int32_t i = 0; i < n; i++) {
-        float a = silu(row_dot(gu, i, in));
-        h[i] = a == 0.0f ? 0.0f : a * row_dot(gu, n + i, in);
+    memset(h, 0, sizeof(float) * (size_t)n);
+    for (int32_t j = 0; j < gu->cols; j++) {
+        float xj = in[j];
+        if (xj == 0.0f) continue;
+        for (int32_t k = gate->ptr[j]; k < gate->ptr[j + 1]; k++) h[gate->rows[k]] += gate->values[k] * xj;
     }
     memset(y, 0, sizeof(float) * (size_t)down->rows);
-    for (int32_t j = 0; j < down->cols; j++) {
-        float hj = h[down->in_dims ? down->in_dims[j] : j];
-        if (hj == 0.0f) continue;
-        for (int32_t k = by->ptr[j]; k < by->ptr[j + 1]; k++) y[by->rows[k]] += by->values[k] * hj;
+    for (int32_t i = 0; i < n; i++) {
+        if (h[i] < -89.0f && h[i] >= -FLT_MAX) continue;        /* silu gives -0: off */
+        float a = silu(h[i]);
+        float hi = a == 0.0f ? 0.0f : a * row_dot(gu, n + i, in);
+        if (hi == 0.0f) continue;
+        for (int32_t k = by->ptr[i]; k < by->ptr[i + 1]; k++) y[by->rows[k]] += by->values[k] * hi;
     }
     for (int32_t r = 0; r < down->rows; r++) x[down->out_dims[r]] += y[r];
 }

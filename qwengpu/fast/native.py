@@ -52,7 +52,8 @@ class Csc(ctypes.Structure):
 
 class Layer(ctypes.Structure):
     _fields_ = [("heads", ctypes.c_int32), ("proj", Csr), ("keys", ctypes.POINTER(Dense)), ("out", Csr), ("norm_w", F32P),
-                ("neurons", ctypes.c_int32), ("gate_up", Csr), ("down", Csr), ("down_by_neuron", Csc)]
+                ("neurons", ctypes.c_int32), ("gate_up", Csr), ("down", Csr), ("gate_by_input", Csc),
+                ("down_by_neuron", Csc)]
 
 
 class Bounds(ctypes.Structure):
@@ -133,6 +134,9 @@ class NativeStep:
 
     def _csr(self, s) -> Csr:
         rows, cols = s.csr.shape
+        if not torch.isfinite(s.csr.values()).all():
+            # native.c skips the terms of zero inputs, which are +-0 only for finite weights
+            raise NativeError("a circuit weight is not finite: the C step cannot run this model exactly")
         return Csr(rows, cols, self._array(s.csr.crow_indices(), np.int32, I32P),
                    self._array(s.csr.col_indices(), np.int32, I32P), self._array(s.csr.values(), np.float32, F32P),
                    self._array(s.cols, np.int32, I32P),
@@ -160,16 +164,19 @@ class NativeStep:
         self.owned.append(array)
         return array
 
-    def _by_column(self, csr: torch.Tensor) -> Csc:
-        """The matrix by columns, rows ascending in each. native.c's MLP adds an output's terms
-        column by column, which is the CSR's own order only if each row's columns ascend."""
+    def _by_column(self, csr: torch.Tensor, rows: int | None = None) -> Csc:
+        """The matrix (its first `rows` rows) by columns, rows ascending in each. native.c's MLP adds
+        a row's terms column by column, which is the CSR's own order only if each row's columns
+        ascend."""
         indptr, cols, values = (t.numpy() for t in (csr.crow_indices(), csr.col_indices(), csr.values()))
-        rows = np.repeat(np.arange(csr.shape[0]), np.diff(indptr))
-        if np.any((np.diff(cols) <= 0) & (rows[1:] == rows[:-1])):
+        rows = csr.shape[0] if rows is None else rows
+        cols, values = cols[:indptr[rows]], values[:indptr[rows]]
+        row = np.repeat(np.arange(rows), np.diff(indptr[:rows + 1]))
+        if np.any((np.diff(cols) <= 0) & (row[1:] == row[:-1])):
             raise NativeError("a CSR row's columns are not ascending: the MLP's sums would change order")
-        order = np.lexsort((rows, cols))
+        order = np.lexsort((row, cols))
         ptr = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=csr.shape[1]))])
-        return Csc(self._array(ptr, np.int32, I32P), self._array(rows[order], np.int32, I32P),
+        return Csc(self._array(ptr, np.int32, I32P), self._array(row[order], np.int32, I32P),
                    self._array(values[order], np.float32, F32P))
 
     def _bounds(self, csr: torch.Tensor) -> Bounds:
@@ -203,7 +210,9 @@ class NativeStep:
                      self._csr(g.out) if g else empty,
                      self._array(g.norm_w if g else None, np.float32, F32P),
                      m.gate_up.csr.shape[0] // 2 if m else 0, self._csr(m.gate_up) if m else empty,
-                     self._csr(m.down) if m else empty, self._by_column(m.down.csr) if m else Csc())
+                     self._csr(m.down) if m else empty,
+                     self._by_column(m.gate_up.csr, m.gate_up.csr.shape[0] // 2) if m else Csc(),
+                     self._by_column(m.down.csr) if m else Csc())
 
     def hidden(self, states: list[torch.Tensor], x: torch.Tensor, workers: int = 1) -> None:
         """x [B, N] (float32, contiguous) through the circuit layers in place; states[l] [B, heads, dk, dv].
