@@ -5,7 +5,8 @@ Per kernel: the interpreter runs the launch (its time is the reference cost of t
 the fast path runs the whole launch with the replay check (every token against the
 interpreter's stream, global memory after HALT); the stock path prefills the same prompt and
 decodes only the first `stock_tokens` tokens (about 1.3 s a token in float32 on a CPU), which
-must equal the fast path's first tokens. The fast path (FastModel.from_checkpoint, as a Device
+must equal the fast path's first tokens (a kernel whose fast launch failed skips it, and when
+all did, the stock model does not load). The fast path (FastModel.from_checkpoint, as a Device
 loads it) runs every kernel first and is freed before the stock model loads, so the run's memory
 is the larger of the two, not their sum; the launches go to driver.runtime.launch_on_model
 directly, so that the stock decoder can take just a prefix.
@@ -206,10 +207,12 @@ def bench_fast(fast, machine, name: str, limits: tuple[int, int] | None = None) 
 
 def bench_stock(model, machine, f: FastResult, stock_tokens: int,
                 progress: Callable[[int], None] | None = None) -> Row:
-    """The kernel's Row: the stock path's first tokens beside its fast result."""
-    stock, stock_prefill_s, stock_decode_s = run_stock(model, machine, f.k, stock_tokens, progress)
+    """The kernel's Row: the stock path's first tokens beside its fast result. A failed fast launch
+    has no tokens to compare: the stock path does not run for it (`model` may then be None)."""
+    stock, stock_prefill_s, stock_decode_s = (([], 0.0, 0.0) if f.error else
+                                              run_stock(model, machine, f.k, stock_tokens, progress))
     steps = len(stock) - 1
-    stock_tok_s = steps / stock_decode_s if steps and stock_decode_s else None
+    stock_tok_s = steps / stock_decode_s if steps > 0 and stock_decode_s else None
     run, fast_s = f.run, f.fast_s
     decode_s = fast_s - f.fast_prefill_s
     fast_tok_s = (run.tokens - 1) / decode_s if run.tokens > 1 and decode_s > 0 else None
@@ -255,7 +258,7 @@ def run_bench(kernels: list[str] | None = None, stock_tokens: int = DEFAULT_STOC
     fast_results = [bench_fast(fast, machine, name, (max_tokens, max_passes)) for name in kernels]
     del fast
     gc.collect()                     # before the stock model loads: never both at once
-    model = load_stock(path, dtype, machine)
+    model = load_stock(path, dtype, machine) if any(not f.error for f in fast_results) else None
     rows = []
     for f in fast_results:
         report = (lambda done, name=f.k.name: progress(name, done, stock_tokens)) if progress else None

@@ -123,8 +123,14 @@ def test_table_shows_every_kernel_and_the_medians():
 
 
 def test_the_limits_reach_the_launches():
-    """A fast launch past --max-tokens is that kernel's error, not a hang (dot needs more than 20 tokens)."""
-    result = runner.invoke(app, ["bench", "--json", "--kernels", "dot", "--stock-tokens", "2", "--max-tokens", "20",
-                                 *DTYPE])
+    """A fast launch past --max-tokens is that kernel's error, not a hang (dot needs more than 20 tokens);
+    with no fast tokens to compare, the stock path does not run (nor load: load_stock would raise)."""
+    from qwengpu import bench
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bench, "load_stock", lambda *a: pytest.fail("the stock model loaded for a failed launch"))
+        result = runner.invoke(app, ["bench", "--json", "--kernels", "dot", "--stock-tokens", "2",
+                                     "--max-tokens", "20", *DTYPE])
     summary = json.loads(result.stdout)
-    assert result.exit_code == 1 and "20 tokens" in summary["kernels"][0]["error"]
+    row = summary["kernels"][0]
+    assert result.exit_code == 1 and "20 tokens" in row["error"]
+    assert row["stock_tokens"] == 0 and row["stock_tok_s"] is None and not row["identical_tokens"]
