@@ -6,20 +6,6 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
-# Modules that load the stand-in's stock model or a chat's text model (GBs each): under pytest-xdist
-# (pyproject's addopts) they share one worker, one module at a time, so two never sit in memory at once;
-# every other module runs whole on whichever worker is free (its module fixtures built once).
-MODEL_MODULES = ("test_api", "test_bench", "test_chat_", "test_cli", "test_engine_", "test_machine_kernels",
-                 "test_machine_runtime", "test_merged_cache", "test_model_")
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        module = item.module.__name__.rpartition(".")[2]
-        group = "model" if module.startswith(MODEL_MODULES) else module
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.fixture
 def kernels_dir() -> Path:
     """The project's kernel suite."""
