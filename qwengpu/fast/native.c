@@ -242,7 +242,6 @@ static void mlp(const Model *m, const Layer *lay, float *x, float *scratch) {
     }
     memset(y, 0, sizeof(float) * (size_t)down->rows);
     for (int32_t i = 0; i < n; i++) {
-        if (h[i] < -89.0f && h[i] >= -FLT_MAX) continue;        /* silu gives -0: off */
         float a = silu(h[i]);
         float hi = a == 0.0f ? 0.0f : a * row_dot(gu, n + i, in);
         if (hi == 0.0f) continue;
