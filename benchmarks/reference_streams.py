@@ -2,7 +2,7 @@
 feeds (ROM, memory images, tables) and the stream the model must then generate (from the
 reference interpreter's trace), for the program lowered for the model. No model is loaded.
 
-    .venv/bin/python benchmarks/reference_streams.py [-k PATTERN] [--frontend clang|nvrtc] > streams.txt
+    .venv/bin/python benchmarks/reference_streams.py [-k PATTERN] [--frontend clang|nvrtc] [--dir DIR] > streams.txt
 
 One line per kernel (name, prompt tokens, stream tokens, sha256 of both), then the digest of
 all lines. A refactoring that must not change behaviour leaves this output identical: run it
@@ -35,10 +35,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-k", dest="pattern", default=None)
     ap.add_argument("--frontend", default="clang", choices=["clang", "nvrtc"])
+    ap.add_argument("--dir", default=None, help="kernel directory (default: the suite's, ./kernels)")
     args = ap.parse_args()
     device = Device("model", args.frontend, model="<not loaded>")
     lines = []
-    for case in discover(pattern=args.pattern):
+    for case in discover(*([args.dir] if args.dir else []), pattern=args.pattern):
         prompt, stream = streams(case, device)
         text = "\n".join(map(str, prompt)) + "\n--\n" + "\n".join(map(str, stream))
         lines.append(f"{case.name} {len(prompt)} {len(stream)} {hashlib.sha256(text.encode()).hexdigest()[:16]}")

@@ -22,7 +22,7 @@ from qwengpu.fp32 import Rnd
 # Machine limits
 # ---------------------------------------------------------------------------
 LANES = 4                 # threads per warp (warpSize)
-NUM_REGS = 16             # per lane; r0 always reads 0, writes to r0 are dropped
+NUM_REGS = 32             # per lane; r0 always reads 0, writes to r0 are dropped
 USABLE_REGS = NUM_REGS - 1
 MAX_WARPS = 4             # warps per thread block
 MAX_BLOCK_THREADS = LANES * MAX_WARPS

@@ -316,7 +316,7 @@ def limits_table() -> str:
     rows = [
         ("LANES", isa.LANES, "threads per warp (`warpSize`)"),
         ("NUM_REGS", isa.NUM_REGS, "registers per lane, r0 included"),
-        ("USABLE_REGS", isa.USABLE_REGS, "registers a kernel may allocate (r1..r15)"),
+        ("USABLE_REGS", isa.USABLE_REGS, "registers a kernel may allocate (r1..r31)"),
         ("MAX_WARPS", isa.MAX_WARPS, "warps per thread block"),
         ("MAX_BLOCK_THREADS", isa.MAX_BLOCK_THREADS, "threads per thread block"),
         ("MAX_GRID_BLOCKS", isa.MAX_GRID_BLOCKS, "thread blocks per launch"),

@@ -10,9 +10,9 @@ from qwengpu.isa import MachineBlock, Program, Term, Terminator
 from qwengpu.driver import protocol
 from qwengpu.launch import Launch
 from qwengpu.machine import build, encoding, words
-from qwengpu.machine.words import CONFIG, CT1, CT2, OPCODES, ROM0, SPACES, SREG, TERM, STATUS, Word
+from qwengpu.machine.words import CONFIG, CT1, CT2, OPCODES, PRE, ROM0, SPACES, SREG, TERM, STATUS, Word
 
-ALL_WORDS = (*SREG, CONFIG, CT1, CT2, STATUS, ROM0, TERM)
+ALL_WORDS = (*SREG, CONFIG, CT1, CT2, STATUS, ROM0, PRE, TERM)
 
 
 @pytest.mark.parametrize("word", ALL_WORDS, ids=lambda w: w.name)
@@ -31,7 +31,7 @@ LARGEST = [(SREG[0], "tid_x", isa.MAX_BLOCK_THREADS - 1), (SREG[0], "tid_y", isa
            (CT2, "phase", words.PHASES - 1), (ROM0, "op", len(OPCODES) - 1), (ROM0, "dst", isa.NUM_REGS - 1),
            (ROM0, "c", isa.NUM_REGS - 1), (ROM0, "space", len(SPACES) - 1), (ROM0, "mod", max(isa.SReg)),
            (ROM0, "mod", len(isa.AtomOp) - 1), (TERM, "target", isa.ROM_BLOCKS - 1),
-           (TERM, "reconv", isa.ROM_BLOCKS - 1), (TERM, "rvalid", 1),
+           (TERM, "reconv", isa.ROM_BLOCKS - 1), (PRE, "c", isa.NUM_REGS - 1), (PRE, "fwd", 0b111),
            (TERM, "op", len(isa.Term) - 1), (TERM, "cond", isa.NUM_REGS - 1), (TERM, "slot", isa.BLOCK_SLOTS)]
 
 
@@ -63,7 +63,7 @@ def test_a_word_wider_than_32_bits_is_refused():
 
 # --- isa limits the circuit can or cannot follow (build.check_limits) -------------------------
 UNSUPPORTED = [("LANES", 8), ("LANES", 2), ("MAX_WARPS", 8), ("MAX_WARPS", 2), ("MAX_BLOCK_THREADS", 32),
-               ("NUM_REGS", 32), ("MAX_GRID_BLOCKS", 17), ("MAX_GRID_BLOCKS", 0), ("ROM_BLOCKS", 129),
+               ("NUM_REGS", 64), ("MAX_GRID_BLOCKS", 17), ("MAX_GRID_BLOCKS", 0), ("ROM_BLOCKS", 129),
                ("BLOCK_SLOTS", 5), ("BLOCK_SLOTS", 3), ("GLOBAL_WORDS", 2048), ("GLOBAL_WORDS", 512),
                ("SHARED_WORDS", 512), ("SHARED_WORDS", 128), ("CONST_WORDS", 256), ("CONST_WORDS", 64)]
 

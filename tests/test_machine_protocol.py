@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from qwengpu import isa
-from qwengpu.errors import DeadlockError, MemoryFault
+from qwengpu.errors import DeadlockError, MachineLimitError, MemoryFault
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Param, Program, Reg, SReg, Space, Term, Terminator
 from qwengpu.machine.encoding import Pass, encode, encode_block
 from qwengpu.driver.protocol import Stream, compare, expected_stream, prompt
@@ -420,7 +420,7 @@ def test_atomics_run_lane_by_lane():
 def test_term_slot_folds_the_terminator_into_the_last_instruction_unless_it_writes_the_condition():
     mov = lambda d: Instr(Op.MOV, r(d), (Imm(1),))
     brc = Terminator(Term.BRC, 1, r(2), 2, 3)
-    live = set(range(16))                  # every register live after the block: no pairs
+    live = set(range(isa.NUM_REGS))        # every register live after the block: no pairs
 
     def term_slot(block):
         return encode_block(block, live).term_slot
@@ -434,7 +434,14 @@ def test_term_slot_folds_the_terminator_into_the_last_instruction_unless_it_writ
     from qwengpu.machine.words import TERM
     field = lambda name: word >> TERM[name].offset & (1 << TERM[name].width) - 1
     assert (field("slot"), field("op"), field("cond"), field("target"), field("fallthrough")) == (2, 1, 2, 1, 2)
-    assert (field("reconv"), field("rvalid")) == (3, 1)
+    assert field("reconv") == 3
+    # no reconvergence point: the block's own pc, which no BRC reconverges at (the encoder refuses it)
+    none = Terminator(Term.BRC, 1, r(2), 2)
+    word = encode_block(MachineBlock([mov(1)], none), live, pc=5).term
+    assert field("reconv") == 5
+    loop = Program("loop", [MachineBlock([mov(1)], Terminator(Term.BRC, 0, r(1), 1, 0)), MachineBlock([], EXIT)], [])
+    with pytest.raises(MachineLimitError, match="block B0 of kernel loop reconverges at itself"):
+        encode(loop)
 
 
 # --- pairs (encoding.py): an ALU op whose result nothing after the next instruction reads ---------
@@ -449,8 +456,8 @@ def test_a_pair_forwards_the_pre_alu_result_and_writes_nothing_back():
     from qwengpu.machine.words import OPCODES, PRE, ROM0
     field = lambda word, w, name: word >> w[name].offset & (1 << w[name].width) - 1
     shl, pre = code.words[1][0], code.pre_words[1]
-    assert [field(shl, ROM0, n) for n in ("a", "b", "fwd")] == [1, 0, 0b010]      # b forwarded, reads r0
-    assert [field(pre[0], PRE, n) for n in ("op", "a", "b", "imm")] == [OPCODES.index("ADD"), 1, 0, 0b010]
+    assert [field(shl, ROM0, n) for n in ("a", "b")] == [1, 0]                    # b forwarded, reads r0
+    assert [field(pre[0], PRE, n) for n in ("op", "a", "b", "imm", "fwd")] == [OPCODES.index("ADD"), 1, 0, 0b010, 0b010]
     assert pre[1] == 5
     got = expected_stream(Launch.from_words(program, 1, 3))
     want = [exec_(0, 0, 0), C("VALA", 1, 0),
@@ -482,7 +489,7 @@ def test_pairs_take_an_alu_op_whose_result_dies_in_the_next_instruction(first, t
 
 
 def test_the_branch_condition_is_forwarded_only_into_the_last_pass():
-    from qwengpu.machine.words import ROM0, TERM
+    from qwengpu.machine.words import PRE, TERM
     field = lambda word, w, name: word >> w[name].offset & (1 << w[name].width) - 1
     setlt, brc = Instr(Op.SETLT, r(2), (r(1), Imm(5))), Terminator(Term.BRC, 0, r(2), 1, 1)
     mov = lambda d: Instr(Op.MOV, r(d), (r(1),))
@@ -491,12 +498,12 @@ def test_the_branch_condition_is_forwarded_only_into_the_last_pass():
         return encode_block(MachineBlock(instrs, brc), set(live))
     pair = code([setlt, mov(3)])               # the terminator runs in the MOV's pass, r2 from the pre-ALU
     assert pair.passes == (Pass(0, 1, 0),)
-    assert field(pair.words[0][0], ROM0, "tfwd") == 1 and field(pair.term, TERM, "cond") == 0
+    assert field(pair.pre_words[0][0], PRE, "tfwd") == 1 and field(pair.term, TERM, "cond") == 0
     alone = code([mov(3), setlt])              # the last instruction writes r2: the MOV pairs with it
     assert alone.passes == (Pass(0, 1, 0), Pass(1, None))
-    assert field(alone.words[0][0], ROM0, "tfwd") == 0 and field(alone.term, TERM, "cond") == 2
+    assert field(alone.pre_words[0][0], PRE, "tfwd") == 0 and field(alone.term, TERM, "cond") == 2
     only = code([setlt])                       # ... or with the terminator's pass
-    assert only.passes == (Pass(0, None, 0),) and field(only.words[0][0], ROM0, "tfwd") == 1
+    assert only.passes == (Pass(0, None, 0),) and field(only.pre_words[0][0], PRE, "tfwd") == 1
     assert code([setlt], live={2}).passes == (Pass(0, 0), Pass(1, None))           # r2 live after the block
     assert code([setlt, mov(3), mov(4)]).passes == (Pass(0, 0), Pass(1, 2, 1))     # read after the pair's pass
     full = [Instr(Op.LD, r(d), (r(1), Imm(0)), Space.GLOBAL) for d in (3, 4, 5)] + [setlt]

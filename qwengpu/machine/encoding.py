@@ -300,26 +300,21 @@ def instr_words(ins: isa.Instr | None, pre: isa.Instr | None = None,
                 cond: isa.Operand | Fixed = isa.ZERO) -> tuple[int, int, int, int, int]:
     """An instruction's ROM words (None: a terminator's pass without one); with `pre`, the
     instruction its pass runs first in the pre-ALU: operands that read pre's result are forwarded
-    (register field r0, fwd bit set), and so is the terminator's condition `cond` (tfwd; a
-    Fixed condition is in SRC)."""
-    tfwd = int(pre is not None and _reg(cond) != 0 and pre.dst.n == cond.n)
+    (register field r0, PRE.fwd: pre_words), and so is the terminator's condition `cond`
+    (PRE.tfwd; a Fixed condition is in SRC)."""
     srcs = ins.srcs if ins is not None else ()
     words = [f.word for f in (*srcs, cond) if isinstance(f, Fixed) and f.word is not None]
     src = SRC.pack(**{q: _src_code(o) for q, o in zip("abc", srcs)}, cond=_src_code(cond),
                    word=words[0] if words else 0)
     if ins is None:
-        return ROM0.pack(tfwd=tfwd), 0, 0, 0, src
-    regs, imms, fwd = [0, 0, 0], [0, 0, 0], 0
+        return 0, 0, 0, 0, src
+    regs, imms = [0, 0, 0], [0, 0, 0]
     for i, s in enumerate(srcs):
-        if isinstance(s, isa.Reg):
-            if pre is not None and s.n and s.n == pre.dst.n:
-                fwd |= 1 << i
-            else:
-                regs[i] = s.n
+        if isinstance(s, isa.Reg) and not _forwarded(s, pre):
+            regs[i] = s.n
         elif isinstance(s, isa.Imm):
             imms[i] = s.value
-    fields = {"op": OPCODES.index(ins.op.name), "dst": ins.dst.n, "a": regs[0], "b": regs[1], "c": regs[2],
-              "fwd": fwd, "tfwd": tfwd}
+    fields = {"op": OPCODES.index(ins.op.name), "dst": ins.dst.n, "a": regs[0], "b": regs[1], "c": regs[2]}
     if isinstance(ins.mod, (isa.ShflMode, isa.VoteMode, isa.Rnd, isa.FCmp)):
         fields["mod"] = list(type(ins.mod)).index(ins.mod)
     elif isinstance(ins.mod, tuple):
@@ -330,32 +325,48 @@ def instr_words(ins: isa.Instr | None, pre: isa.Instr | None = None,
     return (ROM0.pack(**fields), *imms, src)
 
 
-def pre_words(ins: isa.Instr) -> tuple[int, int]:
-    """A pre-ALU instruction's PRE word and its immediate (the one nonzero immediate, or 0)."""
+def _forwarded(operand, pre: isa.Instr | None) -> bool:
+    """Whether `operand` reads the result of the pass's pre-ALU instruction `pre`."""
+    return pre is not None and isinstance(operand, isa.Reg) and operand.n != 0 and operand.n == pre.dst.n
+
+
+def pre_words(pre: isa.Instr, ins: isa.Instr | None = None, cond: isa.Operand | Fixed = isa.ZERO) -> tuple[int, int]:
+    """A pre-ALU instruction's PRE word and its immediate (the one nonzero immediate, or 0); the
+    word also says which operands of the pass's main instruction `ins` and whether its
+    terminator's condition `cond` take pre's result."""
     regs, imm, which = [0, 0, 0], 0, 0
-    for i, src in enumerate(ins.srcs):
+    for i, src in enumerate(pre.srcs):
         if isinstance(src, isa.Reg):
             regs[i] = src.n
         elif src.value:
             imm, which = src.value, 1 << i
-    return PRE.pack(op=OPCODES.index(ins.op.name), a=regs[0], b=regs[1], c=regs[2], imm=which), imm
+    fwd = sum(1 << i for i, s in enumerate(ins.srcs if ins is not None else ()) if _forwarded(s, pre))
+    return PRE.pack(op=OPCODES.index(pre.op.name), a=regs[0], b=regs[1], c=regs[2], imm=which, fwd=fwd,
+                    tfwd=int(_forwarded(cond, pre))), imm
 
 
 def encode_block(block: isa.MachineBlock, live: set[int], kept: tuple[int, ...] | None = None,
-                 instructions: int | None = None) -> BlockCode:
+                 instructions: int | None = None, pc: int = 0) -> BlockCode:
     """The block's passes, ROM and PRE slots and TERM word (`block` as the machine runs it,
     `machine_blocks`; `live`: registers live after it; `kept`: each instruction's index in the
-    program's block, which the passes name; `instructions`: that block's length)."""
+    program's block, which the passes name; `instructions`: that block's length; `pc`: its own
+    pc, TERM's reconv when it has no reconvergence point)."""
     passes = block_passes(block, live)
     ins, term, last = block.instrs, block.term, passes[-1]
     cond = term.cond if term.kind is isa.Term.BRC else isa.ZERO
-    words = tuple(instr_words(None if p.main is None else ins[p.main], None if p.pre is None else ins[p.pre],
-                              cond if p is last else isa.ZERO)
+
+    def main(p):
+        return None if p.main is None else ins[p.main]
+
+    def pass_cond(p):
+        return cond if p is last else isa.ZERO
+    words = tuple(instr_words(main(p), None if p.pre is None else ins[p.pre], pass_cond(p))
                   for p in passes if p.slot < isa.BLOCK_SLOTS)
-    pre = {p.slot: pre_words(ins[p.pre]) for p in passes if p.pre is not None}
+    pre = {p.slot: pre_words(ins[p.pre], main(p), pass_cond(p)) for p in passes if p.pre is not None}
     forwarded = last.pre is not None and ins[last.pre].dst.n == _reg(cond)     # the branch unit reads r0 and the pre-ALU
+    none = pc if term.kind is isa.Term.BRC else 0       # a BRC's "no reconvergence point" (words.TERM)
     word = TERM.pack(target=max(term.target, 0), fallthrough=max(term.fallthrough, 0),
-                     reconv=max(term.reconv, 0), rvalid=int(term.reconv >= 0),
+                     reconv=none if term.reconv < 0 else term.reconv,
                      op=list(isa.Term).index(term.kind), cond=0 if forwarded else _reg(cond), slot=last.slot,
                      exits=int(term.kind is isa.Term.BRC and term.target < 0))
     kept = kept if kept is not None else tuple(range(len(ins)))
@@ -398,5 +409,10 @@ def encode(program: isa.Program) -> list[BlockCode]:
     if over := _overflowing(run):
         raise MachineLimitError(f"block B{over[0]} of kernel {program.name} takes more than {isa.BLOCK_SLOTS} "
                                 f"passes (isa.BLOCK_SLOTS, the ROM's slots a block)")
-    return [encode_block(b, live, kept, len(original.instrs))
-            for (b, kept, live), original in zip(run, program.blocks)]
+    for pc, b in enumerate(program.blocks):
+        if b.term.kind is isa.Term.BRC and b.term.reconv == pc:
+            raise MachineLimitError(f"block B{pc} of kernel {program.name} reconverges at itself; the TERM "
+                                    f"word spells 'no reconvergence point' that way (a branch's immediate "
+                                    f"post-dominator is never its own block)")
+    return [encode_block(b, live, kept, len(original.instrs), pc)
+            for pc, ((b, kept, live), original) in enumerate(zip(run, program.blocks))]

@@ -92,10 +92,11 @@ def build_branch_unit(c: Circuit, tokens: TokenInputs, decoded: Decoded, operand
     new, end = build_terminator(
         c, L_BRANCH, L_STACK, wbits=tokens.features["WB"], term={t: decoded.op[t] for t in TERMS},
         exits=decoded.exits, target=tw["target"], fallthrough=tw["fallthrough"], reconv=tw["reconv"],
-        rvalid=tw["rvalid"], cond=operands.cond, old=status.running, init_mask=decoded.init_mask)
+        rvalid=decoded.rvalid, cond=operands.cond, old=status.running, init_mask=decoded.init_mask)
     for fld in operands.cond:            # read by the terminator's first layer only
         c.clear(fld, L_BRANCH + 1)
     c.clear(view(decoded.term, 0, TERM["op"].offset), L_STACK)    # TERM's targets: last read by the stack writes
+    c.clear(decoded.rvalid, L_STACK)
     changed = build_status_change(c, L_CHANGE, new, status.running)
     return StatusUpdate(new, changed, end)
 

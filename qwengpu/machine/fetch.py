@@ -58,6 +58,7 @@ class Decoded:
     pre_op: dict[str, Field]            # the pre-ALU's op flags
     warp_op: dict[str, Field]           # SHFL and VOTE by mode ("SHFL.IDX", ...)
     exits: Field                        # a BRC's taken lanes exit (TERM.exits)
+    rvalid: Field                       # the terminator has a reconvergence point (TERM.reconv is not its pc)
     ld_space: Field                     # one-hot: a load's space (a COPY loads from global)
     st_space: Field                     # one-hot: a store's or atomic's space
     has_result: Field                   # the instruction has a register result
@@ -86,12 +87,13 @@ def build_fetch(c: Circuit, tokens: TokenInputs, registers: Registers) -> Decode
     rom.read("TERM", L_STATUS, term, tokens.kind["EXEC"])
     term_fields = {name: part(term, TERM, name) for name in TERM.fields}
     flags = _decode(c, tokens, config, rom0, pre_fields)
-    exits = _decode_term(c, tokens, term_fields, flags["op"])
+    exits, rvalid = _decode_term(c, tokens, term_fields, flags["op"])
     fixed, src_word = _decode_src(c, words[4])
     for name in ("op", "dst", "space", "mod"):       # decoded, and kept by the pending writeback (L_STATUS)
         c.clear(rom0[name], L_PRE_REG)
     return Decoded(config=config, rom0=rom0, imm=words[1:4], pre=pre, pre_fields=pre_fields, pre_imm=pre_imm,
-                   term=term, term_fields=term_fields, src_word=src_word, fixed=fixed, exits=exits, **flags)
+                   term=term, term_fields=term_fields, src_word=src_word, fixed=fixed, exits=exits, rvalid=rvalid,
+                   **flags)
 
 
 class _Rom:
@@ -116,9 +118,11 @@ class _Rom:
         return word
 
 
-def _decode_term(c: Circuit, tokens: TokenInputs, term_fields: dict[str, Field], op: dict[str, Field]) -> Field:
+def _decode_term(c: Circuit, tokens: TokenInputs, term_fields: dict[str, Field],
+                 op: dict[str, Field]) -> tuple[Field, Field]:
     """L_STATUS MLP: the terminator's flag (into op), 1 on the EXEC pass of the slot that runs it
-    (TERM.slot); returns the flag beside BRC's that its taken lanes exit (TERM.exits)."""
+    (TERM.slot); returns the flag beside BRC's that its taken lanes exit (TERM.exits), and whether
+    it has a reconvergence point: TERM.reconv differs from the pass's pc (words.TERM)."""
     L, tw = L_STATUS, term_fields
     op_bits, slot_bits = TERM["op"].width, TERM["slot"].width
     exits = c.field("op.BRC.exits", 1, L)
@@ -133,7 +137,12 @@ def _decode_term(c: Circuit, tokens: TokenInputs, term_fields: dict[str, Field],
             flag_if(c, L, conds, {op[name][0]: 1})
             if name == "BRC":
                 flag_if(c, L, conds + [(te, ke, 1)], {exits[0]: 1})
-    return exits
+    rvalid = c.field("term.rvalid", 1, L)
+    pc = tokens.features["PC"]
+    apart = G.add_terms({tw["reconv"][i]: 1 << i for i in range(PC_BITS)}, {pc[i]: -(1 << i) for i in range(PC_BITS)})
+    for sign in (1, -1):                 # reconv - pc >= 1 or pc - reconv >= 1
+        G.step(c, L, {d: sign * k for d, k in apart.items()}, 1, {rvalid[0]: 1})
+    return exits, rvalid
 
 
 def _decode_src(c: Circuit, w4: Field) -> tuple[dict[str, dict[int, Field]], Field]:
@@ -185,7 +194,7 @@ def _decode(c: Circuit, tokens: TokenInputs, config: Field, rom0: dict[str, Fiel
         t, k0 = match(pre_fields["op"], OPCODES.index(n))
         G.relu(c, L, *all_hold(t, k0, OP_BITS), {fld[0]: 1})
     fset = [fpu_op[n] for n in FSET_OPS]
-    for fld in [*op.values(), *fset, *fpu_rnd.values(), *pre_op.values(), rom0["fwd"], rom0["tfwd"],
+    for fld in [*op.values(), *fset, *fpu_rnd.values(), *pre_op.values(), pre_fields["fwd"], pre_fields["tfwd"],
                 pre_fields["imm"]]:                       # exact flags: the ALU's and the FPU's gated units
         G.requantize(c, L + 1, fld)                       # multiply their error
     # loads and stores by space

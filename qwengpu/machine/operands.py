@@ -7,8 +7,8 @@ VAL/VALU passes write.
                (the parameter bank, written by the prompt's CONST words), made exact
     L_IMM      the terminator's condition register (TERM.cond) for the branch unit
     L_REG      the ALU's operands = register + immediate, plus the pre-ALU's result on the operands
-               ROM0.fwd names (their register field is r0), and on the terminator's condition where
-               ROM0.tfwd says, plus the fixed value SRC names (encoding.Fixed; register field r0)
+               PRE.fwd names (their register field is r0), and on the terminator's condition where
+               PRE.tfwd says, plus the fixed value SRC names (encoding.Fixed; register field r0)
 
 Interface: `build_pre_operands(c, tokens, registers, decoded, status)` returns the pre-ALU's
 `Operands`; `build_alu_operands(..., pre, pre_result)` (after the pre-ALU: execute.py) the ALU's,
@@ -35,8 +35,9 @@ from qwengpu.machine.wiring import view
 from qwengpu.machine.words import SREG, SREG_FIELDS, SRC_WORD, TERM, WORD_BITS
 
 SREG_ROWS = 64          # the special-register table: a row per warp (WB, 2 bits) and thread block (4 bits)
-REG_ROWS = 64           # a lane's register file: a row per warp (WB) and register (4 bits)
+REG_ROWS = 128          # a lane's register file: a row per warp (WB) and register (5 bits)
 OPERANDS = "abc"
+FORWARDING = ("fwd", "tfwd")   # PRE's fields for the main instruction: which operands take the pre-ALU's result
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,9 @@ def build_pre_operands(c: Circuit, tokens: TokenInputs, registers: Registers, de
         for l in range(isa.LANES):
             for i in range(32):
                 G.add_exact(c, L, decoded.pre_imm[i], {operands[l][i]: 1}, view(pw["imm"], q, q + 1))
-    c.clear(decoded.pre, L + 1)
+    for name, fld in pw.items():
+        if name not in FORWARDING:          # the main instruction's: read at L_REG
+            c.clear(fld, L + 1)
     c.clear(decoded.pre_imm, L + 1)
     return Operands(*abc)
 
@@ -103,29 +106,30 @@ def build_alu_operands(c: Circuit, tokens: TokenInputs, registers: Registers, de
     """The ALU's operands at L_REG: register + immediate + the forwarded pre-ALU's result (readable
     from L_REG) + the fixed value SRC names; and the terminator's condition."""
     L, w0, pre_r = L_REG, decoded.rom0, pre_result.r
+    fwd_all, tfwd = (decoded.pre_fields[name] for name in FORWARDING)
     register_file = _RegisterFile(c, tokens, registers, status)
     abc = register_file.read(L, "", [w0[q] for q in OPERANDS])
     for q, operands in enumerate(abc):
-        fwd = view(w0["fwd"], q, q + 1)
+        fwd = view(fwd_all, q, q + 1)
         for l in range(isa.LANES):
             for i in range(32):
                 G.add_exact(c, L, decoded.imm[q][i], {operands[l][i]: 1})     # 0 for a register operand
                 G.add_exact(c, L, pre_r[l][i], {operands[l][i]: 1}, fwd)
-    cond = _condition(c, tokens, decoded, register_file, pre_r)
+    cond = _condition(c, tokens, decoded, register_file, pre_r, tfwd)
     _fixed(c, tokens, registers, decoded, dict(zip(("a", "b", "c", "cond"), (*abc, cond))))
     for fld in (*pre.a, *pre.b, *pre.cc):     # the pre-ALU has read them
         c.clear(fld, L)
-    for done in (*pre_r, *(w0[q] for q in (*OPERANDS, "fwd", "tfwd")), *decoded.imm, status.valu_lane,
+    for done in (*pre_r, *(w0[q] for q in OPERANDS), fwd_all, tfwd, *decoded.imm, status.valu_lane,
                  *registers.ap_data):
         c.clear(done, L_EXEC)
     return AluOperands(*abc, cond=cond)
 
 
 def _condition(c: Circuit, tokens: TokenInputs, decoded: Decoded, register_file: _RegisterFile,
-               pre_r: list[Field]) -> list[Field]:
+               pre_r: list[Field], tfwd: Field) -> list[Field]:
     """Per lane, the popcount of the terminator's condition (only whether it is 0 matters), from a
     register-file replica at L_IMM (TERM.cond; r0 when forwarded), plus the pre-ALU's result where
-    ROM0.tfwd says, for the branch unit at L_BRANCH."""
+    PRE.tfwd says, for the branch unit at L_BRANCH."""
     tcond = [c.field(f"tcond{l}", 1, L_IMM, kind="int", vmax=32) for l in range(isa.LANES)]
     key = B.bits(tokens.features["WB"]) + B.bits(decoded.term_fields["cond"])
     for l, fld in enumerate(tcond):
@@ -133,7 +137,7 @@ def _condition(c: Circuit, tokens: TokenInputs, decoded: Decoded, register_file:
         B.read_into(c, bank, key, fld.dims * 32, enable=[tokens.kind["EXEC"]])    # every bit into one dim
         c.layer(L_IMM).out[fld[0], :] *= INT_SCALE                           # an int field holds value * INT_SCALE
         for b in pre_r[l].dims:
-            G.add_exact(c, L_REG, b, {fld[0]: 1}, view(decoded.rom0["tfwd"], 0, 1))
+            G.add_exact(c, L_REG, b, {fld[0]: 1}, tfwd)
     # the TERM word's kind, slot and condition register are read (its targets stay for the branch unit)
     c.clear(view(decoded.term, TERM["op"].offset, WORD_BITS, "term.tail"), L_IMM + 1)
     return tcond

@@ -22,7 +22,7 @@ from qwengpu.machine.fetch import Decoded
 from qwengpu.machine.inputs import Registers, TokenInputs
 from qwengpu.machine.plan import L_ROM, L_STATUS
 from qwengpu.machine.wiring import flag_if, match, part, view
-from qwengpu.machine.words import CONFIG, STATUS, WARP_BITS
+from qwengpu.machine.words import CONFIG, REG_BITS, STATUS, WARP_BITS
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def _pending(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: Dec
     parity, so that a continuing token (inputs.py) reads its pass's (Registers.wb_row) while it
     writes the next pass's. And has_wb: the instruction has a result to write back."""
     f, k, L, zero = tokens.features, tokens.kind, L_STATUS, tokens.zero
-    pdst = c.field("pdst", 4, L)
+    pdst = c.field("pdst", REG_BITS, L)
     patom = c.field("patom", 6, L)        # the pending instruction is an ATOM, its dst != r0, its op
     data = (B.bits(f["WB"]) + B.bits(f["PC"]) + B.bits(f["SLOT"])
             + B.bits(decoded.op["ATOM"]) + B.bits(decoded.dst_nz) + B.bits(decoded.rom0["mod"]))

@@ -134,15 +134,13 @@ COPYROW = Word("COPYROW", mask=isa.LANES, next=GROUP_BITS, last=1)
 
 # the ROM (qwengpu/machine/encoding.py): a slot is 5 words, word 0 the operation, words 1-3 the
 # immediates of operands a, b, c, word 4 SRC. The op field holds an index into OPCODES, space an
-# index into SPACES; mod holds SHFL's or VOTE's mode or an atomic's op (its index in isa's enum);
-# fwd: which of operands a, b, c take the result of the pass's pre-ALU, tfwd: whether the
-# terminator's condition is that result (encoding.py)
+# index into SPACES; mod holds SHFL's or VOTE's mode or an atomic's op (its index in isa's enum)
 OPCODES = ("NOP",) + tuple(op.name for op in isa.Op)     # terminators live in TERM, not a slot
 SPACES = (isa.Space.GLOBAL, isa.Space.SHARED, isa.Space.CONST)
 REG_BITS = bits_for(isa.NUM_REGS - 1)
 MOD_BITS = bits_for(max(len(isa.ShflMode) - 1, len(isa.VoteMode) - 1, len(isa.AtomOp) - 1))
-ROM0 = Word("ROM0", op=bits_for(len(OPCODES) - 1), dst=REG_BITS, a=REG_BITS, b=REG_BITS, c=REG_BITS,
-            space=bits_for(len(SPACES) - 1), mod=MOD_BITS, fwd=3, tfwd=1)
+ROM0 = Word("ROM0", op=bits_for(len(OPCODES) - 1), dst=REG_BITS, a=REG_BITS, b=REG_BITS,
+            space=bits_for(len(SPACES) - 1), c=REG_BITS, mod=MOD_BITS)
 # where operands a, b, c and the terminator's condition come from when they are fixed all launch
 # long (encoding.Fixed; 0: the register file): 1 + r is special register r (the special-register
 # table), SRC_WORD the CONST word `word` (the parameter bank: one CONST word a pass)
@@ -150,13 +148,17 @@ SRC_WORD = len(isa.SReg) + 1
 SRC = Word("SRC", a=bits_for(SRC_WORD), b=bits_for(SRC_WORD), c=bits_for(SRC_WORD), cond=bits_for(SRC_WORD),
            word=bits_for(isa.CONST_WORDS - 1))
 # a pair's first instruction (encoding.py), run in the pre-ALU of pass p: its opcode, registers, and
-# which of its operands a, b, c takes the pass's pre-immediate word (one-hot: at most one is nonzero)
-PRE = Word("PRE", op=ROM0["op"].width, a=REG_BITS, b=REG_BITS, c=REG_BITS, imm=3)
+# which of its operands a, b, c takes the pass's pre-immediate word (one-hot: at most one is nonzero);
+# and for the pass's main instruction, fwd: which of its operands a, b, c take the pre-ALU's
+# result, tfwd: whether the terminator's condition is that result. The fields that are nonzero
+# in most pairs come first: a PRE word's tokens grow with its highest nonzero part (PART_BITS)
+PRE = Word("PRE", op=ROM0["op"].width, fwd=3, tfwd=1, imm=3, a=REG_BITS, b=REG_BITS, c=REG_BITS)
 PRE_SLOTS = isa.BLOCK_SLOTS         # the last may pair an instruction with the terminator (encoding.py)
-# a block's terminator, one word per pc (the TERM bank, not a slot): its branch target,
-# fallthrough and reconvergence pcs (0 when absent), whether it has a reconvergence point, its kind
+# a block's terminator, one word per pc (the TERM bank, not a slot): its branch target and
+# fallthrough pcs (0 when absent), its reconvergence pc (the block's own pc when it has none: a
+# branch never reconverges at its own block, encoding.py), its kind
 # (index in isa.Term), its condition register, and the slot whose pass runs it
 # (encoding.term_slot: the last instruction's, or a pass of its own at slot n), and whether a BRC's
 # taken lanes exit (its target -1: isa.Term)
-TERM = Word("TERM", target=PC_BITS, fallthrough=PC_BITS, reconv=PC_BITS, rvalid=1,
+TERM = Word("TERM", target=PC_BITS, fallthrough=PC_BITS, reconv=PC_BITS,
             op=bits_for(len(isa.Term) - 1), cond=REG_BITS, slot=bits_for(isa.BLOCK_SLOTS), exits=1)

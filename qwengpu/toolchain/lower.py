@@ -10,7 +10,7 @@ module of its own (docs/lowering.md describes them):
   micro-code   microcode.py, with `expand`: MULHI/DIV/REM as other ALU ops
   optimise     cfg.py: redundant masks, address adds, if-conversion, branches on values,
                loads first, fold-friendly order
-  registers    regalloc.py: colouring into r1..r15, rematerialisation, spills
+  registers    regalloc.py: colouring into r1..r31, rematerialisation, spills
   writes       writes.py: which global memory the kernel may write
   blocks       blocks.py: machine blocks and reconvergence, the program
   check        isa.check_program, then lint.py's warnings

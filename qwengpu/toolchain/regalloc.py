@@ -1,6 +1,6 @@
 """Register allocation for the virtual IR: liveness, an interference graph
-coloured into r1..r15 (Chaitin-Briggs style with copy preference), then
-rematerialisation of invariant values and spilling to shared memory when 15
+coloured into r1..r31 (Chaitin-Briggs style with copy preference), then
+rematerialisation of invariant values and spilling to shared memory when 31
 registers are not enough. See docs/lowering.md, "Register allocation"."""
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class Allocation:
 
 
 def allocate_registers(blocks: list[VBlock], kernel: str, next_vreg: int, shared_words: int = 0) -> Allocation:
-    """Colour with r1..r15. When that fails: first recompute invariant values
+    """Colour with r1..r31. When that fails: first recompute invariant values
     next to their uses (rematerialisation), then spill a register to shared
     memory (a slot of one word per thread at the top of shared memory), and
     retry."""
