@@ -163,3 +163,20 @@ def test_everyday_cuda_of_the_clang_front_end(model, engine):
     out = np.zeros(8, np.uint32)
     dev.compile(EVERYDAY_BLOCK).get_function("k")(grid=1, block=8, args=[np.array(v, np.int32), out])
     assert out.tolist() == everyday_block_expected(v)
+
+
+def test_a_kernel_that_uses_every_register_on_the_model(model):
+    """29 loaded values live at once take all 31 registers of a lane without a spill (one
+    more value spills to shared memory; with no room for it the lowering refuses the kernel:
+    test_lower.py's test_register_limit)."""
+    from qwengpu import isa
+    n = 29
+    loads = " ".join(f"int v{i} = x[{i} * 4 + t];" for i in range(n))
+    stores = " ".join(f"o[{i} * 4 + t] = v{n - 1 - i} * {i + 1};" for i in range(n))
+    src = f'extern "C" __global__ void k(const int* x, int* o) {{ int t = threadIdx.x; {loads} {stores} }}'
+    fn = model.compile(src).get_function("k")
+    assert (fn.program.regs_used, fn.program.shared_words) == (isa.USABLE_REGS, 0)
+    x = np.arange(4 * n, dtype=np.int32) * 7 - 100
+    o = np.zeros(4 * n, np.int32)
+    fn(grid=1, block=4, args=[x, o])
+    assert o.tolist() == [int(x[(n - 1 - i) * 4 + t]) * (i + 1) for i in range(n) for t in range(4)]
