@@ -61,3 +61,33 @@ def test_model_ops_cover_the_isa_except_division_mulhi_and_floats():
     assert set(FPU_OPCODES) <= MODEL_OPS                                                # the FPU's (fpu.py)
     assert missing <= {"DIV", "DIVU", "REM", "REMU", "MULHI", "MULHIU"} | floats, missing
     assert {f"ATOM.{a.name}" for a in isa.AtomOp} - MODEL_OPS == {"ATOM.FADD"}
+
+
+@pytest.mark.parametrize("hint, need, reported, widths", [
+    (1965, 1965, 1965, [2048]),                       # the hint is right: one build
+    (1000, 1965, 1965, [1024, 1280, 1536, 1792, 2048]),  # too low: the next valid widths until one fits
+    (3000, 1965, 1965, [3072, 2048]),                 # too high: the high water names the smaller width
+    (3000, 1965, 1700, [3072, 1792]),                 # ... which does not fit after all: the wider one stays
+])
+def test_the_width_search_builds_from_the_hint_to_the_smallest_width_that_fits(monkeypatch, hint, need, reported,
+                                                                                 widths):
+    """_fitting_width against fake builds that fit exactly when C >= need and report a high water
+    of `reported`; the 2B host's valid widths are 256 apart here (n + C = t * 4**m)."""
+    from types import SimpleNamespace
+    from qwengpu.circuit import ResidualFullError
+    from qwengpu.machine import build
+    tried = []
+
+    def fake_machine(host, width):
+        tried.append(width)
+        if width < need:
+            raise ResidualFullError(f"residual full at {width}")
+        return SimpleNamespace(c=SimpleNamespace(layout=SimpleNamespace(high_water=lambda: reported)))
+    monkeypatch.setattr(build, "_machine", fake_machine)
+    monkeypatch.setattr(build, "HIGH_WATER_HINT", hint)
+    build._fitting_width.cache_clear()
+    try:
+        width = build._fitting_width(QWEN35_2B)
+    finally:
+        build._fitting_width.cache_clear()
+    assert list(dict.fromkeys(tried)) == widths and width == min(w for w in widths if w >= need)

@@ -21,7 +21,7 @@ from qwengpu.machine import fpu
 
 LANES = 4
 # cases per (op, mode), each with 4 lanes: CI's share; QGPU_FPU_CASES=150,20 runs docs/testing.md's heavy check
-PER_OP = dict(zip(("float32", "bfloat16"), map(int, os.environ.get("QGPU_FPU_CASES", "50,6").split(","))))
+PER_OP = dict(zip(("float32", "bfloat16"), map(int, os.environ.get("QGPU_FPU_CASES", "30,6").split(","))))
 EDGES = [0x0000_0000, 0x8000_0000, 0x0000_0001, 0x8000_0001, 0x007F_FFFF, 0x0080_0000, 0x0080_0001,
          0x7F7F_FFFF, 0xFF7F_FFFF, 0x7F80_0000, 0xFF80_0000, 0x7FC0_0000, 0x7F80_0001, 0xFFFF_FFFF,
          0x3F80_0000, 0xBF80_0000, 0x3F80_0001, 0x3F7F_FFFF, 0x4000_0000, 0x3300_0000, 0x3400_0000,

@@ -4,13 +4,14 @@ limit (build.check_limits), and smaller ROM and grid limits give a machine that 
 import pytest
 
 from qwengpu import isa
-from qwengpu.circuit.host import QWEN35_2B
+from qwengpu.circuit.host import QWEN35_2B, HostSpec
 from qwengpu.errors import MachineLimitError
 from qwengpu.isa import MachineBlock, Program, Term, Terminator
 from qwengpu.driver import protocol
 from qwengpu.launch import Launch
 from qwengpu.machine import build, encoding, words
 from qwengpu.machine.words import CONFIG, CT1, CT2, OPCODES, PRE, ROM0, SPACES, SREG, TERM, STATUS, Word
+from qwengpu.model.standin import standin_config
 
 ALL_WORDS = (*SREG, CONFIG, CT1, CT2, STATUS, ROM0, PRE, TERM)
 
@@ -84,7 +85,7 @@ def test_the_build_refuses_before_compiling_anything(monkeypatch):
     monkeypatch.setattr(isa, "MAX_WARPS", 8)
     monkeypatch.setattr(build, "Circuit", lambda *a, **k: pytest.fail("the circuit was compiled"))
     with pytest.raises(MachineLimitError, match=r"isa\.MAX_WARPS = 8"):
-        build.Machine(QWEN35_2B)
+        build.Machine(QWEN35_2B, 2048)
 
 
 def test_a_cached_machine_is_not_handed_out_for_changed_limits(monkeypatch):
@@ -98,7 +99,8 @@ def test_smaller_rom_and_grid_limits_build_a_machine_that_follows_them(monkeypat
     rom, grid = isa.ROM_BLOCKS // 2, isa.MAX_GRID_BLOCKS // 2
     monkeypatch.setattr(isa, "ROM_BLOCKS", rom)
     monkeypatch.setattr(isa, "MAX_GRID_BLOCKS", grid)
-    m = build.Machine(QWEN35_2B)                    # not machine_for_host: its cache outlives the patch
+    host = HostSpec.from_config(standin_config())  # the limits do not depend on the host: the cheaper build
+    m = build.Machine(host, 1984)                   # not machine_for_host: its cache outlives the patch
 
     def args(kind, i):
         return {t.args[i] for t in m.vocab.tokens if t.kind == kind}

@@ -4,11 +4,9 @@ against docs/machine.md's "Layer plan" table.
 The build records, for each unit, the layers whose MLP got neurons or whose GDN got heads while
 that unit was built (Machine.footprint); each unit's span in PLAN must be exactly the first to
 the last of those layers."""
-import functools
 import re
 from pathlib import Path
 
-from qwengpu.circuit.host import HostSpec
 from qwengpu.machine import build
 from qwengpu.machine.plan import LAYERS, PLAN
 from qwengpu.model.standin import standin_config
@@ -17,9 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "machine.md"
 
 
-@functools.lru_cache(maxsize=1)
 def machine():
-    return build.Machine(HostSpec.from_config(standin_config()))      # one build, at the default width
+    return build.machine_for(standin_config())      # the stand-in checkpoint's machine, cached
 
 
 def test_every_unit_built_is_planned():

@@ -44,7 +44,7 @@ def test_other_sources_same_machine_are_noted_beside_the_checkpoint_without_rewr
     config = (out / "config.json").read_bytes()
     built = fake_machine(monkeypatch, "a" * 64)
     assert merge.default_merged_model(out) == out
-    assert len(built) == 1 and built[0][1] == 123           # built at the recorded width: no probe
+    assert len(built) == 1 and built[0][1] == 123           # built at the recorded width: no width search
     assert (out / "config.json").read_bytes() == config      # the fast path's cache key stays
     assert merge.default_merged_model(out) == out and len(built) == 1      # noted: not built again
 
@@ -77,7 +77,7 @@ def test_digest_changes_with_any_source_file(tmp_path, monkeypatch):
     assert B.machine_source_digest() == before
 
 
-def test_the_standin_checkpoint_records_the_width_the_probe_finds():
+def test_the_standin_checkpoint_records_the_width_the_search_finds():
     from qwengpu.circuit.host import HostSpec
     from qwengpu.model.standin import standin_config
     path = merge.default_merged_model()

@@ -14,3 +14,7 @@ from qwengpu.errors import QwenGpuError
 
 class CircuitError(QwenGpuError):
     """A circuit that cannot be compiled: out of dims, neurons, heads, or a broken silence rule."""
+
+
+class ResidualFullError(CircuitError):
+    """The circuit's fields need more residual dims than its width (a wider C may fit)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qwengpu.circuit import CircuitError
+from qwengpu.circuit import CircuitError, ResidualFullError
 from qwengpu.circuit.host import HostSpec, anchor_split
 
 INT_SCALE = 2.0 ** -8  # an int field holds value * 2**-8 (exact in bf16 for values < 256)
@@ -82,7 +82,7 @@ class ResidualLayout:
         picked = [i for i, free_after in enumerate(self._free_after) if free_after < born][:width]
         if len(picked) < width:
             live = sum(f == FOREVER for f in self._free_after)
-            raise CircuitError(f"residual full: field {name!r} needs {width} dims at layer {born}; "
+            raise ResidualFullError(f"residual full: field {name!r} needs {width} dims at layer {born}; "
                                f"the circuit has {self.capacity} dims, {live} live")
         for j in picked:
             self._free_after[j] = FOREVER
@@ -119,14 +119,14 @@ class ResidualLayout:
         for f in fixed:
             for d in f.dims:
                 if d - self.n >= self.width:
-                    raise CircuitError(f"input {f.name!r} lies past the circuit's {self.width} dims")
+                    raise ResidualFullError(f"input {f.name!r} lies past the circuit's {self.width} dims")
                 free_after[d - self.n] = FOREVER
         moved = [(f, f.dims) for f in fixed]
         for f in sorted((f for f in self.fields if f.born >= 0), key=lambda f: (f.born, f.dims[0])):
             picked = [j for j, after in enumerate(free_after) if after < f.born][:f.width]
             if len(picked) < f.width:
                 live = sum(g.width for g in self.live(f.born))
-                raise CircuitError(f"residual full: {live} dims live at layer {f.born}; the circuit has {self.width}")
+                raise ResidualFullError(f"residual full: {live} dims live at layer {f.born}; the circuit has {self.width}")
             for j, d in zip(picked, f.dims):
                 free_after[j] = f.ends.get(d, f.died)
             moved.append((f, f.dims))

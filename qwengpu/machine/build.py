@@ -24,6 +24,7 @@ import numpy as np
 
 from qwengpu import isa
 from qwengpu.errors import MachineLimitError
+from qwengpu.circuit import ResidualFullError
 from qwengpu.circuit.host import HostSpec, circuit_width
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.weights import CircuitWeights
@@ -48,6 +49,7 @@ from qwengpu.machine.writeback import build_writeback
 
 
 BUILD_SLACK = 1024      # residual dims the build may use past C before Circuit.compact packs them
+MAX_WIDTH = 8192        # the widest circuit (C) a host is given
 
 
 def check_limits() -> None:
@@ -96,11 +98,12 @@ class Machine:
     """The compiled machine for one host shape: its circuit and vocabulary, the token features the
     host embeds, global memory's banks (readout), and the layers each unit was built in."""
 
-    def __init__(self, host: HostSpec, width: int | None = None):
+    def __init__(self, host: HostSpec, width: int):
+        """ResidualFullError when the machine does not fit in `width` circuit dims."""
         check_limits()
         self.host = host
         self.vocab = Vocab()
-        self.c = c = Circuit(host, width or circuit_width(host, 6000, limit=8192), slack=BUILD_SLACK if width else 0)
+        self.c = c = Circuit(host, width, slack=BUILD_SLACK)
         self.tokens = tokens = token_inputs(c)
         self.plan = PLAN
         self.footprint: dict[str, set[int]] = {}     # unit -> the layers it added neurons or GDN heads to
@@ -143,19 +146,28 @@ class Machine:
 
     # ---- host side -----------------------------------------------------------------------------------------
     def embeddings(self) -> np.ndarray:
-        """[len(vocab), C] circuit dims of every GPU token (anchor + features)."""
-        lay = self.c.layout
-        out = np.zeros((len(self.vocab), lay.width))
-        out[:, [d - lay.n for d in lay.anchor.dims]] = lay.anchor_value
-        dims = [d - lay.n for name in FEATURES for d in self.tokens.features[name].dims]
-        out[:, dims] = self.vocab.matrix
+        """[len(vocab), C] circuit dims of every GPU token: the anchor, a power of two, on its dims
+        and the token's features (0 or 1) on theirs. float32 holds them exactly in half the
+        memory of float64 (a 2B host's matrix is 2 GB)."""
+        anchor, features = self._embedding_dims()
+        out = np.zeros((len(self.vocab), self.c.layout.width), np.float32)
+        out[:, anchor] = self.c.layout.anchor_value
+        out[:, features] = self.vocab.matrix
         return out
+
+    def _embedding_dims(self) -> tuple[list[int], list[int]]:
+        """The circuit dims (0-based) of the anchor and of the vocabulary's feature columns."""
+        lay = self.c.layout
+        return ([d - lay.n for d in lay.anchor.dims],
+                [d - lay.n for name in FEATURES for d in self.tokens.features[name].dims])
 
     def fingerprint(self) -> str:
         """sha256 of the compiled circuit (every GDN matrix and neuron) and the vocabulary: a merged
-        checkpoint built from another version of the machine has another fingerprint."""
+        checkpoint built from another version of the machine has another fingerprint. The token
+        embeddings enter as what determines them (embeddings()), not as the dense matrix."""
         h = hashlib.sha256(f"C={self.c.layout.width};V={len(self.vocab)}".encode())
-        h.update(self.embeddings().astype(np.float32).tobytes())
+        h.update(repr((self._embedding_dims(), self.c.layout.anchor_value)).encode())
+        h.update(self.vocab.matrix.astype(np.float32).tobytes())
         for lay in self.c.layers:
             for name in ("qkv", "z", "b", "out"):
                 h.update(lay.matrix(name).tobytes())
@@ -169,16 +181,35 @@ class Machine:
 
 
 def machine_for_host(host: HostSpec, width: int | None = None) -> Machine:
-    """The machine for `host`; `width` None sizes the circuit with a probe build first (a wide
-    one: seconds and gigabytes), a merged checkpoint's recorded circuit_width skips that."""
+    """The machine for `host` in `width` circuit dims; None: the smallest width it fits in (a
+    merged checkpoint's recorded circuit_width skips that search)."""
     check_limits()                                  # before the caches: isa may have changed since
     return _machine(host, _fitting_width(host) if width is None else width)
 
 
+HIGH_WATER_HINT = 1965       # the residual dims the machine last needed: where the width search starts
+
+
 @functools.lru_cache(maxsize=4)
 def _fitting_width(host: HostSpec) -> int:
-    probe = Machine(host)                           # measure the residual it needs, then size C to fit
-    return circuit_width(host, probe.c.layout.high_water(), limit=8192)
+    """The smallest valid C (circuit_width) the machine fits in. A build packs its fields into
+    its width or raises ResidualFullError, and its high water names the smallest width worth
+    trying next; from HIGH_WATER_HINT one build settles it (a stale hint costs builds, never
+    the width). The builds are _machine's, so the one that fits is cached."""
+    def fits(width: int) -> bool:
+        try:
+            _machine(host, width)
+            return True
+        except ResidualFullError:
+            return False
+
+    width = circuit_width(host, HIGH_WATER_HINT, limit=MAX_WIDTH)
+    while not fits(width):
+        width = circuit_width(host, width + 1, limit=MAX_WIDTH)
+    while (smaller := circuit_width(host, _machine(host, width).c.layout.high_water(), limit=MAX_WIDTH)) < width \
+            and fits(smaller):
+        width = smaller
+    return width
 
 
 @functools.lru_cache(maxsize=4)

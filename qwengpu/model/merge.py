@@ -156,7 +156,7 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
             dt = out_dtype(name, dtype)
             items.append(Item(f"model.layers.{i}.{name}", shapes[name], dt, _one(
                 lambda lay=layer, nm=name, s=shapes[name], d=dt: _circuit_tensor(lay[nm], nm, s, d))))
-    gpu_rows = torch.from_numpy(np.ascontiguousarray(circuit.token_embeddings, np.float64)).to(dtype)
+    gpu_rows = torch.from_numpy(np.ascontiguousarray(circuit.token_embeddings)).to(dtype)
     final_gain = circuit.final_norm if circuit.final_norm is not None else np.ones(C)
     k = scales(n, C, rescale, tied="lm_head.weight" not in base.sources)
 
