@@ -57,9 +57,8 @@ def render(tokenizer, messages, **options):
 
 
 @pytest.fixture(scope="module")
-def tokenizer(path):
-    from qwengpu.chat.session import load_tokenizer
-    return load_tokenizer(path)
+def tokenizer(normal):
+    return normal.tokenizer          # the session's (text_side's): a second load takes 12 s
 
 
 def test_the_template_lists_the_tools_in_the_system_turn(tokenizer):
