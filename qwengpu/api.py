@@ -35,7 +35,7 @@ import numpy as np
 
 from qwengpu import interp, isa
 from qwengpu.dtypes import check_dtype
-from qwengpu.errors import CompileError, ExecutionError, QwenGpuError, UnsupportedError
+from qwengpu.errors import ExecutionError, QwenGpuError, UnsupportedError
 from qwengpu.launch import Launch
 from qwengpu.driver.protocol import CHECKS
 from qwengpu.printf import device_output
@@ -306,27 +306,15 @@ class Module:
         Compile-time warnings (program.warnings, `FILE:LINE: warning: ...`) are issued once, as
         Python warnings of category qwengpu.errors.QwenGpuWarning."""
         if name not in self._functions:
-            try:
-                # the model has no divider, high multiply, float divider, square root or float atomic:
-                # those ops are micro-coded for it (and for any engine with micro_code: the model
-                # engine's programs, say on the interpreter)
-                micro = ENGINES[self.device.engine].generates or self.device.micro_code
-                expand = MODEL_EXPANSIONS if micro else frozenset()
-                program = lower(self.parsed, name, expand=expand)
-            except CompileError as e:
-                if ".local" in self.ptx:
-                    raise type(e)(f"{e}: {_local_memory_hint(self.device.opt)}") from e
-                raise
+            # the model has no divider, high multiply, float divider, square root or float atomic:
+            # those ops are micro-coded for it (and for any engine with micro_code: the model
+            # engine's programs, say on the interpreter)
+            micro = ENGINES[self.device.engine].generates or self.device.micro_code
+            expand = MODEL_EXPANSIONS if micro else frozenset()
+            program = lower(self.parsed, name, expand=expand)
             self._functions[name] = Function(self, name, program)
             issue_warnings(program.warnings)
         return self._functions[name]
-
-
-def _local_memory_hint(opt: int) -> str:
-    if opt == 0:
-        return "at -O0 every variable lives in .local stack memory, which the machine lacks; compile with -O1 or higher"
-    return ("the machine has no .local stack memory: index local arrays only with constants (or unrolled loops), "
-            "don't take a local variable's address, or put the array in __shared__ memory")
 
 
 Call = tuple["Function", Launch]       # a launch of a kernel, for Device.run_batch

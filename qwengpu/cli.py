@@ -185,21 +185,17 @@ URL_HELP = "vllm: an OpenAI-compatible vLLM server to send the launches to (docs
 MAX_TOKENS_HELP = (f"model engine: generation limit per launch (default {DEFAULT_MAX_TOKENS:,}, about 22 s; "
                    f"suite: {SUITE_MAX_TOKENS:,})")
 MAX_PASSES_HELP = f"interpreter only: limit on machine blocks executed (default {DEFAULT_MAX_PASSES:,})"
-OPT_LEVELS = (1, 2, 3)
+OPT_LEVELS = (0, 1, 2, 3)
 
 
 def _check_opt(opt: int | None, frontend: str = "clang") -> int:
-    """-O 1..3 (None: 2): at -O0 clang keeps every local variable in .local stack memory, which the
-    machine lacks, so no kernel of the suite compiles; -O0 is not offered. NVRTC always optimises."""
+    """-O 0..3 (None: 2). NVRTC always optimises."""
     if opt is None:
         return 2
     if frontend == "nvrtc":
         raise ArgSyntaxError("-O applies to the clang front end only (NVRTC always optimises); drop it")
-    if opt == 0:
-        raise ArgSyntaxError("-O 0 is not supported: at -O0 clang puts every variable in .local stack memory, "
-                             "which the machine lacks; use -O 1, 2 or 3")
     if opt not in OPT_LEVELS:
-        raise ArgSyntaxError(f"-O {opt}: choose 1, 2 or 3")
+        raise ArgSyntaxError(f"-O {opt}: choose 0, 1, 2 or 3")
     return opt
 
 
@@ -319,8 +315,8 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
                                                      "1.5f, f32:[1.5,2]"),
         engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES)}"),
         frontend: str = typer.Option("clang", help=f"front end: {', '.join(FRONTENDS)}"),
-        opt: Optional[int] = typer.Option(None, "-O", help="clang optimisation level 1..3, default 2 (-O0 is not "
-                                                   "supported: .local memory; NVRTC always optimises)"),
+        opt: Optional[int] = typer.Option(None, "-O", help="clang optimisation level 0..3, default 2 (NVRTC always "
+                                                   "optimises)"),
         show_ptx: bool = typer.Option(False, "--show-ptx", help="print the PTX"),
         show_isa: bool = typer.Option(False, "--show-isa", help="print the lowered machine program"),
         trace: bool = typer.Option(False, "--trace", help="print every pass (interp: each machine block; "
@@ -509,8 +505,8 @@ def suite(engine: str = typer.Option("interp", help=f"engine: {', '.join(ENGINES
           pattern: Optional[str] = typer.Option(None, "-k", help="only kernels whose name contains this (or matches this glob)"),
           as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
           directory: Optional[Path] = typer.Option(None, "--dir", help="kernel directory (default: ./kernels)"),
-          opt: Optional[int] = typer.Option(None, "-O", help="clang optimisation level 1..3, default 2 (-O0 is not "
-                                                   "supported: .local memory; NVRTC always optimises)"),
+          opt: Optional[int] = typer.Option(None, "-O", help="clang optimisation level 0..3, default 2 (NVRTC always "
+                                                   "optimises)"),
           model: Optional[Path] = typer.Option(None, "--model", help=MODEL_HELP),
           url: Optional[str] = typer.Option(None, "--url", help=URL_HELP),
           dtype: Optional[str] = typer.Option(None, "--dtype", help=f"model engine: {', '.join(DTYPES)} (default float32)"),

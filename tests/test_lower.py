@@ -524,10 +524,21 @@ def test_generic_address_loaded_from_memory_is_resolved_at_run_time():
     assert mem[0] == 77
 
 
-def test_local_memory_unsupported():
-    text = _kernel("    .local .align 4 .b8 __local_depot0[16];\n    ret;")
-    with pytest.raises(CompileError, match="local memory"):
-        lower(parse_ptx(text), "kern")
+def test_local_memory_is_a_frame_per_thread_in_shared_memory():
+    """Every thread stores its index into its frame through a register address and a constant
+    through the symbol itself; after a barrier each reads both back: a frame shared by two
+    threads would hand one of them the other's index."""
+    text = _kernel("    .local .align 4 .b8 __local_depot0[16];\n"
+                   "    mov.u32 %r1, __local_depot0;\n    mov.u32 %r2, %tid.x;\n    mov.u32 %r5, 7;\n"
+                   "    st.local.u32 [%r1+4], %r2;\n    st.local.u32 [__local_depot0+8], %r5;\n    bar.sync 0;\n"
+                   "    ld.local.u32 %r3, [%r1+4];\n    ld.local.u32 %r4, [__local_depot0+8];\n"
+                   "    mad.lo.u32 %r3, %r3, 10, %r4;\n    ld.param.u32 %r6, [kern_param_0];\n"
+                   "    shl.b32 %r7, %r2, 2;\n    add.u32 %r6, %r6, %r7;\n    st.global.u32 [%r6], %r3;\n    ret;")
+    prog = lower(parse_ptx(text), "kern")
+    assert prog.shared_words == isa.MAX_BLOCK_THREADS * 16 // 4
+    mem = np.zeros(isa.GLOBAL_WORDS, dtype=np.uint32)
+    interp.run(prog, (1, 1, 1), (8, 1, 1), [0], mem)
+    assert mem[:8].tolist() == [10 * t + 7 for t in range(8)]
 
 
 # ---------------------------------------------------------------------------

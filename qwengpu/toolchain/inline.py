@@ -99,13 +99,17 @@ class _Inliner:
         tag = f"@{self.sites}"
         inner = {p.name: syms.get(a, a) for p, a in zip(target.params, args)}
         inner |= {r.name: syms.get(a, a) for r, a in zip(target.returns, rets)}
+        # the callee's variables (its .local frame, say) are the function's, one copy for all its call
+        # sites: without recursion no two of them are live at once
+        inner |= {v.name: f"{v.name}@{callee}" for v in target.variables}
         for item in target.body:       # labels and the callee's own call slots are local to this copy
             names = [item.name] if isinstance(item, ptx.Label) else _symbols(item)
             inner |= {n: n + tag for n in names if n not in inner and n not in self.globals}
         end = f"$__return{tag}"
         for reg, typ in target.regs.items():
             self.out.regs[reg + tag] = typ
-        self.out.variables += [v for v in target.variables if v not in self.out.variables]
+        known = {v.name for v in self.out.variables}
+        self.out.variables += [replace(v, name=inner[v.name]) for v in target.variables if inner[v.name] not in known]
         body = [ptx.Instruction(i.line, "bra", [ptx.Sym(end)], i.pred, i.pred_negated)
                 if isinstance(i, ptx.Instruction) and i.parts[0] in ("ret", "exit") else i for i in target.body]
         self.copy(replace(target, body=body), stack + (callee,), lambda r: r + tag, inner)

@@ -3,8 +3,18 @@
 Takes the (inlined) kernel and its module; gives a `Layout`: parameter i is CONST word i
 (`pointer_params` says which are pointers, from how the PTX uses them), the referenced
 .const variables follow the parameters in CONST, the module's .global variables take GLOBAL
-words from 0, .shared variables shared words from 0 (an .extern .shared array gets the
-rest), each with its initial words. Symbol addresses are byte addresses in their space.
+words from 0, .shared variables shared words from 0, then the local region (below), and an
+.extern .shared array gets the rest, each with its initial words. Symbol addresses are
+byte addresses in their space.
+
+Local memory (.local: stack frames, local arrays indexed at run time, what clang keeps
+there at -O0) is a frame per thread in shared memory: the .local variables of the kernel
+and of every function inlined into it take byte offsets in one frame (`frame_bytes`), and
+the block's threads' frames lie one after another from `local_base`, a frame for each of
+isa.MAX_BLOCK_THREADS. A .local symbol's address is the running thread's frame plus its
+offset (the translator's `frame`), a shared-memory address like any other. Shared memory,
+not global: a frame lives only while its thread block runs, as shared memory does, and is
+never copied out.
 """
 from __future__ import annotations
 
@@ -25,6 +35,8 @@ class Layout:
     global_init: dict[int, int]
     static_global_words: int
     shared_words: int
+    frame_bytes: int = 0        # the local memory a thread needs (its .local variables)
+    local_base: int = 0         # shared byte address of thread 0's frame
 
     @property
     def printf_buffer(self) -> int | None:
@@ -49,12 +61,16 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
     # every kernel of a module sees its __device__ variables at the same addresses;
     # constant and shared variables are per launch, so only the referenced ones take space
     variables = [v for v in module.variables if v.space == "global" or v.name in used] + fn.variables
-    dynamic = []
+    dynamic, frame_bytes, frame_align = [], 0, 4
     for var in variables:
-        if var.space == "local":
-            raise UnsupportedError(f"{module.where(_first_local_access(fn, var.line))}: kernel {plain_name(fn.name)} "
-                                   f"uses local memory ({var.name}: "
-                                   "a stack frame or a local array indexed at run time), which is not supported")
+        if var.space == "local":        # an offset in the thread's frame
+            if var.init:
+                raise UnsupportedError(f"{module.where(var.line)}: .local variable {var.name} has an initialiser")
+            frame_align = max(frame_align, var.align)
+            addr = -(-frame_bytes // max(4, var.align)) * max(4, var.align)
+            symbols[var.name] = ("local", addr)
+            frame_bytes = addr + max(var.size, 1)
+            continue
         if var.space not in next_byte:
             raise UnsupportedError(f"{module.where(var.line)}: .{var.space} variable {var.name} is not supported")
         if var.extern and var.space == "shared" and var.size == 0:
@@ -67,6 +83,10 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
         if var.init:
             for w, v in _pack_words(var).items():
                 inits[var.space][addr // 4 + w] = v
+    frame_bytes = -(-frame_bytes // frame_align) * frame_align
+    local_base = -(-next_byte["shared"] // frame_align) * frame_align
+    if frame_bytes:
+        next_byte["shared"] = local_base + isa.MAX_BLOCK_THREADS * frame_bytes
     words = {s: -(-b // 4) for s, b in next_byte.items()}
     if words["const"] > isa.CONST_WORDS:
         tables = ", ".join(f"{v.name} {-(-v.size // 4)}" for v in variables if v.space == "const")
@@ -74,11 +94,20 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
                                 f"constants ({len(params)} for parameters; __constant__ data in words: {tables}); "
                                 f"the limit is {isa.CONST_WORDS} words")
     shared_words = words["shared"]
+    if frame_bytes and shared_words > isa.SHARED_WORDS:
+        names = ", ".join(f"{plain_name(v.name.partition('@')[2] or fn.name)}'s {v.size} bytes"
+                          for v in variables if v.space == "local")       # a callee's frame: NAME@function
+        raise MachineLimitError(f"kernel {plain_name(fn.name)} needs {frame_bytes} bytes of local memory a thread "
+                                f"(stack frames and local arrays: {names}); local memory is a frame for each of "
+                                f"the {isa.MAX_BLOCK_THREADS} threads of a block in shared memory, {shared_words} "
+                                f"words with the {-(-local_base // 4)} of __shared__ variables, and the machine "
+                                f"has {isa.SHARED_WORDS}")
     for var in dynamic:   # dynamic shared memory: whatever the static variables leave
         symbols[var.name] = ("shared", 4 * shared_words)
     if dynamic:
         shared_words = max(shared_words, isa.SHARED_WORDS)
-    return Layout(symbols, params, param_bits, inits["const"], inits["global"], words["global"], shared_words)
+    return Layout(symbols, params, param_bits, inits["const"], inits["global"], words["global"], shared_words,
+                  frame_bytes, local_base)
 
 
 def pointer_params(fn: ptx.Function) -> dict[str, bool]:
@@ -134,11 +163,6 @@ def _pack_words(var: ptx.Variable) -> dict[int, int]:
         data[i * eb:(i + 1) * eb] = (v & ((1 << (8 * eb)) - 1)).to_bytes(eb, "little")
     return {w: int.from_bytes(data[4 * w:4 * w + 4], "little") for w in range(len(data) // 4)
             if any(data[4 * w:4 * w + 4])}
-
-
-def _first_local_access(fn: ptx.Function, default: int) -> int:
-    """The PTX line of the first .local load or store (it carries the CUDA line), else `default`."""
-    return next((i.line for i in fn.body if isinstance(i, ptx.Instruction) and "local" in i.parts), default)
 
 
 def _referenced(fn: ptx.Function) -> set[str]:

@@ -23,6 +23,12 @@ _ADDRESS_OPS = {"mov", "cvta", "cvt", "add", "sub", "mad", "mul", "selp", "and",
 # addresses in windows above global memory, and such accesses test the window at run time.
 WINDOWS = {"global": 0, "const": 0x10000, "shared": 0x20000}
 STATE_SPACES = ("global", "shared", "const", "param", "local")    # an ld/st/atom naming one is not generic
+LOCAL_HOME = "shared"      # local memory is a frame per thread in shared memory (layout.py)
+
+
+def home(space: str) -> str:
+    """The memory a state space's accesses go to: its own, local memory's shared memory."""
+    return LOCAL_HOME if space == "local" else space
 WINDOW_SHIFT = 16
 
 
@@ -55,7 +61,7 @@ def register_spaces(fn: ptx.Function, symbols: dict) -> dict[str, str]:
         sym = o.name if isinstance(o, ptx.Sym) else (o.base.name if isinstance(o, ptx.Addr) and
                                                       isinstance(o.base, ptx.Sym) else None)
         if sym in symbols and symbols[sym][0] != "param":
-            return symbols[sym][0]
+            return home(symbols[sym][0])
         return None
 
     changed = True
@@ -68,7 +74,7 @@ def register_spaces(fn: ptx.Function, symbols: dict) -> dict[str, str]:
             base, d = parts[0], ins.operands[0].name
             t = None
             if base == "cvta":
-                t = next((s for s in ("global", "shared", "const") if s in parts), None)
+                t = next((home(s) for s in ("global", "shared", "const", "local") if s in parts), None)
             elif base == "ld" and "param" in parts:
                 t = _PARAM_PTR
             elif base == "selp":     # a choice between two addresses, like two definitions

@@ -7,7 +7,7 @@ from __future__ import annotations
 from qwengpu import isa
 from qwengpu.toolchain import ptx
 from qwengpu.toolchain.ptx import TYPE_BITS
-from qwengpu.toolchain.spaces import WINDOWS
+from qwengpu.toolchain.spaces import WINDOWS, home
 from qwengpu.toolchain.translate.core import M32, TranslatorBase, type_mask
 
 Op, Imm = isa.Op, isa.Imm
@@ -54,7 +54,7 @@ class AluOps(TranslatorBase):
         bits, _ = self.itype(parts)
         d, a = ins.operands
         v = self.read(a, bits)
-        space = next((p for p in parts[1:] if p in WINDOWS), "global")
+        space = next((home(p) for p in parts[1:] if home(p) in WINDOWS), "global")
         if self.spaces.windowed and WINDOWS[space]:
             v[0] = self.emit(Op.SUB if "to" in parts else Op.ADD, v[0], Imm(WINDOWS[space]))
         self.put(d, v, bits)

@@ -59,9 +59,12 @@ class TranslatorBase(Division):
         self.pending: list[tuple[int, int]] = []
         self.ins: ptx.Instruction | None = None
         self.ptx_constants = constant_registers(fn)
+        self.frame = None          # the running thread's local frame (layout.py), when it has one
 
     # -- the body --------------------------------------------------------------
     def run(self) -> list[VBlock]:
+        if self.lay.frame_bytes:
+            self.frame = self.thread_frame()
         for item in self.fn.body:
             if isinstance(item, ptx.Label):
                 self.switch_to(self.label_block(item.name))
@@ -162,6 +165,16 @@ class TranslatorBase(Division):
         elif value != target:
             self.emit(Op.MOV, value, dst=target)
 
+    def thread_frame(self) -> int:
+        """The shared byte address of the running thread's local frame: frames lie in thread
+        order (warp, then lane) from the layout's local_base."""
+        f = self.lay.frame_bytes
+        warp = self.emit(Op.MUL, self.emit(Op.S2R, Imm(int(isa.SReg.WARPID))), Imm(isa.LANES * f))
+        lane = self.emit(Op.MUL, self.emit(Op.S2R, Imm(int(isa.SReg.LANEID))), Imm(f))
+        frame = self.new_vreg()            # not a temporary: `assign` must not rename it
+        self.emit(Op.ADD, self.emit(Op.ADD, warp, lane), Imm(self.lay.local_base), dst=frame)
+        return frame
+
     # -- operands --------------------------------------------------------------
     def sym_address(self, name: str) -> int:
         if name not in self.lay.symbols:
@@ -193,6 +206,8 @@ class TranslatorBase(Division):
         if isinstance(o, ptx.Sym) or isinstance(o, ptx.Addr) and isinstance(o.base, ptx.Sym):
             name, off = (o.name, 0) if isinstance(o, ptx.Sym) else (o.base.name, o.offset)
             a = Imm(self.sym_address(name) + off)
+            if self.lay.symbols[name][0] == "local":        # an offset in the thread's frame
+                a = self.emit(Op.ADD, self.frame, a)
             return [a, Imm(0)] if bits == 64 else [a]
         if isinstance(o, ptx.Not):
             return [self.emit(Op.XOR, self.read(o.reg, 1)[0], Imm(1))]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from qwengpu import isa
 from qwengpu.toolchain import ptx
 from qwengpu.toolchain.cfg import VTerm
-from qwengpu.toolchain.spaces import STATE_SPACES, WINDOW_SHIFT, WINDOWS
+from qwengpu.toolchain.spaces import STATE_SPACES, WINDOW_SHIFT, WINDOWS, home
 from qwengpu.toolchain.translate.core import M32, TranslatorBase, type_mask
 
 Op, Imm, Term = isa.Op, isa.Imm, isa.Term
@@ -23,19 +23,17 @@ class MemoryOps(TranslatorBase):
         the run time knows (windowed mode: see `generic`)."""
         for s in STATE_SPACES:
             if s in parts[1:]:
-                if s == "local":
-                    self.unsupported("local memory (the stack) is not supported")
-                return s
+                return home(s)
         base = addr.base if isinstance(addr, ptx.Addr) else addr
         if isinstance(base, ptx.Sym) and base.name in self.lay.symbols:
-            return self.lay.symbols[base.name][0]
+            return home(self.lay.symbols[base.name][0])
         return self.spaces.of(base.name) if isinstance(base, ptx.Reg) else None
 
     def located(self, ins, parts, addr) -> tuple[str | None, object, int]:
         """(space or None, base operand, byte offset) of a non-param access."""
         space = self.space_of(ins, parts, addr)
         base, off = self.address(addr)
-        generic = not any(s in parts[1:] for s in WINDOWS) and isinstance(addr, ptx.Addr) \
+        generic = not any(s in parts[1:] for s in STATE_SPACES) and isinstance(addr, ptx.Addr) \
             and isinstance(addr.base, ptx.Reg)
         if generic and self.spaces.windowed and space is not None and WINDOWS[space]:
             base = self.emit(Op.SUB, base, Imm(WINDOWS[space]))
@@ -75,7 +73,7 @@ class MemoryOps(TranslatorBase):
         if addr.base is None:
             return Imm(addr.offset), 0
         if isinstance(addr.base, ptx.Sym):
-            return Imm(self.sym_address(addr.base.name) + addr.offset), 0
+            return self.read1(addr, 32), 0
         return self.read1(addr.base, 32), addr.offset
 
     # -- loads, stores, atomics ------------------------------------------------
