@@ -80,6 +80,21 @@ def test_a_kernel_writing_two_of_three_arrays(fe, opt):
     assert run_checked(prog, 2, 4, [a, np.zeros(8, np.int32), np.zeros(16, np.int32), 8]) == ({1, 2}, isa.Writes(frozenset({1, 2}), False))
 
 
+FLOAT_MATH = r"""
+extern "C" __global__ void k(const float *a, const float *b, float *out) {
+    int i = threadIdx.x;
+    out[i] = fmaf(a[i], b[i], sqrtf(a[i])) + copysignf(rsqrtf(b[i]), a[i]) + exp2f(a[i]) / b[i];
+}"""
+
+
+@pytest.mark.parametrize("fe", ["clang", "nvrtc"])
+def test_float_math_writes_only_its_output(fe):
+    """fma, sqrt, rsqrt, ex2 and copysign are values like add's: their kernel writes out alone."""
+    prog = program(FLOAT_MATH, fe)
+    a, b = np.array([1.5, 4, 9, 0.25], np.float32), np.array([2, -3, 0.5, 8], np.float32)
+    assert run_checked(prog, 1, 4, [a, b, np.zeros(4, np.float32)]) == ({2}, isa.Writes(frozenset({2}), False))
+
+
 SELECTED = r"""
 extern "C" __global__ void k(const int *src, int *even, int *odd, unsigned which) {
     unsigned t = threadIdx.x;

@@ -54,7 +54,8 @@ STATIC, ANY, RAW, WINDOW = "static", "any", "raw", "window"
 # the PTX instructions lower.py translates, by what they mean here
 VALUE_OPS = {"mov", "cvt", "selp", "slct", "add", "sub", "and", "or", "xor", "div", "rem", "min", "max",
              "mul", "mad", "mul24", "mad24", "neg", "abs", "not", "cnot", "shl", "shr", "shf", "popc", "clz",
-             "brev", "bfe", "bfi", "prmt", "setp", "set", "shfl", "vote", "activemask"}
+             "brev", "bfe", "bfi", "prmt", "setp", "set", "shfl", "vote", "activemask",
+             "fma", "sqrt", "rcp", "rsqrt", "ex2", "copysign"}      # and floats.py's own (the rest are above)
 NO_EFFECT_OPS = {"bar", "barrier", "membar", "fence", "bra", "ret", "exit", "trap"}
 WRITE_OPS = {"st", "atom", "red"}
 KNOWN_OPS = VALUE_OPS | NO_EFFECT_OPS | WRITE_OPS | {"ld", "cvta"}
