@@ -987,17 +987,28 @@ def eval_chat(model: Path = typer.Option(..., "--model", help="a merged checkpoi
         console.print(f"[bold yellow]{_escape(report['note'])}[/]")
 
 
+DEMOS = ("dot", "mlp")
+
+
 @app.command()
-def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}"),
+def demo(which: str = typer.Argument("dot", help="dot: dot([1,2,3], [4,5,6]); mlp: the digit classifier"),
+         engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}"),
          stock: bool = typer.Option(False, "--stock", help="model engine: the stock transformers forward "
                                     "instead of the exact fast path (slow on a CPU)"),
          max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=MAX_TOKENS_HELP),
          max_passes: Optional[int] = typer.Option(None, "--max-passes", help=MAX_PASSES_HELP),
          device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP),
-         floats: bool = typer.Option(False, "--float", help="the float dot: dot([1.5,2,3], [4,5,6.25]) in fp32")):
+         floats: bool = typer.Option(False, "--float", help="the float dot: dot([1.5,2,3], [4,5,6.25]) in fp32"),
+         images: int = typer.Option(5, "--images", help="mlp: test images to classify")):
     """dot([1,2,3], [4,5,6]) run by the model itself (the stand-in merged model, built on first use),
     replay checked, with the tokens as the model writes them and a closing line; --float: the same
-    in float32 (kernels/float/fdot.cu)."""
+    in float32 (kernels/float/fdot.cu). mlp: a digit classifier trained here on scikit-learn's 8x8
+    digits classifies test images in the model (qwengpu/digits), each drawn with its label."""
+    if which not in DEMOS:
+        fail(ArgSyntaxError(f"demo {which!r}: choose one of {', '.join(DEMOS)}"))
+    if which == "mlp":
+        _demo_mlp(engine, stock, max_tokens, max_passes, device, floats, images)
+        return
     name, a, b, kind = ("fdot", [1.5, 2, 3], [4, 5, 6.25], np.float32) if floats else ("dot", [1, 2, 3], [4, 5, 6], np.int32)
     shown = f"dot([{','.join(map(str, a))}], [{','.join(map(str, b))}])"
     a, b, out = np.array(a, kind), np.array(b, kind), np.zeros(1, kind)
@@ -1029,6 +1040,59 @@ def demo(engine: str = typer.Option("model", help=f"engine: {', '.join(ENGINES)}
         console.print()
     console.print(f"{shown} = [bold]{out[0].item()}[/]")
     console.print(f"[dim]{_escape(_stats(result, wall))}[/]")
+
+
+def _demo_mlp(engine, stock, max_tokens, max_passes, device, floats, images) -> None:
+    """qgpu demo mlp: IMAGES_PER_LAUNCH test images a launch, each drawn with its label and the
+    model's answer; every logit must equal NumPy's (digits.reference_logits) bit for bit."""
+    from qwengpu import digits
+    wall = time.perf_counter()
+    try:
+        _choice("engine", engine, ENGINES)
+        _check_engine_options(engine, stock=stock, device=device, max_tokens=max_tokens, max_passes=max_passes)
+        _check_limits(max_tokens, max_passes)
+        if floats:
+            raise ArgSyntaxError("--float applies to the dot demo only")
+        train, test = digits.load()
+        if not 1 <= images <= len(test.images):
+            raise ArgSyntaxError(f"--images {images}: choose 1 to {len(test.images)}")
+        net = digits.train(train)
+        console.print(f"a {digits.PIXELS}-{digits.HIDDEN}-{digits.CLASSES} network trained on "
+                      f"{len(train.images):,} digits in {time.perf_counter() - wall:.1f} s; "
+                      f"{images} test images, {digits.IMAGES_PER_LAUNCH} a launch, in the {engine} engine")
+        dev = _device(engine, "clang", 2, None, "float32", "replay" if engine == "model" else "none",
+                      max_tokens, stock, None, device, max_passes=max_passes or DEFAULT_MAX_PASSES)
+        fn = dev.compile(digits.KERNEL.read_text(), filename=str(digits.KERNEL)).get_function("mlp")
+        right = tokens = seconds = 0
+        for start in range(0, images, digits.IMAGES_PER_LAUNCH):
+            batch = slice(start, min(images, start + digits.IMAGES_PER_LAUNCH))
+            with LaunchProgress(_show_progress() and engine == "model") as progress:
+                if engine == "model":
+                    dev.on_token, dev.on_phase = progress.token, progress.phase
+                logits, result = digits.run_kernel(fn, net, test.images[batch])
+            if not np.array_equal(logits.view(np.uint32), digits.reference_logits(net, test.images[batch]).view(np.uint32)):
+                raise QwenGpuError("the model's logits differ from NumPy's reference (digits.reference_logits)")
+            guess, labels = logits.argmax(1), test.labels[batch]
+            right += int((guess == labels).sum())
+            tokens += result.tokens or 0
+            seconds += result.seconds
+            _show_digits(test.images[batch], labels, guess)
+            console.print(f"[dim]{_escape(_stats(result))}[/]")
+    except QwenGpuError as e:
+        fail(e)
+    per_image = f", {tokens / images:,.0f} tokens and {seconds / images:.1f} s an image" if tokens else ""
+    console.print(f"[bold]{right} of {images} right ({right / images:.0%})[/]{per_image}; logits identical "
+                  f"to NumPy's; wall {time.perf_counter() - wall:.1f} s")
+
+
+def _show_digits(images, labels, guesses) -> None:
+    """The images side by side, each with its label and the model's answer under it."""
+    from qwengpu import digits
+    drawn = [digits.draw(im) for im in images]
+    for row in zip(*drawn):
+        console.print("   ".join(row), markup=False)
+    console.print("   ".join((f"{g} ok" if g == l else f"{g} (is {l})").ljust(16)
+                             for g, l in zip(guesses, labels)).rstrip())
 
 
 def _version_callback(value: bool) -> None:

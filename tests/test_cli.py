@@ -136,6 +136,25 @@ def test_float_demo_in_the_model():
     assert "VAL l0 p0 0x3fc00000" in result.output          # 1.5 staged in one whole-word token
 
 
+def test_the_digit_classifier_demo_on_the_interpreter():
+    """Seven test images in two launches; the count of right answers is NumPy's (the demo itself
+    refuses logits that differ from digits.reference_logits)."""
+    from qwengpu import digits
+    train, test = digits.load()
+    right = (digits.reference_logits(digits.train(train), test.images[:7]).argmax(1) == test.labels[:7]).sum()
+    result = invoke("demo", "mlp", "--engine", "interp", "--images", 7)
+    assert result.exit_code == 0, result.output
+    assert f"{right} of 7 right" in result.output and "logits identical to NumPy's" in result.output
+    assert result.output.count("engine interp") == 2 and "@@" in result.output       # two launches, drawn
+
+
+@pytest.mark.parametrize("args, message", [(("demo", "mlp", "--images", 0), "--images 0: choose 1 to 500"),
+                                           (("demo", "mlp", "--float"), "--float applies to the dot demo only"),
+                                           (("demo", "lenet"), "lenet")])
+def test_demo_refusals(args, message):
+    one_error_line(invoke(*args), message)
+
+
 def make_suite(tmp_path):
     (tmp_path / "good.cu").write_text(DOT_CU)
     (tmp_path / "good.py").write_text(DOT_PY.replace("OFFSET", "0"))
