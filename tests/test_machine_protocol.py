@@ -133,15 +133,20 @@ def test_prompt_lanes_past_the_thread_count_are_zero():
     assert tables["CONFIG"][0] == 0b0010 | 0 << 4 | 0b1111 << 8 | 0b0001 << 12
 
 
-def test_prompt_word_parts_up_to_the_highest_nonzero_part():
+def test_prompt_word_parts_up_to_the_highest_nonzero_part_or_one_whole_word():
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
-    memory[2], memory[3] = 0x00FF_0000, 0xF000_0000
+    memory[2:6] = 0x00FF_0000, 0xF000_0001, 0xF000_0000, 0xFFFF_F123
     toks = prompt(Launch.from_words(Program("k", [MachineBlock([], EXIT)], []), 1, 1, [], memory))
+    put = T("PUT", PUT_TARGETS.index("GLOBAL"))
     i = toks.index(T("LATCH", 2))
-    assert toks[i:i + 4] == [T("LATCH", 2), T("PART", 0, 0), T("PART", 1, 0xFF0), T("PUT", PUT_TARGETS.index("GLOBAL"))]
+    assert toks[i:i + 4] == [T("LATCH", 2), T("PART", 0, 0), T("PART", 1, 0xFF0), put]
     i = toks.index(T("LATCH", 3))
-    assert toks[i:i + 5] == [T("LATCH", 3), T("PART", 0, 0), T("PART", 1, 0), T("PART", 2, 0xF0),
-                             T("PUT", PUT_TARGETS.index("GLOBAL"))]
+    assert toks[i:i + 5] == [T("LATCH", 3), T("PART", 0, 1), T("PART", 1, 0), T("PART", 2, 0xF0), put]
+    # bits 0-19 zero (a short float), or bits 12-31 all ones (-3805): one token for the word
+    i = toks.index(T("LATCH", 4))
+    assert toks[i:i + 3] == [T("LATCH", 4), T("PART", 0, 0xF000_0000), put]
+    i = toks.index(T("LATCH", 5))
+    assert toks[i:i + 3] == [T("LATCH", 5), T("PART", 0, 0xFFFF_F123), put]
 
 
 # --- expected streams, derived by hand --------------------------------------------
@@ -323,7 +328,8 @@ def test_valp_features_and_spelling():
 def test_a_whole_word_token_stages_every_part():
     """VAL/VALU(0, word) of a whole word (bits above part 0 all ones, or bits 0-19 zero and the word
     not 0) sets every SD bit of the word and writes all three stage heads (SE), so the register gets
-    the word in one token; other data past part 0 is refused, and PART never takes the whole word."""
+    the word in one token; other data past part 0 is refused. A prompt's PART takes the whole word
+    too; an atomic's new value (whole=False) goes part by part, as the next-token logic writes it."""
     from qwengpu.machine.tokens import features, part_tokens
     f = features(T("VAL", 2, 0, 0xFFFFF123))
     assert f["SD"] == [0xFFFFF123 >> i & 1 for i in range(32)] and f["SE"] == [1, 1, 1]
@@ -334,7 +340,10 @@ def test_a_whole_word_token_stages_every_part():
         features(T("VAL", 0, 0, 0x7FFFF123))
     with pytest.raises(ValueError, match="does not fit"):
         features(T("VALU", 0, 0x3FC0_8000))                     # bits 0-19 not all zero
-    assert part_tokens("PART", 0xFFFFFFFF) == [T("PART", 0, 0xFFF), T("PART", 1, 0xFFF), T("PART", 2, 0xFF)]
+    assert part_tokens("PART", 0xFFFFFFFF) == [T("PART", 0, 0xFFFFFFFF)]
+    assert features(T("PART", 0, 0xFFFFFFFF))["SD"] == [1] * 32 and features(T("PART", 0, 0xFFFFFFFF))["SE"] == [1, 1, 1]
+    assert part_tokens("PART", 0xFFFFFFFF, whole=False) == [T("PART", 0, 0xFFF), T("PART", 1, 0xFFF),
+                                                           T("PART", 2, 0xFF)]
 
 
 def test_every_token_kind_has_argument_names():

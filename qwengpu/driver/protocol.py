@@ -36,7 +36,8 @@ CHECKS = (None, "replay")             # how a run's generated stream may be chec
 # The prompt
 # ---------------------------------------------------------------------------
 def word_tokens(target: str, value: int) -> list[Token]:
-    """PART(0, d0) .. PART(k_max, d) PUT(target): stage the word, then write it at the latched row."""
+    """PART(0, d0) .. PART(k_max, d) PUT(target), or PART(0, word) PUT(target) for a whole word
+    (tokens.whole_word): stage the word, then write it at the latched row."""
     return part_tokens("PART", value) + [tok("PUT", PUT_TARGETS.index(target))]
 
 
@@ -177,7 +178,7 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
                 stream.add(tok("AT", l))
                 if ins.dst.n:
                     stream.extend(part_tokens("VAL", value, l))
-                stream.extend(part_tokens("PART", next(stores)[2]))
+                stream.extend(part_tokens("PART", next(stores)[2], whole=False))
                 stream.add(tok("AW", l))
         elif ins.dst.n:
             stream.extend(writeback_tokens(lanes, values(p.main)))

@@ -148,16 +148,17 @@ LOW_ZEROS = (1 << WORD_BITS - TOP_BITS) - 1                # ... and the bits be
 
 
 def whole_word(value: int) -> bool:
-    """Whether VAL and VALU carry the word in one token, kind(*head, 0, word): its bits above part 0
-    all ones (-4096..-1 as an int32), or only its top TOP_BITS bits nonzero (a float with a short
-    mantissa: 1.5, -2.0, 6.5)."""
+    """Whether VAL, VALU and a prompt's PART carry the word in one token, kind(*head, 0, word): its
+    bits above part 0 all ones (-4096..-1 as an int32), or only its top TOP_BITS bits nonzero (a
+    float with a short mantissa: 1.5, -2.0, 6.5)."""
     return value & HIGH_ONES == HIGH_ONES or (value & LOW_ZEROS == 0 and value != 0)
 
 
-def part_tokens(kind: str, value: int, *head: int) -> list[Token]:
-    """kind(*head, k, part k) for k = 0..k_max: how PART, VAL and VALU carry a word; a VAL or
-    VALU whole word is one token, kind(*head, 0, word)."""
-    if kind != "PART" and whole_word(value):
+def part_tokens(kind: str, value: int, *head: int, whole: bool = True) -> list[Token]:
+    """kind(*head, k, part k) for k = 0..k_max: how PART, VAL and VALU carry a word; a whole word
+    is one token, kind(*head, 0, word), unless `whole` is False (an atomic's new value: the
+    next-token logic writes it part by part)."""
+    if whole and whole_word(value):
         return [tok(kind, *head, 0, value)]
     return [tok(kind, *head, k, value >> PARTS[k].start & (1 << len(PARTS[k])) - 1)
             for k in range(part_count(value))]
@@ -264,7 +265,7 @@ def features(token: Token) -> dict[str, list[int]]:
         part, data = (0 if k in ("VALA", "VALQ") else a[-2]), a[-1]
         bits = PARTS[part]
         sd = [0] * WORD_BITS
-        if part == 0 and k != "PART" and whole_word(data):        # a whole word: every part
+        if part == 0 and whole_word(data):        # a whole word: every part
             sd = _bits(data, WORD_BITS)
         else:
             sd[bits.start: bits.stop] = _bits(data, len(bits))
@@ -279,7 +280,7 @@ def token_runs() -> list[tuple[str, bool, list[tuple[int, ...]]]]:
     whole = [(0, HIGH_ONES | d) for d in r(1 << len(PARTS[0]))]
     whole += [(0, t << WORD_BITS - TOP_BITS) for t in r(1, 1 << TOP_BITS)]
     runs = [("LATCH", False, [(v,) for v in r(1 << LATCH_BITS)]),
-            ("PART", False, parts),
+            ("PART", False, parts + whole),
             ("PUT", False, [(t,) for t in r(len(PUT_TARGETS))]),
             ("CTA", False, [(c,) for c in r(isa.MAX_GRID_BLOCKS)]),
             ("EXEC", False, [(w, pc, s) for w in r(isa.MAX_WARPS) for pc in r(isa.ROM_BLOCKS) for s in r(SLOTS)]),
