@@ -23,13 +23,13 @@ _ADDRESS_OPS = {"mov", "cvta", "cvt", "add", "sub", "mad", "mul", "selp", "and",
 # addresses in windows above global memory, and such accesses test the window at run time.
 WINDOWS = {"global": 0, "const": 0x10000, "shared": 0x20000}
 STATE_SPACES = ("global", "shared", "const", "param", "local")    # an ld/st/atom naming one is not generic
+WINDOW_SHIFT = 16
 LOCAL_HOME = "shared"      # local memory is a frame per thread in shared memory (layout.py)
 
 
 def home(space: str) -> str:
     """The memory a state space's accesses go to: its own, local memory's shared memory."""
     return LOCAL_HOME if space == "local" else space
-WINDOW_SHIFT = 16
 
 
 @dataclass
