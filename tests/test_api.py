@@ -63,8 +63,8 @@ def test_too_many_threads_per_block_names_limit_and_amount():
 
 
 def test_too_many_blocks_names_limit_and_amount():
-    with pytest.raises(MachineLimitError, match=r"17 thread blocks.*limit is 16"):
-        Launch.build(exit_program(()), 17, 1, [])
+    with pytest.raises(MachineLimitError, match=r"512 thread blocks.*limit is 256"):
+        Launch.build(exit_program(()), (16, 16, 2), 1, [])
 
 
 @pytest.mark.parametrize("bad", [0, (4, 0), (1, 1, 1, 1), (), 2.0, "4", (True,), -1])

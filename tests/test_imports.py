@@ -22,7 +22,7 @@ FLOORS = [
     ["qwengpu.driver"],                                                  # a launch on the model: the host side
     ["qwengpu.engines"],                                                 # other inference engines
     ["qwengpu.api"],                                                     # Device, Module, Function
-    ["qwengpu.suite", "qwengpu.chat"],
+    ["qwengpu.suite", "qwengpu.chat", "qwengpu.digits"],                 # workloads: the suite, the chat, the digit classifier
     ["qwengpu.bench"],
     ["qwengpu.cli", "qwengpu"],                                          # the command; the package's facade
     ["qwengpu.testing"],                                                 # test oracles: nothing above

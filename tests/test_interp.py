@@ -656,8 +656,8 @@ def test_launch_limits():
         launch(p, block=(17, 1, 1))
     with pytest.raises(MachineLimitError, match=r"18 threads; the limit is 16"):
         launch(p, block=(3, 3, 2))
-    with pytest.raises(MachineLimitError, match=r"17 thread blocks; the limit is 16 blocks"):
-        launch(p, grid=(17, 1, 1))
+    with pytest.raises(MachineLimitError, match=r"257 thread blocks; the limit is 256 blocks"):
+        launch(p, grid=(257, 1, 1))
     with pytest.raises(LaunchError, match="1 to 3 positive integers"):
         launch(p, block=(0, 1, 1))
 

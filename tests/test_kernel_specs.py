@@ -222,7 +222,7 @@ def test_checker_accepts_a_good_spec():
 
 @pytest.mark.parametrize("bad, needle", [
     (dict(block=(8, 4)), "block (8, 4) has 32; the limit is 16"),
-    (dict(grid=(4, 5)), "grid (4, 5) has 20; the limit is 16"),
+    (dict(grid=(16, 17)), "grid (16, 17) has 272; the limit is 256"),
     (dict(block=(0,)), "positive ints"),
     (dict(args=[np.zeros(1100, np.int32)], expected=[np.ones(1100, np.int32)]), "1100 words"),
     (dict(args=[np.zeros(4, np.int64)], expected=[np.ones(4, np.int64)]), "1-D int32/uint32/float32"),

@@ -180,3 +180,21 @@ def test_a_kernel_that_uses_every_register_on_the_model(model):
     o = np.zeros(4 * n, np.int32)
     fn(grid=1, block=4, args=[x, o])
     assert o.tolist() == [int(x[(n - 1 - i) * 4 + t]) * (i + 1) for i in range(n) for t in range(4)]
+
+
+@pytest.mark.parametrize("grid", [(256, 1, 1), (8, 4, 8)])
+def test_a_grid_of_256_thread_blocks_on_the_model(model, grid):
+    """isa.MAX_GRID_BLOCKS blocks (one more is refused: test_interp.py's test_launch_limits), each
+    block's two threads writing their block's indices: the thread blocks' rows of the
+    special-register table, both of its banks (blocks 0-127 and 128-255); replay checked."""
+    from qwengpu import isa
+    src = r"""extern "C" __global__ void k(unsigned *o) {
+        unsigned b = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+        o[2 * b + threadIdx.x] = blockIdx.x | blockIdx.y << 8 | blockIdx.z << 16 | threadIdx.x << 24;
+    }"""
+    gx, gy, gz = grid
+    assert gx * gy * gz == isa.MAX_GRID_BLOCKS
+    o = np.zeros(2 * isa.MAX_GRID_BLOCKS, np.uint32)
+    Device("model", check="replay").compile(src).get_function("k")(grid=grid, block=2, args=[o])
+    want = [x | y << 8 | z << 16 | t << 24 for z in range(gz) for y in range(gy) for x in range(gx) for t in range(2)]
+    assert o.tolist() == want

@@ -107,30 +107,32 @@ def test_prompt_decodes_back_to_the_launch():
         assert tables["TERM"].get(pc, 0) == code.term
     assert sorted(tables["GLOBAL"].items()) == [(0, 0x100), (7, 0xFFFF_FFFF), (1023, 3)]
     assert tables["CONST"] == {0: 0x1234, 5: 0xDEAD_BEEF}
-    # special-register table, decoded field by field
+    # special-register table, decoded field by field: words 0-2 a row per warp, word 3 a row per block
+    for warp in range(3):
+        s0, s1, s2 = (tables[f"SREG{j}"].get(warp, 0) for j in range(3))
+        for lane in range(4):
+            tz, ty, tx = np.unravel_index(warp * 4 + lane, (2, 2, 3))
+            assert (s0 >> 4 * lane & 15, s1 >> 4 * lane & 15, s1 >> 16 + 4 * lane & 15) == (tx, ty, tz)
+        assert (s0 >> 16 & 31, s0 >> 21 & 31, s2 >> 27 & 31) == (3, 2, 2)          # ntid
+        assert [s2 >> 9 * i & 511 for i in range(3)] == [3, 2, 1]                    # nctaid
+    assert not any(row >= 3 for j in range(3) for row in tables[f"SREG{j}"])        # no 4th warp
     for cta in range(6):
         cz, cy, cx = np.unravel_index(cta, (1, 2, 3))
-        for warp in range(3):
-            row = cta * 4 + warp
-            s0, s1, s2 = (tables[f"SREG{j}"].get(row, 0) for j in range(3))
-            for lane in range(4):
-                tz, ty, tx = np.unravel_index(warp * 4 + lane, (2, 2, 3))
-                assert (s0 >> 4 * lane & 15, s0 >> 16 + 4 * lane & 15, s1 >> 4 * lane & 15) == (tx, ty, tz)
-            assert (s1 >> 16 & 15, s1 >> 20 & 15, s1 >> 24 & 15) == (cx, cy, cz)
-            assert [s2 >> 5 * i & 31 for i in range(6)] == [3, 2, 2, 3, 2, 1]
-    assert not any(row % 4 == 3 for j in range(3) for row in tables[f"SREG{j}"])   # no 4th warp
+        s3 = tables["SREG3"].get(cta, 0)
+        assert (s3 & 255, s3 >> 8 & 255, s3 >> 16 & 255) == (cx, cy, cz)
     config = tables["CONFIG"][0]
-    assert config & 15 == 0b0100 and config >> 4 & 15 == 5
-    assert [config >> 8 + 4 * w & 15 for w in range(4)] == [15, 15, 15, 0]
+    assert config & 15 == 0b0100 and config >> 20 & 255 == 5
+    assert [config >> 4 + 4 * w & 15 for w in range(4)] == [15, 15, 15, 0]
     # one LATCH per row within each section
     assert latched.count(0) == 5        # ROM, GLOBAL, CONST, SREG, CONFIG
 
 
 def test_prompt_lanes_past_the_thread_count_are_zero():
     tables, _ = decode_prompt(prompt(Launch.from_words(divergent_program(), 1, 5, [0, 0])))
-    assert tables["SREG0"][1] == 4                 # warp 1: tid.x = 4 in lane 0, lanes 1-3 zero
+    assert tables["SREG0"][1] == 4 | 5 << 16 | 1 << 21    # warp 1: tid.x = 4 in lane 0, lanes 1-3 zero; ntid 5, 1
     assert sorted(tables["SREG2"]) == [0, 1]       # one thread block of two warps
-    assert tables["CONFIG"][0] == 0b0010 | 0 << 4 | 0b1111 << 8 | 0b0001 << 12
+    assert "SREG1" not in tables and "SREG3" not in tables      # tid.y, tid.z and block 0's indices: 0
+    assert tables["CONFIG"][0] == 0b0010 | 0b1111 << 4 | 0b0001 << 8 | 0 << 20
 
 
 def test_prompt_word_parts_up_to_the_highest_nonzero_part_or_one_whole_word():

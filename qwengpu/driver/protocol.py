@@ -19,7 +19,7 @@ from qwengpu.launch import Launch
 from qwengpu.machine.encoding import BlockCode
 from qwengpu.machine.tokens import (LATCH_BITS, PUT_TARGETS, Token, continuing, part_tokens, tok, with_exec,
                                     writeback_tokens)
-from qwengpu.machine.words import CONFIG, PHASES, SREG
+from qwengpu.machine.words import CONFIG, PHASES, SREG, SREG_BLOCK_WORD
 
 # each kind's arguments by name: the fields compare() reports and don't-cares name
 ARG_NAMES = {"LATCH": ("value",), "PART": ("part", "data"), "PUT": ("target",), "CTA": ("cta",),
@@ -28,7 +28,6 @@ ARG_NAMES = {"LATCH": ("value",), "PART": ("part", "data"), "PUT": ("target",), 
              "ST": ("lane",), "AT": ("lane",), "AW": ("lane",),
              "CT1": ("pc", "mask", "sp"), "CT2": ("alive", "phase", "wait"),
              "COPY": ("group",), "HALT": (), "FAULT": ()}
-SREG_ROWS_PER_CTA = isa.MAX_WARPS     # special-register table row = cta * MAX_WARPS + warp
 CHECKS = (None, "replay")             # how a run's generated stream may be checked
 
 
@@ -63,17 +62,22 @@ def thread_masks(block: tuple[int, int, int]) -> list[int]:
             for w in range(-(-threads // isa.LANES))]
 
 
-def sreg_words(grid, block, cta: int, warp: int) -> tuple[int, int, int]:
-    """Row cta * MAX_WARPS + warp of the special-register table (words.SREG; lanes past the
+def warp_sreg_words(grid, block, warp: int) -> tuple[int, int, int]:
+    """Words 0-2 of the special-register table's row for `warp` (words.SREG; lanes past the
     block's thread count are 0)."""
     (gx, gy, gz), (bx, by, bz) = grid, block
     threads = [t for t in range(warp * isa.LANES, (warp + 1) * isa.LANES) if t < bx * by * bz]
     tid_x, tid_y, tid_z = ([t % bx for t in threads], [t // bx % by for t in threads],
                            [t // (bx * by) for t in threads])
-    s0, s1, s2 = SREG
-    return (s0.pack(tid_x=tid_x, tid_y=tid_y),
-            s1.pack(tid_z=tid_z, ctaid_x=cta % gx, ctaid_y=cta // gx % gy, ctaid_z=cta // (gx * gy)),
-            s2.pack(ntid_x=bx, ntid_y=by, ntid_z=bz, nctaid_x=gx, nctaid_y=gy, nctaid_z=gz))
+    s0, s1, s2, _ = SREG
+    return (s0.pack(tid_x=tid_x, ntid_x=bx, ntid_y=by), s1.pack(tid_y=tid_y, tid_z=tid_z),
+            s2.pack(nctaid_x=gx, nctaid_y=gy, nctaid_z=gz, ntid_z=bz))
+
+
+def block_sreg_word(grid, cta: int) -> int:
+    """Word 3 of the special-register table's row for thread block `cta`: its indices."""
+    gx, gy, _ = grid
+    return SREG[SREG_BLOCK_WORD].pack(ctaid_x=cta % gx, ctaid_y=cta // gx % gy, ctaid_z=cta // (gx * gy))
 
 
 def config_word(grid, block) -> int:
@@ -93,8 +97,9 @@ def prompt(launch: Launch) -> list[Token]:
     memory = {i: [("GLOBAL", int(v) & isa.MASK32)] for i, v in enumerate(launch.memory.tolist())}
     const = {i: [("CONST", v)] for i, v in enumerate(launch.const)}
     warps = len(thread_masks(block))
-    sregs = {c * SREG_ROWS_PER_CTA + w: [(f"SREG{j}", v) for j, v in enumerate(sreg_words(grid, block, c, w))]
-             for c in range(launch.ctas) for w in range(warps)}
+    sregs = {w: [(f"SREG{j}", v) for j, v in enumerate(warp_sreg_words(grid, block, w))] for w in range(warps)}
+    for c in range(launch.ctas):
+        sregs.setdefault(c, []).append((f"SREG{SREG_BLOCK_WORD}", block_sreg_word(grid, c)))
     first, rows = copyout.prompt_words(launch.copy_out or ())
     config = {0: [("CONFIG", config_word(grid, block)), ("COPY0", first)]}
     table = {g: [("COPYTAB", row)] for g, row in rows.items()}

@@ -38,7 +38,7 @@ from qwengpu.machine.fpu import FPU_OPCODES
 from qwengpu.machine.inputs import build_inputs, token_inputs
 from qwengpu.machine.lsu import ADDRESS_BITS, ROW_BITS, build_lsu
 from qwengpu.machine.next_token import build_next_token
-from qwengpu.machine.operands import REG_ROWS, SREG_ROWS, build_alu_operands, build_pre_operands
+from qwengpu.machine.operands import BLOCK_BANKS, BLOCK_ROWS, REG_ROWS, build_alu_operands, build_pre_operands
 from qwengpu.machine.plan import PLAN
 from qwengpu.machine.readout import Readout
 from qwengpu.machine.scheduler import build_warp_pcs
@@ -73,7 +73,7 @@ def _supported_limits() -> list[tuple[str, range, str]]:
     def upto(*bounds):
         return range(1, min(bounds) + 1)
 
-    regs, blocks = REG_ROWS >> WARP_BITS, SREG_ROWS >> WARP_BITS        # per warp
+    regs, blocks = REG_ROWS >> WARP_BITS, BLOCK_ROWS * BLOCK_BANKS       # registers per warp, thread blocks
     reg_bits, target_bits = ROM0["dst"].width, TERM["target"].width
     return [
         ("LANES", exactly(4), "every per-lane unit, bank replica and lane mask is built for 4 lanes"),
@@ -187,7 +187,7 @@ def machine_for_host(host: HostSpec, width: int | None = None) -> Machine:
     return _machine(host, _fitting_width(host) if width is None else width)
 
 
-HIGH_WATER_HINT = 1965       # the residual dims the machine last needed: where the width search starts
+HIGH_WATER_HINT = 1974       # the residual dims the machine last needed: where the width search starts
 
 
 @functools.lru_cache(maxsize=4)

@@ -29,12 +29,13 @@ from qwengpu.circuit.residual import INT_SCALE, Field
 from qwengpu.machine.alu import LaneResults
 from qwengpu.machine.fetch import Decoded
 from qwengpu.machine.inputs import Registers, TokenInputs
-from qwengpu.machine.plan import L_EXEC, L_FIXED, L_IMM, L_PRE_REG, L_REG
+from qwengpu.machine.plan import L_EXEC, L_FIXED, L_IMM, L_PRE_REG, L_REG, L_SRC
 from qwengpu.machine.status import WarpStatus
-from qwengpu.machine.wiring import view
-from qwengpu.machine.words import SREG, SREG_FIELDS, SRC_WORD, TERM, WORD_BITS
+from qwengpu.machine.wiring import flag_if, match, view
+from qwengpu.machine.words import SREG, SREG_BLOCK_WORD, SREG_FIELDS, SRC_WORD, TERM, WARP_BITS, WORD_BITS
 
-SREG_ROWS = 64          # the special-register table: a row per warp (WB, 2 bits) and thread block (4 bits)
+BLOCK_ROWS = 128        # the special-register table's block word: a bank of 128 thread blocks' rows
+BLOCK_BANKS = 2         # ... and the banks: thread blocks 0-127 and 128-255 (CTA bit 7 picks)
 REG_ROWS = 128          # a lane's register file: a row per warp (WB) and register (5 bits)
 OPERANDS = "abc"
 FORWARDING = ("fwd", "tfwd")   # PRE's fields for the main instruction: which operands take the pre-ALU's result
@@ -178,16 +179,39 @@ def _fixed(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: Decod
         c.clear(done, L)             # read by this layer's MLP only
 
 
+def _block_rows(c: Circuit, tokens: TokenInputs, registers: Registers, out) -> None:
+    """The special-register table's block word into `out` at L_FIXED: bank b holds thread blocks
+    128 b .. 128 b + 127, a row each; a PUT writes the bank its latch's bit 7 names, an EXEC reads
+    the one its thread block's (registers.cta) bit 7 names (flags from L_SRC's MLP)."""
+    row_bits = BLOCK_ROWS.bit_length() - 1
+    put, exec_ = tokens.put[f"SREG{SREG_BLOCK_WORD}"], tokens.kind["EXEC"]
+    writes, reads = c.field("sreg.bw", BLOCK_BANKS, L_SRC), c.field("sreg.br", BLOCK_BANKS, L_SRC)
+    for b in range(BLOCK_BANKS):
+        flag_if(c, L_SRC, [({put: 1}, 0, 1), (*match(view(registers.latch, row_bits, row_bits + 1), b), 1)],
+                {writes[b]: 1})
+        flag_if(c, L_SRC, [({exec_: 1}, 0, 1), (*match(view(registers.cta, row_bits, row_bits + 1), b), 1)],
+                {reads[b]: 1})
+        bank = declare_bank(c, L_FIXED, f"sreg{SREG_BLOCK_WORD}.{b}", BLOCK_ROWS, WORD_BITS)
+        B.write_bits(c, bank, B.bits(view(registers.latch, 0, row_bits)), B.bits(registers.staged), [writes[b]])
+        B.read_into(c, bank, B.bits(view(registers.cta, 0, row_bits)), out, enable=[reads[b]])
+    for flags in (writes, reads):
+        c.clear(flags, L_FIXED)
+
+
 def _fixed_values(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: Decoded) -> tuple[Field, Field]:
-    """At L_FIXED, made exact: this warp's special-register table row (its thread block's, its
-    lanes' tids) and the CONST word SRC.word (the parameter bank)."""
+    """At L_FIXED, made exact: this warp's rows of the special-register table (its lanes' tids and
+    the launch's shape, a row per warp; its thread block's indices, a row per block) and the
+    CONST word SRC.word (the parameter bank)."""
     exec_, latch, staged = tokens.kind["EXEC"], registers.latch, registers.staged
     sr = c.field("sregs", WORD_BITS * len(SREG), L_FIXED)
-    row = B.bits(tokens.features["WB"]) + B.bits(registers.cta)
     for j in range(len(SREG)):
-        bank = declare_bank(c, L_FIXED, f"sreg{j}", SREG_ROWS, WORD_BITS)
-        B.write_bits(c, bank, B.bits(view(latch, 0, 6)), B.bits(staged), [tokens.put[f"SREG{j}"]])
-        B.read_into(c, bank, row, sr.dims[WORD_BITS * j: WORD_BITS * (j + 1)], enable=[exec_])
+        out = sr.dims[WORD_BITS * j: WORD_BITS * (j + 1)]
+        if j == SREG_BLOCK_WORD:
+            _block_rows(c, tokens, registers, out)
+            continue
+        bank = declare_bank(c, L_FIXED, f"sreg{j}", isa.MAX_WARPS, WORD_BITS)
+        B.write_bits(c, bank, B.bits(view(latch, 0, WARP_BITS)), B.bits(staged), [tokens.put[f"SREG{j}"]])
+        B.read_into(c, bank, B.bits(tokens.features["WB"]), out, enable=[exec_])
     param = c.field("param", WORD_BITS, L_FIXED)
     bank = declare_bank(c, L_FIXED, "param", isa.CONST_WORDS, WORD_BITS)
     B.write_bits(c, bank, B.bits(view(latch, 0, decoded.src_word.width)), B.bits(staged), [tokens.put["CONST"]])

@@ -38,9 +38,9 @@ P_BITS = 6
 # the writeback tokens that may continue: the last one of a pass that does not end its block also
 # runs the block's next pass (it is that pass's EXEC too; docs/machine.md, step 16)
 CONTINUABLE = ("VAL", "VALU", "VALA", "VALQ", "VALP")
-# the row latch addresses every PUT target's rows (the special-register table: a row per warp and block)
+# the row latch addresses every PUT target's rows (the special-register table: a row per warp or block)
 LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, isa.CONST_WORDS,
-                          isa.MAX_GRID_BLOCKS * isa.MAX_WARPS) - 1)
+                          isa.MAX_GRID_BLOCKS, isa.MAX_WARPS) - 1)
 
 # feature fields in residual order: name -> width
 FEATURES = {

@@ -106,21 +106,27 @@ class Word:
         return word
 
 
+# the special-register table: words 0-2 have a row per warp (the thread indices and the launch's
+# shape: the same in every thread block), word 3 a row per thread block (its indices). Packed
+# for the prompt: a 1-D block's word 1 and thread block 0's word 3 are 0 (not written), and
+# word 0's bits stop below part 2.
 SREG = (
-    Word("SREG0", tid_x=(TID_BITS, isa.LANES), tid_y=(TID_BITS, isa.LANES)),
-    Word("SREG1", tid_z=(TID_BITS, isa.LANES), ctaid_x=CTA_BITS, ctaid_y=CTA_BITS, ctaid_z=CTA_BITS),
-    Word("SREG2", ntid_x=NTID_BITS, ntid_y=NTID_BITS, ntid_z=NTID_BITS,
-         nctaid_x=NCTA_BITS, nctaid_y=NCTA_BITS, nctaid_z=NCTA_BITS),
+    Word("SREG0", tid_x=(TID_BITS, isa.LANES), ntid_x=NTID_BITS, ntid_y=NTID_BITS),
+    Word("SREG1", tid_y=(TID_BITS, isa.LANES), tid_z=(TID_BITS, isa.LANES)),
+    Word("SREG2", nctaid_x=NCTA_BITS, nctaid_y=NCTA_BITS, nctaid_z=NCTA_BITS, ntid_z=NTID_BITS),
+    Word("SREG3", ctaid_x=CTA_BITS, ctaid_y=CTA_BITS, ctaid_z=CTA_BITS),
 )
+SREG_BLOCK_WORD = 3
 # where S2R finds each special register: (table word, field); tid fields have a copy per lane
 SREG_FIELDS = {
-    isa.SReg.TID_X: (0, "tid_x"), isa.SReg.TID_Y: (0, "tid_y"), isa.SReg.TID_Z: (1, "tid_z"),
-    isa.SReg.CTAID_X: (1, "ctaid_x"), isa.SReg.CTAID_Y: (1, "ctaid_y"), isa.SReg.CTAID_Z: (1, "ctaid_z"),
-    isa.SReg.NTID_X: (2, "ntid_x"), isa.SReg.NTID_Y: (2, "ntid_y"), isa.SReg.NTID_Z: (2, "ntid_z"),
+    isa.SReg.TID_X: (0, "tid_x"), isa.SReg.TID_Y: (1, "tid_y"), isa.SReg.TID_Z: (1, "tid_z"),
+    isa.SReg.NTID_X: (0, "ntid_x"), isa.SReg.NTID_Y: (0, "ntid_y"), isa.SReg.NTID_Z: (2, "ntid_z"),
     isa.SReg.NCTAID_X: (2, "nctaid_x"), isa.SReg.NCTAID_Y: (2, "nctaid_y"), isa.SReg.NCTAID_Z: (2, "nctaid_z"),
+    isa.SReg.CTAID_X: (3, "ctaid_x"), isa.SReg.CTAID_Y: (3, "ctaid_y"), isa.SReg.CTAID_Z: (3, "ctaid_z"),
 }
-# nwarps one-hot (bit nwarps - 1), the last thread block's index, each warp's initial lane mask
-CONFIG = Word("CONFIG", nwarps=isa.MAX_WARPS, last_cta=CTA_BITS, mask=(isa.LANES, isa.MAX_WARPS))
+# nwarps one-hot (bit nwarps - 1), each warp's initial lane mask, the last thread block's index
+# (last: a one-warp, one-block launch's word fits part 0)
+CONFIG = Word("CONFIG", nwarps=isa.MAX_WARPS, mask=(isa.LANES, isa.MAX_WARPS), last_cta=CTA_BITS)
 # a warp's status is CT1's payload (top-of-stack pc, mask and stack depth: they change at most
 # block ends) then CT2's (lanes not exited, barriers passed mod PHASES, waiting at a barrier:
 # they change at EXIT and BAR, and only then does CT2 follow CT1)
