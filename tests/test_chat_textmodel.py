@@ -39,8 +39,8 @@ def path():
 
 @pytest.fixture(scope="module")
 def tokenizer(path):
-    from qwengpu.chat.session import ChatSession
-    return ChatSession(path).tokenizer    # the one the chat tests share (text_side): a load takes 12 s
+    from qwengpu.chat.session import load_tokenizer
+    return load_tokenizer(path)         # not a ChatSession's: its text model would sit beside the full ones
 
 
 class CircuitWatch:
