@@ -115,7 +115,9 @@ def short_floats(w) -> np.ndarray:
 def fma32(a, b, c) -> np.ndarray:
     """fp32 fma(a, b, c) rounded once to nearest-even, for finite operands and results. a * b is
     exact in float64; the float64 sum is made round-to-odd from its exact error (TwoSum), and a
-    round-to-odd value with 29 more bits than fp32 rounds to fp32 as the exact sum would."""
+    round-to-odd value with 29 more bits than fp32 rounds to fp32 as the exact sum would.
+    qwengpu/testing/fpemu.py has a directed-mode fma for the FDIV/FSQRT proofs, but the product
+    may not import the test oracles, and it excludes subnormal results."""
     p = np.asarray(a, np.float32).astype(np.float64) * np.asarray(b, np.float32).astype(np.float64)
     c = np.asarray(c, np.float32).astype(np.float64)
     s = p + c

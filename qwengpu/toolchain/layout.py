@@ -55,24 +55,18 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
         params.append(isa.Param(p.name, i, TYPE_BITS[p.type], kinds.get(p.name), p.type.startswith("f")))
         param_bits[p.name] = TYPE_BITS[p.type]
         symbols[p.name] = ("param", 4 * i)
-    next_byte = {"const": 4 * len(params), "global": 0, "shared": 0}
+    next_byte = {"const": 4 * len(params), "global": 0, "shared": 0, "local": 0}    # local: in the thread's frame
     inits = {"const": {}, "global": {}, "shared": {}}
     used = _referenced(fn)
     # every kernel of a module sees its __device__ variables at the same addresses;
     # constant and shared variables are per launch, so only the referenced ones take space
     variables = [v for v in module.variables if v.space == "global" or v.name in used] + fn.variables
-    dynamic, frame_bytes, frame_align = [], 0, 4
+    dynamic = []
     for var in variables:
-        if var.space == "local":        # an offset in the thread's frame
-            if var.init:
-                raise UnsupportedError(f"{module.where(var.line)}: .local variable {var.name} has an initialiser")
-            frame_align = max(frame_align, var.align)
-            addr = -(-frame_bytes // max(4, var.align)) * max(4, var.align)
-            symbols[var.name] = ("local", addr)
-            frame_bytes = addr + max(var.size, 1)
-            continue
         if var.space not in next_byte:
             raise UnsupportedError(f"{module.where(var.line)}: .{var.space} variable {var.name} is not supported")
+        if var.init and var.space == "local":
+            raise UnsupportedError(f"{module.where(var.line)}: .local variable {var.name} has an initialiser")
         if var.extern and var.space == "shared" and var.size == 0:
             dynamic.append(var)
             continue
@@ -83,7 +77,8 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
         if var.init:
             for w, v in _pack_words(var).items():
                 inits[var.space][addr // 4 + w] = v
-    frame_bytes = -(-frame_bytes // frame_align) * frame_align
+    frame_align = max([4] + [v.align for v in variables if v.space == "local"])
+    frame_bytes = -(-next_byte.pop("local") // frame_align) * frame_align
     local_base = -(-next_byte["shared"] // frame_align) * frame_align
     if frame_bytes:
         next_byte["shared"] = local_base + isa.MAX_BLOCK_THREADS * frame_bytes
