@@ -25,13 +25,16 @@ _LANES_OF = [tuple(l for l in range(isa.LANES) if m >> l & 1) for m in range(1 <
 class Step:
     """One pass: warp `warp` of thread block `block_id` ran machine block `pc`
     with active lanes `mask`. Writes are listed in execution order
-    (instruction order, then lane order); writes to r0 are not listed."""
+    (instruction order, then lane order); writes to r0 are not listed. `loads` has one
+    entry per GLOBAL load it ran, in instruction order: the word each active lane read,
+    in lane order (the machine reads a load with a word past LANE_GLOBAL_WORDS lane by lane)."""
     block_id: int
     warp: int
     pc: int
     mask: int
     reg_writes: list[tuple[int, int, int]] = field(default_factory=list)        # (lane, reg, value)
     mem_writes: list[tuple[isa.Space, int, int]] = field(default_factory=list)  # (space, word, value)
+    loads: list[list[int]] = field(default_factory=list)                         # GLOBAL loads' words
     ran: int = 0    # instructions of the block it completed: all of them, unless a fault stopped it
     new_top: bool = False   # the warp's SIMT stack top is another entry after the pass (a push, a pop, an exit)
     exited: int = 0         # the lanes its terminator ended: EXIT's active lanes, or a BRC's taken lanes that exit
@@ -129,10 +132,14 @@ def _mem(ins: isa.Instr):
     if not isinstance(space, isa.Space):
         raise ValueError(f"{ins}: {ins.op.name} needs mod=Space")
     if ins.op is isa.Op.LD:
+        traced = space is isa.Space.GLOBAL      # the stream needs a global load's words (Step.loads)
+
         def load(rows, lanes, ctx):
             mem = ctx.spaces[space]
-            return [mem[ctx.word(space, isa.u32(ga(r) + gb(r)), l, "load", len(mem))]
-                    for r, l in zip(rows, lanes)]
+            words = [ctx.word(space, isa.u32(ga(r) + gb(r)), l, "load", len(mem)) for r, l in zip(rows, lanes)]
+            if traced and ctx.loads is not None:
+                ctx.loads.append(words)
+            return [mem[w] for w in words]
         return load
 
     gc = _reader(ins.srcs[2])
@@ -227,13 +234,14 @@ def _decode(program: isa.Program):
 # ---------------------------------------------------------------------------
 class _Context:
     """What an executing instruction may touch: memories, special registers,
-    the fault location and the trace of memory writes."""
+    the fault location and the trace of memory writes and global loads."""
 
     def __init__(self, spaces, cta):
         self.spaces, self.cta = spaces, cta
         self.warp = self.pc = 0
         self.sregs = None
         self.mem_writes = None   # a list while tracing
+        self.loads = None        # a list while tracing
 
     def word(self, space, address, lane, what, words):
         """The word index of a byte address, or a MemoryFault naming the access."""
@@ -347,7 +355,7 @@ class _Machine:
         if self.steps is not None:
             step = Step(ctx.cta, warp.index, pc, mask)
             self.steps.append(step)
-            ctx.mem_writes = step.mem_writes
+            ctx.mem_writes, ctx.loads = step.mem_writes, step.loads
         for compute, d in instrs:
             values = compute(rows, lanes, ctx)
             if d and values is not None:   # r0 and ST write no register

@@ -27,7 +27,9 @@ USABLE_REGS = NUM_REGS - 1
 MAX_WARPS = 4             # warps per thread block
 MAX_BLOCK_THREADS = LANES * MAX_WARPS
 MAX_GRID_BLOCKS = 256     # thread blocks per launch (run one after another)
-GLOBAL_WORDS = 1024       # 32-bit words of global memory
+GLOBAL_WORDS = 16384      # 32-bit words of global memory (64 KiB)
+LANE_GLOBAL_WORDS = 1024  # the first global words, which every lane of a warp reads in one pass; a load
+                          # with an active lane above them reads lane by lane (docs/machine.md, step 28)
 SHARED_WORDS = 256        # 32-bit words of shared memory per thread block
 CONST_WORDS = 128         # kernel parameters followed by .const data
 ROM_BLOCKS = 128          # machine blocks in the program ROM

@@ -8,7 +8,8 @@ value. Memory is words (np.uint32): a float32 array is stored as its bits, and a
 parameter's word is its float32's bits (`scalar_word` says which values convert, and how).
 After the engine ran, `copy_back` writes each array's words back into
 the caller's array in place. `output_words` are the words the kernel may write: what the model
-engine copies out into its tokens at the end (qwengpu/driver/copyout.py).
+engine copies out into its tokens at the end, those below isa.LANE_GLOBAL_WORDS (the others it
+reads from the model's state: qwengpu/driver/copyout.py).
 
 A Launch is checked once, when it is made (`build` from a kernel's arguments, `from_words` from
 words set by hand), and every engine and the driver take it as it is: its CONST image and its
@@ -48,7 +49,8 @@ class ArraySlot:
 class Launch:
     """A checked launch: grid/block as (x, y, z), the CONST parameter words (index =
     Param.word), global memory (the engines update it in place) and `copy_out`, the global words
-    the model engine writes as tokens at the end (None: no copy-out)."""
+    the host needs back: the model engine writes those below isa.LANE_GLOBAL_WORDS as tokens at
+    the end (copyout.py; None: no copy-out)."""
     program: isa.Program
     grid: Dim3
     block: Dim3

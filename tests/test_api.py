@@ -12,7 +12,7 @@ import torch
 
 from qwengpu import isa
 from qwengpu.api import Device, Function, Module
-from qwengpu.errors import CompileError, LaunchError, MachineLimitError, QwenGpuError, UnsupportedError
+from qwengpu.errors import CompileError, LaunchError, MachineLimitError, MemoryFault, QwenGpuError, UnsupportedError
 from qwengpu.isa import Imm, Instr, MachineBlock, Op, Param, Program, Reg, Space, Term, Terminator
 from qwengpu.launch import Launch
 from qwengpu.suite import DEFAULT_DIR
@@ -145,9 +145,9 @@ def test_partly_overlapping_arrays_are_refused():
 
 def test_global_memory_overflow_names_words_needed():
     program = exit_program(("a", "b"), static_global_words=24)
-    with pytest.raises(MachineLimitError, match=r"needs 1025 words of global memory.*limit is 1024"):
-        Launch.build(program, 1, 1, [np.zeros(1000, np.int32), np.zeros(1, np.uint32)])
-    Launch.build(program, 1, 1, [np.zeros(999, np.int32), np.zeros(1, np.uint32)])    # exactly full
+    with pytest.raises(MachineLimitError, match=r"needs 16385 words of global memory.*limit is 16384"):
+        Launch.build(program, 1, 1, [np.zeros(16360, np.int32), np.zeros(1, np.uint32)])
+    Launch.build(program, 1, 1, [np.zeros(16359, np.int32), np.zeros(1, np.uint32)])    # exactly full
 
 
 def test_copy_back_in_place_keeps_dtype():
@@ -351,6 +351,30 @@ def test_round_trip_dot(frontend):
     result = fn(grid=1, block=4, args=[a, b, out, 3])
     assert out[0] == np.dot(a, b) and result.passes > 0 and result.instructions > 0
     assert module.get_function("dot") is fn
+
+
+TOP_OF_MEMORY = """\
+extern "C" __global__ void k(const int *x, int *out, int at) {
+    int t = threadIdx.x + 4 * blockIdx.x;
+    out[at + t] = x[at + t] * 3 - t;
+}
+"""
+
+
+def test_a_kernel_reads_and_writes_the_top_of_global_memory():
+    """Two arrays of 8192 words fill the 16384 words: x at words 0..8191, out at 8192..16383. Eight
+    threads read x[8184..8191] and write out[8184..8191], global words 16376..16383; one word higher,
+    thread 7 (thread block 1, lane 3) stores to out[8192], byte address 65536: past the end."""
+    fn = Device("interp").compile(TOP_OF_MEMORY).get_function("k")
+    x = np.random.default_rng(0).integers(-1000, 1000, 8192).astype(np.int32)
+    out = np.zeros(8192, np.int32)
+    fn(grid=2, block=4, args=[x, out, 8184])
+    want = np.zeros(8192, np.int32)
+    want[8184:] = x[8184:] * 3 - np.arange(8)
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(MemoryFault, match=r"store at global byte address 0x10000 is past the end \(65536 bytes\) "
+                                          r"\(thread block 1, warp 0, lane 3, pc B\d+\)"):
+        fn(grid=2, block=4, args=[x, np.zeros(8192, np.int32), 8185])
 
 
 PRELUDE_SEMANTICS = """\

@@ -44,10 +44,10 @@ def test_array_forms(text, want, dtype):
 
 
 def test_an_array_as_large_as_global_memory():
-    assert GLOBAL_WORDS == 1024                     # the numbers below are written for this limit
-    assert parse_arg("i32:zeros(1024)").tolist() == [0] * 1024
-    assert parse_arg("u32:range(1024)")[-1] == 1023
-    assert parse_arg("[" + "7 " * 1024 + "]").size == 1024
+    assert GLOBAL_WORDS == 16384                    # the numbers below are written for this limit
+    assert parse_arg("i32:zeros(16384)").tolist() == [0] * 16384
+    assert parse_arg("u32:range(16384)")[-1] == 16383
+    assert parse_arg("[" + "7 " * 16384 + "]").size == 16384
 
 
 # --- scalars ----------------------------------------------------------------
@@ -93,12 +93,12 @@ def test_scalar_forms(text, want):
     ("range(0, 5, -1)", "range(0, 5, -1) is empty"),
     # sizes beyond the machine's global memory, refused before anything is built
     ("range(0x7fffffff)", "--arg 'range(0x7fffffff)': 2147483647 elements do not fit in the machine's global "
-                          "memory; expected at most 1024 words (qwengpu.isa.GLOBAL_WORDS)"),
+                          "memory; expected at most 16384 words (qwengpu.isa.GLOBAL_WORDS)"),
     ("i32:zeros(10000000)", "10000000 elements do not fit in the machine's global memory"),
-    ("i32:zeros(1025)", "1025 elements do not fit"),
+    ("i32:zeros(16385)", "16385 elements do not fit"),
     ("full(0xffffffff, 1)", "4294967295 elements do not fit"),
     ("range(-2147483648, 2147483647)", "4294967295 elements do not fit"),
-    ("[" + "0," * 1025 + "0]", "1026 elements do not fit"),
+    ("[" + "0," * 16385 + "0]", "16386 elements do not fit"),
     # argument counts of the calls
     ("range(1,2,3,4)", "range takes 1 to 3 arguments, got 4; expected range(stop), range(start, stop) or "
                        "range(start, stop, step)"),
@@ -490,7 +490,7 @@ def test_random_decimals_against_mpfr():
                                       "hold every integer exactly"),
     ("f32:range(-16777217, -16777215)", "reaches -16777217"),
     ("f32:[]", "the array is empty"), ("f32:zeros(0)", "the count in zeros(...) is 0"),
-    ("f32:zeros(1025)", "1025 elements do not fit"),
+    ("f32:zeros(16385)", "16385 elements do not fit"),
     ("F32:1.5", "unknown type 'F32'; expected i32:, u32: or f32: before the value"),
     ("f32:", "the value is empty"),
 ])

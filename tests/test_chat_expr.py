@@ -291,10 +291,10 @@ def test_a_parse_error_names_its_expression_in_a_group(interp):
 
 
 def test_a_list_too_long_names_the_memory_limit(interp):
-    assert evaluate_on(interp, f"sum([{', '.join(['1'] * 1022)}])").value == 1022
-    with pytest.raises(MachineLimitError, match="holds 1023 numbers .* global memory holds 1024 words, "
-                                                 "2 of them for the result, so at most 1022 numbers fit"):
-        evaluate_on(interp, f"sum([{', '.join(['1'] * 1023)}])")
+    assert evaluate_on(interp, f"sum([{', '.join(['1'] * 16382)}])").value == 16382
+    with pytest.raises(MachineLimitError, match="holds 16383 numbers .* global memory holds 16384 words, "
+                                                 "2 of them for the result, so at most 16382 numbers fit"):
+        evaluate_on(interp, f"sum([{', '.join(['1'] * 16383)}])")
 
 
 @pytest.mark.parametrize("text, limit", [

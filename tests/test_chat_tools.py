@@ -136,9 +136,9 @@ def test_printf_output_is_part_of_the_response(interp):
 @pytest.mark.parametrize("overrides, message", [
     ({"source": DOT.replace("int t =", "int t")}, "error: kernel.cu:3:9: error: no viable conversion"),
     ({"block": "32"}, "error: a thread block of (32, 1, 1) has 32 threads; the limit is 16 threads per block"),
-    ({"args": "i32:zeros(1000) i32:zeros(30) i32:zeros(1) 3"}, "needs 1031 words of global memory"),
-    ({"args": "i32:zeros(2000) i32:[4,5,6] i32:zeros(1) 3"},
-     "error: --arg 'i32:zeros(2000)': 2000 elements do not fit in the machine's global memory"),
+    ({"args": "i32:zeros(16000) i32:zeros(400) i32:zeros(1) 3"}, "needs 16401 words of global memory"),
+    ({"args": "i32:zeros(20000) i32:[4,5,6] i32:zeros(1) 3"},
+     "error: --arg 'i32:zeros(20000)': 20000 elements do not fit in the machine's global memory"),
     ({"args": "[[1,2,3], [4,5,6], [], 3]"}, "error: --arg '[]': the array is empty"),
     ({"args": "i32:[1,2,3] 3"}, "error: kernel dot takes 4 arguments"),
     ({"args": "i32:[1,2,x]"}, "error: --arg 'i32:[1,2,x]': element 3 'x' is not a number"),

@@ -66,7 +66,7 @@ def test_results_come_from_the_tokens(engine):
 
 def test_a_fault_and_a_corrupted_stream(engine):
     fast, vocab = engine
-    src = "__global__ void k(int *a) { a[threadIdx.x + 5000] = 1; }"
+    src = "__global__ void k(int *a) { a[threadIdx.x + 20000] = 1; }"      # past the 16384 words
     fn = Device("model").compile(src).get_function("k")
     launch = Launch.build(fn.program, 1, 4, [np.zeros(4, dtype=np.int32)])
     [faulted] = runtime.launch_on_engine(TokensOnly(fast), vocab, [launch], max_tokens=20_000)

@@ -27,10 +27,10 @@ from qwengpu.machine.tokens import Token, with_exec
 MISALIGNED = r'''extern "C" __global__ void k(int *p) {
     int *q = (int *)((char *)p + threadIdx.x);
     *q = 7; }'''
-# warp 1 (threads 4..7): lanes 0, 1 load in range, lane 2 (thread 6) reads 2000 words on: past the end
+# warp 1 (threads 4..7): lanes 0, 1 load in range, lane 2 (thread 6) reads 20000 words on: past the end
 OUT_OF_RANGE = r'''extern "C" __global__ void k(int *p, int *o) {
     int t = threadIdx.x;
-    o[t] = p[t >= 6 ? 2000 + t : t]; }'''
+    o[t] = p[t >= 6 ? 20000 + t : t]; }'''
 # lane 1 indexes -1000 words: its offset register holds -4000 (its bits above part 0 all ones, one
 # VAL token), and p + that is far past the end
 NEGATIVE = r'''extern "C" __global__ void k(int *p, int *o) {
@@ -68,9 +68,9 @@ MEMORY = {
 # what the interpreter says (checked, so the cases are what their names say)
 INTERP_SAYS = {
     "misaligned_store": r"^store at global byte address 0x[0-9a-f]*[13579bdf] is not 4-byte aligned \(thread block 0, warp 0, lane 1, pc B\d+\)$",
-    "out_of_range_load": r"^load at global byte address 0x[0-9a-f]+ is past the end \(4096 bytes\) \(thread block 0, warp 1, lane 2, pc B\d+\)$",
+    "out_of_range_load": r"^load at global byte address 0x[0-9a-f]+ is past the end \(65536 bytes\) \(thread block 0, warp 1, lane 2, pc B\d+\)$",
     "const_store": r"^store at const byte address 0x4 is read-only \(thread block 0, warp 0, lane 0, pc B0\)$",
-    "negative_index_load": r"^load at global byte address 0xfffff[0-9a-f]{3} is past the end \(4096 bytes\) \(thread block 0, warp 0, lane 1, pc B\d+\)$",
+    "negative_index_load": r"^load at global byte address 0xfffff[0-9a-f]{3} is past the end \(65536 bytes\) \(thread block 0, warp 0, lane 1, pc B\d+\)$",
     "atomic_misaligned": r"^atomic at shared byte address 0x[0-9a-f]*[26ae] is not 4-byte aligned \(thread block 1, warp 0, lane 3, pc B\d+\)$",
 }
 

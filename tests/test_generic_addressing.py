@@ -71,7 +71,7 @@ def test_generic_address_outside_every_window_faults():
     }"""
     fn = Device(engine="interp").compile(src).get_function("k")
     with pytest.raises(MemoryFault):
-        fn(grid=1, block=1, args=[np.array([2 * 5000], np.uint32), np.zeros(1, np.uint32)])
+        fn(grid=1, block=1, args=[np.array([2 * 50000], np.uint32), np.zeros(1, np.uint32)])   # byte 200000: window 3
 
 
 SELECTED = r"""

@@ -415,11 +415,43 @@ def test_store_faults():
 
 
 def test_memory_keeps_writes_made_before_a_fault():
-    p = prog(blk(jmp(1), st(R(0), 77)), blk(EXIT, st(R(0), 1, offset=4096)))
+    p = prog(blk(jmp(1), st(R(0), 77)), blk(EXIT, st(R(0), 1, offset=4 * isa.GLOBAL_WORDS)))
     mem = np.zeros(isa.GLOBAL_WORDS, np.uint32)
     with pytest.raises(MemoryFault):
         launch(p, block=(1, 1, 1), memory=mem)
     assert mem[0] == 77
+
+
+def top_of_memory_program(first_word):
+    """Thread t: r2 = 2 * global[first_word + t] + 1, stored back in place."""
+    return prog(blk(EXIT, *out_addr(), ld(1, R(15), offset=4 * first_word), ins(Op.MUL, 2, R(1), 2),
+                    ins(Op.ADD, 2, R(2), 1), st(R(15), R(2), offset=4 * first_word)))
+
+
+def test_the_last_words_of_global_memory_and_the_fault_past_them():
+    """Words 16380..16383 (the last four of 64 KiB) read and written by lanes 0-3; one word higher,
+    lane 3 reads byte address 65536 = 0x10000, past the end."""
+    assert isa.GLOBAL_WORDS == 16384
+    mem = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    mem[16379:] = [11, 0x8000_0000, 5, M32, 7]
+    want = mem.copy()
+    want[16380:] = (mem[16380:].astype(np.uint64) * 2 + 1) % 2 ** 32      # NumPy, wrapping as uint32
+    launch(top_of_memory_program(16380), block=(4, 1, 1), memory=mem)
+    assert mem.tolist() == want.tolist() and mem[16380:].tolist() == [1, 11, 0xFFFF_FFFF, 15]
+    with pytest.raises(MemoryFault, match=r"^load at global byte address 0x10000 is past the end \(65536 bytes\) "
+                                          r"\(thread block 0, warp 0, lane 3, pc B0\)$"):
+        launch(top_of_memory_program(16381), block=(4, 1, 1), memory=mem)
+    assert mem.tolist() == want.tolist()      # the load faults before any lane stores
+
+
+def test_the_trace_lists_each_global_loads_words():
+    """Step.loads: per GLOBAL load in instruction order (one to r0 too), the word each active lane
+    read in lane order; shared and CONST loads are not listed."""
+    p = prog(blk(jmp(1), *out_addr(), ld(1, R(15), offset=4 * 5000), ld(0, R(15), offset=8),
+                 ld(2, R(15), Space.SHARED), ld(3, R(0), Space.CONST)),
+             blk(EXIT, ld(4, R(0), offset=4 * 16383)), params=[0])
+    _, ex = launch(p, block=(3, 1, 1), params=[0], trace=True)
+    assert [s.loads for s in ex.steps] == [[[5000, 5001, 5002], [2, 3, 4]], [[16383] * 3]]
 
 
 def test_same_address_store_highest_lane_wins():
@@ -664,7 +696,7 @@ def test_launch_limits():
 
 def test_bad_memory_and_params():
     p = prog(blk(EXIT), params=[0, 0])
-    with pytest.raises(LaunchError, match=r"np.uint32\[1024\]"):
+    with pytest.raises(LaunchError, match=r"np.uint32\[16384\]"):
         interp.run(p, (1, 1, 1), (1, 1, 1), [0, 0], np.zeros(10, np.uint32))
     with pytest.raises(LaunchError, match="reads 2 parameter words; 1 was given"):
         interp.run(p, (1, 1, 1), (1, 1, 1), [0], np.zeros(isa.GLOBAL_WORDS, np.uint32))

@@ -224,7 +224,7 @@ def test_checker_accepts_a_good_spec():
     (dict(block=(8, 4)), "block (8, 4) has 32; the limit is 16"),
     (dict(grid=(16, 17)), "grid (16, 17) has 272; the limit is 256"),
     (dict(block=(0,)), "positive ints"),
-    (dict(args=[np.zeros(1100, np.int32)], expected=[np.ones(1100, np.int32)]), "1100 words"),
+    (dict(args=[np.zeros(16500, np.int32)], expected=[np.ones(16500, np.int32)]), "16500 words"),
     (dict(args=[np.zeros(4, np.int64)], expected=[np.ones(4, np.int64)]), "1-D int32/uint32/float32"),
     (dict(args=[np.zeros(4, np.float64)], expected=[np.ones(4, np.float64)]), "1-D int32/uint32/float32"),
     (dict(args=[np.zeros((2, 2), np.int32)], expected=[np.ones((2, 2), np.int32)]), "1-D int32/uint32/float32"),

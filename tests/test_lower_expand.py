@@ -302,7 +302,7 @@ def test_64bit_division_matches_reference(kernel, expand):
     assert not (ops_in(prog) & EXPANDED if expand else ops_in(prog) & {"MULHI", "MULHIU"})
     a, b = operands64(seed=len(kernel))
     out = np.zeros(len(a), np.uint64)
-    for lo in range(0, len(a), 128):        # 3 x 128 64-bit words fill the 1,024 words of global memory
+    for lo in range(0, len(a), 128):        # 128 64-bit words of each of the 3 arrays a launch
         x, y = a[lo:lo + 128], b[lo:lo + 128]
         o = np.zeros(len(x), np.uint64)
         launch = Launch.build(prog, (8, 1, 1), (16, 1, 1), [x.view(np.uint32).copy(), y.view(np.uint32).copy(),

@@ -7,11 +7,13 @@ import dataclasses
 import numpy as np
 import pytest
 
+from qwengpu import isa
 from qwengpu.api import Device
-from qwengpu.errors import ExecutionError, LaunchError
+from qwengpu.errors import ExecutionError, LaunchError, MachineLimitError
 from qwengpu.launch import Launch
-from qwengpu.driver import copyout, runtime
-from qwengpu.machine.tokens import Token, continuing
+from qwengpu.driver import copyout, protocol, runtime
+from qwengpu.isa import Imm, Instr, MachineBlock, Op, Program, Reg, SReg, Space, Term, Terminator
+from qwengpu.machine.tokens import Token, Vocab, continuing
 from qwengpu.machine.words import COPY0, COPYROW
 from qwengpu.suite import discover, load_spec, mismatches
 
@@ -32,8 +34,27 @@ def test_groups_and_prompt_rows_by_hand():
     first, rows = copyout.prompt_words([0, 1, 2, 3, 40])
     assert first == 1 << 8 and rows == {0: 0b1111 | 10 << 4, 10: 0b0001 | 1 << 12}
     assert copyout.prompt_words([]) == (0, {})
-    with pytest.raises(LaunchError, match="outside global memory"):
-        copyout.groups([1024])
+    with pytest.raises(LaunchError, match=r"copy-out word 16384 is outside global memory \(0..16383\)"):
+        copyout.groups([16384])
+
+
+def test_the_copy_out_carries_the_words_below_1024_alone():
+    """Words 1024..16383 are global memory, but no COPY carries them (a group is 8 bits: 0..255);
+    the model engine reads them from the model's state."""
+    assert copyout.groups([1021, 1023, 1024, 5000, 16383]) == [(255, 0b1010)]     # 1021 = 4 * 255 + 1
+    assert copyout.groups([1024, 16383]) == [] and copyout.prompt_words([1024, 16383]) == (0, {})
+    mem = np.zeros(16384, dtype=np.uint32)
+    mem[[1023, 1024, 9999]] = [6, 7, 8]
+    assert copyout.expected_tokens([1023, 1024, 9999], mem) == [t("COPY", 255), t("VALU", 0, 6)]
+    assert copyout.decode([t("COPY", 255), t("VALU", 0, 6), t("HALT")], [1023, 1024, 9999]) == {1023: 6}
+
+
+def test_an_engine_that_returns_only_tokens_refuses_words_past_the_copy_out():
+    copyout.check_tokens_only([])
+    copyout.check_tokens_only([0, 5, 1023])
+    with pytest.raises(MachineLimitError, match=r"^the copy-out covers global words below 1024, .*this launch may "
+                                                r"write words up to 5000: run it on the model engine"):
+        copyout.check_tokens_only([5, 1023, 5000, 1024])
 
 
 def test_expected_tokens_by_hand():
@@ -177,3 +198,53 @@ def test_the_runtime_refuses_a_copy_out_that_disagrees_with_the_state():
     short = copyout.expected_tokens([5], after) + [t("HALT")]
     with pytest.raises(ExecutionError, match="changed global word 6 .* does not carry"):
         runtime.check_copy_out(short, [5], before, after)
+
+
+def test_the_runtime_reads_output_words_past_1024_from_the_state():
+    """An output word past the copy-out (5000) comes from the state alone; a changed word that no
+    output word names is still the may-write analysis's miss, past 1024 too."""
+    before = np.zeros(isa.GLOBAL_WORDS, dtype=np.uint32)
+    after = before.copy()
+    after[[5, 5000]] = [9, 300]
+    stream = copyout.expected_tokens([5, 5000], after) + [t("HALT")]
+    assert stream == [t("COPY", 1), t("VALU", 0, 9), t("HALT")]            # lane 1 alone: one VALU
+    assert runtime.check_copy_out(stream, [5, 5000], before, after) == {5: 9}
+    with pytest.raises(ExecutionError, match="changed global word 5000 .* does not carry"):
+        runtime.check_copy_out(stream, [5], before, after)
+
+
+class ReferenceEngine:
+    """An engine that returns only tokens: each prompt's reference stream (protocol.expected_stream)."""
+
+    def __init__(self, vocab, launches):
+        self.streams = {tuple(vocab.id(tk) for tk in protocol.prompt(lau)):
+                        [vocab.id(tk) for tk in protocol.expected_stream(lau).tokens] for lau in launches}
+        self.asked = []
+
+    def generate(self, prompts, *, allowed, stop_ids, max_tokens):
+        self.asked += prompts
+        return [self.streams[tuple(p)] for p in prompts]
+
+
+def store_tid_program(word) -> Program:
+    """Thread t stores t + 1 to global word `word` + t."""
+    r = Reg
+    return Program("k", [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),)),
+                                       Instr(Op.ADD, r(2), (r(1), Imm(1))),
+                                       Instr(Op.SHL, r(3), (r(1), Imm(2))),
+                                       Instr(Op.ST, r(0), (r(3), Imm(4 * word), r(2)), Space.GLOBAL)],
+                                      Terminator(Term.EXIT))], [])
+
+
+def test_a_launch_that_may_write_past_1024_is_refused_on_an_engine():
+    """On an engine that returns only tokens (runtime.launch_on_engine) a launch whose output words
+    reach 1024 gets the clear error and is never sent; the one beside it runs from its copy-out."""
+    vocab = Vocab(first_id=0)
+    low = Launch.from_words(store_tid_program(8), 1, 4, copy_out=range(8, 12))
+    high = Launch.from_words(store_tid_program(1022), 1, 4, copy_out=range(1022, 1026))
+    engine = ReferenceEngine(vocab, [low])
+    ran, refused = runtime.launch_on_engine(engine, vocab, [low, high], max_tokens=1000, check="replay")
+    assert isinstance(ran, runtime.ModelRun) and ran.copied == {8: 1, 9: 2, 10: 3, 11: 4}
+    assert low.memory[8:12].tolist() == [1, 2, 3, 4]
+    assert isinstance(refused, MachineLimitError) and "may write words up to 1025" in str(refused)
+    assert len(engine.asked) == 1 and not high.memory.any()

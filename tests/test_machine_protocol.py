@@ -52,17 +52,21 @@ EXIT = Terminator(Term.EXIT)
 
 # --- an independent decoder of the prompt -----------------------------------------
 def decode_prompt(tokens):
-    """Replay LATCH/PART/PUT as docs/protocol.md describes them: {target: {row: word}}.
-    Also checks the format: PART runs start at 0, ascend by one and end on a nonzero part
-    (or are a single part), one LATCH per row per section, and the prompt ends with CTA 0."""
-    assert tokens[-1] == T("CTA", 0) and all(t.kind in ("LATCH", "PART", "PUT") for t in tokens[:-1])
+    """Replay LATCH/PAGE/PART/PUT as docs/protocol.md describes them: {target: {row: word}}, a
+    GLOBAL row being the word page * 1024 + latch. Also checks the format: PART runs start at 0,
+    ascend by one and end on a nonzero part (or are a single part), one LATCH per row per
+    section, and the prompt ends with CTA 0."""
+    assert tokens[-1] == T("CTA", 0) and all(t.kind in ("LATCH", "PAGE", "PART", "PUT") for t in tokens[:-1])
     tables = defaultdict(dict)
-    latch, staged, run, latched = None, [0] * 3, [], []
+    latch, page, staged, run, latched = None, 0, [0] * 3, [], []
     for t in tokens[:-1]:
         if t.kind == "LATCH":
             assert not run
             latch = t.args[0]
             latched.append(latch)
+        elif t.kind == "PAGE":
+            assert not run
+            page = t.args[0]
         elif t.kind == "PART":
             k, d = t.args
             assert k == len(run), "parts ascend from 0"
@@ -73,8 +77,11 @@ def decode_prompt(tokens):
             word = sum(p << 12 * k for k, p in enumerate(staged))
             assert word != 0, "zero words are not written"
             target = PUT_TARGETS[t.args[0]]
-            assert latch not in tables[target]
-            tables[target][latch] = word
+            row = latch
+            if target == "PAGED":            # a global word past the lane words: its page, then the latch
+                target, row = "GLOBAL", page * 1024 + latch
+            assert row not in tables[target]
+            tables[target][row] = word
             run = []
     return tables, latched
 
@@ -125,6 +132,33 @@ def test_prompt_decodes_back_to_the_launch():
     assert [config >> 4 + 4 * w & 15 for w in range(4)] == [15, 15, 15, 0]
     # one LATCH per row within each section
     assert latched.count(0) == 5        # ROM, GLOBAL, CONST, SREG, CONFIG
+
+
+def test_prompt_words_past_1024_go_through_pages():
+    """Word w >= 1024 is PAGE(w // 1024) then LATCH(w % 1024), its parts, PUT(PAGED): the pages in
+    order after page 0's words, each page once; a launch within words 0..1023 has no PAGE at all."""
+    memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    memory[[3, 1023, 1024, 5000, 5001, 16383]] = [9, 1, 0x12345, 0xABC, 0x7000_0000, 0xFFFF_FFFF]
+    program = Program("k", [MachineBlock([], EXIT)], [])
+    toks = prompt(Launch.from_words(program, 1, 1, [], memory))
+    put = T("PUT", PUT_TARGETS.index("PAGED"))
+    # 5000 = 4 * 1024 + 904, 5001 = 4 * 1024 + 905, 16383 = 15 * 1024 + 1023, 1024 = 1 * 1024 + 0
+    assert [t for t in toks if t.kind == "PAGE"] == [T("PAGE", 1), T("PAGE", 4), T("PAGE", 15)]
+    i = toks.index(T("PAGE", 1))
+    assert toks[i - 3:i] == [T("LATCH", 1023), T("PART", 0, 1), T("PUT", PUT_TARGETS.index("GLOBAL"))]   # page 0 first
+    assert toks[i:i + 5] == [T("PAGE", 1), T("LATCH", 0), T("PART", 0, 0x345), T("PART", 1, 0x12), put]
+    i = toks.index(T("PAGE", 4))
+    assert toks[i:i + 8] == [T("PAGE", 4), T("LATCH", 904), T("PART", 0, 0xABC), put,
+                             T("LATCH", 905), T("PART", 0, 0x7000_0000), put, T("PAGE", 15)]   # 0x70000000: whole
+    assert toks[i + 8:i + 11] == [T("LATCH", 1023), T("PART", 0, 0xFFFF_FFFF), put]
+    tables, _ = decode_prompt(toks)
+    assert tables["GLOBAL"] == {3: 9, 1023: 1, 1024: 0x12345, 5000: 0xABC, 5001: 0x7000_0000, 16383: 0xFFFF_FFFF}
+    # the same launch without its words past 1023: no PAGE, and exactly the prompt's other tokens
+    low = memory.copy()
+    low[1024:] = 0
+    plain = prompt(Launch.from_words(program, 1, 1, [], low))
+    assert not any(t.kind == "PAGE" for t in plain)
+    assert plain == toks[:toks.index(T("PAGE", 1))] + toks[toks.index(T("LATCH", 1023), i) + 3:]
 
 
 def test_prompt_lanes_past_the_thread_count_are_zero():
@@ -522,3 +556,47 @@ def test_the_branch_condition_is_forwarded_only_into_the_last_pass():
     blocks = [MachineBlock(full, brc), MachineBlock([], EXIT)]
     tables, _ = decode_prompt(prompt(Launch.from_words(Program("k", blocks, []), 1, 4)))
     assert tables["PRE3.0"][0] == code(full).pre_words[3][0]
+
+
+# --- loads past the lane words (isa.LANE_GLOBAL_WORDS): read lane by lane -------------------------
+def far_load_program(offset, dst=3):
+    """r3 = global[4 tid + offset] (bytes), then r4 = r3 + 1; the SHL runs in the load's pre-ALU."""
+    return Program("far", [MachineBlock([Instr(Op.S2R, r(1), (Imm(SReg.TID_X),)),
+                                         Instr(Op.SHL, r(2), (r(1), Imm(2))),
+                                         Instr(Op.LD, r(dst), (r(2), Imm(offset)), Space.GLOBAL),
+                                         Instr(Op.ADD, r(4), (r(3), Imm(1)))], EXIT)], [])
+
+
+def test_a_load_past_the_lane_words_writes_back_lane_by_lane():
+    """Lanes 0-2 of a 3-thread block load words 1023, 1024, 1025 (byte offset 4092): lane 1's word is
+    past 1023, so every active lane's word comes as LD(l) and its VALs, lane 3 (inactive) none; the
+    last VAL continues into the ADD's pass. The values, by hand: 7, 0x12345 (two parts), -2 (a whole
+    word); the ADD's 8, 0x12346, -1 write back as any result."""
+    memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    memory[1023:1026] = [7, 0x12345, 0xFFFF_FFFE]
+    got = expected_stream(Launch.from_words(far_load_program(4092), 1, 3, [], memory)).tokens
+    assert got[:2] == [exec_(0, 0, 0), C("VALA", 1, 0)]                    # tid, continuing into the load's pass
+    assert got[2:] == [T("LD", 0), T("VAL", 0, 0, 7),
+                       T("LD", 1), T("VAL", 1, 0, 0x345), T("VAL", 1, 1, 0x12),
+                       T("LD", 2), C("VAL", 2, 0, 0xFFFF_FFFE),
+                       T("VAL", 0, 0, 8), T("VAL", 1, 0, 0x346), T("VAL", 1, 1, 0x12), T("VAL", 2, 0, 0xFFFF_FFFF),
+                       T("HALT")]
+    # the same load 4 bytes lower reads words 1022..1024: still one lane past 1023
+    memory[1022] = 5
+    lower = expected_stream(Launch.from_words(far_load_program(4088), 1, 3, [], memory)).tokens
+    assert [t for t in lower if t.kind == "LD"] == [T("LD", 0), T("LD", 1), T("LD", 2)]
+    # within the lane words (words 1021..1023: 0, 5, 7) the load writes back as before, no LD
+    inside = expected_stream(Launch.from_words(far_load_program(4084), 1, 3, [], memory)).tokens
+    assert inside[2:] == [C("VALQ", 0 | 5 << 3 | 7 << 6),                     # each below 8
+                          T("VALP", 0, 1 | 6 << 6), T("VAL", 2, 0, 8), T("HALT")]   # the ADD's 1, 6, 8
+
+
+def test_a_far_load_to_r0_writes_nothing_and_pages_any_word():
+    """A load to r0 past the lane words has no tokens (the ADD reads r3 = 0: VALU 1); one lane's word
+    anywhere in 1024..16383 makes a load go lane by lane (here lane 0 reads word 16383, the last)."""
+    memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
+    memory[16383] = 0x0ABC
+    got = expected_stream(Launch.from_words(far_load_program(4 * 16383, dst=0), 1, 1, [], memory)).tokens
+    assert got == [exec_(0, 0, 0), C("VALU", 0, 0), exec_(0, 0, 2), T("VALU", 0, 1), T("HALT")]
+    got = expected_stream(Launch.from_words(far_load_program(4 * 16383), 1, 1, [], memory)).tokens
+    assert got == [exec_(0, 0, 0), C("VALU", 0, 0), T("LD", 0), C("VAL", 0, 0, 0xABC), T("VALU", 0, 0xABD), T("HALT")]

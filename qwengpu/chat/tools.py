@@ -43,7 +43,7 @@ GPU_EVAL = {"type": "function", "function": {
 GPU_CUDA = {"type": "function", "function": {
     "name": "gpu_cuda",
     "description": ("Run a CUDA kernel on the GPU and return the final contents of its array arguments. The "
-                    "GPU has 4-lane warps (warpSize 4), at most 16 threads per block and 256 blocks, 1024 words "
+                    "GPU has 4-lane warps (warpSize 4), at most 16 threads per block and 256 blocks, 16384 words "
                     "of global memory, 256 words of shared memory per block, 32-bit integers and fp32 floats."),
     "parameters": {"type": "object", "properties": {
         "source": {"type": "string", "description": "a complete CUDA source with the __global__ kernel (no includes needed)"},

@@ -37,10 +37,22 @@ class Bank:
     width: int
     per: int                         # data bits per head
     replicas: list[list[int]]        # heads of each replica (one per slice)
+    base: int = 0                    # the word address of row 0 (host readback)
+    stride: int = 1                  # ... and between rows
+    addr_width: int = 0              # > 0: addressed by that many bits of a word address (base + stride * row),
+                                     # which no other bank's row shares; 0: by the row's bits alone
 
     @property
     def addr_bits(self) -> int:
-        return max(1, (self.rows - 1).bit_length())
+        return self.addr_width or max(1, (self.rows - 1).bit_length())
+
+    def address(self, row: int) -> int:
+        """The value of the address bits that select `row`."""
+        return self.base + self.stride * row if self.addr_width else row
+
+    def word(self, row: int) -> int:
+        """The word address `row` holds."""
+        return self.base + self.stride * row
 
     def slices(self):
         for s, lo in enumerate(range(0, self.width, self.per)):
@@ -59,8 +71,11 @@ def read_rows(state: np.ndarray, bank) -> dict[int, int]:
     return {int(r): int(words[r]) for r in np.flatnonzero(written)}
 
 
-def declare_bank(c: Circuit, layer: int, name: str, rows: int, width: int, replicas: int = 1) -> Bank:
-    """A bank of `rows` words of `width` bits in layer `layer`; each replica serves one read per token."""
+def declare_bank(c: Circuit, layer: int, name: str, rows: int, width: int, replicas: int = 1, *, base: int = 0,
+                 stride: int = 1, addr_width: int = 0) -> Bank:
+    """A bank of `rows` words of `width` bits in layer `layer`; each replica serves one read per token.
+    Row r holds word base + stride * r; with addr_width, the bank is addressed by the whole word
+    address, so many banks can share one address field and only the one holding it answers."""
     host = c.host
     if rows > host.key_dim:
         raise CircuitError(f"bank {name}: {rows} rows; a GDN head has {host.key_dim}")
@@ -68,7 +83,7 @@ def declare_bank(c: Circuit, layer: int, name: str, rows: int, width: int, repli
     heads_per_replica = -(-width // per)
     lay = c.layer(layer)
     heads = [lay.take_heads(heads_per_replica, f"bank {name}") for _ in range(replicas)]
-    bank = Bank(name, layer, rows, width, per, heads)
+    bank = Bank(name, layer, rows, width, per, heads, base, stride, addr_width)
     anchor = c.layout.anchor[0]
     A = c.layout.normed_anchor
     for replica in heads:
@@ -101,10 +116,10 @@ def _address_rows(c: Circuit, row_of, bank: Bank, addr: Bits, enable: Sequence[i
         raise CircuitError(f"bank {bank.name}: address has {len(addr)} bits, needs {bank.addr_bits}")
     anchor, A = c.layout.anchor[0], c.layout.normed_anchor
     for r in range(bank.rows):
-        row = row_of(r)
+        row, value = row_of(r), bank.address(r)
         zeros = 0
         for j, dims in enumerate(addr):
-            sign = 1 if r >> j & 1 else -1
+            sign = 1 if value >> j & 1 else -1
             zeros += sign < 0
             for d in dims:
                 row[d] += sign * 2 * M * READ

@@ -7,7 +7,8 @@ significant bits so that each costs one token to load (`short_floats`), on the 8
 digits that scikit-learn ships inside its package (`sklearn.datasets.load_digits`: 1,797 images of
 pixels 0..16, no download). A seeded permutation splits them: TRAIN_IMAGES to train on, the rest to
 test. Its size is set by the machine: the weights (610 words) and a launch's images and logits fit
-in global memory's 1,024 words, IMAGES_PER_LAUNCH images a launch, one thread block each.
+in global memory's first 1,024 words (isa.LANE_GLOBAL_WORDS: those a warp loads in one pass and the
+copy-out carries, so every engine runs it), IMAGES_PER_LAUNCH images a launch, one thread block each.
 
 `reference_logits` computes the logits in NumPy with the kernel's operations in the kernel's order
 (an exactly rounded fp32 fma, `fma32`, a step): the model's logits must equal them bit for bit.
@@ -28,7 +29,7 @@ TRAIN_IMAGES = 1297                     # of 1,797: the other 500 are the test i
 SPLIT_SEED = TRAIN_SEED = 0
 KERNEL = Path(__file__).with_name("mlp.cu")
 WEIGHT_WORDS = HIDDEN * PIXELS + HIDDEN + CLASSES * HIDDEN + CLASSES
-IMAGES_PER_LAUNCH = (isa.GLOBAL_WORDS - WEIGHT_WORDS) // (PIXELS + CLASSES)
+IMAGES_PER_LAUNCH = (isa.LANE_GLOBAL_WORDS - WEIGHT_WORDS) // (PIXELS + CLASSES)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,10 @@ for two small values of lanes 2p and 2p + 1, else `VAL`s: tokens.writeback_token
 next `COPY` or `HALT`. The prompt holds the group list as a linked list
 (words.COPY0: the first group; words.COPYROW: a table row per group): a row left 0 means
 "every lane, then group g + 1", so a run of whole groups costs no prompt tokens.
+
+The copy-out carries the lane words alone (below isa.LANE_GLOBAL_WORDS: a COPY's group has
+words.GROUP_BITS); the model engine reads the words above from the model's state, and an engine
+that returns only tokens refuses a launch that may write them (check_tokens_only).
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from qwengpu import isa
-from qwengpu.errors import ExecutionError, LaunchError
+from qwengpu.errors import ExecutionError, LaunchError, MachineLimitError
 from qwengpu.machine.tokens import Token, lane_word, tok, unpack_pair, unpack_small, writeback_tokens
 from qwengpu.machine.words import COPY0, COPYROW, PARTS
 
@@ -29,13 +33,25 @@ FULL = (1 << isa.LANES) - 1
 
 
 def groups(words: Iterable[int]) -> list[tuple[int, int]]:
-    """(group, lane mask) of every group holding one of `words`, in address order."""
+    """(group, lane mask) of every group holding one of `words` that the copy-out carries (those
+    below isa.LANE_GLOBAL_WORDS), in address order."""
     masks: dict[int, int] = {}
     for w in words:
         if not 0 <= w < isa.GLOBAL_WORDS:
             raise LaunchError(f"copy-out word {w} is outside global memory (0..{isa.GLOBAL_WORDS - 1})")
-        masks[w // isa.LANES] = masks.get(w // isa.LANES, 0) | 1 << w % isa.LANES
+        if w < isa.LANE_GLOBAL_WORDS:
+            masks[w // isa.LANES] = masks.get(w // isa.LANES, 0) | 1 << w % isa.LANES
     return sorted(masks.items())
+
+
+def check_tokens_only(words: Iterable[int]) -> None:
+    """Refuse a launch whose output words (launch.copy_out) reach past the copy-out: an engine
+    that returns only tokens has no other way to read them back."""
+    last = max(words, default=0)
+    if last >= isa.LANE_GLOBAL_WORDS:
+        raise MachineLimitError(f"the copy-out covers global words below {isa.LANE_GLOBAL_WORDS}, the only results an "
+                                f"engine that returns only tokens can read; this launch may write words up to {last}: "
+                                f"run it on the model engine, which reads them from the model's state")
 
 
 def prompt_words(words: Iterable[int]) -> tuple[int, dict[int, int]]:

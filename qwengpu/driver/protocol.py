@@ -22,10 +22,10 @@ from qwengpu.machine.tokens import (LATCH_BITS, PUT_TARGETS, Token, continuing, 
 from qwengpu.machine.words import CONFIG, PHASES, SREG, SREG_BLOCK_WORD
 
 # each kind's arguments by name: the fields compare() reports and don't-cares name
-ARG_NAMES = {"LATCH": ("value",), "PART": ("part", "data"), "PUT": ("target",), "CTA": ("cta",),
+ARG_NAMES = {"LATCH": ("value",), "PAGE": ("page",), "PART": ("part", "data"), "PUT": ("target",), "CTA": ("cta",),
              "EXEC": ("warp", "pc", "slot"), "VAL": ("lane", "part", "data"), "VALU": ("part", "data"),
              "VALA": ("stride", "data"), "VALQ": ("data",), "VALP": ("pair", "data"),
-             "ST": ("lane",), "AT": ("lane",), "AW": ("lane",),
+             "ST": ("lane",), "AT": ("lane",), "AW": ("lane",), "LD": ("lane",),
              "CT1": ("pc", "mask", "sp"), "CT2": ("alive", "phase", "wait"),
              "COPY": ("group",), "HALT": (), "FAULT": ()}
 CHECKS = (None, "replay")             # how a run's generated stream may be checked
@@ -52,6 +52,21 @@ def rows_tokens(rows: dict[int, list[tuple[str, int]]]) -> list[Token]:
         out.append(tok("LATCH", row))
         for target, value in writes:
             out += word_tokens(target, value)
+    return out
+
+
+def global_tokens(memory: np.ndarray) -> list[Token]:
+    """Global memory's nonzero words: PUT(GLOBAL) writes lane word latch, PUT(PAGED) word
+    page * LANE_GLOBAL_WORDS + latch, the page set by a PAGE token. Page 0's rows first (a launch
+    within the lane words has the prompt it always had), then PAGE(k) and its rows for each later
+    page in use."""
+    pages: dict[int, dict[int, list[tuple[str, int]]]] = {}
+    for w in np.flatnonzero(memory).tolist():
+        page, row = divmod(w, isa.LANE_GLOBAL_WORDS)
+        pages.setdefault(page, {})[row] = [("PAGED" if page else "GLOBAL", int(memory[w]))]
+    out = rows_tokens(pages.pop(0, {}))
+    for page, rows in sorted(pages.items()):
+        out += [tok("PAGE", page)] + rows_tokens(rows)
     return out
 
 
@@ -87,14 +102,14 @@ def config_word(grid, block) -> int:
 
 
 def prompt(launch: Launch) -> list[Token]:
-    """The prefill: ROM, GLOBAL, CONST, the special-register table, CONFIG and the copy-out
-    list (launch.copy_out: the global words the model writes as tokens at the end, copyout.py),
-    then CTA(0)."""
+    """The prefill: ROM, GLOBAL (global_tokens), CONST, the special-register table, CONFIG and the
+    copy-out list (launch.copy_out: the global words the model writes as tokens at the end,
+    copyout.py), then CTA(0). No section after GLOBAL writes global memory, so the page it
+    leaves set is never read."""
     grid, block = launch.grid, launch.block
     rom = {pc: [(f"ROM{s}.{j}", w) for s, words in enumerate(code.words) for j, w in enumerate(words)]
            + [(f"PRE{s}.{j}", w) for s, words in code.pre_words.items() for j, w in enumerate(words)]
            + [("TERM", code.term)] for pc, code in enumerate(launch.code)}
-    memory = {i: [("GLOBAL", int(v) & isa.MASK32)] for i, v in enumerate(launch.memory.tolist())}
     const = {i: [("CONST", v)] for i, v in enumerate(launch.const)}
     warps = len(thread_masks(block))
     sregs = {w: [(f"SREG{j}", v) for j, v in enumerate(warp_sreg_words(grid, block, w))] for w in range(warps)}
@@ -103,8 +118,8 @@ def prompt(launch: Launch) -> list[Token]:
     first, rows = copyout.prompt_words(launch.copy_out or ())
     config = {0: [("CONFIG", config_word(grid, block)), ("COPY0", first)]}
     table = {g: [("COPYTAB", row)] for g, row in rows.items()}
-    sections = (rom, memory, const, sregs, config, table)
-    return [t for rows in sections for t in rows_tokens(rows)] + [tok("CTA", 0)]
+    return (rows_tokens(rom) + global_tokens(launch.memory)
+            + [t for rows in (const, sregs, config, table) for t in rows_tokens(rows)] + [tok("CTA", 0)])
 
 
 # ---------------------------------------------------------------------------
@@ -145,9 +160,11 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
     """The block's passes (those before the pass of instruction `until`, and that pass's EXEC). A
     pass whose writeback tokens end it runs the next pass of the block in its last one: that token
     continues (tokens.continuing) in place of the next pass's EXEC. An instruction in no pass
-    (its result read only as a fixed operand: encoding.py) writes nothing back."""
+    (its result read only as a fixed operand: encoding.py) writes nothing back. A GLOBAL load
+    with an active lane's word past the lane words (isa.LANE_GLOBAL_WORDS) is read lane by lane,
+    so it writes back lane by lane too: LD(l) and lane l's VALs for each active lane."""
     lanes = [l for l in range(isa.LANES) if step.mask >> l & 1]
-    writes, stores = iter(step.reg_writes), iter(step.mem_writes)
+    writes, stores, loads = iter(step.reg_writes), iter(step.mem_writes), iter(step.loads)
     ran = 0                  # the instructions whose register writes the trace has given
 
     def values(i):
@@ -185,9 +202,17 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
                     stream.extend(part_tokens("VAL", value, l))
                 stream.extend(part_tokens("PART", next(stores)[2], whole=False))
                 stream.add(tok("AW", l))
-        elif ins.dst.n:
-            stream.extend(writeback_tokens(lanes, values(p.main)))
-            written = True
+        else:
+            # a global load's words are traced whatever its destination (loads run in no pre-ALU)
+            words = next(loads) if ins.op is isa.Op.LD and ins.mod is isa.Space.GLOBAL else ()
+            if ins.dst.n and max(words, default=0) >= isa.LANE_GLOBAL_WORDS:
+                for l, value in zip(lanes, values(p.main)):
+                    stream.add(tok("LD", l))
+                    stream.extend(part_tokens("VAL", value, l))
+                written = True
+            elif ins.dst.n:
+                stream.extend(writeback_tokens(lanes, values(p.main)))
+                written = True
 
 
 def expected_stream(launch: Launch) -> Stream:

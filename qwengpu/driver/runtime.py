@@ -379,13 +379,16 @@ def launch_on_engine(engine, vocab, launches: list[Launch], *, max_tokens: int, 
     """Run launches on an engine that returns only tokens (qwengpu.engines: vLLM, llama.cpp, an
     OpenAI-compatible server) whose GPU token ids start at vocab.first_id. Every prompt goes to
     the engine in one generate() call, so it batches them; each launch's results come from its
-    copy-out alone (launch.copy_out, written into launch.memory). The result per launch, in
-    order: a ModelRun (seconds: the whole batch's) or the QwenGpuError that ended that launch."""
+    copy-out alone (launch.copy_out, written into launch.memory), so a launch that may write a
+    word the copy-out does not cover is refused (copyout.check_tokens_only). The result per
+    launch, in order: a ModelRun (seconds: the whole batch's) or the QwenGpuError that ended
+    that launch."""
     check_choice(check)
     results: list = [None] * len(launches)
     ready = []
     for i, launch in enumerate(launches):
         try:
+            copyout.check_tokens_only(launch.copy_out or ())
             ready.append((i, LaunchRun(launch, vocab, max_tokens=max_tokens, check=check)))
         except QwenGpuError as e:
             results[i] = e
@@ -417,14 +420,16 @@ def check_copy_out(stream: list[Token], copy_out: Sequence[int], before: np.ndar
                    after: np.ndarray) -> dict[int, int]:
     """The copy-out decoded from the tokens, checked against global memory as the model's state
     holds it before (`before`) and after (`after`) the launch: every copied word must agree, and
-    every word that changed must be copied (else an engine that returns only tokens would lose
-    it). An ExecutionError names the first word that breaks either."""
+    every word that changed must be one of `copy_out` (else an engine that returns only tokens
+    would lose it, or refuse the launch when it may write words the copy-out does not cover).
+    An ExecutionError names the first word that breaks either."""
     copied = copyout.decode(stream, copy_out)
     for word, value in copied.items():
         if int(after[word]) != value:
             raise ExecutionError(f"the model's copy-out says global word {word} is {value:#x}, but its state "
                                  f"holds {int(after[word]):#x}")
-    lost = [int(w) for w in np.flatnonzero(before != after) if int(w) not in copied]
+    named = set(copy_out)
+    lost = [int(w) for w in np.flatnonzero(before != after) if int(w) not in named]
     if lost:
         raise ExecutionError(f"the launch changed global word {lost[0]} ({len(lost)} words in all), which the "
                              f"copy-out does not carry: the may-write analysis (qwengpu/toolchain/writes.py) "

@@ -4,8 +4,8 @@ Interface: `build_atomic(c, at, op, old, b, cc)` reads one-dim op flags (one per
 name, at most one is 1) and 32-bit fields `old`, `b`, `cc`; it returns `new` (exactly 0
 when every flag is 0) and the first layer whose MLP may read it. The machine serialises
 atomics lane by lane, so one lane is enough; `build_atomic_unit(c, tokens, status, results,
-memory)` wires it into the machine (the old value at L_WB, the unit from L_ATOM, its queue at
-L_NEXT: plan.py) and returns `AtomicResult`.
+memory)` wires it into the machine (the old value at L_ATOM - 1, where the paged global memory's
+last read lands, the unit from L_ATOM, its queue at L_NEXT: plan.py) and returns `AtomicResult`.
 
 Two layers, every op writing straight into `new` with its neurons gated by its flag
 (relu(y + K f - K), K = the largest y: relu(y) when f = 1, 0 when f = 0):
@@ -36,7 +36,7 @@ from qwengpu.circuit.residual import Field
 from qwengpu.machine.alu import LaneResults
 from qwengpu.machine.inputs import TokenInputs
 from qwengpu.machine.lsu import Memory
-from qwengpu.machine.plan import ATOMIC_LAYERS, L_ATOM, L_NEXT, L_WB
+from qwengpu.machine.plan import ATOMIC_LAYERS, L_ATOM, L_NEXT
 from qwengpu.machine.status import WarpStatus
 from qwengpu.machine.wiring import flag_if, match, view
 
@@ -175,12 +175,12 @@ class AtomicResult:
 
 def build_atomic_unit(c: Circuit, tokens: TokenInputs, status: WarpStatus, results: LaneResults,
                       memory: Memory) -> AtomicResult:
-    """The machine's atomic stage: on an AT(l) pass, lane l's loaded word (old, L_WB) and the
+    """The machine's atomic stage: on an AT(l) pass, the loaded word (old, the paged memory's last layer) and the
     pending ATOM's op into the unit (from L_ATOM) with the store queue's b and c, its new value
     and lane kept in a queue (L_NEXT) for the VAL/PART/AW passes that follow."""
-    k, L, zero = tokens.kind, L_WB, tokens.zero
+    k, L, zero = tokens.kind, L_ATOM - 1, tokens.zero
     old = c.field("atom.old", 32, L)
-    for l in range(4):                  # on AT(l) passes only lane l's r (the old value) is nonzero
+    for l in range(4):                  # on AT passes only one lane's r (the old value) is nonzero
         for i in range(32):
             G.relu(c, L, {results.r[l][i]: 1, k["AT"]: 1}, -1, {old[i]: 1})
     flags = {}

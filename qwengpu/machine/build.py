@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,7 +37,7 @@ from qwengpu.machine.execute import (build_alu_unit, build_branch_unit, build_fp
 from qwengpu.machine.fetch import TERMS, build_fetch
 from qwengpu.machine.fpu import FPU_OPCODES
 from qwengpu.machine.inputs import build_inputs, token_inputs
-from qwengpu.machine.lsu import ADDRESS_BITS, ROW_BITS, build_lsu
+from qwengpu.machine.lsu import ADDRESS_BITS, LANE_BITS, ROW_BITS, build_lsu
 from qwengpu.machine.next_token import build_next_token
 from qwengpu.machine.operands import BLOCK_BANKS, BLOCK_ROWS, REG_ROWS, build_alu_operands, build_pre_operands
 from qwengpu.machine.plan import PLAN
@@ -89,6 +90,8 @@ def _supported_limits() -> list[tuple[str, range, str]]:
          f"of the TERM word, and a bank has at most {1 << ROW_BITS} rows"),
         ("BLOCK_SLOTS", exactly(SLOTS - 1),
          "the ROM's slots and the EXEC slot field were sized when qwengpu.machine.tokens was imported"),
+        ("LANE_GLOBAL_WORDS", exactly(1 << LANE_BITS),
+         f"the lane-replicated global banks hold {1 << LANE_BITS} words, a PUT's row latch has {LANE_BITS} bits"),
     ] + [(f"{space.name}_WORDS", exactly(1 << bits),
           f"{space.value} memory's banks hold {1 << bits} words, its fault check bounds {bits}-bit word addresses")
          for space, bits in ADDRESS_BITS.items()]
@@ -162,10 +165,12 @@ class Machine:
                 [d - lay.n for name in FEATURES for d in self.tokens.features[name].dims])
 
     def fingerprint(self) -> str:
-        """sha256 of the compiled circuit (every GDN matrix and neuron) and the vocabulary: a merged
+        """sha256 of the compiled circuit (every GDN matrix and neuron), the vocabulary and the readout
+        (where the host finds global memory's words: it may change with no weight changing): a merged
         checkpoint built from another version of the machine has another fingerprint. The token
         embeddings enter as what determines them (embeddings()), not as the dense matrix."""
         h = hashlib.sha256(f"C={self.c.layout.width};V={len(self.vocab)}".encode())
+        h.update(json.dumps(self.readout.to_json(), sort_keys=True).encode())
         h.update(repr((self._embedding_dims(), self.c.layout.anchor_value)).encode())
         h.update(self.vocab.matrix.astype(np.float32).tobytes())
         for lay in self.c.layers:

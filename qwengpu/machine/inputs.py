@@ -45,7 +45,7 @@ class Registers:
     cur1h: Field                   # one-hot: the warp on its CT2 pass
     ender: Field                   # one-hot: the warp whose pass may end its block
     val_lane: Field                # lanes a VAL or VALP writes
-    q_addr: Field                  # store queue lanes read: address (ST, AT, AW)
+    q_addr: Field                  # store queue lanes read: address (ST, AT, AW, LD)
     q_data: Field                  # ... data (ST, AT)
     q_b: Field                     # ... an atomic's operand (AT)
     ap_data: list[Field]           # each lane's word of a VALA, VALQ or VALP
@@ -78,7 +78,7 @@ def build_inputs(c: Circuit, tokens: TokenInputs) -> Registers:
     wb_row, cont_whole = _continuation(c, tokens, cur)
     # L0 MLP: per-lane enables
     val_lane = c.field("val_lane", 4, L_IN)
-    q_addr = c.field("q_addr", 4, L_IN)     # store queue lane reads: ST, AT, AW passes
+    q_addr = c.field("q_addr", 4, L_IN)     # store queue lane reads: ST, AT, AW, LD passes
     q_data = c.field("q_data", 4, L_IN)     # ST, AT
     q_b = c.field("q_b", 4, L_IN)           # AT
     # the warp that ended a block, one-hot: ct1h on its CT1 pass, cur1h on its CT2 pass; ender
@@ -88,7 +88,7 @@ def build_inputs(c: Circuit, tokens: TokenInputs) -> Registers:
     ender = c.field("ender", 4, L_IN)
     for l in range(4):
         G.relu(c, L_IN, {f["LANE"][l]: 1, k["VAL"]: 1, k["VALP"]: 1}, -1, {val_lane[l]: 1})
-        G.relu(c, L_IN, {f["LANE"][l]: 1, k["ST"]: 1, k["AT"]: 1, k["AW"]: 1}, -1, {q_addr[l]: 1})
+        G.relu(c, L_IN, {f["LANE"][l]: 1, k["ST"]: 1, k["AT"]: 1, k["AW"]: 1, k["LD"]: 1}, -1, {q_addr[l]: 1})
         G.relu(c, L_IN, {f["LANE"][l]: 1, k["ST"]: 1, k["AT"]: 1}, -1, {q_data[l]: 1})
         G.relu(c, L_IN, {f["LANE"][l]: 1, k["AT"]: 1}, -1, {q_b[l]: 1})
         t, k0 = match(cur, l)

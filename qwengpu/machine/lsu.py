@@ -1,7 +1,17 @@
-"""The load/store unit (LSU_LAYERS from L_Q): the store queue (address, data and an atomic's operand
+"""The load/store unit (L_Q to L_ATOM - 1): the store queue (address, data and an atomic's operand
 per lane, L_Q), write and load enables per memory group and lane, memory faults (L_Q, L_Q + 1),
-global memory (8 groups x 4 lane replicas, L_Q + 1 and L_Q + 2), shared and CONST memory and a
-load's result in place of its address (L_LOAD).
+global memory's lane words (8 groups x 4 lane replicas, L_Q + 1 and L_Q + 2), shared and CONST
+memory and a load's result in place of its address (L_LOAD), and global memory's paged words
+(one copy, PAGED_LAYERS from L_PAGED), which LD and AT passes read for one lane.
+
+Global memory (docs/machine.md, step 28): its first isa.LANE_GLOBAL_WORDS words are replicated
+per lane, so that a warp's load reads all four lanes in its EXEC pass. The words above live
+once, in four banks by address mod 4 (PAGED_BANKS heads of 128 rows each): a load with an active
+lane there goes lane by lane (`slow`): its EXEC pass queues each lane's address, and an LD(l)
+pass per active lane reads lane l's word from the queue's address (for a lane word, from lane
+l's replica, as an AT pass does). Each paged head is addressed by the whole word address, so
+all of them share one query and only the head holding the word answers; a word read lands in
+the result of the lane its bank is named for and is moved to the LD's lane at the last layer.
 
 Interface: `build_lsu(c, tokens, registers, decoded, status, operands, results)` reads the
 store queue's enables and a PUT's staged word and latch (Registers), the spaces of a load, store
@@ -22,17 +32,20 @@ from qwengpu.machine.alu import LaneResults
 from qwengpu.machine.fetch import Decoded
 from qwengpu.machine.inputs import Registers, TokenInputs
 from qwengpu.machine.operands import AluOperands
-from qwengpu.machine.plan import L_LOAD, L_Q
+from qwengpu.machine.plan import L_ATOM, L_LOAD, L_PAGED, L_Q, PAGED_LAYERS
 from qwengpu.machine.status import WarpStatus
 from qwengpu.machine.wiring import flag_if, match, view
 from qwengpu.machine.words import SPACES
 
 ROW_BITS = 7                                   # 128 rows per GDN head
-# each space's word address bits, as its banks hold it: global memory is 8 heads of 128 rows
-# (GROUPS), shared memory 2 (SHARED_GROUPS), CONST 1
-ADDRESS_BITS = {isa.Space.GLOBAL: 10, isa.Space.SHARED: 8, isa.Space.CONST: 7}
+# each space's word address bits, as its banks hold it: global memory's lane words are 8 heads of
+# 128 rows (GROUPS), shared memory 2 (SHARED_GROUPS), CONST 1
+ADDRESS_BITS = {isa.Space.GLOBAL: 14, isa.Space.SHARED: 8, isa.Space.CONST: 7}
+LANE_BITS = 10                                 # the lane words' address bits
 GA, SA = ADDRESS_BITS[isa.Space.GLOBAL], ADDRESS_BITS[isa.Space.SHARED]      # word address bits
-GROUPS, SHARED_GROUPS = 1 << GA - ROW_BITS, 1 << SA - ROW_BITS
+GROUPS, SHARED_GROUPS = 1 << LANE_BITS - ROW_BITS, 1 << SA - ROW_BITS
+PAGED_BANKS = 4                                # the paged words: bank b holds the words = b mod 4
+PAGED_HEADS = ((1 << GA) - (1 << LANE_BITS)) // (PAGED_BANKS << ROW_BITS)   # heads a bank
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,7 @@ class Memory:
     store_b: Field             # ... an atomic's b
     fault: Field               # a memory fault: the pass emits FAULT
     global_banks: list[Bank]   # global memory's banks (the host reads it back: readout.py)
+    slow: Field                # a global load with an active lane above the lane words: LD passes write it back
 
 
 def build_lsu(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: Decoded, status: WarpStatus,
@@ -61,8 +75,8 @@ def build_lsu(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: De
         for g in range(groups):
             t, k0 = match(view(ma, ROW_BITS, bits), g)
             flag_if(c, Lq, [({k["ST"]: 1, k["AW"]: 1, mspace[space]: 1}, 0, 2), (t, k0, bits - ROW_BITS)], {fld[g]: 1})
-            t, k0 = match(view(regs.latch, ROW_BITS, bits), g)
-            flag_if(c, Lq, [({tokens.put[target]: 1}, 0, 1), (t, k0, bits - ROW_BITS)], {fld[g]: 1})
+            t, k0 = match(view(regs.latch, ROW_BITS, min(bits, LANE_BITS)), g)
+            flag_if(c, Lq, [({tokens.put[target]: 1}, 0, 1), (t, k0, min(bits, LANE_BITS) - ROW_BITS)], {fld[g]: 1})
         we.append(fld)
     gw, sw = we
     lg = [c.field(f"lg{l}", GROUPS + SHARED_GROUPS, Lq) for l in range(4)]
@@ -74,9 +88,13 @@ def build_lsu(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: De
                 flag_if(c, Lq, [({decoded.ld_space[space]: 1}, 0, 1), (t, k0, bits - ROW_BITS)], out)
                 t, k0 = match(view(ma, ROW_BITS, bits), g)
                 flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[space]: 1}, 0, 3), (t, k0, bits - ROW_BITS)], out)
+                if space == 0:                      # an LD(l) pass: lane l's queued global address
+                    flag_if(c, Lq, [({k["LD"]: 1, f["LANE"][l]: 1}, 0, 2), (t, k0, bits - ROW_BITS)], out)
     fault = _faults(c, decoded, status, results)
+    slow = _slow(c, decoded, status, results)
     global_banks = _memories(c, tokens, decoded, results, ma, waddr[:ROW_BITS], wdata, gw, sw, lg)
-    return Memory(store_data=md, store_b=mb, fault=fault, global_banks=global_banks)
+    global_banks += _paged(c, tokens, registers, ma, wdata, results)
+    return Memory(store_data=md, store_b=mb, fault=fault, global_banks=global_banks, slow=slow)
 
 
 def _store_queue(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: Decoded, operands: AluOperands,
@@ -90,7 +108,7 @@ def _store_queue(c: Circuit, tokens: TokenInputs, registers: Registers, decoded:
         data = B.register(c, Lq, f"st.data{l}", 32)
         value = B.register(c, Lq, f"st.b{l}", 32)
         B.write_bits(c, addr, zero, B.bits(view(results.r[l], 2, 2 + GA)) + B.bits(decoded.st_space),
-                     [op["ST"][0], op["ATOM"][0]])
+                     [op["ST"][0], op["ATOM"][0], decoded.ld_space[0]])
         B.write_bits(c, data, zero, B.bits(operands.cc[l]), [op["ST"][0], op["ATOM"][0]])
         B.write_bits(c, value, zero, B.bits(operands.b[l]), [op["ATOM"][0]])
         B.read_into(c, addr, zero, ma.dims, enable=[registers.q_addr[l]])
@@ -108,7 +126,7 @@ def _memories(c: Circuit, tokens: TokenInputs, decoded: Decoded, results: LaneRe
     loaded = [c.field(f"loaded{l}", 32, Lq + 1) for l in range(4)]
     global_banks = []
     for g in range(GROUPS):
-        bank = declare_bank(c, Lq + 1 + g // 4, f"global{g}", 1 << ROW_BITS, 32, replicas=4)
+        bank = declare_bank(c, Lq + 1 + g // 4, f"global{g}", 1 << ROW_BITS, 32, replicas=4, base=g << ROW_BITS)
         global_banks.append(bank)
         B.write_bits(c, bank, wrow, wdata, [gw[g]])
         for l in range(4):
@@ -138,17 +156,70 @@ def _faults(c: Circuit, decoded: Decoded, status: WarpStatus, results: LaneResul
     store to CONST) makes the pass emit FAULT instead of its next token."""
     Lq, r, mask = L_Q, results.r, status.running.mask
     limits = {g: 2 + ADDRESS_BITS[space] for g, space in enumerate(SPACES)}     # byte address bits
-    bad = c.field("bad", 16, Lq)
+    bad = c.field("bad", 1, Lq, kind="int", vmax=16)     # how many (lane, reason): one dim, not 16
     for l in range(4):
         for g, top in limits.items():
             flags = {decoded.ld_space[g]: 64, decoded.st_space[g]: 64}
             out_of_range = {r[l][i]: 1 for i in [0, 1] + list(range(top, 32))}
-            G.step(c, Lq, {**out_of_range, **flags, mask[l]: 64}, 129, {bad[4 * l + g]: 1})
-        G.relu(c, Lq, {decoded.st_space[2]: 1, mask[l]: 1}, -1, {bad[4 * l + 3]: 1})
+            G.step(c, Lq, {**out_of_range, **flags, mask[l]: 64}, 129, {bad[0]: 1})
+        G.relu(c, Lq, {decoded.st_space[2]: 1, mask[l]: 1}, -1, {bad[0]: 1})
     fault = c.field("fault", 1, Lq + 1)
-    G.step(c, Lq + 1, {d: 1 for d in bad.dims}, 1, {fault[0]: 1})
+    G.step(c, Lq + 1, {bad[0]: 1}, 1, {fault[0]: 1})
     c.clear(bad, Lq + 1)
     return fault
+
+
+def _slow(c: Circuit, decoded: Decoded, status: WarpStatus, results: LaneResults) -> Field:
+    """A global load (or a COPY: its words are lane words) with an active lane whose word is paged."""
+    Lq, r, mask = L_Q, results.r, status.running.mask
+    paged = c.field("paged", 1, Lq, kind="int", vmax=4)     # how many: one dim where the residual is full
+    high = range(2 + LANE_BITS, 2 + GA)             # byte address bits above the lane words
+    for l in range(4):
+        K = len(high)
+        G.step(c, Lq, {decoded.ld_space[0]: K, mask[l]: K, **{r[l][i]: 1 for i in high}}, 2 * K + 1, {paged[0]: 1})
+    last = L_ATOM - 1                                # where the residual has room for the bit
+    slow = c.field("slow", 1, last)
+    G.step(c, last, {paged[0]: 1}, 1, {slow[0]: 1})
+    c.clear(paged, last)
+    return slow
+
+
+def _paged(c: Circuit, tokens: TokenInputs, registers: Registers, ma: Field, wdata, results: LaneResults) -> list[Bank]:
+    """Global memory above the lane words: bank b's heads hold the words = b mod 4, written by ST
+    and AW at the queue's address and by PUT(PAGED) at word page * 2 ** LATCH_BITS + latch (the
+    page register, set by PAGE, is read here, where the paged banks need it), read on LD and AT
+    passes at the queue's address into r[b]; at the last layer a word read moves to the pass's
+    lane (r[l], l = its LANE)."""
+    k, f, r, zero = tokens.kind, tokens.features, results.r, tokens.zero
+    page_bits = GA - LANE_BITS
+    page = c.field("page", page_bits, L_PAGED - 1)
+    reg = B.register(c, L_PAGED - 1, "page", page_bits)
+    B.write_bits(c, reg, zero, B.bits(view(f["V"], 0, page_bits)), [k["PAGE"]])
+    B.read_into(c, reg, zero, page.dims, enable=[tokens.put["PAGED"]])
+    addr = B.bits(view(ma, 0, GA))
+    waddr = B.bits(view(ma, 0, GA), list(registers.latch.dims) + list(page.dims))
+    layers = [L_PAGED + i * PAGED_LAYERS // (PAGED_BANKS * PAGED_HEADS) for i in range(PAGED_BANKS * PAGED_HEADS)]
+    banks = []
+    for i, layer in enumerate(layers):
+        b, h = i % PAGED_BANKS, i // PAGED_BANKS
+        base = (1 << LANE_BITS) + b + (h << ROW_BITS) * PAGED_BANKS
+        bank = declare_bank(c, layer, f"paged{b}.{h}", 1 << ROW_BITS, 32, base=base, stride=PAGED_BANKS,
+                            addr_width=GA)
+        B.write_bits(c, bank, waddr, wdata, [k["ST"], k["AW"], tokens.put["PAGED"]])
+        B.read_into(c, bank, addr, r[b].dims, enable=[k["LD"], k["AT"]])
+        banks.append(bank)
+    last = L_PAGED + PAGED_LAYERS - 1
+    move = c.field("paged.move", PAGED_BANKS * (PAGED_BANKS - 1), last - 1)    # (lane l, bank b != l)
+    pairs = [(l, b) for l in range(isa.LANES) for b in range(PAGED_BANKS) if b != l]
+    for (l, b), d in zip(pairs, move.dims):
+        t, k0 = match(view(ma, 0, 2), b)
+        flag_if(c, last - 1, [({k["LD"]: 1, k["AT"]: 1, f["LANE"][l]: 1}, 0, 2), (t, k0, 2)], {d: 1})
+    for (l, b), d in zip(pairs, move.dims):
+        for i in range(32):
+            G.relu(c, last, {r[b][i]: 1, d: 1}, -1, {r[l][i]: 1, r[b][i]: -1})
+    c.clear(move, last)
+    c.clear(page, last)
+    return banks
 
 
 def _lane_row(r: list[Field], ma: Field, l: int):

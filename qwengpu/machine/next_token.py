@@ -8,7 +8,7 @@
     E2  the first such lane, and whether it and the next are a VALP pair; whether no lane of
         the thread block lives on; the VAL(l, k) -> VAL(l, k + 1) and VALU(k) -> VALU(k + 1)
         cases; for each VALA stride, the bits where an active lane is not lane 0's + s * l
-    E3  one flag per case: next VAL lane, VALU(0), VALA, VALQ, ST lane, EXEC(w, pc, s + 1); at
+    E3  one flag per case: next VAL lane, VALU(0), VALA, VALQ, ST lane, LD lane, EXEC(w, pc, s + 1); at
         a block's end, right after a terminator's EXEC (no writeback tokens) or after its
         pass's last writeback token, CT1 when the top of stack's mask or depth changed (and a
         lane is alive: branch.build_status_change), else CT2 when the warp's alive lanes or phase
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from qwengpu import isa
 from qwengpu.circuit import gadgets as G
+from qwengpu.circuit import memory as B
 from qwengpu.circuit.layer import Circuit
 from qwengpu.circuit.residual import Field
 from qwengpu.machine.alu import LaneResults
@@ -56,7 +57,7 @@ def build_next_token(c: Circuit, tokens: TokenInputs, registers: Registers, deco
                      results: LaneResults, update: StatusUpdate, copy: CopyOut, memory: Memory, queues: Queues,
                      atomic: AtomicResult, schedule: Schedule, next_pc: NextPc) -> None:
     """The emission layers, the circuit's last four: the next token's features."""
-    facts = _e1_facts(c, tokens, registers, decoded, status, results, update, queues, atomic)
+    facts = _e1_facts(c, tokens, registers, decoded, status, results, update, memory, queues, atomic)
     cases = _e2_cases(c, tokens, status, results, facts)
     flags = _e3_flags(c, tokens, decoded, status, update, copy, memory, queues, schedule, facts, cases)
     _e4_output_code(c, tokens, status, results, update, copy, queues, atomic, schedule, next_pc, facts, cases, flags)
@@ -83,13 +84,15 @@ class _Facts:
     ahead: dict[tuple[int, int], Field]  # (stride s, lane l): part 0 of lane 0's value + s * l
     wide: Field                         # active lanes with bits above part 0
     wideq: Field                        # ... above VALQ's Q_BITS
+    slow: Field                         # the last EXEC pass's load is written back lane by lane (LD passes)
     others: Field                       # live lanes in the thread block's other warps
     lives: dict[str, Field]             # this warp keeps a live lane: "now" (its terminator), "q" (queued)
     last: Field                         # this thread block is the last
 
 
 def _e1_facts(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: Decoded, status: WarpStatus,
-              results: LaneResults, update: StatusUpdate, queues: Queues, atomic: AtomicResult) -> _Facts:
+              results: LaneResults, update: StatusUpdate, memory: Memory, queues: Queues,
+              atomic: AtomicResult) -> _Facts:
     r, mask = results.r, status.running.mask
     nz, whole, cand, six = _lane_values(c, tokens, r, mask)
     next_cta = c.field("next_cta", CTA_BITS, E1)
@@ -102,8 +105,13 @@ def _e1_facts(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: De
     low, mixed = _lowest_and_mixed(c, tokens, r, mask)
     ahead, wide, wideq = _progressions(c, r, mask)
     others, lives, last = _thread_block(c, tokens, registers, decoded, status, update, queues)
+    slow = c.field("ld.slow", 1, E1)
+    q = B.register(c, E1, "ld.slow", 1)
+    B.write_bits(c, q, tokens.zero, B.bits(memory.slow), [tokens.kind["EXEC"], tokens.kind["COPY"]])
+    B.read_into(c, q, tokens.zero, slow.dims)
+    c.clear(memory.slow, E1)
     return _Facts(nz=nz, whole=whole, cand=cand, six=six, next_cta=next_cta, nzn=nzn, low=low, mixed=mixed,
-                  ahead=ahead, wide=wide, wideq=wideq, others=others, lives=lives, last=last)
+                  ahead=ahead, wide=wide, wideq=wideq, slow=slow, others=others, lives=lives, last=last)
 
 
 def _lane_values(c: Circuit, tokens: TokenInputs, r: list[Field], mask: Field):
@@ -284,7 +292,7 @@ def _packing(c: Circuit, facts: _Facts):
 
 
 # ---- E3 ----------------------------------------------------------------------------------------
-FLAGS = ("vlane", "ulane", "qlane", "st", "at", "atval", "apart", "aw", "nexec", "ct1now", "ct1q", "ct2now", "ct2q",
+FLAGS = ("vlane", "ulane", "qlane", "st", "at", "atval", "apart", "aw", "ld", "ldval", "nexec", "ct1now", "ct1q", "ct2now", "ct2q",
          "sched", "cta", "copy0", "copy", "halt", "fault")
 
 
@@ -303,7 +311,7 @@ def _e3_flags(c: Circuit, tokens: TokenInputs, decoded: Decoded, status: WarpSta
               cases: _Cases) -> _Flags:
     flag = {name: c.field(f"next.{name}", 1, E3) for name in FLAGS}
     alane = _value_flags(c, tokens, status, memory, facts, cases, flag)
-    ends = _writeback_flags(c, tokens, decoded, status, memory, queues, cases, flag)
+    ends = _writeback_flags(c, tokens, decoded, status, memory, queues, facts, cases, flag)
     follows = _block_end_flags(c, tokens, decoded, status, update, copy, memory, queues, schedule, facts, cases,
                                flag, ends)
     nopend, goes_on = _continuing(c, tokens, decoded, status, memory, queues, facts, cases)
@@ -315,11 +323,13 @@ def _value_flags(c: Circuit, tokens: TokenInputs, status: WarpStatus, memory: Me
     """After an EXEC with a result: VALU(0) when the lanes' values are equal, else VALA(s) when
     they are lane 0's + s * lane with lane 0 active and all in part 0 (when they differ, at most
     one s fits: returned, a flag per stride), else VALQ when all are small, else VAL(first lane,
-    0); the same for a COPY's words."""
+    0); the same for a COPY's words. A load that reads lane by lane (slow) emits LD(first lane)."""
     k, fault, anyc = tokens.kind, memory.fault[0], {cases.first[l]: 1 for l in LANES}
+    slow = facts.slow[0]
+    G.relu(c, E3, {status.has_wb[0]: 1, slow: 1, **anyc, fault: -1}, -2, {flag["ld"][0]: 1})
     alane = {s: c.field(f"next.alane{s}", 1, E3) for s in AP_STRIDES}
     vlane, qlane, split, small = flag["vlane"][0], flag["qlane"][0], cases.split[0], cases.small[0]
-    for has in ({status.has_wb[0]: 1}, {k["COPY"]: 1}):
+    for has in ({status.has_wb[0]: 1, slow: -1}, {k["COPY"]: 1}):
         differ = {**has, **anyc, split: 1, fault: -1}
         G.relu(c, E3, differ, -2, {vlane: 1})
         G.relu(c, E3, {**differ, small: 1}, -3, {qlane: 1, vlane: -1})
@@ -335,17 +345,19 @@ def _value_flags(c: Circuit, tokens: TokenInputs, status: WarpStatus, memory: Me
 
 
 def _writeback_flags(c: Circuit, tokens: TokenInputs, decoded: Decoded, status: WarpStatus, memory: Memory,
-                     queues: Queues, cases: _Cases, flag: dict[str, Field]) -> tuple[dict[int, int], ...]:
+                     queues: Queues, facts: _Facts, cases: _Cases, flag: dict[str, Field]) -> tuple[dict[int, int], ...]:
     """The writeback's next token: the next lane's VAL or VALP, ST, AT, an atomic's VAL, PART and
-    AW; after the copy-out's last word the next COPY or HALT. Returns the terms of each token that
-    ends a result (VAL, VALU, VALA, VALQ, VALP)."""
+    AW, the next LD and an LD's VAL; after the copy-out's last word the next COPY or HALT. Returns
+    the terms of each token that ends a result (VAL, VALU, VALA, VALQ, VALP)."""
     k, fault, anyc = tokens.kind, memory.fault[0], {cases.first[l]: 1 for l in LANES}
     no_vn, no_c = {fld[0]: -1 for fld in cases.vn.values()}, {d: -1 for d in anyc}
     patom, pdst = status.patom[0], status.patom[1]
     # the pending instruction's "atomic" bit (patom) is the last EXEC pass's: in the copy-out that
     # may be an atomic whose pass also ran the warp's last terminator, so copying overrides it
     copying, copy_last = queues.copying, queues.copy_last
-    G.relu(c, E3, {k["VAL"]: 1, **no_vn, **anyc, patom: -1}, -1, {flag["vlane"][0]: 1})
+    G.relu(c, E3, {k["VAL"]: 1, **no_vn, **anyc, patom: -1, facts.slow[0]: -1}, -1, {flag["vlane"][0]: 1})
+    G.relu(c, E3, {k["VAL"]: 1, **no_vn, **anyc, patom: -1, facts.slow[0]: 1}, -2, {flag["ld"][0]: 1})
+    G.relu(c, E3, {k["LD"]: 1}, 0, {flag["ldval"][0]: 1})
     G.relu(c, E3, {k["VALP"]: 1, **anyc}, -1, {flag["vlane"][0]: 1})
     G.relu(c, E3, {k["VAL"]: 1, **no_vn, **anyc, patom: 1, copying: 1}, -3, {flag["vlane"][0]: 1})
     G.relu(c, E3, {k["ST"]: 1, decoded.op["ST"][0]: 1, **anyc, fault: -1}, -1, {flag["st"][0]: 1})
@@ -425,7 +437,7 @@ def _continuing(c: Circuit, tokens: TokenInputs, decoded: Decoded, status: WarpS
     nopend = c.field("next.nopend", 1, E3)
     G.relu(c, E3, {**{d: -1 for d in term_flags}, queues.tpend[0]: -1, queues.copying: -1, memory.fault[0]: -1,
                    status.patom[0]: -1, tokens.kind["COPY"]: -1}, 1, {nopend[0]: 1})
-    goes_on = {name: c.field(f"next.more.{name}", 1, E3) for name in ("un", "vn", "vlane")}   # a part follows
+    goes_on = {name: c.field(f"next.more.{name}", 1, E3) for name in ("un", "vn", "vlane", "ld")}   # a part follows
     nz = facts.nz
     for j, fld in enumerate(cases.un[:-1]):
         for l in LANES:
@@ -435,6 +447,7 @@ def _continuing(c: Circuit, tokens: TokenInputs, decoded: Decoded, status: WarpS
             G.relu(c, E3, {fld[0]: 1, nz[l, j + 1][0]: 1}, -1, {goes_on["vn"][0]: 1})
     for l in LANES:
         G.relu(c, E3, {cases.first[l]: 1, nz[l, 0][0]: 1}, -1, {goes_on["vlane"][0]: 1})
+        G.relu(c, E3, {tokens.features["LANE"][l]: 1, tokens.kind["LD"]: 1, nz[l, 0][0]: 1}, -2, {goes_on["ld"][0]: 1})
     return nopend, goes_on
 
 
@@ -534,17 +547,18 @@ def _emit_values(code: _Code, status: WarpStatus, results: LaneResults, facts: _
 
 def _emit_memory_tokens(code: _Code, tokens: TokenInputs, results: LaneResults, atomic: AtomicResult,
                         cases: _Cases, fl: dict[str, int]) -> None:
-    """ST(l') and AT(l'); an atomic, lane l: VAL(l, 0, old), then PART(k, new) for each part up to
-    the highest nonzero, then AW(l)."""
+    """ST(l'), AT(l') and LD(l'); an atomic, lane l: VAL(l, 0, old), then PART(k, new) for each
+    part up to the highest nonzero, then AW(l); an LD(l) pass: VAL(l, 0, the word it read)."""
     kind, emit, payload, lane = code.kind, code.emit, code.payload, tokens.features["LANE"]
-    for name in ("st", "at"):
+    for name in ("st", "at", "ld"):
         kind(name.upper(), {fl[name]: 1})
         for l in LANES:
             emit("LANE", l, {fl[name]: 1, cases.first[l]: 1}, -1)
-    kind("VAL", {fl["atval"]: 1})
-    for l in LANES:
-        emit("LANE", l, {fl["atval"]: 1, lane[l]: 1}, -1)
-    payload(fl["atval"], 0, [(results.r[l], (lane[l],), l) for l in LANES])
+    for name in ("atval", "ldval"):
+        kind("VAL", {fl[name]: 1})
+        for l in LANES:
+            emit("LANE", l, {fl[name]: 1, lane[l]: 1}, -1)
+        payload(fl[name], 0, [(results.r[l], (lane[l],), l) for l in LANES])
     kind("PART", {fl["apart"]: 1})
     payload(fl["apart"], 0, [(atomic.new, (), None)])
     for j, fld in enumerate(cases.pn):
@@ -621,6 +635,7 @@ def _emit_cont(code: _Code, cases: _Cases, flags: _Flags, fl: dict[str, int]) ->
     ends_pass = (({fl["ulane"]: 1}, {cases.u_more[0]: -1}), ({fld[0]: 1 for fld in cases.un}, {goes_on["un"][0]: -1}),
                  ({fld[0]: 1 for fld in flags.alane.values()}, {}), ({fl["qlane"]: 1}, {}),
                  ({fld[0]: 1 for fld in cases.vn.values()}, {goes_on["vn"][0]: -1, **no_c}),
+                 ({fl["ldval"]: 1}, {goes_on["ld"][0]: -1, **no_c}),
                  ({vlane: 1}, {goes_on["vlane"][0]: -1, cases.two[0]: -1, pair: -1}))
     for case, more_follows in ends_pass:
         code.emit("CONT", 0, {**case, **more_follows, nopend: 1}, -1)

@@ -38,6 +38,7 @@ STACK_AT = 2              # branch.py: the SIMT stack's bank layer, from the ter
 TERMINATOR_LAYERS = STACK_AT + 3    # then the live entries and the new top
 CHANGE_LAYERS = 2         # branch.py: the status bits that change, then whether any of each half does
 LSU_LAYERS = 4            # store queue; global memory (2 layers of banks); shared, CONST, the load's result
+PAGED_LAYERS = 8          # global memory above isa.LANE_GLOBAL_WORDS: one copy, read lane by lane (120 heads)
 WRITEBACK_LAYERS = 2      # the queues; the copy-out's fields they took cleared
 ATOMIC_LAYERS = 2         # atomic.py: the read-modify-write unit
 NEXT_TOKEN_LAYERS = 4     # next_token.py: E1-E4
@@ -62,7 +63,8 @@ EXEC_END = max(L_EXEC + ALU_LAYERS, L_EXEC + WARP_LAYERS, L_BRANCH + TERMINATOR_
 L_Q = EXEC_END            # the load/store unit: store queue, memories
 L_LOAD = L_Q + LSU_LAYERS - 1     # shared and CONST memory, a load's result in place of its address
 L_WB = L_Q + LSU_LAYERS   # writeback queues; the atomic's old value
-L_ATOM = L_WB + 1         # the atomic unit
+L_PAGED = L_WB + 1        # global memory above the lane words; a word read there moves to its lane's r
+L_ATOM = L_PAGED + PAGED_LAYERS   # the atomic unit (its old value: the paged memory's last layer)
 L_FPU = L_EXEC + 3        # the FPU (the operands live on): where the ALU's layers leave its neurons and residual room
 L_RESULTQ = L_FPU + FPU_LAYERS    # the result queue reads r after the FPU wrote it
 L_NEXT = max(L_ATOM + ATOMIC_LAYERS, L_RESULTQ)   # the atomic queue; next-token logic E1
@@ -84,9 +86,9 @@ PLAN: dict[str, Span] = {
     "fpu": Span(L_FPU, FPU_LAYERS),                           # beside the ALU and the LSU, into the ALU's r
     "branch": Span(L_BRANCH, L_CHANGE + CHANGE_LAYERS - L_BRANCH),  # terminator, then the status change
     "copy_unit": Span(L_IN, EXEC_END - L_IN),                 # enables L0-L1, table L_PRE, addresses EXEC_END - 1
-    "lsu": Span(L_Q, LSU_LAYERS),
+    "lsu": Span(L_Q, L_ATOM - L_Q),                           # the paged memory from L_PAGED
     "writeback": Span(L_WB, L_RESULTQ + 1 - L_WB),           # the queues; the result banks at L_RESULTQ
-    "atomic": Span(L_WB, L_NEXT + 1 - L_WB),                  # old at L_WB, the unit, its queue at L_NEXT
+    "atomic": Span(L_ATOM - 1, L_NEXT + 2 - L_ATOM),          # old at L_ATOM - 1, the unit, its queue at L_NEXT
     "warp_pcs": Span(L_NEXT - 1, 2),                          # the gated write at L_NEXT - 1, the registers
     "next_token": Span(L_NEXT, NEXT_TOKEN_LAYERS),
 }

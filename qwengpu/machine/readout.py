@@ -16,7 +16,6 @@ import numpy as np
 from qwengpu import isa
 from qwengpu.circuit.memory import Bank, read_rows
 from qwengpu.errors import QwenGpuError
-from qwengpu.machine.lsu import ROW_BITS
 from qwengpu.machine.tokens import Vocab
 
 
@@ -28,7 +27,7 @@ def vocab_digest(vocab: Vocab) -> str:
 @dataclass
 class Readout:
     vocab: Vocab
-    global_banks: list[Bank]          # global memory, GLOBAL_WORDS >> ROW_BITS banks of rows
+    global_banks: list[Bank]          # global memory's banks (each row's word: Bank.word)
 
     def to_json(self) -> dict:
         return {"vocab": vocab_digest(self.vocab), "global_banks": [asdict(b) for b in self.global_banks]}
@@ -47,10 +46,10 @@ class Readout:
     def read_global(self, cache, layer_offset: int = 0) -> np.ndarray:
         """Global memory (uint32[GLOBAL_WORDS]) from the recurrent states of a DynamicCache."""
         mem = np.zeros(isa.GLOBAL_WORDS, dtype=np.uint32)
-        for g, bank in enumerate(self.global_banks):
+        for bank in self.global_banks:
             state = cache.get_recurrent_state(layer_offset + bank.layer)[0].float().cpu().numpy()
             for row, word in read_rows(state, bank).items():
-                mem[(g << ROW_BITS) + row] = word
+                mem[bank.word(row)] = word
         return mem
 
 

@@ -111,7 +111,7 @@ def _pending(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: Dec
     patom = c.field("patom", 6, L)        # the pending instruction is an ATOM, its dst != r0, its op
     data = (B.bits(f["WB"]) + B.bits(f["PC"]) + B.bits(f["SLOT"])
             + B.bits(decoded.op["ATOM"]) + B.bits(decoded.dst_nz) + B.bits(decoded.rom0["mod"]))
-    readers = [k["VAL"], k["VALU"], k["VALA"], k["VALQ"], k["VALP"], k["ST"], k["AT"], k["AW"], k["PART"]]
+    readers = [k["VAL"], k["VALU"], k["VALA"], k["VALQ"], k["VALP"], k["ST"], k["AT"], k["AW"], k["PART"], k["LD"]]
     pend = B.register(c, L, "pending", len(data))
     B.write_bits(c, pend, zero, data, [k["EXEC"]])
     B.read_into(c, pend, zero, f["WB"].dims + f["PC"].dims + f["SLOT"].dims + patom.dims, enable=readers)

@@ -23,12 +23,15 @@ from qwengpu.machine.words import (CT1, CT2, CTA_BITS, GROUP_BITS, PARTS, PHASES
 SLOTS = isa.BLOCK_SLOTS + 1          # a machine block's passes: its instructions', then its terminator's
 ROM_WORDS = 5                        # 32-bit ROM words per slot (qwengpu/machine/encoding.py); a pre slot has 2
 SREG_WORDS = len(SREG)               # 32-bit words of a special-register table row
+# PUT(GLOBAL) writes global word latch (a lane word), PUT(PAGED) word page * 2 ** LATCH_BITS + latch
+# (page >= 1): PAGE(k) sets the page
+GLOBAL_PAGES = isa.GLOBAL_WORDS // isa.LANE_GLOBAL_WORDS
 PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(isa.BLOCK_SLOTS) for j in range(ROM_WORDS)] + ["TERM"]
                     + [f"PRE{p}.{j}" for p in range(PRE_SLOTS) for j in range(2)]
                     + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)]
-                   + ["COPY0", "COPYTAB"])
-KINDS = ("LATCH", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "VALA", "VALQ", "VALP", "ST", "AT", "AW", "CT1", "CT2",
-         "COPY", "HALT", "FAULT")
+                    + ["COPY0", "COPYTAB", "PAGED"])
+KINDS = ("LATCH", "PAGE", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "VALA", "VALQ", "VALP", "ST", "AT", "AW", "LD", "CT1",
+         "CT2", "COPY", "HALT", "FAULT")
 # VALA(s, d): lane l's value is (d + s * l) mod 2 ** 12 on every active lane, lane 0 among them
 AP_STRIDES = (1, 2, 4, 8)
 # VALQ(d): lane l's value is bits Q_BITS * l .. of d, each active lane's below 2 ** Q_BITS
@@ -39,18 +42,18 @@ P_BITS = 6
 # runs the block's next pass (it is that pass's EXEC too; docs/machine.md, step 16)
 CONTINUABLE = ("VAL", "VALU", "VALA", "VALQ", "VALP")
 # the row latch addresses every PUT target's rows (the special-register table: a row per warp or block)
-LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.GLOBAL_WORDS, isa.SHARED_WORDS, isa.CONST_WORDS,
+LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.LANE_GLOBAL_WORDS, isa.SHARED_WORDS, isa.CONST_WORDS,
                           isa.MAX_GRID_BLOCKS, isa.MAX_WARPS) - 1)
 
 # feature fields in residual order: name -> width
 FEATURES = {
     "kind": len(KINDS),       # one-hot
-    "V": LATCH_BITS,          # LATCH value (bits)
+    "V": LATCH_BITS,          # LATCH value, PAGE's page (bits)
     "SD": WORD_BITS,          # PART/VAL/VALU: part k's data in SD[PARTS[k]] (VALA, VALQ, VALP: part 0; a
                               # VAL/VALU whole word, words.whole_word: all 32 bits)
     "SE": len(PARTS),         # PART/VAL/VALU/VALA/VALQ: stage head j written iff j >= k (thermometer)
     "STRIDE": len(AP_STRIDES),      # VALA stride, one-hot
-    "LANE": isa.LANES,        # VAL/ST/AT/AW lane, one-hot; VALP's two lanes
+    "LANE": isa.LANES,        # VAL/ST/AT/AW/LD lane, one-hot; VALP's two lanes
     "PT": len(PUT_TARGETS),   # PUT target, one-hot
     "W": isa.MAX_WARPS,       # EXEC warp, one-hot
     "WB": WARP_BITS,          # EXEC warp, bits
@@ -98,7 +101,7 @@ class Token:
             return f"CT2 alive{a[0]:04b} ph{a[1]} w{a[2]}"
         if self.kind == "COPY":
             return f"COPY g{a[0]}"
-        if self.kind in ("ST", "AT", "AW"):
+        if self.kind in ("ST", "AT", "AW", "LD"):
             return f"{self.kind} l{a[0]}"
         return self.kind + (" " + " ".join(map(str, a)) if a else "")
 
@@ -238,8 +241,8 @@ def _onehot(value: int, width: int) -> list[int]:
 
 ONEHOT = ("kind", "LANE", "PT", "W", "SLOT", "STRIDE")
 # each kind's arguments: the fields they set, one per argument (PART, VAL and VALU set SD and SE below)
-ARG_FIELDS = {"LATCH": ("V",), "PUT": ("PT",), "EXEC": (("W", "WB"), "PC", "SLOT"), "VAL": ("LANE",),
-              "ST": ("LANE",), "AT": ("LANE",), "AW": ("LANE",), "CT1": ("PC", "MASK", "SP"),
+ARG_FIELDS = {"LATCH": ("V",), "PAGE": ("V",), "PUT": ("PT",), "EXEC": (("W", "WB"), "PC", "SLOT"), "VAL": ("LANE",),
+              "ST": ("LANE",), "AT": ("LANE",), "AW": ("LANE",), "LD": ("LANE",), "CT1": ("PC", "MASK", "SP"),
               "CT2": ("ALIVE", "PHASE", "WAIT"), "CTA": ("CTA",), "COPY": ("CG",)}
 
 
@@ -280,6 +283,7 @@ def token_runs() -> list[tuple[str, bool, list[tuple[int, ...]]]]:
     whole = [(0, HIGH_ONES | d) for d in r(1 << len(PARTS[0]))]
     whole += [(0, t << WORD_BITS - TOP_BITS) for t in r(1, 1 << TOP_BITS)]
     runs = [("LATCH", False, [(v,) for v in r(1 << LATCH_BITS)]),
+            ("PAGE", False, [(k,) for k in r(GLOBAL_PAGES)]),
             ("PART", False, parts + whole),
             ("PUT", False, [(t,) for t in r(len(PUT_TARGETS))]),
             ("CTA", False, [(c,) for c in r(isa.MAX_GRID_BLOCKS)]),
@@ -290,7 +294,7 @@ def token_runs() -> list[tuple[str, bool, list[tuple[int, ...]]]]:
             ("VALQ", False, [(d,) for d in r(1 << Q_BITS * isa.LANES)]),
             ("VALP", False, [(p, d) for p in r(isa.LANES // 2) for d in r(1 << 2 * P_BITS)])]
     runs += [(kind, True, args) for kind, _, args in runs if kind in CONTINUABLE]
-    runs += [(kind, False, [(l,) for l in r(isa.LANES)]) for kind in ("ST", "AT", "AW")]
+    runs += [(kind, False, [(l,) for l in r(isa.LANES)]) for kind in ("ST", "AT", "AW", "LD")]
     runs += [("CT1", False, [(pc, m, sp) for pc in r(isa.ROM_BLOCKS) for m in r(1 << isa.LANES)
                              for sp in r(1 << FEATURES["SP"])]),
              ("CT2", False, [(al, ph, wt) for al in r(1 << isa.LANES) for ph in r(PHASES) for wt in r(2)]),

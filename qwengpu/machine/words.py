@@ -47,7 +47,7 @@ WARP_BITS = bits_for(isa.MAX_WARPS - 1)
 PC_BITS = bits_for(isa.ROM_BLOCKS - 1)
 STACK_DEPTH = 1 + 2 * (isa.LANES - 1)   # SIMT stack depths: a divergent BRC pushes 2, at most LANES - 1 nest
 SP_BITS = bits_for(STACK_DEPTH - 1)
-GROUP_BITS = bits_for(isa.GLOBAL_WORDS // isa.LANES - 1)   # copy-out: a group of LANES global words
+GROUP_BITS = bits_for(isa.LANE_GLOBAL_WORDS // isa.LANES - 1)   # copy-out: a group of LANES global words
 PHASES = 4              # barrier phase mod 4 tells p - 1, p and p + 1 apart (scheduler.build_scheduler)
 
 

@@ -47,11 +47,11 @@ def build_writeback(c: Circuit, tokens: TokenInputs, decoded: Decoded, status: W
     terminators = [decoded.op[t][0] for t in TERMS]
     for l in range(4):                  # after the FPU wrote r (plan.L_RESULTQ)
         bank = B.register(c, L_RESULTQ, f"result{l}", 32)
-        B.write_bits(c, bank, zero, B.bits(results.r[l]), [k["EXEC"], k["AT"], k["COPY"]])
+        B.write_bits(c, bank, zero, B.bits(results.r[l]), [k["EXEC"], k["AT"], k["LD"], k["COPY"]])
         B.read_into(c, bank, zero, results.r[l].dims, enable=[k["VAL"], k["VALU"], k["VALP"], k["ST"]])
     mq = B.register(c, L, "mask", 4)
     B.write_bits(c, mq, zero, B.bits(mask), [k["EXEC"], k["COPY"]])
-    B.read_into(c, mq, zero, mask.dims, enable=[k["VAL"], k["VALU"], k["VALP"], k["ST"], k["AW"]])
+    B.read_into(c, mq, zero, mask.dims, enable=[k["VAL"], k["VALU"], k["VALP"], k["ST"], k["AW"], k["LD"]])
     ns, w1, w2 = update.new, CT1.width, CT2.width
     ctl = c.field("ctl", w1 + w2 + 2, L)            # CT1's payload, CT2's, and whether each half changed
     cq = B.register(c, L, "ctl", w1 + w2 + 2)
@@ -68,7 +68,7 @@ def build_writeback(c: Circuit, tokens: TokenInputs, decoded: Decoded, status: W
     tq = B.register(c, L, "tpend", 1)
     B.write_bits(c, tq, zero, B.bits(*(decoded.op[t] for t in TERMS)), [k["EXEC"]])
     B.read_into(c, tq, zero, tpend.dims,
-                enable=[k["VAL"], k["VALU"], k["VALA"], k["VALQ"], k["VALP"], k["ST"], k["AW"]])
+                enable=[k["VAL"], k["VALU"], k["VALA"], k["VALQ"], k["VALP"], k["ST"], k["AW"], k["LD"]])
     # after a COPY pass its words' tokens: then the next group, or HALT after the last
     copyq = c.field("copyq", GROUP_BITS + 2, L)
     q = B.register(c, L, "copyq", GROUP_BITS + 2)
