@@ -30,7 +30,8 @@ MAX_GRID_BLOCKS = 256     # thread blocks per launch (run one after another)
 GLOBAL_WORDS = 16384      # 32-bit words of global memory (64 KiB)
 LANE_GLOBAL_WORDS = 1024  # the first global words, which every lane of a warp reads in one pass; a load
                           # with an active lane above them reads lane by lane (docs/machine.md, step 28)
-SHARED_WORDS = 256        # 32-bit words of shared memory per thread block
+SHARED_WORDS = 2048       # 32-bit words of shared memory per thread block (8 KiB)
+LANE_SHARED_WORDS = 256   # the first shared words, which every lane reads in one pass; above them, lane by lane
 CONST_WORDS = 128         # kernel parameters followed by .const data
 ROM_BLOCKS = 128          # machine blocks in the program ROM
 BLOCK_SLOTS = 4           # passes per machine block (ROM slots), a terminator's pass of its own excluded
@@ -395,6 +396,11 @@ class Space(enum.Enum):
     GLOBAL = "global"
     SHARED = "shared"
     CONST = "const"     # read-only: kernel parameters, then .const data
+
+
+# the spaces whose first words every lane of a warp reads in one pass, and how many; the machine
+# reads a load with an active lane past them lane by lane (docs/machine.md, step 28)
+LANE_WORDS = {Space.GLOBAL: LANE_GLOBAL_WORDS, Space.SHARED: LANE_SHARED_WORDS}
 
 
 class AtomOp(enum.Enum):

@@ -117,12 +117,12 @@ def test_clang_at_o0_runs_a_kernel_with_every_variable_in_local_memory():
 @pytest.mark.parametrize("fe", FRONTS)
 def test_frames_larger_than_shared_memory_are_refused_with_their_sizes(fe):
     src = r"""extern "C" __global__ void k(const int *a, int *out) {
-        int buf[20];
-        for (int j = 0; j < 20; j++) buf[j] = a[j];
-        out[threadIdx.x] = buf[a[threadIdx.x] % 20];
+        int buf[130];
+        for (int j = 0; j < 130; j++) buf[j] = a[j];
+        out[threadIdx.x] = buf[a[threadIdx.x] % 130];
     }"""
-    with pytest.raises(MachineLimitError, match=r"needs 80 bytes of local memory a thread \(stack frames and local "
-                                                r"arrays: k's 80 bytes\).* 16 threads .* 320 words .*has 256"):
+    with pytest.raises(MachineLimitError, match=r"needs 520 bytes of local memory a thread \(stack frames and local "
+                                                r"arrays: k's 520 bytes\).* 16 threads .* 2080 words .*has 2048"):
         Device(frontend=fe).compile(src).get_function("k")
 
 

@@ -489,7 +489,7 @@ TOO_MANY = isa.USABLE_REGS + 5       # values live at once: more than a lane's r
 
 def test_spilling_keeps_values():
     prog = lower(parse_ptx(_many_live_values(TOO_MANY)), "kern")
-    assert prog.regs_used <= isa.USABLE_REGS and prog.shared_words == isa.SHARED_WORDS
+    assert prog.regs_used <= isa.USABLE_REGS and prog.shared_words == isa.LANE_SHARED_WORDS
     _check_format(prog)
     mem = np.zeros(isa.GLOBAL_WORDS, np.uint32)
     mem[:TOO_MANY] = np.arange(100, 100 + TOO_MANY)

@@ -1,7 +1,7 @@
-"""Global memory above the lane words (isa.LANE_GLOBAL_WORDS .. isa.GLOBAL_WORDS - 1, docs/machine.md
-step 28): one copy in the model, read lane by lane (LD tokens). Kernels that load, store and
-update words there, alone and mixed with lane words in one instruction, run exactly on the
-interpreter and, with replay, on the model. Expected values are computed here in Python."""
+"""Global and shared memory above their lane words (isa.LANE_WORDS, docs/machine.md step 28): one
+copy in the model, read lane by lane (LD tokens). Kernels that load, store and update words
+there, alone and mixed with lane words in one instruction, run exactly on the interpreter and,
+with replay, on the model. Expected values are computed here in Python."""
 import numpy as np
 import pytest
 
@@ -32,6 +32,20 @@ SHARED_WORD = r"""extern "C" __global__ void k(const int *pad, int *a, int *out)
 EDGE = r"""extern "C" __global__ void k(int *all, int off) {
     int t = threadIdx.x;
     all[off - t] = all[off - 8 - t] + t;
+}"""
+
+
+# shared memory's last words: a store and a mixed load per thread, and an atomic on a paged word
+SHARED_TOP = r"""extern "C" __global__ void k(const int *a, int *out) {
+    __shared__ int buf[2048];
+    int t = threadIdx.x;
+    buf[t] = a[t];
+    buf[2047 - 200 * t] = a[t] * 10;
+    if (t == 0) buf[1500] = 0;
+    __syncthreads();
+    atomicAdd(&buf[1500], a[t]);
+    __syncthreads();
+    out[t] = buf[(t & 1) ? 2047 - 200 * (blockDim.x - 1 - t) : t] + buf[1500];
 }"""
 
 
@@ -72,7 +86,15 @@ def check_edge(dev: Device, n: int) -> None:
         dev.compile(EDGE).get_function("k")(grid=1, block=1, args=[np.zeros(isa.GLOBAL_WORDS, np.int32), top + 1])
 
 
-CHECKS = [check_mixed, check_shared_word, check_edge]
+def check_shared_top(dev: Device, n: int) -> None:
+    a = np.array([5, -7, 1000, 3, 8, 9, 10, 11], np.int32)[:n]
+    out = np.zeros(n, np.int32)
+    dev.compile(SHARED_TOP).get_function("k")(grid=1, block=n, args=[a, out])
+    total = int(a.sum())
+    assert out.tolist() == [(10 * int(a[n - 1 - t]) if t & 1 else int(a[t])) + total for t in range(n)]
+
+
+CHECKS = [check_mixed, check_shared_word, check_edge, check_shared_top]
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)

@@ -160,8 +160,8 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
     """The block's passes (those before the pass of instruction `until`, and that pass's EXEC). A
     pass whose writeback tokens end it runs the next pass of the block in its last one: that token
     continues (tokens.continuing) in place of the next pass's EXEC. An instruction in no pass
-    (its result read only as a fixed operand: encoding.py) writes nothing back. A GLOBAL load
-    with an active lane's word past the lane words (isa.LANE_GLOBAL_WORDS) is read lane by lane,
+    (its result read only as a fixed operand: encoding.py) writes nothing back. A global or
+    shared load with an active lane's word past its lane words (isa.LANE_WORDS) is read lane by lane,
     so it writes back lane by lane too: LD(l) and lane l's VALs for each active lane."""
     lanes = [l for l in range(isa.LANES) if step.mask >> l & 1]
     writes, stores, loads = iter(step.reg_writes), iter(step.mem_writes), iter(step.loads)
@@ -203,9 +203,10 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
                 stream.extend(part_tokens("PART", next(stores)[2], whole=False))
                 stream.add(tok("AW", l))
         else:
-            # a global load's words are traced whatever its destination (loads run in no pre-ALU)
-            words = next(loads) if ins.op is isa.Op.LD and ins.mod is isa.Space.GLOBAL else ()
-            if ins.dst.n and max(words, default=0) >= isa.LANE_GLOBAL_WORDS:
+            # a global or shared load's words are traced whatever its destination (loads run in no pre-ALU)
+            lane_words = isa.LANE_WORDS.get(ins.mod) if ins.op is isa.Op.LD else None
+            words = next(loads) if lane_words else ()
+            if ins.dst.n and lane_words and max(words) >= lane_words:
                 for l, value in zip(lanes, values(p.main)):
                     stream.add(tok("LD", l))
                     stream.extend(part_tokens("VAL", value, l))

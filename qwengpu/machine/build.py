@@ -90,9 +90,9 @@ def _supported_limits() -> list[tuple[str, range, str]]:
          f"of the TERM word, and a bank has at most {1 << ROW_BITS} rows"),
         ("BLOCK_SLOTS", exactly(SLOTS - 1),
          "the ROM's slots and the EXEC slot field were sized when qwengpu.machine.tokens was imported"),
-        ("LANE_GLOBAL_WORDS", exactly(1 << LANE_BITS),
-         f"the lane-replicated global banks hold {1 << LANE_BITS} words, a PUT's row latch has {LANE_BITS} bits"),
-    ] + [(f"{space.name}_WORDS", exactly(1 << bits),
+    ] + [(f"LANE_{space.name}_WORDS", exactly(1 << bits), f"the {space.value} banks every lane reads in one pass "
+          f"hold {1 << bits} words")
+         for space, bits in LANE_BITS.items()] + [(f"{space.name}_WORDS", exactly(1 << bits),
           f"{space.value} memory's banks hold {1 << bits} words, its fault check bounds {bits}-bit word addresses")
          for space, bits in ADDRESS_BITS.items()]
 

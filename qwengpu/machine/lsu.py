@@ -38,14 +38,14 @@ from qwengpu.machine.wiring import flag_if, match, view
 from qwengpu.machine.words import SPACES
 
 ROW_BITS = 7                                   # 128 rows per GDN head
-# each space's word address bits, as its banks hold it: global memory's lane words are 8 heads of
-# 128 rows (GROUPS), shared memory 2 (SHARED_GROUPS), CONST 1
-ADDRESS_BITS = {isa.Space.GLOBAL: 14, isa.Space.SHARED: 8, isa.Space.CONST: 7}
-LANE_BITS = 10                                 # the lane words' address bits
+# each space's word address bits, and those of its lane words (replicated per lane: global
+# memory's are 8 heads of 128 rows (GROUPS), shared memory's 2 (SHARED_GROUPS); CONST is all lane
+# words, 1 head); the words above them are paged
+ADDRESS_BITS = {isa.Space.GLOBAL: 14, isa.Space.SHARED: 11, isa.Space.CONST: 7}
+LANE_BITS = {isa.Space.GLOBAL: 10, isa.Space.SHARED: 8}
 GA, SA = ADDRESS_BITS[isa.Space.GLOBAL], ADDRESS_BITS[isa.Space.SHARED]      # word address bits
-GROUPS, SHARED_GROUPS = 1 << LANE_BITS - ROW_BITS, 1 << SA - ROW_BITS
+GROUPS, SHARED_GROUPS = (1 << LANE_BITS[space] - ROW_BITS for space in (isa.Space.GLOBAL, isa.Space.SHARED))
 PAGED_BANKS = 4                                # the paged words: bank b holds the words = b mod 4
-PAGED_HEADS = ((1 << GA) - (1 << LANE_BITS)) // (PAGED_BANKS << ROW_BITS)   # heads a bank
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class Memory:
     store_b: Field             # ... an atomic's b
     fault: Field               # a memory fault: the pass emits FAULT
     global_banks: list[Bank]   # global memory's banks (the host reads it back: readout.py)
-    slow: Field                # a global load with an active lane above the lane words: LD passes write it back
+    slow: Field                # a load with an active lane above its space's lane words: LD passes write it back
 
 
 def build_lsu(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: Decoded, status: WarpStatus,
@@ -72,11 +72,12 @@ def build_lsu(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: De
     we = []
     for space, (groups, bits, target, name, _) in enumerate(banked):
         fld = c.field(name, groups, Lq)
+        lane_bits = LANE_BITS[SPACES[space]]
         for g in range(groups):
             t, k0 = match(view(ma, ROW_BITS, bits), g)
             flag_if(c, Lq, [({k["ST"]: 1, k["AW"]: 1, mspace[space]: 1}, 0, 2), (t, k0, bits - ROW_BITS)], {fld[g]: 1})
-            t, k0 = match(view(regs.latch, ROW_BITS, min(bits, LANE_BITS)), g)
-            flag_if(c, Lq, [({tokens.put[target]: 1}, 0, 1), (t, k0, min(bits, LANE_BITS) - ROW_BITS)], {fld[g]: 1})
+            t, k0 = match(view(regs.latch, ROW_BITS, lane_bits), g)
+            flag_if(c, Lq, [({tokens.put[target]: 1}, 0, 1), (t, k0, lane_bits - ROW_BITS)], {fld[g]: 1})
         we.append(fld)
     gw, sw = we
     lg = [c.field(f"lg{l}", GROUPS + SHARED_GROUPS, Lq) for l in range(4)]
@@ -86,10 +87,9 @@ def build_lsu(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: De
                 out = {lg[l][first + g]: 1}
                 t, k0 = match(view(r[l], 2 + ROW_BITS, 2 + bits), g)
                 flag_if(c, Lq, [({decoded.ld_space[space]: 1}, 0, 1), (t, k0, bits - ROW_BITS)], out)
-                t, k0 = match(view(ma, ROW_BITS, bits), g)
-                flag_if(c, Lq, [({k["AT"]: 1, f["LANE"][l]: 1, mspace[space]: 1}, 0, 3), (t, k0, bits - ROW_BITS)], out)
-                if space == 0:                      # an LD(l) pass: lane l's queued global address
-                    flag_if(c, Lq, [({k["LD"]: 1, f["LANE"][l]: 1}, 0, 2), (t, k0, bits - ROW_BITS)], out)
+                t, k0 = match(view(ma, ROW_BITS, bits), g)        # an AT(l) or LD(l) pass: lane l's queued address
+                flag_if(c, Lq, [({k["AT"]: 1, k["LD"]: 1, f["LANE"][l]: 1, mspace[space]: 1}, 0, 3),
+                                (t, k0, bits - ROW_BITS)], out)
     fault = _faults(c, decoded, status, results)
     slow = _slow(c, decoded, status, results)
     global_banks = _memories(c, tokens, decoded, results, ma, waddr[:ROW_BITS], wdata, gw, sw, lg)
@@ -99,16 +99,17 @@ def build_lsu(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: De
 
 def _store_queue(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: Decoded, operands: AluOperands,
                  results: LaneResults) -> tuple[Field, Field, Field]:
-    """Per lane, a store's or atomic's word address + space, data and an atomic's b, written on its
-    EXEC pass and read by its ST/AT/AW passes, lane by lane: (address, data, b) at the queue's head."""
+    """Per lane, a store's, atomic's or load's word address + space, data and an atomic's b, written
+    on its EXEC pass and read by its ST/AT/AW/LD passes, lane by lane: (address, data, b) at the
+    queue's head."""
     Lq, zero, op = L_Q, tokens.zero, decoded.op
     ma, md, mb = c.field("ma", GA + len(SPACES), Lq), c.field("md", 32, Lq), c.field("mb", 32, Lq)
     for l in range(4):
         addr = B.register(c, Lq, f"st.addr{l}", GA + len(SPACES))
         data = B.register(c, Lq, f"st.data{l}", 32)
         value = B.register(c, Lq, f"st.b{l}", 32)
-        B.write_bits(c, addr, zero, B.bits(view(results.r[l], 2, 2 + GA)) + B.bits(decoded.st_space),
-                     [op["ST"][0], op["ATOM"][0], decoded.ld_space[0]])
+        B.write_bits(c, addr, zero, B.bits(view(results.r[l], 2, 2 + GA)) + B.bits(decoded.st_space, decoded.ld_space),
+                     [op["ST"][0], op["ATOM"][0], decoded.ld_space[0], decoded.ld_space[1]])
         B.write_bits(c, data, zero, B.bits(operands.cc[l]), [op["ST"][0], op["ATOM"][0]])
         B.write_bits(c, value, zero, B.bits(operands.b[l]), [op["ATOM"][0]])
         B.read_into(c, addr, zero, ma.dims, enable=[registers.q_addr[l]])
@@ -170,13 +171,15 @@ def _faults(c: Circuit, decoded: Decoded, status: WarpStatus, results: LaneResul
 
 
 def _slow(c: Circuit, decoded: Decoded, status: WarpStatus, results: LaneResults) -> Field:
-    """A global load (or a COPY: its words are lane words) with an active lane whose word is paged."""
+    """A global or shared load (or a COPY: its words are lane words) with an active lane whose word is paged."""
     Lq, r, mask = L_Q, results.r, status.running.mask
     paged = c.field("paged", 1, Lq, kind="int", vmax=4)     # how many: one dim where the residual is full
-    high = range(2 + LANE_BITS, 2 + GA)             # byte address bits above the lane words
-    for l in range(4):
+    for space, lane_bits in enumerate(LANE_BITS.values()):
+        high = range(2 + lane_bits, 2 + ADDRESS_BITS[SPACES[space]])    # byte address bits above the lane words
         K = len(high)
-        G.step(c, Lq, {decoded.ld_space[0]: K, mask[l]: K, **{r[l][i]: 1 for i in high}}, 2 * K + 1, {paged[0]: 1})
+        for l in range(4):
+            G.step(c, Lq, {decoded.ld_space[space]: K, mask[l]: K, **{r[l][i]: 1 for i in high}}, 2 * K + 1,
+                   {paged[0]: 1})
     last = L_ATOM - 1                                # where the residual has room for the bit
     slow = c.field("slow", 1, last)
     G.step(c, last, {paged[0]: 1}, 1, {slow[0]: 1})
@@ -185,30 +188,45 @@ def _slow(c: Circuit, decoded: Decoded, status: WarpStatus, results: LaneResults
 
 
 def _paged(c: Circuit, tokens: TokenInputs, registers: Registers, ma: Field, wdata, results: LaneResults) -> list[Bank]:
-    """Global memory above the lane words: bank b's heads hold the words = b mod 4, written by ST
-    and AW at the queue's address and by PUT(PAGED) at word page * 2 ** LATCH_BITS + latch (the
-    page register, set by PAGE, is read here, where the paged banks need it), read on LD and AT
-    passes at the queue's address into r[b]; at the last layer a word read moves to the pass's
-    lane (r[l], l = its LANE)."""
+    """The words above the lane words, one copy: bank b's heads hold the words = b mod 4 (global:
+    120 heads over L_PAGED..; shared: 16, at L_PAGED - 1 and one a layer after), all addressed by
+    the store queue's word address (only the head holding it answers). ST and AW write them at
+    the queue's address, PUT(PAGED) global words at page * 2 ** LATCH_BITS + latch (the page
+    register, set by PAGE, is read here, where the paged banks need it); LD and AT passes read
+    one into r[b], and at the last layer it moves to the pass's lane (r[l], l = its LANE).
+    Returns the global banks."""
     k, f, r, zero = tokens.kind, tokens.features, results.r, tokens.zero
-    page_bits = GA - LANE_BITS
-    page = c.field("page", page_bits, L_PAGED - 1)
-    reg = B.register(c, L_PAGED - 1, "page", page_bits)
+    at = L_PAGED - 1
+    page_bits = GA - LANE_BITS[isa.Space.GLOBAL]
+    page = c.field("page", page_bits, at)
+    reg = B.register(c, at, "page", page_bits)
     B.write_bits(c, reg, zero, B.bits(view(f["V"], 0, page_bits)), [k["PAGE"]])
     B.read_into(c, reg, zero, page.dims, enable=[tokens.put["PAGED"]])
+    # at's MLP: which paged space a pass writes (ST, AW) or reads (LD, AT): the queue's space
+    mspace = view(ma, GA, GA + len(SPACES))
+    writes, reads = c.field("paged.w", 2, at), c.field("paged.r", 2, at)
+    for space in range(2):
+        G.relu(c, at, {k["ST"]: 1, k["AW"]: 1, mspace[space]: 1}, -1, {writes[space]: 1})
+        G.relu(c, at, {k["LD"]: 1, k["AT"]: 1, mspace[space]: 1}, -1, {reads[space]: 1})
     addr = B.bits(view(ma, 0, GA))
-    waddr = B.bits(view(ma, 0, GA), list(registers.latch.dims) + list(page.dims))
-    layers = [L_PAGED + i * PAGED_LAYERS // (PAGED_BANKS * PAGED_HEADS) for i in range(PAGED_BANKS * PAGED_HEADS)]
-    banks = []
-    for i, layer in enumerate(layers):
-        b, h = i % PAGED_BANKS, i // PAGED_BANKS
-        base = (1 << LANE_BITS) + b + (h << ROW_BITS) * PAGED_BANKS
-        bank = declare_bank(c, layer, f"paged{b}.{h}", 1 << ROW_BITS, 32, base=base, stride=PAGED_BANKS,
-                            addr_width=GA)
-        B.write_bits(c, bank, waddr, wdata, [k["ST"], k["AW"], tokens.put["PAGED"]])
-        B.read_into(c, bank, addr, r[b].dims, enable=[k["LD"], k["AT"]])
-        banks.append(bank)
+    put = B.bits(view(ma, 0, GA), list(registers.latch.dims) + list(page.dims))
     last = L_PAGED + PAGED_LAYERS - 1
+    global_heads = ((1 << GA) - isa.LANE_GLOBAL_WORDS) // (PAGED_BANKS << ROW_BITS)           # 30 a bank
+    shared_heads = -(-((1 << SA) - isa.LANE_SHARED_WORDS) // (PAGED_BANKS << ROW_BITS))       # 4 a bank
+    layers = [L_PAGED + i * PAGED_LAYERS // (PAGED_BANKS * global_heads) for i in range(PAGED_BANKS * global_heads)]
+    spread = (at,) * (PAGED_BANKS * shared_heads - PAGED_LAYERS) + tuple(range(L_PAGED, last + 1))
+    banks = []
+    for space, lane_words, heads, where, waddr, wen in (
+            (0, isa.LANE_GLOBAL_WORDS, global_heads, layers, put, [writes[0], tokens.put["PAGED"]]),
+            (1, isa.LANE_SHARED_WORDS, shared_heads, spread, addr, [writes[1]])):
+        for i, layer in enumerate(where):
+            b, h = i % PAGED_BANKS, i // PAGED_BANKS
+            bank = declare_bank(c, layer, f"paged.{SPACES[space].value}{b}.{h}", 1 << ROW_BITS, 32,
+                                base=lane_words + b + (h << ROW_BITS) * PAGED_BANKS, stride=PAGED_BANKS, addr_width=GA)
+            B.write_bits(c, bank, waddr, wdata, wen)
+            B.read_into(c, bank, addr, r[b].dims, enable=[reads[space]])
+            if space == 0:
+                banks.append(bank)
     move = c.field("paged.move", PAGED_BANKS * (PAGED_BANKS - 1), last - 1)    # (lane l, bank b != l)
     pairs = [(l, b) for l in range(isa.LANES) for b in range(PAGED_BANKS) if b != l]
     for (l, b), d in zip(pairs, move.dims):
@@ -217,8 +235,8 @@ def _paged(c: Circuit, tokens: TokenInputs, registers: Registers, ma: Field, wda
     for (l, b), d in zip(pairs, move.dims):
         for i in range(32):
             G.relu(c, last, {r[b][i]: 1, d: 1}, -1, {r[l][i]: 1, r[b][i]: -1})
-    c.clear(move, last)
-    c.clear(page, last)
+    for fld in (move, page, writes, reads):
+        c.clear(fld, last)
     return banks
 
 

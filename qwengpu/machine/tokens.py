@@ -42,7 +42,7 @@ P_BITS = 6
 # runs the block's next pass (it is that pass's EXEC too; docs/machine.md, step 16)
 CONTINUABLE = ("VAL", "VALU", "VALA", "VALQ", "VALP")
 # the row latch addresses every PUT target's rows (the special-register table: a row per warp or block)
-LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.LANE_GLOBAL_WORDS, isa.SHARED_WORDS, isa.CONST_WORDS,
+LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.LANE_GLOBAL_WORDS, isa.LANE_SHARED_WORDS, isa.CONST_WORDS,
                           isa.MAX_GRID_BLOCKS, isa.MAX_WARPS) - 1)
 
 # feature fields in residual order: name -> width

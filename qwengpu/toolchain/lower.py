@@ -73,7 +73,7 @@ def _lower(module: ptx.Module, kernel_name: str, expand: frozenset[str], share: 
     alloc = allocate_registers(blocks, plain_name(fn.name), nvreg, lay.shared_words)
     writes = kernel_writes(fn, lay.params, lay.symbols, lay.static_global_words,
                            lambda ins, addr: translator.space_of(ins, ins.parts, addr))
-    shared_words = isa.SHARED_WORDS if alloc.spill_slots else lay.shared_words    # spill slots: shared memory's top
+    shared_words = alloc.spill_top if alloc.spill_slots else lay.shared_words     # spill slots end at spill_top
     shape = isa.Program(plain_name(fn.name), [], lay.params, lay.const_init, lay.global_init, lay.static_global_words,
                         shared_words, alloc.regs_used, lay.printf_buffer, writes)
     prog = machine_program(blocks, lambda v: alloc.colours.get(v, 0), shape)

@@ -29,22 +29,30 @@ class Allocation:
     colours: dict[int, int]
     regs_used: int
     spill_slots: int
+    spill_top: int          # the spill area ends below this shared word
+
+
+def spill_top(shared_words: int) -> int:
+    """Where the spill area ends: the top of the lane words (isa.LANE_WORDS), whose loads take one
+    pass, when the kernel's own shared words leave a slot below it; else shared memory's top."""
+    lane_words = isa.LANE_WORDS[isa.Space.SHARED]
+    return lane_words if shared_words + SPILL_SLOT_WORDS <= lane_words else isa.SHARED_WORDS
 
 
 def allocate_registers(blocks: list[VBlock], kernel: str, next_vreg: int, shared_words: int = 0) -> Allocation:
     """Colour with r1..r31. When that fails: first recompute invariant values
     next to their uses (rematerialisation), then spill a register to shared
-    memory (a slot of one word per thread at the top of shared memory), and
-    retry."""
+    memory (a slot of one word per thread below spill_top), and retry."""
     tried: set[int] = set()
     no_spill: set[int] = set()
     first_need = None
-    spill = _Spiller(blocks, next_vreg)
+    top = spill_top(shared_words)
+    spill = _Spiller(blocks, next_vreg, top)
     while True:
         graph, moves = interference(blocks)
         colours = _colour(graph, moves, isa.USABLE_REGS)
         if colours is not None:
-            return Allocation(colours, max(colours.values(), default=0), spill.slots)
+            return Allocation(colours, max(colours.values(), default=0), spill.slots, top)
         if first_need is None:
             first_need = max(_colour(graph, moves, len(graph) + 1).values(), default=0)
         inv = invariant_registers(blocks)
@@ -60,10 +68,10 @@ def allocate_registers(blocks: list[VBlock], kernel: str, next_vreg: int, shared
             eliminate_dead_code(blocks)
             continue
         cands = [v for v in graph if v not in no_spill and v not in inv]
-        room = isa.SHARED_WORDS - shared_words - SPILL_SLOT_WORDS * (spill.slots + 1)
+        room = top - shared_words - SPILL_SLOT_WORDS * (spill.slots + 1)
         if not cands or room < 0:
             raise MachineLimitError(f"kernel {kernel} needs {first_need} registers; a lane has {isa.USABLE_REGS}"
-                                    + (_no_spill_room(spill.slots, shared_words) if cands else
+                                    + (_no_spill_room(spill.slots, shared_words, top) if cands else
                                        " and nothing more can be spilled")
                                     + "; split the work into smaller steps or keep fewer values live at once")
         refs = read_counts(blocks, count_writes=True)
@@ -74,22 +82,22 @@ def allocate_registers(blocks: list[VBlock], kernel: str, next_vreg: int, shared
         tried |= set(range(before + 1, spill.next_vreg + 1))
 
 
-def _no_spill_room(slots: int, shared_words: int) -> str:
+def _no_spill_room(slots: int, shared_words: int, top: int) -> str:
     """Spills live in shared memory after the kernel's own: say how much the next one lacked."""
-    left = isa.SHARED_WORDS - shared_words - SPILL_SLOT_WORDS * slots
+    left = top - shared_words - SPILL_SLOT_WORDS * slots
     return (f"; {plural(slots, 'value')} {'was' if slots == 1 else 'were'} spilled and the next needs "
             f"{plural(SPILL_SLOT_WORDS, 'more word', 'more words')} of the spill area (shared memory after the "
-            f"kernel's {plural(shared_words, 'word')}: {plural(left, 'word')} left of {isa.SHARED_WORDS})")
+            f"kernel's {plural(shared_words, 'word')}: {plural(left, 'word')} left of {top})")
 
 
 class _Spiller:
     """Spill slot k of a thread lives at shared byte address
-    4 * (SHARED_WORDS - SPILL_SLOT_WORDS * (k + 1)) + 4 * (4 * warpid + laneid).
+    4 * (top - SPILL_SLOT_WORDS * (k + 1)) + 4 * (4 * warpid + laneid).
     The per-thread offset is an invariant register computed at the entry
     (and rematerialised like any other when registers run short)."""
 
-    def __init__(self, blocks: list[VBlock], next_vreg: int):
-        self.blocks, self.next_vreg, self.slots = blocks, next_vreg, 0
+    def __init__(self, blocks: list[VBlock], next_vreg: int, top: int):
+        self.blocks, self.next_vreg, self.slots, self.top = blocks, next_vreg, 0, top
         self.offset: int | None = None
 
     def fresh(self) -> int:
@@ -106,7 +114,7 @@ class _Spiller:
         return self.offset
 
     def spill(self, v: int) -> None:
-        base = Imm(4 * (isa.SHARED_WORDS - SPILL_SLOT_WORDS * (self.slots + 1)))
+        base = Imm(4 * (self.top - SPILL_SLOT_WORDS * (self.slots + 1)))
         self.slots += 1
         off = self.thread_offset()
         for blk in self.blocks:
