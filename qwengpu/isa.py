@@ -32,7 +32,8 @@ LANE_GLOBAL_WORDS = 1024  # the first global words, which every lane of a warp r
                           # with an active lane above them reads lane by lane (docs/machine.md, step 28)
 SHARED_WORDS = 2048       # 32-bit words of shared memory per thread block (8 KiB)
 LANE_SHARED_WORDS = 256   # the first shared words, which every lane reads in one pass; above them, lane by lane
-CONST_WORDS = 128         # kernel parameters followed by .const data
+CONST_WORDS = 2048        # kernel parameters followed by .const data
+LANE_CONST_WORDS = 128    # the first CONST words, which every lane reads in one pass; above them, lane by lane
 ROM_BLOCKS = 128          # machine blocks in the program ROM
 BLOCK_SLOTS = 4           # passes per machine block (ROM slots), a terminator's pass of its own excluded
 
@@ -400,7 +401,7 @@ class Space(enum.Enum):
 
 # the spaces whose first words every lane of a warp reads in one pass, and how many; the machine
 # reads a load with an active lane past them lane by lane (docs/machine.md, step 28)
-LANE_WORDS = {Space.GLOBAL: LANE_GLOBAL_WORDS, Space.SHARED: LANE_SHARED_WORDS}
+LANE_WORDS = {Space.GLOBAL: LANE_GLOBAL_WORDS, Space.SHARED: LANE_SHARED_WORDS, Space.CONST: LANE_CONST_WORDS}
 
 
 class AtomOp(enum.Enum):

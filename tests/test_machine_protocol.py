@@ -78,8 +78,8 @@ def decode_prompt(tokens):
             assert word != 0, "zero words are not written"
             target = PUT_TARGETS[t.args[0]]
             row = latch
-            if target == "PAGED":            # a global word past the lane words: its page, then the latch
-                target, row = "GLOBAL", page * 1024 + latch
+            if target.endswith(".PAGED"):    # a word past the lane words: its page, then the latch
+                target, row = target[:-len(".PAGED")], page * 1024 + latch
             assert row not in tables[target]
             tables[target][row] = word
             run = []
@@ -135,13 +135,13 @@ def test_prompt_decodes_back_to_the_launch():
 
 
 def test_prompt_words_past_1024_go_through_pages():
-    """Word w >= 1024 is PAGE(w // 1024) then LATCH(w % 1024), its parts, PUT(PAGED): the pages in
+    """Word w >= 1024 is PAGE(w // 1024) then LATCH(w % 1024), its parts, PUT(GLOBAL.PAGED): the pages in
     order after page 0's words, each page once; a launch within words 0..1023 has no PAGE at all."""
     memory = np.zeros(isa.GLOBAL_WORDS, np.uint32)
     memory[[3, 1023, 1024, 5000, 5001, 16383]] = [9, 1, 0x12345, 0xABC, 0x7000_0000, 0xFFFF_FFFF]
     program = Program("k", [MachineBlock([], EXIT)], [])
     toks = prompt(Launch.from_words(program, 1, 1, [], memory))
-    put = T("PUT", PUT_TARGETS.index("PAGED"))
+    put = T("PUT", PUT_TARGETS.index("GLOBAL.PAGED"))
     # 5000 = 4 * 1024 + 904, 5001 = 4 * 1024 + 905, 16383 = 15 * 1024 + 1023, 1024 = 1 * 1024 + 0
     assert [t for t in toks if t.kind == "PAGE"] == [T("PAGE", 1), T("PAGE", 4), T("PAGE", 15)]
     i = toks.index(T("PAGE", 1))

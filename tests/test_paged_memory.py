@@ -1,5 +1,5 @@
-"""Global and shared memory above their lane words (isa.LANE_WORDS, docs/machine.md step 28): one
-copy in the model, read lane by lane (LD tokens). Kernels that load, store and update words
+"""Global, shared and CONST memory above their lane words (isa.LANE_WORDS, docs/machine.md step 28):
+one copy in the model, read lane by lane (LD tokens). Kernels that load, store and update words
 there, alone and mixed with lane words in one instruction, run exactly on the interpreter and,
 with replay, on the model. Expected values are computed here in Python."""
 import numpy as np
@@ -49,6 +49,15 @@ SHARED_TOP = r"""extern "C" __global__ void k(const int *a, int *out) {
 }"""
 
 
+# a __constant__ table of 2000 words: a load whose lanes mix CONST's lane words and paged ones
+TABLE = [(7 * i * i + 3) % 100_003 - 50_000 for i in range(2000)]
+CONST_TABLE = ("__constant__ int table[2000] = {" + ", ".join(map(str, TABLE)) + "};\n"
+               + r"""extern "C" __global__ void k(const int *idx, int *out) {
+    int t = threadIdx.x;
+    out[t] = table[idx[t]] + table[1999 - t];
+}""")
+
+
 def pad_words() -> np.ndarray:
     """Lane words 0..LOW - 1 (values: their index, so a mixed load tells the halves apart)."""
     return np.arange(LOW, dtype=np.int32) * 3
@@ -94,7 +103,16 @@ def check_shared_top(dev: Device, n: int) -> None:
     assert out.tolist() == [(10 * int(a[n - 1 - t]) if t & 1 else int(a[t])) + total for t in range(n)]
 
 
-CHECKS = [check_mixed, check_shared_word, check_edge, check_shared_top]
+def check_const_table(dev: Device, n: int) -> None:
+    idx = np.array([5, 1900, 127, 128, 1000, 0, 1999, 64], np.int32)[:n]
+    out = np.zeros(n, np.int32)
+    fn = dev.compile(CONST_TABLE).get_function("k")
+    fn(grid=1, block=n, args=[idx, out])
+    assert len(fn.program.const_init) > isa.LANE_CONST_WORDS
+    assert out.tolist() == [TABLE[i] + TABLE[1999 - t] for t, i in enumerate(idx.tolist())]
+
+
+CHECKS = [check_mixed, check_shared_word, check_edge, check_shared_top, check_const_table]
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)

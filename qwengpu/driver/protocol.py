@@ -55,16 +55,21 @@ def rows_tokens(rows: dict[int, list[tuple[str, int]]]) -> list[Token]:
     return out
 
 
-def global_tokens(memory: np.ndarray) -> list[Token]:
-    """Global memory's nonzero words: PUT(GLOBAL) writes lane word latch, PUT(PAGED) word
-    page * LANE_GLOBAL_WORDS + latch, the page set by a PAGE token. Page 0's rows first (a launch
-    within the lane words has the prompt it always had), then PAGE(k) and its rows for each later
-    page in use."""
-    pages: dict[int, dict[int, list[tuple[str, int]]]] = {}
-    for w in np.flatnonzero(memory).tolist():
-        page, row = divmod(w, isa.LANE_GLOBAL_WORDS)
-        pages.setdefault(page, {})[row] = [("PAGED" if page else "GLOBAL", int(memory[w]))]
-    out = rows_tokens(pages.pop(0, {}))
+def space_tokens(target: str, words: Iterable[tuple[int, int]]) -> list[Token]:
+    """A memory space's nonzero words (index, value): its lane words (isa.LANE_WORDS) by PUT(target)
+    at row = index, then the words above, page by page: PAGE(k) and PUT(target.PAGED) at row =
+    index - k * 2 ** LATCH_BITS. A launch within the lane words has the prompt it always had."""
+    lane_words = isa.LANE_WORDS[isa.Space[target]]
+    low, pages = {}, {}
+    for w, value in words:
+        if not value:
+            continue
+        if w < lane_words:
+            low[w] = [(target, value)]
+        else:
+            page, row = divmod(w, 1 << LATCH_BITS)
+            pages.setdefault(page, {})[row] = [(f"{target}.PAGED", value)]
+    out = rows_tokens(low)
     for page, rows in sorted(pages.items()):
         out += [tok("PAGE", page)] + rows_tokens(rows)
     return out
@@ -102,15 +107,13 @@ def config_word(grid, block) -> int:
 
 
 def prompt(launch: Launch) -> list[Token]:
-    """The prefill: ROM, GLOBAL (global_tokens), CONST, the special-register table, CONFIG and the
-    copy-out list (launch.copy_out: the global words the model writes as tokens at the end,
-    copyout.py), then CTA(0). No section after GLOBAL writes global memory, so the page it
-    leaves set is never read."""
+    """The prefill: ROM, GLOBAL and CONST (space_tokens), the special-register table, CONFIG and
+    the copy-out list (launch.copy_out: the global words the model writes as tokens at the end,
+    copyout.py), then CTA(0)."""
     grid, block = launch.grid, launch.block
     rom = {pc: [(f"ROM{s}.{j}", w) for s, words in enumerate(code.words) for j, w in enumerate(words)]
            + [(f"PRE{s}.{j}", w) for s, words in code.pre_words.items() for j, w in enumerate(words)]
            + [("TERM", code.term)] for pc, code in enumerate(launch.code)}
-    const = {i: [("CONST", v)] for i, v in enumerate(launch.const)}
     warps = len(thread_masks(block))
     sregs = {w: [(f"SREG{j}", v) for j, v in enumerate(warp_sreg_words(grid, block, w))] for w in range(warps)}
     for c in range(launch.ctas):
@@ -118,8 +121,10 @@ def prompt(launch: Launch) -> list[Token]:
     first, rows = copyout.prompt_words(launch.copy_out or ())
     config = {0: [("CONFIG", config_word(grid, block)), ("COPY0", first)]}
     table = {g: [("COPYTAB", row)] for g, row in rows.items()}
-    return (rows_tokens(rom) + global_tokens(launch.memory)
-            + [t for rows in (const, sregs, config, table) for t in rows_tokens(rows)] + [tok("CTA", 0)])
+    memory = launch.memory
+    return (rows_tokens(rom) + space_tokens("GLOBAL", ((w, int(memory[w])) for w in np.flatnonzero(memory)))
+            + space_tokens("CONST", enumerate(launch.const))
+            + [t for rows in (sregs, config, table) for t in rows_tokens(rows)] + [tok("CTA", 0)])
 
 
 # ---------------------------------------------------------------------------
@@ -160,11 +165,13 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
     """The block's passes (those before the pass of instruction `until`, and that pass's EXEC). A
     pass whose writeback tokens end it runs the next pass of the block in its last one: that token
     continues (tokens.continuing) in place of the next pass's EXEC. An instruction in no pass
-    (its result read only as a fixed operand: encoding.py) writes nothing back. A global or
-    shared load with an active lane's word past its lane words (isa.LANE_WORDS) is read lane by lane,
+    (its result read only as a fixed operand: encoding.py) writes nothing back. A global, shared
+    or CONST load with an active lane's word past its lane words (isa.LANE_WORDS) is read lane by lane,
     so it writes back lane by lane too: LD(l) and lane l's VALs for each active lane."""
     lanes = [l for l in range(isa.LANES) if step.mask >> l & 1]
-    writes, stores, loads = iter(step.reg_writes), iter(step.mem_writes), iter(step.loads)
+    writes, stores = iter(step.reg_writes), iter(step.mem_writes)
+    traced = [i for i, ins in enumerate(instrs[:step.ran]) if ins.op is isa.Op.LD and ins.mod in isa.LANE_WORDS]
+    loaded = dict(zip(traced, step.loads))       # instruction -> its lanes' words (Step.loads)
     ran = 0                  # the instructions whose register writes the trace has given
 
     def values(i):
@@ -203,10 +210,8 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
                 stream.extend(part_tokens("PART", next(stores)[2], whole=False))
                 stream.add(tok("AW", l))
         else:
-            # a global or shared load's words are traced whatever its destination (loads run in no pre-ALU)
             lane_words = isa.LANE_WORDS.get(ins.mod) if ins.op is isa.Op.LD else None
-            words = next(loads) if lane_words else ()
-            if ins.dst.n and lane_words and max(words) >= lane_words:
+            if ins.dst.n and lane_words and max(loaded[p.main]) >= lane_words:
                 for l, value in zip(lanes, values(p.main)):
                     stream.add(tok("LD", l))
                     stream.extend(part_tokens("VAL", value, l))

@@ -124,14 +124,15 @@ def live_out(program: isa.Program) -> list[set[int]]:
 
 def fixed_value(ins: isa.Instr) -> Fixed | None:
     """The value an instruction writes when it is fixed all launch long: S2R's special register,
-    or a load of one CONST word (a constant, aligned address in range: it cannot fault)."""
+    or a load of one of CONST's lane words (a constant, aligned address in range: it cannot fault;
+    the parameter bank holds the lane words)."""
     if not ins.dst.n:
         return None
     if ins.op is isa.Op.S2R:
         return Fixed(sreg=ins.srcs[0].value)
     if ins.op is isa.Op.LD and ins.mod is isa.Space.CONST and not any(map(_reg, ins.srcs)):
         address = isa.u32(sum(s.value for s in ins.srcs if isinstance(s, isa.Imm)))
-        if address % 4 == 0 and address < 4 * isa.CONST_WORDS:
+        if address % 4 == 0 and address < 4 * isa.LANE_CONST_WORDS:
             return Fixed(word=address // 4)
     return None
 

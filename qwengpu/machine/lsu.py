@@ -1,4 +1,4 @@
-"""The load/store unit (L_Q to L_ATOM - 1): the store queue (address, data and an atomic's operand
+"""The load/store unit (L_Q to L_MOVE): the store queue (address, data and an atomic's operand
 per lane, L_Q), write and load enables per memory group and lane, memory faults (L_Q, L_Q + 1),
 global memory's lane words (8 groups x 4 lane replicas, L_Q + 1 and L_Q + 2), shared and CONST
 memory and a load's result in place of its address (L_LOAD), and global memory's paged words
@@ -32,19 +32,19 @@ from qwengpu.machine.alu import LaneResults
 from qwengpu.machine.fetch import Decoded
 from qwengpu.machine.inputs import Registers, TokenInputs
 from qwengpu.machine.operands import AluOperands
-from qwengpu.machine.plan import L_ATOM, L_LOAD, L_PAGED, L_Q, PAGED_LAYERS
+from qwengpu.machine.plan import L_ATOM, L_LOAD, L_MOVE, L_PAGED, L_Q, PAGED_LAYERS
 from qwengpu.machine.status import WarpStatus
 from qwengpu.machine.wiring import flag_if, match, view
 from qwengpu.machine.words import SPACES
 
 ROW_BITS = 7                                   # 128 rows per GDN head
 # each space's word address bits, and those of its lane words (replicated per lane: global
-# memory's are 8 heads of 128 rows (GROUPS), shared memory's 2 (SHARED_GROUPS); CONST is all lane
-# words, 1 head); the words above them are paged
-ADDRESS_BITS = {isa.Space.GLOBAL: 14, isa.Space.SHARED: 11, isa.Space.CONST: 7}
-LANE_BITS = {isa.Space.GLOBAL: 10, isa.Space.SHARED: 8}
+# memory's are 8 heads of 128 rows (GROUPS), shared memory's 2 (SHARED_GROUPS), CONST's 1); the
+# words above them are paged
+ADDRESS_BITS = {isa.Space.GLOBAL: 14, isa.Space.SHARED: 11, isa.Space.CONST: 11}
+LANE_BITS = {isa.Space.GLOBAL: 10, isa.Space.SHARED: 8, isa.Space.CONST: 7}
 GA, SA = ADDRESS_BITS[isa.Space.GLOBAL], ADDRESS_BITS[isa.Space.SHARED]      # word address bits
-GROUPS, SHARED_GROUPS = (1 << LANE_BITS[space] - ROW_BITS for space in (isa.Space.GLOBAL, isa.Space.SHARED))
+GROUPS, SHARED_GROUPS, CONST_GROUPS = (1 << LANE_BITS[space] - ROW_BITS for space in SPACES)
 PAGED_BANKS = 4                                # the paged words: bank b holds the words = b mod 4
 
 
@@ -67,8 +67,9 @@ def build_lsu(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: De
     waddr = B.bits(view(ma, 0, GA), regs.latch)
     wdata = B.bits(md, regs.staged)
     mspace = view(ma, GA, GA + len(SPACES))        # one-hot: global, shared, const
-    # the two banked spaces: groups, word address bits, the PUT that fills them, write enables, first load enable
-    banked = ((GROUPS, GA, "GLOBAL", "gw", 0), (SHARED_GROUPS, SA, "SHARED", "sw", GROUPS))
+    # the lane words of each space: groups, word address bits, the PUT that fills them, write enables, first load enable
+    banked = ((GROUPS, GA, "GLOBAL", "gw", 0), (SHARED_GROUPS, SA, "SHARED", "sw", GROUPS),
+              (CONST_GROUPS, ADDRESS_BITS[isa.Space.CONST], "CONST", "cw", GROUPS + SHARED_GROUPS))
     we = []
     for space, (groups, bits, target, name, _) in enumerate(banked):
         fld = c.field(name, groups, Lq)
@@ -79,8 +80,7 @@ def build_lsu(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: De
             t, k0 = match(view(regs.latch, ROW_BITS, lane_bits), g)
             flag_if(c, Lq, [({tokens.put[target]: 1}, 0, 1), (t, k0, lane_bits - ROW_BITS)], {fld[g]: 1})
         we.append(fld)
-    gw, sw = we
-    lg = [c.field(f"lg{l}", GROUPS + SHARED_GROUPS, Lq) for l in range(4)]
+    lg = [c.field(f"lg{l}", GROUPS + SHARED_GROUPS + CONST_GROUPS, Lq) for l in range(4)]
     for l in range(4):
         for space, (groups, bits, _, _, first) in enumerate(banked):
             for g in range(groups):
@@ -92,7 +92,7 @@ def build_lsu(c: Circuit, tokens: TokenInputs, registers: Registers, decoded: De
                                 (t, k0, bits - ROW_BITS)], out)
     fault = _faults(c, decoded, status, results)
     slow = _slow(c, decoded, status, results)
-    global_banks = _memories(c, tokens, decoded, results, ma, waddr[:ROW_BITS], wdata, gw, sw, lg)
+    global_banks = _memories(c, decoded, results, ma, waddr[:ROW_BITS], wdata, we, lg)
     global_banks += _paged(c, tokens, registers, ma, wdata, results)
     return Memory(store_data=md, store_b=mb, fault=fault, global_banks=global_banks, slow=slow)
 
@@ -109,7 +109,7 @@ def _store_queue(c: Circuit, tokens: TokenInputs, registers: Registers, decoded:
         data = B.register(c, Lq, f"st.data{l}", 32)
         value = B.register(c, Lq, f"st.b{l}", 32)
         B.write_bits(c, addr, zero, B.bits(view(results.r[l], 2, 2 + GA)) + B.bits(decoded.st_space, decoded.ld_space),
-                     [op["ST"][0], op["ATOM"][0], decoded.ld_space[0], decoded.ld_space[1]])
+                     [op["ST"][0], op["ATOM"][0], *decoded.ld_space.dims])
         B.write_bits(c, data, zero, B.bits(operands.cc[l]), [op["ST"][0], op["ATOM"][0]])
         B.write_bits(c, value, zero, B.bits(operands.b[l]), [op["ATOM"][0]])
         B.read_into(c, addr, zero, ma.dims, enable=[registers.q_addr[l]])
@@ -118,12 +118,12 @@ def _store_queue(c: Circuit, tokens: TokenInputs, registers: Registers, decoded:
     return ma, md, mb
 
 
-def _memories(c: Circuit, tokens: TokenInputs, decoded: Decoded, results: LaneResults, ma: Field, wrow, wdata,
-              gw: Field, sw: Field, lg: list[Field]) -> list[Bank]:
+def _memories(c: Circuit, decoded: Decoded, results: LaneResults, ma: Field, wrow, wdata, we: list[Field],
+              lg: list[Field]) -> list[Bank]:
     """Global memory (L_Q + 1, L_Q + 2), shared and CONST (L_LOAD), written at row wrow with wdata
     where the write enables say and read into each lane's loaded word where its load enables say;
     at L_LOAD a load's word replaces its address in the lane's result. Returns global memory's banks."""
-    Lq, r = L_Q, results.r
+    Lq, r, (gw, sw, cw) = L_Q, results.r, we
     loaded = [c.field(f"loaded{l}", 32, Lq + 1) for l in range(4)]
     global_banks = []
     for g in range(GROUPS):
@@ -139,9 +139,9 @@ def _memories(c: Circuit, tokens: TokenInputs, decoded: Decoded, results: LaneRe
         for l in range(4):
             B.read_into(c, bank, _lane_row(r, ma, l), loaded[l].dims, l, [lg[l][GROUPS + g]])
     const = declare_bank(c, Lm, "const", 1 << ROW_BITS, 32, replicas=4)
-    B.write_bits(c, const, wrow, wdata, [tokens.put["CONST"]])
+    B.write_bits(c, const, wrow, wdata, [cw[0]])
     for l in range(4):
-        B.read_into(c, const, _lane_row(r, ma, l), loaded[l].dims, l, [decoded.ld_space[2]])
+        B.read_into(c, const, _lane_row(r, ma, l), loaded[l].dims, l, [lg[l][GROUPS + SHARED_GROUPS]])
     # Lm MLP: a load's result replaces its address
     is_ld = sum(([decoded.ld_space[g]] for g in range(3)), [])
     for l in range(4):
@@ -188,55 +188,62 @@ def _slow(c: Circuit, decoded: Decoded, status: WarpStatus, results: LaneResults
 
 
 def _paged(c: Circuit, tokens: TokenInputs, registers: Registers, ma: Field, wdata, results: LaneResults) -> list[Bank]:
-    """The words above the lane words, one copy: bank b's heads hold the words = b mod 4 (global:
-    120 heads over L_PAGED..; shared: 16, at L_PAGED - 1 and one a layer after), all addressed by
-    the store queue's word address (only the head holding it answers). ST and AW write them at
-    the queue's address, PUT(PAGED) global words at page * 2 ** LATCH_BITS + latch (the page
-    register, set by PAGE, is read here, where the paged banks need it); LD and AT passes read
-    one into r[b], and at the last layer it moves to the pass's lane (r[l], l = its LANE).
-    Returns the global banks."""
-    k, f, r, zero = tokens.kind, tokens.features, results.r, tokens.zero
+    """The words above each space's lane words, one copy: bank b's heads hold the words = b mod 4
+    (global: 120 heads at L_PAGED..L_ATOM - 1; shared: 16, at L_PAGED - 1 and one a layer after;
+    CONST: 16 at L_MOVE - 1, after the atomic's old value: CONST has no atomics), all addressed by
+    the store queue's word address (only the head holding it answers) and the space. ST and AW
+    write them at the queue's address, PUT(GLOBAL.PAGED) and PUT(CONST.PAGED) at page * 2 **
+    LATCH_BITS + latch (the page register, set by PAGE, is read here, where the paged banks need
+    it); LD and AT passes read one into r[b], and at L_MOVE it moves to the pass's lane (r[l], l =
+    its LANE). Returns the global banks."""
+    k, f, r, zero, put = tokens.kind, tokens.features, results.r, tokens.zero, tokens.put
     at = L_PAGED - 1
     page_bits = GA - LANE_BITS[isa.Space.GLOBAL]
     page = c.field("page", page_bits, at)
     reg = B.register(c, at, "page", page_bits)
     B.write_bits(c, reg, zero, B.bits(view(f["V"], 0, page_bits)), [k["PAGE"]])
-    B.read_into(c, reg, zero, page.dims, enable=[tokens.put["PAGED"]])
+    B.read_into(c, reg, zero, page.dims, enable=[put["GLOBAL.PAGED"], put["CONST.PAGED"]])
     # at's MLP: which paged space a pass writes (ST, AW) or reads (LD, AT): the queue's space
     mspace = view(ma, GA, GA + len(SPACES))
-    writes, reads = c.field("paged.w", 2, at), c.field("paged.r", 2, at)
-    for space in range(2):
-        G.relu(c, at, {k["ST"]: 1, k["AW"]: 1, mspace[space]: 1}, -1, {writes[space]: 1})
+    writes, reads = c.field("paged.w", 2, at), c.field("paged.r", len(SPACES), at)
+    for space in range(len(SPACES)):
+        if space < 2:
+            G.relu(c, at, {k["ST"]: 1, k["AW"]: 1, mspace[space]: 1}, -1, {writes[space]: 1})
         G.relu(c, at, {k["LD"]: 1, k["AT"]: 1, mspace[space]: 1}, -1, {reads[space]: 1})
     addr = B.bits(view(ma, 0, GA))
-    put = B.bits(view(ma, 0, GA), list(registers.latch.dims) + list(page.dims))
+    latched = B.bits(view(ma, 0, GA), list(registers.latch.dims) + list(page.dims))
     last = L_PAGED + PAGED_LAYERS - 1
-    global_heads = ((1 << GA) - isa.LANE_GLOBAL_WORDS) // (PAGED_BANKS << ROW_BITS)           # 30 a bank
-    shared_heads = -(-((1 << SA) - isa.LANE_SHARED_WORDS) // (PAGED_BANKS << ROW_BITS))       # 4 a bank
-    layers = [L_PAGED + i * PAGED_LAYERS // (PAGED_BANKS * global_heads) for i in range(PAGED_BANKS * global_heads)]
-    spread = (at,) * (PAGED_BANKS * shared_heads - PAGED_LAYERS) + tuple(range(L_PAGED, last + 1))
+
+    def heads(space):               # a bank's
+        return -(-((1 << ADDRESS_BITS[space]) - isa.LANE_WORDS[space]) // (PAGED_BANKS << ROW_BITS))
+    n_global = PAGED_BANKS * heads(isa.Space.GLOBAL)
+    spaces = ((isa.Space.GLOBAL, [L_PAGED + i * PAGED_LAYERS // n_global for i in range(n_global)], latched,
+               [writes[0], put["GLOBAL.PAGED"]]),
+              (isa.Space.SHARED, [at] * (PAGED_BANKS * heads(isa.Space.SHARED) - PAGED_LAYERS)
+               + list(range(L_PAGED, last + 1)), addr, [writes[1]]),
+              (isa.Space.CONST, [L_MOVE - 1] * PAGED_BANKS * heads(isa.Space.CONST), latched, [put["CONST.PAGED"]]))
     banks = []
-    for space, lane_words, heads, where, waddr, wen in (
-            (0, isa.LANE_GLOBAL_WORDS, global_heads, layers, put, [writes[0], tokens.put["PAGED"]]),
-            (1, isa.LANE_SHARED_WORDS, shared_heads, spread, addr, [writes[1]])):
-        for i, layer in enumerate(where):
+    for space, layers, waddr, wen in spaces:
+        for i, layer in enumerate(layers):
             b, h = i % PAGED_BANKS, i // PAGED_BANKS
-            bank = declare_bank(c, layer, f"paged.{SPACES[space].value}{b}.{h}", 1 << ROW_BITS, 32,
-                                base=lane_words + b + (h << ROW_BITS) * PAGED_BANKS, stride=PAGED_BANKS, addr_width=GA)
+            bank = declare_bank(c, layer, f"paged.{space.value}{b}.{h}", 1 << ROW_BITS, 32, base=isa.LANE_WORDS[space]
+                                + b + (h << ROW_BITS) * PAGED_BANKS, stride=PAGED_BANKS, addr_width=GA)
             B.write_bits(c, bank, waddr, wdata, wen)
-            B.read_into(c, bank, addr, r[b].dims, enable=[reads[space]])
-            if space == 0:
+            B.read_into(c, bank, addr, r[b].dims, enable=[reads[SPACES.index(space)]])
+            if space is isa.Space.GLOBAL:
                 banks.append(bank)
-    move = c.field("paged.move", PAGED_BANKS * (PAGED_BANKS - 1), last - 1)    # (lane l, bank b != l)
+    move = c.field("paged.move", PAGED_BANKS * (PAGED_BANKS - 1), L_MOVE - 1)    # (lane l, bank b != l)
     pairs = [(l, b) for l in range(isa.LANES) for b in range(PAGED_BANKS) if b != l]
     for (l, b), d in zip(pairs, move.dims):
         t, k0 = match(view(ma, 0, 2), b)
-        flag_if(c, last - 1, [({k["LD"]: 1, k["AT"]: 1, f["LANE"][l]: 1}, 0, 2), (t, k0, 2)], {d: 1})
+        flag_if(c, L_MOVE - 1, [({k["LD"]: 1, k["AT"]: 1, f["LANE"][l]: 1}, 0, 2), (t, k0, 2)], {d: 1})
     for (l, b), d in zip(pairs, move.dims):
         for i in range(32):
-            G.relu(c, last, {r[b][i]: 1, d: 1}, -1, {r[l][i]: 1, r[b][i]: -1})
-    for fld in (move, page, writes, reads):
-        c.clear(fld, last)
+            G.relu(c, L_MOVE, {r[b][i]: 1, d: 1}, -1, {r[l][i]: 1, r[b][i]: -1})
+    c.clear(writes, last)
+    c.clear(page, L_MOVE - 1)
+    for fld in (move, reads):
+        c.clear(fld, L_MOVE)
     return banks
 
 

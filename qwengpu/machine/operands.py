@@ -213,7 +213,7 @@ def _fixed_values(c: Circuit, tokens: TokenInputs, registers: Registers, decoded
         B.write_bits(c, bank, B.bits(view(latch, 0, WARP_BITS)), B.bits(staged), [tokens.put[f"SREG{j}"]])
         B.read_into(c, bank, B.bits(tokens.features["WB"]), out, enable=[exec_])
     param = c.field("param", WORD_BITS, L_FIXED)
-    bank = declare_bank(c, L_FIXED, "param", isa.CONST_WORDS, WORD_BITS)
+    bank = declare_bank(c, L_FIXED, "param", isa.LANE_CONST_WORDS, WORD_BITS)
     B.write_bits(c, bank, B.bits(view(latch, 0, decoded.src_word.width)), B.bits(staged), [tokens.put["CONST"]])
     B.read_into(c, bank, B.bits(decoded.src_word), param.dims, enable=[exec_])
     for fld in (sr, param):

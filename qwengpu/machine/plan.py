@@ -67,6 +67,7 @@ L_PAGED = L_WB + 1        # global memory above the lane words; a word read ther
 L_ATOM = L_PAGED + PAGED_LAYERS   # the atomic unit (its old value: the paged memory's last layer)
 L_FPU = L_EXEC + 3        # the FPU (the operands live on): where the ALU's layers leave its neurons and residual room
 L_RESULTQ = L_FPU + FPU_LAYERS    # the result queue reads r after the FPU wrote it
+L_MOVE = L_RESULTQ - 1    # a paged word read moves to its LD's lane (CONST's paged words: the layer before)
 L_NEXT = max(L_ATOM + ATOMIC_LAYERS, L_RESULTQ)   # the atomic queue; next-token logic E1
 LAYERS = L_NEXT + NEXT_TOKEN_LAYERS
 assert L_CHANGE + CHANGE_LAYERS <= L_WB, "the writeback queues read the status change"
@@ -86,7 +87,7 @@ PLAN: dict[str, Span] = {
     "fpu": Span(L_FPU, FPU_LAYERS),                           # beside the ALU and the LSU, into the ALU's r
     "branch": Span(L_BRANCH, L_CHANGE + CHANGE_LAYERS - L_BRANCH),  # terminator, then the status change
     "copy_unit": Span(L_IN, EXEC_END - L_IN),                 # enables L0-L1, table L_PRE, addresses EXEC_END - 1
-    "lsu": Span(L_Q, L_ATOM - L_Q),                           # the paged memory from L_PAGED
+    "lsu": Span(L_Q, L_MOVE + 1 - L_Q),                       # the paged words from L_PAGED - 1
     "writeback": Span(L_WB, L_RESULTQ + 1 - L_WB),           # the queues; the result banks at L_RESULTQ
     "atomic": Span(L_ATOM - 1, L_NEXT + 2 - L_ATOM),          # old at L_ATOM - 1, the unit, its queue at L_NEXT
     "warp_pcs": Span(L_NEXT - 1, 2),                          # the gated write at L_NEXT - 1, the registers

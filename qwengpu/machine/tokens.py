@@ -23,13 +23,13 @@ from qwengpu.machine.words import (CT1, CT2, CTA_BITS, GROUP_BITS, PARTS, PHASES
 SLOTS = isa.BLOCK_SLOTS + 1          # a machine block's passes: its instructions', then its terminator's
 ROM_WORDS = 5                        # 32-bit ROM words per slot (qwengpu/machine/encoding.py); a pre slot has 2
 SREG_WORDS = len(SREG)               # 32-bit words of a special-register table row
-# PUT(GLOBAL) writes global word latch (a lane word), PUT(PAGED) word page * 2 ** LATCH_BITS + latch
-# (page >= 1): PAGE(k) sets the page
+# PUT(GLOBAL) writes global word latch (a lane word), PUT(GLOBAL.PAGED) word page * 2 ** LATCH_BITS +
+# latch, PAGE(k) setting the page; PUT(CONST) and PUT(CONST.PAGED) the same for CONST
 GLOBAL_PAGES = isa.GLOBAL_WORDS // isa.LANE_GLOBAL_WORDS
 PUT_TARGETS = tuple([f"ROM{s}.{j}" for s in range(isa.BLOCK_SLOTS) for j in range(ROM_WORDS)] + ["TERM"]
                     + [f"PRE{p}.{j}" for p in range(PRE_SLOTS) for j in range(2)]
                     + ["GLOBAL", "SHARED", "CONST", "CONFIG"] + [f"SREG{j}" for j in range(SREG_WORDS)]
-                    + ["COPY0", "COPYTAB", "PAGED"])
+                    + ["COPY0", "COPYTAB", "GLOBAL.PAGED", "CONST.PAGED"])
 KINDS = ("LATCH", "PAGE", "PART", "PUT", "CTA", "EXEC", "VAL", "VALU", "VALA", "VALQ", "VALP", "ST", "AT", "AW", "LD", "CT1",
          "CT2", "COPY", "HALT", "FAULT")
 # VALA(s, d): lane l's value is (d + s * l) mod 2 ** 12 on every active lane, lane 0 among them
@@ -42,7 +42,7 @@ P_BITS = 6
 # runs the block's next pass (it is that pass's EXEC too; docs/machine.md, step 16)
 CONTINUABLE = ("VAL", "VALU", "VALA", "VALQ", "VALP")
 # the row latch addresses every PUT target's rows (the special-register table: a row per warp or block)
-LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.LANE_GLOBAL_WORDS, isa.LANE_SHARED_WORDS, isa.CONST_WORDS,
+LATCH_BITS = bits_for(max(isa.ROM_BLOCKS, isa.LANE_GLOBAL_WORDS, isa.LANE_SHARED_WORDS, isa.LANE_CONST_WORDS,
                           isa.MAX_GRID_BLOCKS, isa.MAX_WARPS) - 1)
 
 # feature fields in residual order: name -> width

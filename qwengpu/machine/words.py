@@ -152,7 +152,7 @@ ROM0 = Word("ROM0", op=bits_for(len(OPCODES) - 1), dst=REG_BITS, a=REG_BITS, b=R
 # table), SRC_WORD the CONST word `word` (the parameter bank: one CONST word a pass)
 SRC_WORD = len(isa.SReg) + 1
 SRC = Word("SRC", a=bits_for(SRC_WORD), b=bits_for(SRC_WORD), c=bits_for(SRC_WORD), cond=bits_for(SRC_WORD),
-           word=bits_for(isa.CONST_WORDS - 1))
+           word=bits_for(isa.LANE_CONST_WORDS - 1))
 # a pair's first instruction (encoding.py), run in the pre-ALU of pass p: its opcode, registers, and
 # which of its operands a, b, c takes the pass's pre-immediate word (one-hot: at most one is nonzero);
 # and for the pass's main instruction, fwd: which of its operands a, b, c take the pre-ALU's
