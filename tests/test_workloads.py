@@ -1,0 +1,25 @@
+"""The workload kernels (kernels/workloads/: 32x32 matmuls in int32 and float32, a 64x64 stencil,
+a 4,096-element scan and sort, a 16 KiB histogram, a 1,000-float softmax), each sized to use
+global memory past word 1,024: every one passes on the interpreter with both front ends, through
+the suite's own code path (qwengpu.suite.run_case, as `qgpu suite --dir kernels/workloads`
+runs them), checked word for word against its NumPy reference. Their model-engine runs are long
+and not here: `qgpu suite --engine model --dir kernels/workloads`."""
+import pytest
+
+from qwengpu.api import Device
+from qwengpu.suite import DEFAULT_DIR, discover, run_case, unpaired
+
+WORKLOADS_DIR = DEFAULT_DIR / "workloads"
+WORKLOADS = ["histogram_16k", "matmul_f32", "matmul_int32", "scan_4096", "softmax_1000", "sort_4096",
+             "stencil_64x64"]
+
+
+@pytest.mark.parametrize("frontend", ["clang", "nvrtc"])
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_workload_passes_on_interp(name, frontend):
+    cases = discover(WORKLOADS_DIR)
+    assert [c.name for c in cases] == WORKLOADS and unpaired(WORKLOADS_DIR) == []   # none missing, none unlisted
+    [case] = [c for c in cases if c.name == name]
+    report = run_case(case, Device("interp", frontend))
+    assert report.passed, f"{name} on {frontend}: {report.reason}"
+    assert report.instructions and report.blocks and report.passes      # it ran
