@@ -33,6 +33,8 @@ typedef struct {
     int32_t first, rows, cols;
     const int32_t *col;
     const float *w;
+    int32_t bias;                     /* a column whose input alone, 0 or >= off_from, leaves every row off (-1: none) */
+    float off_from;
 } Dense;
 
 typedef struct {
@@ -172,11 +174,24 @@ static int32_t silu_rows(const Csr *w, const float *in, int32_t first, int32_t n
     return any;
 }
 
+/* Whether a Dense block's rows are all off for this input without summing them: every input but its
+ * bias column's is 0, and that one is 0 (each row then sums +-0) or at least off_from (each row's
+ * sum is below -89: silu gives -0). The rows are left +0, which every reader takes as 0, and which
+ * the stock path's -0 would give too after l2norm (a zero key or query: the head is skipped). */
+static int32_t off(const Dense *d, const float *in) {
+    for (int32_t c = 0; c < d->cols; c++) {
+        float xc = in[d->col[c]];
+        if (c == d->bias ? xc != 0.0f && !(xc >= d->off_from) : xc != 0.0f) return 0;
+    }
+    return 1;
+}
+
 /* The same on a Dense block: each row's sum adds its terms in the CSR's order (columns ascending),
  * a row without entries sums only +-0, as row_dot's 0. */
 static int32_t silu_dense(const Dense *d, const float *in, float *y) {
     float *out = y + d->first;
     for (int32_t r = 0; r < d->rows; r++) out[r] = 0.0f;
+    if (d->bias >= 0 && off(d, in)) return 0;    /* every row +-0: the head's key or query is 0 */
     for (int32_t c = 0; c < d->cols; c++) {
         const float *wc = d->w + (int64_t)c * d->rows, xc = in[d->col[c]];
         if (xc == 0.0f) continue;     /* its terms are +-0 (mlp() says why skipping them is exact) */

@@ -43,7 +43,20 @@ class Csr(ctypes.Structure):
 
 class Dense(ctypes.Structure):
     _fields_ = [("first", ctypes.c_int32), ("rows", ctypes.c_int32), ("cols", ctypes.c_int32), ("col", I32P),
-                ("w", F32P)]
+                ("w", F32P), ("bias", ctypes.c_int32), ("off_from", ctypes.c_float)]
+
+
+def _off_column(w: np.ndarray) -> tuple[int, float]:
+    """A column of a Dense block (w [cols, rows]) that turns every row off when it alone is
+    nonzero: all its weights are negative, so from an input of `off_from` up every row's sum is
+    below -89, where silu is exactly -0 (native.c's silu), as it is +0 at an input of 0. A bank
+    whose rows all need a set address bit (a paged bank, docs/machine.md step 28) has one: its
+    decoder's bias. (-1, 0) when no column does."""
+    candidates = [c for c in range(len(w)) if (w[c] < 0).all()]
+    if not candidates:
+        return -1, 0.0
+    c = max(candidates, key=lambda c: float(-w[c].max()))
+    return c, float(np.float32(90.0) / -w[c].max())
 
 
 class Csc(ctypes.Structure):
@@ -159,7 +172,9 @@ class NativeStep:
             for r, s in enumerate(spans):
                 if s.stop > s.start:
                     w[:, r] = values[s]
-            blocks.append(Dense(first, dk, len(col), self._array(col, np.int32, I32P), self._array(w, np.float32, F32P)))
+            bias, off_from = _off_column(w)
+            blocks.append(Dense(first, dk, len(col), self._array(col, np.int32, I32P), self._array(w, np.float32, F32P),
+                                bias, off_from))
         array = (Dense * len(blocks))(*blocks)
         self.owned.append(array)
         return array
