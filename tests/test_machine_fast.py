@@ -699,3 +699,12 @@ def test_native_top2_with_block_bounds_equals_a_full_scan(seed):
     for t in range(len(W)):
         i1 = t if logits[t] > logits[i1] else i1
     assert at[0, 0] == i1 and top[0, 0] == np.inf
+
+
+def test_a_dense_block_is_off_only_through_an_all_negative_bias_column():
+    """native._off_column: the column whose weights are all negative and largest in magnitude, and
+    the input from which its smallest weight times it is below -89 (90 / that weight's size)."""
+    from qwengpu.fast.native import _off_column
+    w = np.array([[1.0, -2.0, 3.0], [-128.0, -384.0, -640.0], [-64.0, -64.0, -64.0]], np.float32)
+    assert _off_column(w) == (1, 90.0 / 128.0)          # column 1: every row <= -90 from 90/128 on
+    assert _off_column(np.array([[-1.0, 2.0], [0.0, -3.0]], np.float32)) == (-1, 0.0)   # a row could be on
