@@ -26,15 +26,15 @@ class Step:
     """One pass: warp `warp` of thread block `block_id` ran machine block `pc`
     with active lanes `mask`. Writes are listed in execution order
     (instruction order, then lane order); writes to r0 are not listed. `loads` has one
-    entry per GLOBAL or SHARED load it ran, in instruction order: the word each active lane
-    read, in lane order (the machine reads a load with a word past isa.LANE_WORDS lane by lane)."""
+    entry per load it ran, in instruction order: the word each active lane read, in lane order
+    (the machine reads a load with a word past isa.LANE_WORDS lane by lane)."""
     block_id: int
     warp: int
     pc: int
     mask: int
     reg_writes: list[tuple[int, int, int]] = field(default_factory=list)        # (lane, reg, value)
     mem_writes: list[tuple[isa.Space, int, int]] = field(default_factory=list)  # (space, word, value)
-    loads: list[list[int]] = field(default_factory=list)                         # GLOBAL/SHARED loads' words
+    loads: list[list[int]] = field(default_factory=list)                         # each load's words
     ran: int = 0    # instructions of the block it completed: all of them, unless a fault stopped it
     new_top: bool = False   # the warp's SIMT stack top is another entry after the pass (a push, a pop, an exit)
     exited: int = 0         # the lanes its terminator ended: EXIT's active lanes, or a BRC's taken lanes that exit

@@ -140,9 +140,9 @@ def test_unused_parameter_takes_either():
 @pytest.mark.parametrize("init", [" = {1, 2, 3}", ""])
 @pytest.mark.parametrize("fe", ["clang", "nvrtc"])
 def test_constant_array_is_sized_by_its_declaration(fe, init):
-    src = f"""__constant__ int lut[200]{init};
-    extern "C" __global__ void k(int *o) {{ o[0] = lut[199]; }}"""
-    with pytest.raises(MachineLimitError, match=r"needs 201 words of parameters and constants .*lut 200.*limit is 128"):
+    src = f"""__constant__ int lut[2100]{init};
+    extern "C" __global__ void k(int *o) {{ o[0] = lut[2099]; }}"""
+    with pytest.raises(MachineLimitError, match=r"needs 2101 words of parameters and constants .*lut 2100.*limit is 2048"):
         Device(engine="interp", frontend=fe).compile(src).get_function("k")
 
 
