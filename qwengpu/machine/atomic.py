@@ -175,7 +175,7 @@ class AtomicResult:
 
 def build_atomic_unit(c: Circuit, tokens: TokenInputs, status: WarpStatus, results: LaneResults,
                       memory: Memory) -> AtomicResult:
-    """The machine's atomic stage: on an AT(l) pass, the loaded word (old, the paged memory's last layer) and the
+    """The machine's atomic stage: on an AT(l) pass, the loaded word (old, L_ATOM - 1) and the
     pending ATOM's op into the unit (from L_ATOM) with the store queue's b and c, its new value
     and lane kept in a queue (L_NEXT) for the VAL/PART/AW passes that follow."""
     k, L, zero = tokens.kind, L_ATOM - 1, tokens.zero

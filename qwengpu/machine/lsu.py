@@ -1,17 +1,17 @@
-"""The load/store unit (L_Q to L_MOVE): the store queue (address, data and an atomic's operand
-per lane, L_Q), write and load enables per memory group and lane, memory faults (L_Q, L_Q + 1),
-global memory's lane words (8 groups x 4 lane replicas, L_Q + 1 and L_Q + 2), shared and CONST
-memory and a load's result in place of its address (L_LOAD), and global memory's paged words
-(one copy, PAGED_LAYERS from L_PAGED), which LD and AT passes read for one lane.
+"""The load/store unit (L_Q to L_MOVE): the store queue (address and space, data and an atomic's
+operand per lane, L_Q), write and load enables per memory group and lane, memory faults (L_Q,
+L_Q + 1), the lane words of global memory (8 groups x 4 lane replicas, L_Q + 1 and L_Q + 2), of
+shared and CONST memory and a load's result in place of its address (L_LOAD), and the paged
+words (one copy, from L_PAGED - 1), which LD and AT passes read for one lane.
 
-Global memory (docs/machine.md, step 28): its first isa.LANE_GLOBAL_WORDS words are replicated
-per lane, so that a warp's load reads all four lanes in its EXEC pass. The words above live
-once, in four banks by address mod 4 (PAGED_BANKS heads of 128 rows each): a load with an active
-lane there goes lane by lane (`slow`): its EXEC pass queues each lane's address, and an LD(l)
-pass per active lane reads lane l's word from the queue's address (for a lane word, from lane
-l's replica, as an AT pass does). Each paged head is addressed by the whole word address, so
-all of them share one query and only the head holding the word answers; a word read lands in
-the result of the lane its bank is named for and is moved to the LD's lane at the last layer.
+Docs/machine.md, step 28: each space's first words (isa.LANE_WORDS) are replicated per lane, so
+that a warp's load reads all four lanes in its EXEC pass. The words above live once, in four
+banks by address mod 4: a load with an active lane there goes lane by lane (`slow`): its EXEC
+pass queues each lane's address, and an LD(l) pass per active lane reads lane l's word from the
+queue's address (for a lane word, from lane l's replica, as an AT pass does). Each paged head is
+addressed by the whole word address, so all of them share one query and only the head holding
+the word answers; a word read lands in the result of the lane its bank is named for and moves
+to the LD's lane at L_MOVE.
 
 Interface: `build_lsu(c, tokens, registers, decoded, status, operands, results)` reads the
 store queue's enables and a PUT's staged word and latch (Registers), the spaces of a load, store

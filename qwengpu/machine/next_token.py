@@ -292,8 +292,8 @@ def _packing(c: Circuit, facts: _Facts):
 
 
 # ---- E3 ----------------------------------------------------------------------------------------
-FLAGS = ("vlane", "ulane", "qlane", "st", "at", "atval", "apart", "aw", "ld", "ldval", "nexec", "ct1now", "ct1q", "ct2now", "ct2q",
-         "sched", "cta", "copy0", "copy", "halt", "fault")
+FLAGS = ("vlane", "ulane", "qlane", "st", "at", "atval", "apart", "aw", "ld", "ldval", "nexec", "ct1now", "ct1q",
+         "ct2now", "ct2q", "sched", "cta", "copy0", "copy", "halt", "fault")
 
 
 @dataclass(frozen=True)
