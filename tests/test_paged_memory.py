@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from qwengpu import Device, isa
-from qwengpu.errors import ExecutionError
+from qwengpu.errors import ExecutionError, MachineLimitError
 
 LOW = isa.LANE_GLOBAL_WORDS
 
@@ -130,3 +130,14 @@ def model():
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 def test_paged_memory_on_the_model(model, check):
     check(model, 4)
+
+
+def test_one_word_past_shared_memory_is_refused():
+    src = r"""extern "C" __global__ void k(int *out) {
+        __shared__ int buf[2049];
+        buf[threadIdx.x] = threadIdx.x;
+        __syncthreads();
+        out[threadIdx.x] = buf[2048 - threadIdx.x];
+    }"""
+    with pytest.raises(MachineLimitError, match="needs 2049 words of shared memory; the limit is 2048"):
+        Device().compile(src).get_function("k")
