@@ -132,12 +132,10 @@ def _mem(ins: isa.Instr):
     if not isinstance(space, isa.Space):
         raise ValueError(f"{ins}: {ins.op.name} needs mod=Space")
     if ins.op is isa.Op.LD:
-        traced = space in isa.LANE_WORDS        # the stream needs these loads' words (Step.loads)
-
         def load(rows, lanes, ctx):
             mem = ctx.spaces[space]
             words = [ctx.word(space, isa.u32(ga(r) + gb(r)), l, "load", len(mem)) for r, l in zip(rows, lanes)]
-            if traced and ctx.loads is not None:
+            if ctx.loads is not None:           # the stream needs a load's words (Step.loads)
                 ctx.loads.append(words)
             return [mem[w] for w in words]
         return load
@@ -234,7 +232,7 @@ def _decode(program: isa.Program):
 # ---------------------------------------------------------------------------
 class _Context:
     """What an executing instruction may touch: memories, special registers,
-    the fault location and the trace of memory writes and global loads."""
+    the fault location and the trace of memory writes and loads."""
 
     def __init__(self, spaces, cta):
         self.spaces, self.cta = spaces, cta

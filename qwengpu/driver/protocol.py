@@ -170,8 +170,8 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
     so it writes back lane by lane too: LD(l) and lane l's VALs for each active lane."""
     lanes = [l for l in range(isa.LANES) if step.mask >> l & 1]
     writes, stores = iter(step.reg_writes), iter(step.mem_writes)
-    traced = [i for i, ins in enumerate(instrs[:step.ran]) if ins.op is isa.Op.LD and ins.mod in isa.LANE_WORDS]
-    loaded = dict(zip(traced, step.loads))       # instruction -> its lanes' words (Step.loads)
+    loads = [i for i, ins in enumerate(instrs[:step.ran]) if ins.op is isa.Op.LD]
+    loaded = dict(zip(loads, step.loads))        # instruction -> its lanes' words (Step.loads)
     ran = 0                  # the instructions whose register writes the trace has given
 
     def values(i):
@@ -210,8 +210,7 @@ def _instruction_tokens(stream: Stream, step: interp.Step, instrs: list[isa.Inst
                 stream.extend(part_tokens("PART", next(stores)[2], whole=False))
                 stream.add(tok("AW", l))
         else:
-            lane_words = isa.LANE_WORDS.get(ins.mod) if ins.op is isa.Op.LD else None
-            if ins.dst.n and lane_words and max(loaded[p.main]) >= lane_words:
+            if ins.dst.n and ins.op is isa.Op.LD and max(loaded[p.main]) >= isa.LANE_WORDS[ins.mod]:
                 for l, value in zip(lanes, values(p.main)):
                     stream.add(tok("LD", l))
                     stream.extend(part_tokens("VAL", value, l))
