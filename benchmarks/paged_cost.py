@@ -37,7 +37,7 @@ SHARED = r"""extern "C" __global__ void k(const int *in, int *out, int at) {
 
 def tokens(src: str, args: list, n: int) -> int:
     fn = Device().compile(src).get_function("k")
-    block = isa.MAX_BLOCK_THREADS
+    block = isa.MACHINE_BLOCK_THREADS
     launch = Launch.build(fn.program, (n // block, 1, 1), (block, 1, 1), args)
     launch.copy_out = []        # the kernel's tokens alone: the copy-out covers lane words only (copyout.py)
     return len(protocol.expected_stream(launch).tokens)
@@ -58,7 +58,7 @@ def main() -> None:
         print(f"| global copy, {kind} words | {low:,} ({low / n:.1f} a word) | {high:,} ({high / n:.1f} a word) "
               f"| {high / low:.2f} |")
         low = tokens(SHARED, [data, out, 0], n)
-        high = tokens(SHARED, [data, out, 2048 - isa.MAX_BLOCK_THREADS], n)
+        high = tokens(SHARED, [data, out, 2048 - isa.MACHINE_BLOCK_THREADS], n)
         print(f"| shared exchange, {kind} words | {low:,} ({low / n:.1f} a word) | {high:,} ({high / n:.1f} a word) "
               f"| {high / low:.2f} |")
 

@@ -36,13 +36,14 @@ import numpy as np
 from qwengpu import interp, isa
 from qwengpu.dtypes import check_dtype
 from qwengpu.errors import ExecutionError, QwenGpuError, UnsupportedError
-from qwengpu.launch import Launch
+from qwengpu.launch import Launch, as_dim3
 from qwengpu.driver.protocol import CHECKS
 from qwengpu.printf import device_output
 from qwengpu.toolchain.frontend import FRONTENDS, INCLUDE_DIR, NVRTC_FP_OPTIONS, compile_cuda, with_prelude
 from qwengpu.toolchain.lint import issue_warnings
 from qwengpu.toolchain.lower import MODEL_EXPANSIONS, lower, plain_name
 from qwengpu.toolchain.ptx import parse_ptx
+from qwengpu.toolchain.threads import tiling
 
 DEFAULT_MAX_PASSES = interp.DEFAULT_MAX_PASSES
 
@@ -312,7 +313,8 @@ class Module:
             micro = ENGINES[self.device.engine].generates or self.device.micro_code
             expand = MODEL_EXPANSIONS if micro else frozenset()
             program = lower(self.parsed, name, expand=expand)
-            self._functions[name] = Function(self, name, program)
+            self._functions[name] = Function(self, name, program, lambda block: lower(self.parsed, name, expand=expand,
+                                                                                       block=block))
             issue_warnings(program.warnings)
         return self._functions[name]
 
@@ -323,14 +325,27 @@ Call = tuple["Function", Launch]       # a launch of a kernel, for Device.run_ba
 class Function:
     """A lowered kernel; `program` is its isa.Program (see program.listing())."""
 
-    def __init__(self, module: Module, name: str, program: isa.Program):
+    def __init__(self, module: Module, name: str, program: isa.Program,
+                 lower_for: Callable[[tuple[int, int, int]], isa.Program] | None = None):
         self.module, self.name, self.program = module, name, program
+        self.lower_for = lower_for              # a block's program, for blocks the machine runs in tiles
+        self._tiled: dict[tuple[int, int, int], isa.Program] = {}
         ptx_names = [p.name for p in program.params]
         self.arg_names = source_param_names(module.src, name, len(ptx_names)) or ptx_names
 
+    def program_for(self, block) -> isa.Program:
+        """The program that runs blocks of these dims: `program`, or for a block of more threads
+        than the machine runs at once, one lowered for it (toolchain/threads.py), once."""
+        dims = as_dim3("block", block)
+        if self.lower_for is None or tiling(dims) is None:
+            return self.program
+        if dims not in self._tiled:
+            self._tiled[dims] = self.lower_for(dims)
+        return self._tiled[dims]
+
     def launch(self, grid=1, block=1, args: Sequence[Any] = ()) -> Launch:
         """The checked launch of this kernel with these arguments (arrays are laid out, not copied)."""
-        return Launch.build(self.program, grid, block, list(args), names=self.arg_names)
+        return Launch.build(self.program_for(block), grid, block, list(args), names=self.arg_names)
 
     def __call__(self, grid=1, block=1, args: Sequence[Any] = (), trace: bool = False) -> LaunchResult:
         device = self.module.device
@@ -399,9 +414,9 @@ def check_model_ops(program: isa.Program) -> None:
 def _runnable_on_model(calls: list[Call], done) -> list[int]:
     """The indices of the launches the model can run; done(i, error) for the others."""
     runnable = []
-    for i, (fn, _) in enumerate(calls):
+    for i, (_, launch) in enumerate(calls):
         try:
-            check_model_ops(fn.program)
+            check_model_ops(launch.program)
             runnable.append(i)
         except QwenGpuError as e:
             done(i, e)

@@ -461,7 +461,7 @@ def run_launch(launch: Launch, *, trace: bool = False, max_passes: int = DEFAULT
     machine's stream ends in FAULT there) instead of raised."""
     start = time.perf_counter()
     glob = launch.memory.tolist()
-    machine = _Machine(_decode(launch.program), launch.grid, launch.block, launch.const, glob, trace, max_passes)
+    machine = _Machine(_decode(launch.program), launch.grid, launch.machine_block, launch.const, glob, trace, max_passes)
     fault = None
     try:
         for cta in range(launch.ctas):

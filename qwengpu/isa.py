@@ -25,7 +25,9 @@ LANES = 4                 # threads per warp (warpSize)
 NUM_REGS = 32             # per lane; r0 always reads 0, writes to r0 are dropped
 USABLE_REGS = NUM_REGS - 1
 MAX_WARPS = 4             # warps per thread block
-MAX_BLOCK_THREADS = LANES * MAX_WARPS
+MACHINE_BLOCK_THREADS = LANES * MAX_WARPS    # threads the machine runs at once
+MAX_BLOCK_THREADS = 1024  # threads per block, CUDA's limit: a larger block runs in tiles of the machine's
+                          # threads (qwengpu/toolchain/threads.py)
 MAX_GRID_BLOCKS = 256     # thread blocks per launch (run one after another)
 GLOBAL_WORDS = 16384      # 32-bit words of global memory (64 KiB)
 LANE_GLOBAL_WORDS = 1024  # the first global words, which every lane of a warp reads in one pass; a load
@@ -592,6 +594,8 @@ class Program:
     printf_buffer: int | None = None   # GLOBAL word of the device printf buffer (qwengpu/printf.py)
     writes: Writes | None = None       # what it may write; None: unknown (every array and the static region)
     warnings: list[str] = field(default_factory=list)   # compile-time warnings, `FILE:LINE: warning: ...`
+    block: tuple[int, int, int] | None = None   # the thread block it runs in tiles of `tile` (threads.py);
+    tile: tuple[int, int, int] | None = None    # None: any block of up to MACHINE_BLOCK_THREADS threads
 
     def listing(self) -> str:
         lines = [f"// kernel {self.name}: {plural(len(self.blocks), 'block')}, {plural(self.regs_used, 'register')}, "

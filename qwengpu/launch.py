@@ -27,6 +27,7 @@ import numpy as np
 from qwengpu import isa
 from qwengpu.errors import LaunchError, MachineLimitError, plural
 from qwengpu.machine.encoding import BlockCode, encode
+from qwengpu.toolchain.threads import tiling
 
 ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32), np.dtype(np.float32))
 F32_MAX = float(np.finfo(np.float32).max)
@@ -66,7 +67,7 @@ class Launch:
         """A kernel's launch with its arguments laid out; its copy-out is output_words().
         `names`: the parameters' source names for messages (default: the PTX names)."""
         isa.check_program(program)
-        grid3, block3 = check_grid_block(grid, block)
+        grid3, block3 = check_grid_block(grid, block, program)
         names = list(names or [p.name for p in program.params])
         if len(args) != len(program.params):
             raise LaunchError(f"kernel {program.name} takes {plural(len(program.params), 'argument')} "
@@ -114,7 +115,7 @@ class Launch:
         parameter words, `memory` all of global memory (np.uint32[GLOBAL_WORDS], updated in place;
         None: zeros)."""
         isa.check_program(program)
-        grid3, block3 = check_grid_block(grid, block)
+        grid3, block3 = check_grid_block(grid, block, program)
         memory = np.zeros(isa.GLOBAL_WORDS, dtype=np.uint32) if memory is None else memory
         check_memory(memory)
         params = [int(v) for v in params]
@@ -139,6 +140,11 @@ class Launch:
     def code(self) -> list[BlockCode]:
         """The program's ROM encoding: what the prompt loads and the token streams name."""
         return encode(self.program)
+
+    @property
+    def machine_block(self) -> Dim3:
+        """The block the machine runs: the tile of a block of more threads than it has (threads.py)."""
+        return self.program.tile or self.block
 
     @property
     def ctas(self) -> int:
@@ -219,12 +225,19 @@ def as_dim3(name: str, value) -> Dim3:
     return dims  # type: ignore[return-value]
 
 
-def check_grid_block(grid, block) -> tuple[Dim3, Dim3]:
+def check_grid_block(grid, block, program: isa.Program | None = None) -> tuple[Dim3, Dim3]:
+    """The grid and block as dims, checked against the machine and against the block `program`
+    was lowered for: a block of more threads than the machine runs at once needs a program lowered
+    for it (threads.py; Module.get_function(...).launch lowers it)."""
     grid3, block3 = as_dim3("grid", grid), as_dim3("block", block)
-    threads = block3[0] * block3[1] * block3[2]
-    if threads > isa.MAX_BLOCK_THREADS:
-        raise MachineLimitError(f"a thread block of {block3} has {threads} threads; "
-                                f"the limit is {isa.MAX_BLOCK_THREADS} threads per block")
+    tiles = tiling(block3)
+    if program is not None and program.block != (tiles and block3):
+        name = program.name
+        if program.block is None:
+            raise LaunchError(f"kernel {name} was lowered for blocks of up to {isa.MACHINE_BLOCK_THREADS} threads; a "
+                              f"block of {block3} runs in tiles, from a program lowered for it "
+                              f"(toolchain.lower(..., block={block3}); Function.launch does this)")
+        raise LaunchError(f"kernel {name} was lowered for a block of {program.block}, not {block3}")
     blocks = grid3[0] * grid3[1] * grid3[2]
     if blocks > isa.MAX_GRID_BLOCKS:
         raise MachineLimitError(f"a grid of {grid3} has {blocks} thread blocks; "

@@ -58,8 +58,18 @@ def test_grid_and_block_become_three_sizes(grid, block, want):
 
 
 def test_too_many_threads_per_block_names_limit_and_amount():
-    with pytest.raises(MachineLimitError, match=r"20 threads.*limit is 16"):
+    with pytest.raises(MachineLimitError, match=r"1025 threads; the limit is 1024"):
+        Launch.build(exit_program(()), 1, 1025, [])
+
+
+def test_a_block_that_does_not_tile_names_the_rule():
+    with pytest.raises(MachineLimitError, match=r"\(5, 4, 1\) \(20 threads\) cannot run in tiles of 16 consecutive"):
         Launch.build(exit_program(()), 1, (5, 4), [])
+
+
+def test_a_block_over_16_threads_needs_a_program_lowered_for_it():
+    with pytest.raises(LaunchError, match=r"lowered for blocks of up to 16 threads; a block of \(64, 1, 1\)"):
+        Launch.build(exit_program(()), 1, 64, [])
 
 
 def test_too_many_blocks_names_limit_and_amount():
@@ -309,7 +319,7 @@ def test_device_rejects_bad_model_options(kwargs, message):
 
 def test_launch_errors_come_before_any_engine_runs():
     with pytest.raises(MachineLimitError):
-        as_function(scale_add_program(), "model")(grid=1, block=32, args=[np.ones(4, np.int32),
+        as_function(scale_add_program(), "model")(grid=1, block=1025, args=[np.ones(4, np.int32),
                                                                            np.zeros(4, np.int32), 0])
 
 

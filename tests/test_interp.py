@@ -684,10 +684,12 @@ def test_max_passes_catches_infinite_loop():
 # --- launch validation -----------------------------------------------------------------
 def test_launch_limits():
     p = prog(blk(EXIT))
-    with pytest.raises(MachineLimitError, match=r"17 threads; the limit is 16 threads per block"):
-        launch(p, block=(17, 1, 1))
-    with pytest.raises(MachineLimitError, match=r"18 threads; the limit is 16"):
+    with pytest.raises(MachineLimitError, match=r"1025 threads; the limit is 1024 threads per block"):
+        launch(p, block=(1025, 1, 1))
+    with pytest.raises(MachineLimitError, match=r"\(18 threads\) cannot run in tiles of 16"):
         launch(p, block=(3, 3, 2))
+    with pytest.raises(LaunchError, match=r"lowered for blocks of up to 16 threads"):
+        launch(p, block=(32, 1, 1))
     with pytest.raises(MachineLimitError, match=r"257 thread blocks; the limit is 256 blocks"):
         launch(p, grid=(257, 1, 1))
     with pytest.raises(LaunchError, match="1 to 3 positive integers"):
@@ -820,7 +822,7 @@ def run_thread_alone(program, tid, mem):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(stmts=statements(2), nthreads=hst.integers(1, isa.MAX_BLOCK_THREADS),
+@given(stmts=statements(2), nthreads=hst.integers(1, isa.MACHINE_BLOCK_THREADS),
        seed=hst.integers(0, 2 ** 32 - 1))
 def test_simt_matches_threads_run_alone(stmts, nthreads, seed):
     program = Emitter().program(stmts)

@@ -318,7 +318,9 @@ def limits_table() -> str:
         ("NUM_REGS", isa.NUM_REGS, "registers per lane, r0 included"),
         ("USABLE_REGS", isa.USABLE_REGS, "registers a kernel may allocate (r1..r31)"),
         ("MAX_WARPS", isa.MAX_WARPS, "warps per thread block"),
-        ("MAX_BLOCK_THREADS", isa.MAX_BLOCK_THREADS, "threads per thread block"),
+        ("MACHINE_BLOCK_THREADS", isa.MACHINE_BLOCK_THREADS, "threads the machine runs at once"),
+        ("MAX_BLOCK_THREADS", isa.MAX_BLOCK_THREADS, "threads per thread block: over MACHINE_BLOCK_THREADS, "
+         "the block runs in tiles of the machine's threads (docs/lowering.md)"),
         ("MAX_GRID_BLOCKS", isa.MAX_GRID_BLOCKS, "thread blocks per launch"),
         ("GLOBAL_WORDS", isa.GLOBAL_WORDS, f"32-bit words of global memory ({4 * isa.GLOBAL_WORDS} bytes)"),
         ("SHARED_WORDS", isa.SHARED_WORDS, f"32-bit words of shared memory per block ({4 * isa.SHARED_WORDS} bytes)"),

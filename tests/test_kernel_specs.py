@@ -221,7 +221,7 @@ def test_checker_accepts_a_good_spec():
 
 
 @pytest.mark.parametrize("bad, needle", [
-    (dict(block=(8, 4)), "block (8, 4) has 32; the limit is 16"),
+    (dict(block=(8, 4, 40)), "block (8, 4, 40) has 1280; the limit is 1024"),
     (dict(grid=(16, 17)), "grid (16, 17) has 272; the limit is 256"),
     (dict(block=(0,)), "positive ints"),
     (dict(args=[np.zeros(16500, np.int32)], expected=[np.ones(16500, np.int32)]), "16500 words"),

@@ -69,7 +69,7 @@ def check_divmod(dev: Device, n: int) -> None:
 def check_local_array(dev: Device, n: int) -> None:
     out = np.zeros(n, np.int32)
     prog = run(dev, LOCAL_ARRAY, [A, out], n)
-    assert prog.shared_words == isa.MAX_BLOCK_THREADS * 8       # 16 frames of 8 words
+    assert prog.shared_words == isa.MACHINE_BLOCK_THREADS * 8       # 16 frames of 8 words
     buf = lambda x, i, j: x * j + i                                 # noqa: E731
     assert out.tolist() == [buf(x, i, x & 7) - buf(x, i, (x >> 3) & 7) for i, x in enumerate(A[:n].tolist())]
 

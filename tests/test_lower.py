@@ -535,7 +535,7 @@ def test_local_memory_is_a_frame_per_thread_in_shared_memory():
                    "    mad.lo.u32 %r3, %r3, 10, %r4;\n    ld.param.u32 %r6, [kern_param_0];\n"
                    "    shl.b32 %r7, %r2, 2;\n    add.u32 %r6, %r6, %r7;\n    st.global.u32 [%r6], %r3;\n    ret;")
     prog = lower(parse_ptx(text), "kern")
-    assert prog.shared_words == isa.MAX_BLOCK_THREADS * 16 // 4
+    assert prog.shared_words == isa.MACHINE_BLOCK_THREADS * 16 // 4
     mem = np.zeros(isa.GLOBAL_WORDS, dtype=np.uint32)
     interp.run(prog, (1, 1, 1), (8, 1, 1), [0], mem)
     assert mem[:8].tolist() == [10 * t + 7 for t in range(8)]

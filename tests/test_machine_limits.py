@@ -23,9 +23,9 @@ def test_fields_tile_the_word_from_bit_0_without_overlap(word):
     assert word.width <= 32
 
 
-LARGEST = [(SREG[0], "tid_x", isa.MAX_BLOCK_THREADS - 1), (SREG[1], "tid_y", isa.MAX_BLOCK_THREADS - 1),
-           (SREG[1], "tid_z", isa.MAX_BLOCK_THREADS - 1), (SREG[3], "ctaid_z", isa.MAX_GRID_BLOCKS - 1),
-           (SREG[0], "ntid_x", isa.MAX_BLOCK_THREADS), (SREG[2], "ntid_z", isa.MAX_BLOCK_THREADS),
+LARGEST = [(SREG[0], "tid_x", isa.MACHINE_BLOCK_THREADS - 1), (SREG[1], "tid_y", isa.MACHINE_BLOCK_THREADS - 1),
+           (SREG[1], "tid_z", isa.MACHINE_BLOCK_THREADS - 1), (SREG[3], "ctaid_z", isa.MAX_GRID_BLOCKS - 1),
+           (SREG[0], "ntid_x", isa.MACHINE_BLOCK_THREADS), (SREG[2], "ntid_z", isa.MACHINE_BLOCK_THREADS),
            (SREG[2], "nctaid_z", isa.MAX_GRID_BLOCKS),
            (CONFIG, "nwarps", 1 << isa.MAX_WARPS - 1), (CONFIG, "last_cta", isa.MAX_GRID_BLOCKS - 1),
            (CONFIG, "mask", (1 << isa.LANES) - 1), (CT1, "pc", isa.ROM_BLOCKS - 1),
@@ -64,7 +64,7 @@ def test_a_word_wider_than_32_bits_is_refused():
 
 
 # --- isa limits the circuit can or cannot follow (build.check_limits) -------------------------
-UNSUPPORTED = [("LANES", 8), ("LANES", 2), ("MAX_WARPS", 8), ("MAX_WARPS", 2), ("MAX_BLOCK_THREADS", 32),
+UNSUPPORTED = [("LANES", 8), ("LANES", 2), ("MAX_WARPS", 8), ("MAX_WARPS", 2), ("MACHINE_BLOCK_THREADS", 32),
                ("NUM_REGS", 64), ("MAX_GRID_BLOCKS", 257), ("MAX_GRID_BLOCKS", 0), ("ROM_BLOCKS", 129),
                ("BLOCK_SLOTS", 5), ("BLOCK_SLOTS", 3), ("GLOBAL_WORDS", 2048), ("GLOBAL_WORDS", 512),
                ("SHARED_WORDS", 512), ("SHARED_WORDS", 128), ("CONST_WORDS", 256), ("CONST_WORDS", 64)]

@@ -45,7 +45,7 @@ def fault_error(stream: list[Token], launch: Launch | None = None) -> ExecutionE
     stream = with_exec(stream)       # a continuing token's pass as its EXEC
     if len(stream) >= 2 and stream[-2].kind == "EXEC":
         return MemoryFault(f"{message}: bad memory access{_memory_cause(stream, launch)}")
-    cause = _deadlock_cause(stream, launch.block) if launch is not None else ""
+    cause = _deadlock_cause(stream, launch.machine_block) if launch is not None else ""
     if cause:
         return DeadlockError(f"{message}: {cause}")
     return ExecutionError(f"{message}: the tokens before it show neither a memory access (FAULT right after "
@@ -97,7 +97,7 @@ def _bad_lane(stream, launch: Launch, ins, space):
     launch's values of fixed operands); None if none is."""
     program, passes = launch.program, launch.code
     regs = [[[0] * isa.NUM_REGS for _ in range(isa.LANES)] for _ in range(isa.MAX_WARPS)]
-    mask = _masks(stream[:-2], launch.block)
+    mask = _masks(stream[:-2], launch.machine_block)
     w = dst = None
     for t in stream[:-2]:                        # registers keep their values across thread blocks
         if t.kind == "EXEC":
@@ -155,7 +155,7 @@ def _fixed_value(fixed: Fixed, launch: Launch, cta: int, thread: int) -> int:
     special register."""
     if fixed.word is not None:
         return launch.const[fixed.word]
-    (gx, gy, gz), (bx, by, bz) = launch.grid, launch.block
+    (gx, gy, gz), (bx, by, bz) = launch.grid, launch.machine_block
     values = (thread % bx, thread // bx % by, thread // (bx * by), bx, by, bz,
               cta % gx, cta // gx % gy, cta // (gx * gy), gx, gy, gz, thread % isa.LANES, thread // isa.LANES)
     return values[fixed.sreg]

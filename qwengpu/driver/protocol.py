@@ -110,7 +110,7 @@ def prompt(launch: Launch) -> list[Token]:
     """The prefill: ROM, GLOBAL and CONST (space_tokens), the special-register table, CONFIG and
     the copy-out list (launch.copy_out: the global words the model writes as tokens at the end,
     copyout.py), then CTA(0)."""
-    grid, block = launch.grid, launch.block
+    grid, block = launch.grid, launch.machine_block
     rom = {pc: [(f"ROM{s}.{j}", w) for s, words in enumerate(code.words) for j, w in enumerate(words)]
            + [(f"PRE{s}.{j}", w) for s, words in code.pre_words.items() for j, w in enumerate(words)]
            + [("TERM", code.term)] for pc, code in enumerate(launch.code)}
@@ -242,7 +242,7 @@ def expected_stream(launch: Launch) -> Stream:
     traced = replace(launch, memory=launch.memory.copy())
     run = interp.run_launch(traced, trace=True, max_passes=1_000_000, keep_fault=True)
     steps, fault = run.steps, run.fault
-    masks = thread_masks(launch.block)
+    masks = thread_masks(launch.machine_block)
     stream = Stream(memory=traced.memory, fault=fault)
     following = _next_pass_of_same_warp(steps)
     for i, step in enumerate(steps):

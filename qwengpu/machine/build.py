@@ -79,8 +79,8 @@ def _supported_limits() -> list[tuple[str, range, str]]:
     return [
         ("LANES", exactly(4), "every per-lane unit, bank replica and lane mask is built for 4 lanes"),
         ("MAX_WARPS", exactly(4), "the scheduler, its round-robin turn and the warp fields are built for 4 warps"),
-        ("MAX_BLOCK_THREADS", upto(4 * 4, 1 << TID_BITS),
-         f"a thread block is at most 4 warps of 4 lanes, its thread indices {TID_BITS}-bit fields of SREG0..1"),
+        ("MACHINE_BLOCK_THREADS", upto(4 * 4, 1 << TID_BITS),
+         f"the machine runs a block of at most 4 warps of 4 lanes, its thread indices {TID_BITS}-bit fields of SREG0..1"),
         ("NUM_REGS", upto(regs, 1 << reg_bits),
          f"the register file has rows for {regs} registers per warp, ROM words name them in {reg_bits} bits"),
         ("MAX_GRID_BLOCKS", upto(1 << CTA_BITS, blocks),

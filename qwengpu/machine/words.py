@@ -39,8 +39,8 @@ def bits_for(n: int) -> int:
     return max(1, n.bit_length())
 
 
-TID_BITS = bits_for(isa.MAX_BLOCK_THREADS - 1)      # tid.x/y/z: one dim may hold the whole block
-NTID_BITS = bits_for(isa.MAX_BLOCK_THREADS)
+TID_BITS = bits_for(isa.MACHINE_BLOCK_THREADS - 1)      # tid.x/y/z: one dim may hold the whole block
+NTID_BITS = bits_for(isa.MACHINE_BLOCK_THREADS)
 CTA_BITS = bits_for(isa.MAX_GRID_BLOCKS - 1)        # a thread block's index (CTA tokens, ctaid)
 NCTA_BITS = bits_for(isa.MAX_GRID_BLOCKS)
 WARP_BITS = bits_for(isa.MAX_WARPS - 1)

@@ -11,10 +11,10 @@ Local memory (.local: stack frames, local arrays indexed at run time, what clang
 there at -O0) is a frame per thread in shared memory: the .local variables of the kernel
 and of every function inlined into it take byte offsets in one frame (`frame_bytes`), and
 the block's threads' frames lie one after another from `local_base`, a frame for each of
-isa.MAX_BLOCK_THREADS. A .local symbol's address is the running thread's frame plus its
-offset (the translator's `frame`), a shared-memory address like any other. Shared memory,
-not global: a frame lives only while its thread block runs, as shared memory does, and is
-never copied out.
+the block's threads (isa.MACHINE_BLOCK_THREADS; a tiled block's own count: threads.py). A
+.local symbol's address is the running thread's frame plus its offset (the translator's
+`frame`), a shared-memory address like any other. Shared memory, not global: a frame lives
+only while its thread block runs, as shared memory does, and is never copied out.
 """
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ class Layout:
     shared_words: int
     frame_bytes: int = 0        # the local memory a thread needs (its .local variables)
     local_base: int = 0         # shared byte address of thread 0's frame
+    reserved: int = 0           # the shared word where the reserved words start (after the frames)
 
     @property
     def printf_buffer(self) -> int | None:
@@ -45,7 +46,11 @@ class Layout:
                      if space == "global" and "__qg_printf_buffer" in name), None)
 
 
-def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
+def layout(module: ptx.Module, fn: ptx.Function, threads: int = isa.MACHINE_BLOCK_THREADS,
+           reserve_words: int = 0) -> Layout:
+    """`threads`: the frames local memory needs; `reserve_words`: shared words kept after the
+    static variables and the frames, before dynamic shared memory (a tiled block's save area,
+    threads.py), from `Layout.reserved`."""
     symbols, params, param_bits = {}, [], {}
     kinds = pointer_params(fn)
     for i, p in enumerate(fn.params):
@@ -81,7 +86,9 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
     frame_bytes = -(-next_byte.pop("local") // frame_align) * frame_align
     local_base = -(-next_byte["shared"] // frame_align) * frame_align
     if frame_bytes:
-        next_byte["shared"] = local_base + isa.MAX_BLOCK_THREADS * frame_bytes
+        next_byte["shared"] = local_base + threads * frame_bytes
+    reserved = -(-next_byte["shared"] // 4)
+    next_byte["shared"] = 4 * (reserved + reserve_words)
     words = {s: -(-b // 4) for s, b in next_byte.items()}
     if words["const"] > isa.CONST_WORDS:
         tables = ", ".join(f"{v.name} {-(-v.size // 4)}" for v in variables if v.space == "const")
@@ -89,12 +96,12 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
                                 f"constants ({len(params)} for parameters; __constant__ data in words: {tables}); "
                                 f"the limit is {isa.CONST_WORDS} words")
     shared_words = words["shared"]
-    if frame_bytes and shared_words > isa.SHARED_WORDS:
+    if frame_bytes and reserved > isa.SHARED_WORDS:
         names = ", ".join(f"{plain_name(v.name.partition('@')[2] or fn.name)}'s {v.size} bytes"
                           for v in variables if v.space == "local")       # a callee's frame: NAME@function
         raise MachineLimitError(f"kernel {plain_name(fn.name)} needs {frame_bytes} bytes of local memory a thread "
                                 f"(stack frames and local arrays: {names}); local memory is a frame for each of "
-                                f"the {isa.MAX_BLOCK_THREADS} threads of a block in shared memory, {shared_words} "
+                                f"the {threads} threads of a block in shared memory, {reserved} "
                                 f"words with the {-(-local_base // 4)} of __shared__ variables, and the machine "
                                 f"has {isa.SHARED_WORDS}")
     for var in dynamic:   # dynamic shared memory: whatever the static variables leave
@@ -102,7 +109,7 @@ def layout(module: ptx.Module, fn: ptx.Function) -> Layout:
     if dynamic:
         shared_words = max(shared_words, isa.SHARED_WORDS)
     return Layout(symbols, params, param_bits, inits["const"], inits["global"], words["global"], shared_words,
-                  frame_bytes, local_base)
+                  frame_bytes, local_base, reserved)
 
 
 def pointer_params(fn: ptx.Function) -> dict[str, bool]:

@@ -21,7 +21,7 @@ def liveness(blocks: list[VBlock]) -> list[set[int]]:
     return live_out([b.term.succs() for b in blocks], steps)
 
 
-SPILL_SLOT_WORDS = isa.MAX_BLOCK_THREADS     # one word per thread of the block
+SPILL_SLOT_WORDS = isa.MACHINE_BLOCK_THREADS     # one word per thread of the block
 
 
 @dataclass

@@ -1,0 +1,226 @@
+"""Blocks of more threads than the machine runs at once (64 to 1,024), run in tiles of its 16
+(qwengpu/toolchain/threads.py, docs/lowering.md "Thread tiles"): barriers inside loops, early
+exits, shared and dynamic shared memory, warps, 2-D and 3-D blocks, local memory, atomics.
+Expected values are computed here with NumPy or by hand from CUDA's rules."""
+import numpy as np
+import pytest
+
+from qwengpu import Device, isa
+from qwengpu.errors import MachineLimitError
+
+FRONTS = ["clang", "nvrtc"]
+
+REDUCE = r"""extern "C" __global__ void k(const int *in, int *out) {
+    __shared__ int s[1024];
+    int t = threadIdx.x;
+    s[t] = in[blockIdx.x * blockDim.x + t];
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half >>= 1) {
+        if (t < half) s[t] += s[t + half];
+        __syncthreads();
+    }
+    if (t == 0) out[blockIdx.x] = s[0];
+}"""
+
+DYNAMIC = r"""extern "C" __global__ void k(const int *in, int *out, int n) {
+    extern __shared__ int s[];
+    int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+    s[t] = i < n ? in[i] : 0;
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half >>= 1) {
+        if (t < half) s[t] = max(s[t], s[t + half]);
+        __syncthreads();
+    }
+    if (t == 0) out[blockIdx.x] = s[0];
+}"""
+
+# threads past n leave before the barrier; the others rotate their values through shared memory
+EARLY_EXIT = r"""extern "C" __global__ void k(const int *in, int *out, int n) {
+    __shared__ int s[256];
+    int t = threadIdx.x;
+    if (t >= n) return;
+    int x = in[t] * 3;
+    s[t] = x;
+    __syncthreads();
+    out[t] = x - s[(t + 1) % n];
+}"""
+
+# C = A x B, 32x32, through 16x16 shared tiles: a 2x2 grid of 16x16 blocks (256 threads each)
+MATMUL = r"""#define N 32
+#define T 16
+extern "C" __global__ void k(const TYPE *A, const TYPE *B, TYPE *C) {
+    __shared__ TYPE As[T][T], Bs[T][T];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
+    TYPE sum = 0;
+    for (int t = 0; t < N; t += T) {
+        As[ty][tx] = A[row * N + t + tx];
+        Bs[ty][tx] = B[(t + ty) * N + col];
+        __syncthreads();
+        for (int k = 0; k < T; k++)
+            sum += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    C[row * N + col] = sum;
+}"""
+
+# each thread writes its indices and the block's dims; each warp the sum of its lanes' values
+INDICES = r"""extern "C" __global__ void k(int *out, int *warps) {
+    int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    out[t] = threadIdx.x + 100 * threadIdx.y + 10000 * threadIdx.z
+             + 1000000 * (blockDim.x + 10 * blockDim.y + 100 * blockDim.z);
+    int v = t * t;
+    for (int d = warpSize / 2; d > 0; d >>= 1) v += __shfl_down_sync(0xffffffff, v, d);
+    if (t % warpSize == 0) warps[t / warpSize] = v;
+}"""
+
+# a local array indexed at run time, kept across a barrier
+LOCAL = r"""extern "C" __global__ void k(const int *in, int *out) {
+    __shared__ int s[64];
+    int buf[4];
+    int t = threadIdx.x;
+    for (int j = 0; j < 4; j++) buf[j] = in[t] + j;
+    s[t] = buf[in[t] & 3];
+    __syncthreads();
+    out[t] = s[63 - t] * 10 + buf[(t + 1) & 3];
+}"""
+
+HISTOGRAM = r"""extern "C" __global__ void k(const int *in, int *bins, int n) {
+    __shared__ int h[16];
+    int t = threadIdx.x;
+    if (t < 16) h[t] = 0;
+    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + t; i < n; i += blockDim.x * gridDim.x) atomicAdd(&h[in[i] & 15], 1);
+    __syncthreads();
+    if (t < 16) atomicAdd(&bins[t], h[t]);
+}"""
+
+
+def kernel(dev: Device, src: str, *defines: str):
+    return dev.compile("".join(f"#define {d}\n" for d in defines) + src).get_function("k")
+
+
+def check_reduce(dev, threads=256, blocks=2):
+    x = (np.arange(threads * blocks, dtype=np.int64) * 7919 % 100003 - 50000).astype(np.int32)
+    out = np.zeros(blocks, np.int32)
+    kernel(dev, REDUCE)(grid=blocks, block=threads, args=[x, out])
+    assert out.tolist() == x.reshape(blocks, threads).sum(axis=1).tolist()
+
+
+def check_dynamic(dev, threads=64):
+    n = 150
+    x = (np.arange(n, dtype=np.int64) * 48271 % 2147 - 1000).astype(np.int32)
+    blocks = -(-n // threads)
+    out = np.zeros(blocks, np.int32)
+    kernel(dev, DYNAMIC)(grid=blocks, block=threads, args=[x, out, n])
+    padded = np.concatenate([x, np.zeros(blocks * threads - n, np.int32)])
+    assert out.tolist() == padded.reshape(blocks, threads).max(axis=1).tolist()
+
+
+def check_early_exit(dev, threads=64, n=41):
+    x = np.arange(threads, dtype=np.int32) * 5 - 77
+    out = np.full(threads, -1, np.int32)
+    kernel(dev, EARLY_EXIT)(grid=1, block=threads, args=[x, out, n])
+    want = [3 * int(x[t]) - 3 * int(x[(t + 1) % n]) for t in range(n)] + [-1] * (threads - n)
+    assert out.tolist() == want
+
+
+def check_matmul_int(dev):
+    rng = np.random.default_rng(33)
+    a, b = rng.integers(-2**31, 2**31, (2, 32 * 32), dtype=np.int64).astype(np.int32)
+    c = np.zeros(32 * 32, np.int32)
+    kernel(dev, MATMUL, "TYPE int")(grid=(2, 2), block=(16, 16), args=[a, b, c])
+    want = (a.astype(np.int64).reshape(32, 32) @ b.astype(np.int64).reshape(32, 32)) % 2**32
+    assert c.tolist() == want.astype(np.uint32).view(np.int32).reshape(-1).tolist()
+
+
+def check_matmul_float(dev):
+    rng = np.random.default_rng(34)
+    a, b = rng.standard_normal((2, 32 * 32)).astype(np.float32)
+    c = np.zeros(32 * 32, np.float32)
+    kernel(dev, MATMUL, "TYPE float")(grid=(2, 2), block=(16, 16), args=[a, b, c])
+    want = np.zeros((32, 32), np.float32)         # the kernel's order: fp32 products added one by one
+    A, B = a.reshape(32, 32), b.reshape(32, 32)
+    for k in range(32):
+        want = want + A[:, k:k + 1] * B[k:k + 1, :]
+    assert c.view(np.uint32).tolist() == want.reshape(-1).view(np.uint32).tolist()
+
+
+def check_indices(dev, block=(8, 8, 4)):
+    bx, by, bz = block
+    n = bx * by * bz
+    out, warps = np.zeros(n, np.int32), np.zeros(n // isa.LANES, np.int32)
+    kernel(dev, INDICES)(grid=1, block=block, args=[out, warps])
+    t = np.arange(n)
+    x, y, z = t % bx, t // bx % by, t // (bx * by)
+    assert out.tolist() == (x + 100 * y + 10000 * z + 1000000 * (bx + 10 * by + 100 * bz)).tolist()
+    assert warps.tolist() == (t * t).reshape(-1, isa.LANES).sum(axis=1).tolist()
+
+
+def check_local(dev):
+    x = (np.arange(64, dtype=np.int32) * 37) % 101
+    out = np.zeros(64, np.int32)
+    kernel(dev, LOCAL)(grid=1, block=64, args=[x, out])
+    s = [int(v) + (int(v) & 3) for v in x]
+    assert out.tolist() == [s[63 - t] * 10 + int(x[t]) + ((t + 1) & 3) for t in range(64)]
+
+
+def check_histogram(dev):
+    n = 1000
+    x = (np.arange(n, dtype=np.int64) * 2654435761 % 4093).astype(np.int32)
+    bins = np.zeros(16, np.int32)
+    kernel(dev, HISTOGRAM)(grid=3, block=128, args=[x, bins, n])
+    assert bins.tolist() == np.bincount(x & 15, minlength=16).tolist()
+
+
+CHECKS = [check_reduce, check_dynamic, check_early_exit, check_matmul_int, check_matmul_float, check_local,
+          check_histogram]
+
+
+@pytest.mark.parametrize("fe", FRONTS)
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+def test_tiled_blocks_on_the_interpreter(check, fe):
+    check(Device(frontend=fe))
+
+
+@pytest.mark.parametrize("block", [(64, 1, 1), (32, 2, 1), (8, 8, 4), (4, 2, 8), (2, 4, 4), (1, 16, 3), (1024, 1, 1)])
+def test_every_tile_shape_sees_its_thread_indices_and_warps(block):
+    check_indices(Device(), block)
+
+
+@pytest.mark.parametrize("threads", [32, 128, 512, 1024])
+def test_reductions_of_every_size(threads):
+    check_reduce(Device(), threads, blocks=1)
+
+
+def test_a_block_of_16_threads_or_fewer_is_not_tiled():
+    fn = kernel(Device(), REDUCE)
+    assert fn.program_for(16) is fn.program and fn.program.tile is None
+    assert fn.program_for((8, 8)).tile == (8, 2, 1) and fn.program_for(64).tile == (16, 1, 1)
+
+
+def test_a_save_area_larger_than_shared_memory_is_refused_with_its_size():
+    src = r"""extern "C" __global__ void k(const int *in, int *out) {
+        __shared__ int s[1024];
+        int t = threadIdx.x, a = in[t], b = in[t + 1], c = in[t + 2];
+        s[t] = a;
+        __syncthreads();
+        out[t] = s[1023 - t] + a * b + c;
+    }"""
+    fn = Device().compile(src).get_function("k")
+    x, out = np.zeros(1026, np.int32), np.zeros(1024, np.int32)
+    with pytest.raises(MachineLimitError, match=r"a block of \(1024, 1, 1\) runs as 64 tiles of 16 threads, and "
+                                                r"what lives across its barriers takes \d words a thread \(\d+ words "
+                                                r"of shared memory after the kernel's own 1024\); the machine has 2048"):
+        fn(grid=1, block=1024, args=[x, out])
+
+
+@pytest.fixture(scope="module")
+def model():
+    from qwengpu.model.merge import default_merged_model
+    default_merged_model()          # builds build/standin-merged on first use (minutes)
+    return Device("model")
+
+
+def test_a_tiled_reduction_on_the_model(model):
+    check_reduce(model, threads=32, blocks=1)
