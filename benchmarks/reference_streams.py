@@ -18,7 +18,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qwengpu.api import Device  # noqa: E402
-from qwengpu.launch import Launch  # noqa: E402
 from qwengpu.driver import protocol  # noqa: E402
 from qwengpu.suite import discover, load_spec  # noqa: E402
 
@@ -27,7 +26,7 @@ def streams(case, device) -> tuple[list, list]:
     spec = load_spec(case)
     grid, block, args = spec.launch()
     fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
-    launch = Launch.build(fn.program, grid, block, list(args), names=fn.arg_names)
+    launch = fn.launch(grid, block, list(args))
     return protocol.prompt(launch), protocol.expected_stream(launch).tokens     # copy-out: output_words()
 
 

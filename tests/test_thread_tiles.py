@@ -95,6 +95,65 @@ HISTOGRAM = r"""extern "C" __global__ void k(const int *in, int *bins, int n) {
     if (t < 16) atomicAdd(&bins[t], h[t]);
 }"""
 
+# x has two definitions, one under a branch on the thread index: kept a word per thread
+DIVERGENT_VALUE = r"""extern "C" __global__ void k(const int *in, int *out) {
+    __shared__ int s[256];
+    int t = threadIdx.x, x = 7;
+    if (t % 3 == 1) x = in[t] * 5;
+    s[t] = x + 1;
+    __syncthreads();
+    out[t] = x * 1000 + s[blockDim.x - 1 - t];
+}"""
+
+# a branch on a parameter (the same for every thread) with a barrier on each side
+TWO_BARRIERS = r"""extern "C" __global__ void k(const int *in, int *out, int mode) {
+    __shared__ int s[128];
+    int t = threadIdx.x, a;
+    s[t] = in[t];
+    if (mode > 5) { __syncthreads(); a = s[t ^ 1]; }
+    else { __syncthreads(); a = 2 * s[t ^ 3]; }
+    __syncthreads();
+    s[t] = a + t;
+    __syncthreads();
+    out[t] = s[(t + 5) % blockDim.x];
+}"""
+
+# bitonic sort of a block's keys in shared memory: barriers in two nested loops
+BITONIC = r"""extern "C" __global__ void k(int *keys) {
+    __shared__ int s[128];
+    int t = threadIdx.x;
+    s[t] = keys[blockIdx.x * blockDim.x + t];
+    __syncthreads();
+    for (int size = 2; size <= blockDim.x; size <<= 1)
+        for (int stride = size / 2; stride > 0; stride >>= 1) {
+            int other = t ^ stride;
+            if (other > t) {
+                int a = s[t], b = s[other];
+                if (((t & size) == 0) == (a > b)) { s[t] = b; s[other] = a; }
+            }
+            __syncthreads();
+        }
+    keys[blockIdx.x * blockDim.x + t] = s[t];
+}"""
+
+# inclusive scan (Hillis-Steele, two buffers) of float sums, then an atomic ticket across a barrier
+SCAN = r"""extern "C" __global__ void k(const float *in, float *out, int *tickets, int *counter) {
+    __shared__ float buf[2][128];
+    int t = threadIdx.x, cur = 0;
+    int ticket = atomicAdd(counter, 1);
+    buf[0][t] = in[t];
+    __syncthreads();
+    for (int d = 1; d < blockDim.x; d <<= 1) {
+        float v = buf[cur][t];
+        if (t >= d) v += buf[cur][t - d];
+        buf[1 - cur][t] = v;
+        cur = 1 - cur;
+        __syncthreads();
+    }
+    out[t] = buf[cur][t];
+    tickets[ticket] = t;
+}"""
+
 
 def kernel(dev: Device, src: str, *defines: str):
     return dev.compile("".join(f"#define {d}\n" for d in defines) + src).get_function("k")
@@ -173,8 +232,44 @@ def check_histogram(dev):
     assert bins.tolist() == np.bincount(x & 15, minlength=16).tolist()
 
 
+def check_divergent_value(dev, threads=96):
+    x = np.arange(threads, dtype=np.int32) * 11 - 300
+    out = np.zeros(threads, np.int32)
+    kernel(dev, DIVERGENT_VALUE)(grid=1, block=threads, args=[x, out])
+    xs = [int(x[t]) * 5 if t % 3 == 1 else 7 for t in range(threads)]
+    assert out.tolist() == [xs[t] * 1000 + xs[threads - 1 - t] + 1 for t in range(threads)]
+
+
+def check_two_barriers(dev, threads=64):
+    x = (np.arange(threads, dtype=np.int32) * 29) % 61
+    for mode in (9, 2):
+        out = np.zeros(threads, np.int32)
+        kernel(dev, TWO_BARRIERS)(grid=1, block=threads, args=[x, out, mode])
+        a = [int(x[t ^ 1]) if mode > 5 else 2 * int(x[t ^ 3]) for t in range(threads)]
+        assert out.tolist() == [a[(t + 5) % threads] + (t + 5) % threads for t in range(threads)]
+
+
+def check_bitonic(dev, threads=128, blocks=2):
+    keys = (np.arange(threads * blocks, dtype=np.int64) * 2654435761 % 1000003 - 500000).astype(np.int32)
+    want = np.sort(keys.reshape(blocks, threads), axis=1).reshape(-1)
+    kernel(dev, BITONIC)(grid=blocks, block=threads, args=[keys])
+    assert keys.tolist() == want.tolist()
+
+
+def check_scan(dev, threads=64):
+    x = np.random.default_rng(35).standard_normal(threads).astype(np.float32)
+    out, tickets, counter = np.zeros(threads, np.float32), np.full(threads, -1, np.int32), np.zeros(1, np.int32)
+    kernel(dev, SCAN)(grid=1, block=threads, args=[x, out, tickets, counter])
+    want, d = x.copy(), 1            # the kernel's sums, in its order: each step adds the value d back
+    while d < threads:
+        want = np.concatenate([want[:d], want[d:] + want[:-d]])
+        d *= 2
+    assert out.view(np.uint32).tolist() == want.view(np.uint32).tolist()
+    assert counter[0] == threads and sorted(tickets.tolist()) == list(range(threads))
+
+
 CHECKS = [check_reduce, check_dynamic, check_early_exit, check_matmul_int, check_matmul_float, check_local,
-          check_histogram]
+          check_histogram, check_divergent_value, check_two_barriers, check_bitonic, check_scan]
 
 
 @pytest.mark.parametrize("fe", FRONTS)

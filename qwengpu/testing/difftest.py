@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from qwengpu import isa
 from qwengpu.errors import MachineLimitError, QwenGpuError
 
 FRONTEND_CHOICES = ("clang", "nvrtc")
@@ -117,7 +118,7 @@ class GenOptions:
     max_statements: int = 20
     max_depth: int = 3
     max_helpers: int = 2
-    max_threads: int = 16          # per block (machine limit 16)
+    max_threads: int = 16          # per block: over isa.MACHINE_BLOCK_THREADS, a multiple of it (thread tiles)
     max_blocks: int = 16           # per grid (machine limit 16)
     use_64bit: bool = True
     use_div64: bool = True
@@ -493,9 +494,14 @@ class Generator:
         sig = ", ".join(f"{t.name} x{i}" for i, t in enumerate(params))
         return [f"__device__ {qual} {ret.name} {name}({sig}) {{"] + indent(body) + ["}", ""]
 
+    def block_size(self) -> int:
+        """Threads a block: over the machine's, a whole number of its tiles (threads.py)."""
+        block, tile = self.rng.randint(1, self.opts.max_threads), isa.MACHINE_BLOCK_THREADS
+        return block if block <= tile else block // tile * tile
+
     def launch_shape(self) -> tuple[int, int, int, int]:
         rng = self.rng
-        block = rng.randint(1, self.opts.max_threads)
+        block = self.block_size()
         grid = rng.choice([1, 1, 2, 2, 3, 4, rng.randint(1, self.opts.max_blocks)])
         per_in, per_out = rng.randint(1, 3), rng.randint(1, 3)
         while grid > 1 and grid * block * (per_in + per_out) > 1000:
@@ -910,7 +916,7 @@ class FloatGenerator(Generator):
 
     def program(self) -> Program:
         rng = self.rng
-        block = rng.randint(1, self.opts.max_threads)
+        block = self.block_size()
         grid = rng.choice([1, 1, 2, 2, 3, 4, rng.randint(1, self.opts.max_blocks)])
         per_in, per_out, per_fin, per_fout = rng.randint(1, 3), rng.randint(1, 2), rng.randint(1, 3), rng.randint(1, 2)
         while grid > 1 and grid * block * (per_in + per_out + per_fin + per_fout) > 1000:

@@ -125,7 +125,6 @@ class _Tiler:
         self.j = self.fresh()                                 # the tile
         self.offset = {c: self.fresh() for c in t.stepped}    # the tile's first thread, per stepped dim
         self.next = self.fresh()                              # the barrier the tile's threads reached
-        self.parity = self.fresh()                            # which word of a shared value to load (place)
 
     def fresh(self) -> int:
         self.nvreg += 1
@@ -164,8 +163,8 @@ class _Tiler:
         that a short chain recomputes from uniform values, the thread's indices and immediates.
         `shared`: more definitions, each pure from uniform or shared sources and reached by every
         thread alike (no branch on a value that is neither decides whether it runs): the same for
-        every thread, but redefined as each tile runs (a loop counter), so kept in one word.
-        Everything else is kept a word per thread. `divergent`: the blocks that a branch on a
+        every thread, but redefined as each tile runs (a loop counter), so each tile starts from
+        a copy taken at the barrier (`snapshot`). Everything else is kept a word per thread. `divergent`: the blocks that a branch on a
         value that is neither decides whether a thread runs."""
         defs = definitions(self.old)
         pure = {v: d for v, d in defs.items()
@@ -197,6 +196,7 @@ class _Tiler:
                 break
             shared = keep
         self.shared = shared
+        self.snapshot = {v: self.fresh() for v in sorted(shared)}
 
     def live_across(self) -> dict[int, set[int]]:
         """For each barrier (its block), the values that live across it and are not uniform."""
@@ -224,14 +224,10 @@ class _Tiler:
     # -- the save area ----------------------------------------------------------------------------
     def place(self, kept: set[int], alive: bool) -> int:
         """Lay out the save area for the values `kept` there (and the alive flag): a word per
-        thread of the block for each varying one, then a word for each shared one; its words."""
-        threads, shared = self.t.threads, sorted(kept & self.shared)
-        per_thread = sorted(kept - self.shared) + ([ALIVE] if alive else [])
-        self.word = {v: (True, self.save_base + k * threads) for k, v in enumerate(per_thread)}
-        first = self.save_base + len(per_thread) * threads
-        self.word |= {v: (False, first + m) for m, v in enumerate(shared)}
-        self.flip = 4 * len(shared)        # a shared value's two words, a barrier apart (`parity`)
-        return len(per_thread) * threads + 2 * len(shared)
+        thread of the block for each; its words."""
+        kept = sorted(kept) + ([ALIVE] if alive else [])
+        self.word = {v: self.save_base + k * self.t.threads for k, v in enumerate(kept)}
+        return len(kept) * self.t.threads
 
     def thread_address(self) -> tuple[list[VInstr], int]:
         """Instructions computing 4 * (the tile's thread's index in the block): its save words' offset."""
@@ -244,20 +240,13 @@ class _Tiler:
 
     def accesses(self, op: Op, values: list) -> list[VInstr]:
         """Loads (op LD) or stores (ST) of the tile's thread's save words: `values` are registers,
-        or (ALIVE, x): the alive flag, loaded into register x or stored as immediate x. A shared
-        value has two words: the region's tiles load it from the one `parity` names, and store it
-        into the other, which the next region loads (tiles still to run need the first)."""
+        or (ALIVE, x): the alive flag, loaded into register x or stored as immediate x."""
         if not values:
             return []
         instrs, addr = self.thread_address()
-        bank = self.parity
-        if op is Op.ST and self.flip:
-            bank = self.fresh()
-            instrs.append(VInstr(Op.XOR, bank, [self.parity, Imm(self.flip)]))
         for v in values:
             key, data = v if isinstance(v, tuple) else (v, v)
-            per_thread, word = self.word[key]
-            where = [addr if per_thread else bank, Imm(4 * word)]
+            where = [addr, Imm(4 * self.word[key])]
             instrs.append(VInstr(Op.LD, data, where, isa.Space.SHARED) if op is Op.LD else
                           VInstr(Op.ST, None, where + [Imm(data) if isinstance(v, tuple) else data], isa.Space.SHARED))
         return instrs
@@ -305,9 +294,9 @@ class _Tiler:
         regions = self.regions()
         # a thread may exit while others go on to a barrier: note which threads exited
         track = bool(across) and any(b.term.kind is Term.EXIT and i in self.divergent for i, b in enumerate(self.old))
-        words = self.place(set().union(*across.values()) - set(self.recompute), track)
+        words = self.place(set().union(*across.values()) - set(self.recompute) - self.shared, track)
         barrier_id = {i: k + 1 for k, i in enumerate(sorted(across))}
-        init = self.block(self.reset() + [VInstr(Op.MOV, self.parity, [Imm(0)])])
+        init = self.block(self.reset())
         loops = [self.region(r, s, blocks, across, barrier_id, track) for r, (s, blocks) in enumerate(regions)]
         self.new[init].term = VTerm(Term.JMP, loops[0][0])
         region_of = {s: r for r, (s, _) in enumerate(regions)}
@@ -334,8 +323,8 @@ class _Tiler:
                 note = self.accesses(Op.ST, sorted(across[i] & set(self.word)) + ([(ALIVE, 1)] if track and r == 0 else []))
                 note.append(VInstr(Op.MOV, self.next, [Imm(barrier_id[i])]))
                 term = VTerm(Term.JMP, self.block(note, VTerm(Term.JMP, latch)))
-                flip = [VInstr(Op.XOR, self.parity, [self.parity, Imm(self.flip)])] if self.flip else []
-                bars[i] = self.block(self.reset() + flip)
+                snap = [VInstr(Op.MOV, self.snapshot[v], [v]) for v in sorted(across[i] & self.shared)]
+                bars[i] = self.block(self.reset() + snap)
             elif old.kind is Term.EXIT:
                 term = VTerm(Term.JMP, exit_note)
             else:
@@ -345,8 +334,9 @@ class _Tiler:
         # the prologue: skip an exited thread's tile; get back what lives across the barrier
         body = copy[start]
         if restore:
-            body = self.block(self.accesses(Op.LD, [v for v in restore if v in self.word]) + self.recomputed(restore),
-                              VTerm(Term.JMP, body))
+            body = self.block(self.accesses(Op.LD, [v for v in restore if v in self.word])
+                              + [VInstr(Op.MOV, v, [self.snapshot[v]]) for v in restore if v in self.shared]
+                              + self.recomputed(restore), VTerm(Term.JMP, body))
         if track and r > 0:
             live = self.fresh()
             self.new[prologue].instrs = self.accesses(Op.LD, [(ALIVE, live)])
