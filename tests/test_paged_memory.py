@@ -49,6 +49,18 @@ SHARED_TOP = r"""extern "C" __global__ void k(const int *a, int *out) {
 }"""
 
 
+# a word in each quarter of shared memory's paged words (each in heads of its own), stored and
+# read back by another lane after a barrier: the compiler cannot forward the store
+SHARED_PAGES = r"""extern "C" __global__ void k(const int *a, int *out) {
+    __shared__ int buf[2048];
+    int t = threadIdx.x;
+    for (int q = 0; q < 4; q++) buf[256 + 448 * q + t] = a[t] * (q + 2);
+    __syncthreads();
+    int u = (t + 1) % blockDim.x, sum = 0;
+    for (int q = 0; q < 4; q++) sum = sum * 10 + buf[256 + 448 * q + u];
+    out[t] = sum;
+}"""
+
 # a __constant__ table of 2000 words: a load whose lanes mix CONST's lane words and paged ones
 TABLE = [(7 * i * i + 3) % 100_003 - 50_000 for i in range(2000)]
 CONST_TABLE = ("__constant__ int table[2000] = {" + ", ".join(map(str, TABLE)) + "};\n"
@@ -112,7 +124,20 @@ def check_const_table(dev: Device, n: int) -> None:
     assert out.tolist() == [TABLE[i] + TABLE[1999 - t] for t, i in enumerate(idx.tolist())]
 
 
-CHECKS = [check_mixed, check_shared_word, check_edge, check_shared_top, check_const_table]
+def check_shared_pages(dev: Device, n: int) -> None:
+    a = np.array([1, 2, 3, 4, 5, 6, 7, 8], np.int32)[:n]
+    out = np.zeros(n, np.int32)
+    dev.compile(SHARED_PAGES).get_function("k")(grid=1, block=n, args=[a, out])
+    want = []
+    for t in range(n):
+        x, total = int(a[(t + 1) % n]), 0
+        for q in range(4):
+            total = total * 10 + x * (q + 2)
+        want.append(total)
+    assert out.tolist() == want
+
+
+CHECKS = [check_mixed, check_shared_word, check_edge, check_shared_top, check_shared_pages, check_const_table]
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)

@@ -203,13 +203,14 @@ def _paged(c: Circuit, tokens: TokenInputs, registers: Registers, ma: Field, wda
     reg = B.register(c, at, "page", page_bits)
     B.write_bits(c, reg, zero, B.bits(view(f["V"], 0, page_bits)), [k["PAGE"]])
     B.read_into(c, reg, zero, page.dims, enable=[put["GLOBAL.PAGED"], put["CONST.PAGED"]])
-    # at's MLP: which paged space a pass writes (ST, AW) or reads (LD, AT): the queue's space
+    # the MLP before at: which paged space a pass writes (ST, AW) or reads (LD, AT), the queue's
+    # space, for the heads from at on (a layer's heads run before its MLP)
     mspace = view(ma, GA, GA + len(SPACES))
-    writes, reads = c.field("paged.w", 2, at), c.field("paged.r", len(SPACES), at)
+    writes, reads = c.field("paged.w", 2, at - 1), c.field("paged.r", len(SPACES), at - 1)
     for space in range(len(SPACES)):
         if space < 2:
-            G.relu(c, at, {k["ST"]: 1, k["AW"]: 1, mspace[space]: 1}, -1, {writes[space]: 1})
-        G.relu(c, at, {k["LD"]: 1, k["AT"]: 1, mspace[space]: 1}, -1, {reads[space]: 1})
+            G.relu(c, at - 1, {k["ST"]: 1, k["AW"]: 1, mspace[space]: 1}, -1, {writes[space]: 1})
+        G.relu(c, at - 1, {k["LD"]: 1, k["AT"]: 1, mspace[space]: 1}, -1, {reads[space]: 1})
     addr = B.bits(view(ma, 0, GA))
     latched = B.bits(view(ma, 0, GA), list(registers.latch.dims) + list(page.dims))
     last = L_PAGED + PAGED_LAYERS - 1
