@@ -135,7 +135,7 @@ def test_printf_output_is_part_of_the_response(interp):
 
 @pytest.mark.parametrize("overrides, message", [
     ({"source": DOT.replace("int t =", "int t")}, "error: kernel.cu:3:9: error: no viable conversion"),
-    ({"block": "32"}, "error: a thread block of (32, 1, 1) has 32 threads; the limit is 16 threads per block"),
+    ({"block": "2000"}, "error: a thread block of (2000, 1, 1) has 2000 threads; the limit is 1024 threads per block"),
     ({"args": "i32:zeros(16000) i32:zeros(400) i32:zeros(1) 3"}, "needs 16401 words of global memory"),
     ({"args": "i32:zeros(20000) i32:[4,5,6] i32:zeros(1) 3"},
      "error: --arg 'i32:zeros(20000)': 20000 elements do not fit in the machine's global memory"),

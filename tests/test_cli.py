@@ -103,9 +103,9 @@ def test_run_prints_final_arrays(tmp_path):
 
 def test_run_launch_error_exit_code(tmp_path):
     (tmp_path / "dot.cu").write_text(DOT_CU)
-    result = invoke("run", tmp_path / "dot.cu", "--kernel", "dot", "--block", "32",
+    result = invoke("run", tmp_path / "dot.cu", "--kernel", "dot", "--block", "2048",
                     "--arg", "i32:[1]", "--arg", "i32:[1]", "--arg", "i32:[0]", "--arg", "1")
-    assert result.exit_code == 1 and "limit is 16" in result.output and "Traceback" not in result.output
+    assert result.exit_code == 1 and "limit is 1024" in result.output and "Traceback" not in result.output
 
 
 def test_run_wrong_argument_count(tmp_path):

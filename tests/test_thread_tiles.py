@@ -317,5 +317,11 @@ def model():
     return Device("model")
 
 
-def test_a_tiled_reduction_on_the_model(model):
-    check_reduce(model, threads=32, blocks=1)
+MODEL_CHECKS = [(check_reduce, dict(threads=32, blocks=1)), (check_early_exit, {}), (check_indices, dict(block=(4, 2, 4))),
+                (check_divergent_value, dict(threads=32)), (check_two_barriers, dict(threads=32)), (check_local, {}),
+                (check_scan, dict(threads=32))]
+
+
+@pytest.mark.parametrize("check, kwargs", MODEL_CHECKS, ids=lambda c: getattr(c, "__name__", ""))
+def test_tiled_blocks_on_the_model(model, check, kwargs):
+    check(model, **kwargs)
