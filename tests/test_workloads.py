@@ -1,6 +1,6 @@
 """The workload kernels (kernels/workloads/: 32x32 matmuls in int32 and float32, in 16-thread and
-256-thread blocks, a 64x64 stencil, a 4,096-element scan and sort, a 16 KiB histogram, a
-1,000-float softmax), each sized to use global memory past word 1,024: every one passes on the
+256-thread blocks, a 64x64 stencil, a 4,096-element scan, sort and sum (the sum in one block of
+1,024 threads), a 16 KiB histogram, a 1,000-float softmax), each sized to use global memory past word 1,024: every one passes on the
 interpreter with both front ends, through the suite's own code path (qwengpu.suite.run_case, as
 `qgpu suite --dir kernels/workloads` runs them), checked word for word against its NumPy
 reference. In the model (replay checked) CI runs the cheapest, histogram_16k (129,917 generated
@@ -12,8 +12,8 @@ from qwengpu.api import Device
 from qwengpu.suite import DEFAULT_DIR, discover, run_case, unpaired
 
 WORKLOADS_DIR = DEFAULT_DIR / "workloads"
-WORKLOADS = ["histogram_16k", "matmul256_f32", "matmul256_int32", "matmul_f32", "matmul_int32", "scan_4096",
-             "softmax_1000", "sort_4096", "stencil_64x64"]
+WORKLOADS = ["histogram_16k", "matmul256_f32", "matmul256_int32", "matmul_f32", "matmul_int32", "reduce_1024",
+             "scan_4096", "softmax_1000", "sort_4096", "stencil_64x64"]
 
 
 @pytest.mark.parametrize("frontend", ["clang", "nvrtc"])
