@@ -23,10 +23,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from qwengpu.testing import difftest  # noqa: E402
 
 
-def options(small: bool, noinline: bool, floats: bool = False) -> difftest.GenOptions:
+def options(small: bool, noinline: bool, floats: bool = False, max_threads: int | None = None) -> difftest.GenOptions:
     """--small: short kernels on few threads (the model engine decodes every instruction);
-    --floats: fp32 programs (every float operation an intrinsic: docs/testing.md)."""
-    kw = {"noinline": noinline, "floats": floats}
+    --floats: fp32 programs (every float operation an intrinsic: docs/testing.md); --max-threads:
+    blocks of up to that many threads (over 16, whole tiles: docs/lowering.md "Thread tiles")."""
+    kw = {"noinline": noinline, "floats": floats} | ({"max_threads": max_threads} if max_threads else {})
     return difftest.GenOptions.small(**kw) if small else difftest.GenOptions(**kw)
 
 
@@ -40,13 +41,14 @@ def main() -> int:
     ap.add_argument("--inline-only", action="store_true", help="only __forceinline__ helpers (no PTX calls)")
     ap.add_argument("--ubsan", action="store_true", help="build the oracle with UBSan (checks the generator)")
     ap.add_argument("--floats", action="store_true", help="fp32 programs (every float operation an intrinsic)")
+    ap.add_argument("--max-threads", type=int, default=None, help="threads a block, at most (default 16; 4 with --small)")
     ap.add_argument("--batch", type=int, default=100, help="programs per host compile")
     ap.add_argument("--show", type=int, default=5, help="failure reports to print in full")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
     frontends = difftest.FRONTEND_CHOICES if args.frontend == "both" else (args.frontend,)
-    opts = options(args.small or args.engine == "model", not args.inline_only, args.floats)
+    opts = options(args.small or args.engine == "model", not args.inline_only, args.floats, args.max_threads)
     console = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
