@@ -314,12 +314,12 @@ def test_a_save_area_larger_than_shared_memory_is_refused_with_its_size():
 def model():
     from qwengpu.model.merge import default_merged_model
     default_merged_model()          # builds build/standin-merged on first use (minutes)
-    return Device("model")
+    return Device("model", check="replay")
 
 
-MODEL_CHECKS = [(check_reduce, dict(threads=32, blocks=1)), (check_early_exit, {}), (check_indices, dict(block=(4, 2, 4))),
-                (check_divergent_value, dict(threads=32)), (check_two_barriers, dict(threads=32)), (check_local, {}),
-                (check_scan, dict(threads=32))]
+MODEL_CHECKS = [(check_reduce, dict(threads=32, blocks=1)), (check_early_exit, {}),
+                (check_indices, dict(block=(4, 2, 4))), (check_divergent_value, dict(threads=32)),
+                (check_two_barriers, dict(threads=32)), (check_local, {}), (check_scan, dict(threads=32))]
 
 
 @pytest.mark.parametrize("check, kwargs", MODEL_CHECKS, ids=lambda c: getattr(c, "__name__", ""))

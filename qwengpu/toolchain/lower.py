@@ -40,9 +40,10 @@ __all__ = ["lower", "find_kernel", "plain_name", "EXPANDABLE", "MODEL_EXPANSIONS
 
 def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozenset(),
           share: str | None = None, block: tuple[int, int, int] | None = None) -> isa.Program:
-    """`block`: the thread block the program is for, when it has more threads than the machine
-    runs at once (threads.py; the program then runs that block only). `expand`: names of ALU ops (from EXPANDABLE) to rewrite into other ops,
-    for an engine without them (the model engine: MODEL_EXPANSIONS). FDIV and FSQRT expand
+    """`expand`: names of ALU ops (from EXPANDABLE) to rewrite into other ops, for an engine
+    without them (the model engine: MODEL_EXPANSIONS). `block`: the thread block the program is
+    for, when it has more threads than the machine runs at once (threads.py; the program then
+    runs blocks of those dims only). FDIV and FSQRT expand
     inline (about 26 and 13 ROM blocks a use); a kernel whose program then overflows the ROM is
     lowered again with their rare paths in one shared subroutine per op, then with every use a
     call of it (microcode.SHARE_LEVELS): the first that fits, else the smallest. `share`

@@ -164,8 +164,9 @@ class _Tiler:
         `shared`: more definitions, each pure from uniform or shared sources and reached by every
         thread alike (no branch on a value that is neither decides whether it runs): the same for
         every thread, but redefined as each tile runs (a loop counter), so each tile starts from
-        a copy taken at the barrier (`snapshot`). Everything else is kept a word per thread. `divergent`: the blocks that a branch on a
-        value that is neither decides whether a thread runs."""
+        a copy taken at the barrier (`snapshot`). Everything else is kept a word per thread.
+        `divergent`: the blocks that a branch on a value of neither kind decides whether a thread
+        runs."""
         defs = definitions(self.old)
         pure = {v: d for v, d in defs.items()
                 if all(ins.op.kind in (isa.Kind.ALU, isa.Kind.FLOAT, isa.Kind.SREG)
@@ -320,7 +321,8 @@ class _Tiler:
         for i in blocks:
             old = self.old[i].term
             if old.kind is Term.BAR:
-                note = self.accesses(Op.ST, sorted(across[i] & set(self.word)) + ([(ALIVE, 1)] if track and r == 0 else []))
+                alive = [(ALIVE, 1)] if track and r == 0 else []
+                note = self.accesses(Op.ST, sorted(across[i] & set(self.word)) + alive)
                 note.append(VInstr(Op.MOV, self.next, [Imm(barrier_id[i])]))
                 term = VTerm(Term.JMP, self.block(note, VTerm(Term.JMP, latch)))
                 snap = [VInstr(Op.MOV, self.snapshot[v], [v]) for v in sorted(across[i] & self.shared)]
