@@ -154,6 +154,70 @@ SCAN = r"""extern "C" __global__ void k(const float *in, float *out, int *ticket
     tickets[ticket] = t;
 }"""
 
+# a 32x32 transpose through a padded shared tile, in 16x16 blocks
+TRANSPOSE = r"""extern "C" __global__ void k(const float *in, float *out) {
+    __shared__ float tile[16][17];
+    int x = blockIdx.x * 16 + threadIdx.x, y = blockIdx.y * 16 + threadIdx.y;
+    tile[threadIdx.y][threadIdx.x] = in[y * 32 + x];
+    __syncthreads();
+    x = blockIdx.y * 16 + threadIdx.x;
+    y = blockIdx.x * 16 + threadIdx.y;
+    out[y * 32 + x] = tile[threadIdx.x][threadIdx.y];
+}"""
+
+# Blelloch's work-efficient exclusive scan of 2 * blockDim.x ints: an up-sweep and a down-sweep
+BLELLOCH = r"""extern "C" __global__ void k(const int *in, int *out) {
+    __shared__ int s[256];
+    int t = threadIdx.x, n = 2 * blockDim.x, offset = 1;
+    s[2 * t] = in[2 * t];
+    s[2 * t + 1] = in[2 * t + 1];
+    for (int d = n >> 1; d > 0; d >>= 1) {
+        __syncthreads();
+        if (t < d) s[offset * (2 * t + 2) - 1] += s[offset * (2 * t + 1) - 1];
+        offset *= 2;
+    }
+    if (t == 0) s[n - 1] = 0;
+    for (int d = 1; d < n; d *= 2) {
+        offset >>= 1;
+        __syncthreads();
+        if (t < d) {
+            int ai = offset * (2 * t + 1) - 1, bi = offset * (2 * t + 2) - 1;
+            int v = s[ai];
+            s[ai] = s[bi];
+            s[bi] += v;
+        }
+    }
+    __syncthreads();
+    out[2 * t] = s[2 * t];
+    out[2 * t + 1] = s[2 * t + 1];
+}"""
+
+# softmax of each row of a 4x100 matrix, one 128-thread block a row: a max and a sum reduction
+SOFTMAX = r"""extern "C" __global__ void k(const float *x, float *y, int cols) {
+    __shared__ float red[128];
+    int t = threadIdx.x;
+    const float *row = x + blockIdx.x * cols;
+    float m = -INFINITY;
+    for (int i = t; i < cols; i += blockDim.x) m = fmaxf(m, row[i]);
+    red[t] = m;
+    __syncthreads();
+    for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+        if (t < h) red[t] = fmaxf(red[t], red[t + h]);
+        __syncthreads();
+    }
+    m = red[0];
+    __syncthreads();
+    float sum = 0.0f;
+    for (int i = t; i < cols; i += blockDim.x) sum += __expf(row[i] - m);
+    red[t] = sum;
+    __syncthreads();
+    for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+        if (t < h) red[t] += red[t + h];
+        __syncthreads();
+    }
+    for (int i = t; i < cols; i += blockDim.x) y[blockIdx.x * cols + i] = __expf(row[i] - m) / red[0];
+}"""
+
 
 def kernel(dev: Device, src: str, *defines: str):
     return dev.compile("".join(f"#define {d}\n" for d in defines) + src).get_function("k")
@@ -268,8 +332,35 @@ def check_scan(dev, threads=64):
     assert counter[0] == threads and sorted(tickets.tolist()) == list(range(threads))
 
 
+def check_transpose(dev):
+    x = np.random.default_rng(36).standard_normal(32 * 32).astype(np.float32)
+    out = np.zeros(32 * 32, np.float32)
+    kernel(dev, TRANSPOSE)(grid=(2, 2), block=(16, 16), args=[x, out])
+    assert out.view(np.uint32).tolist() == x.reshape(32, 32).T.reshape(-1).view(np.uint32).tolist()
+
+
+def check_blelloch(dev, threads=64):
+    x = (np.arange(2 * threads, dtype=np.int64) * 7919 % 1009 - 500).astype(np.int32)
+    out = np.zeros(2 * threads, np.int32)
+    kernel(dev, BLELLOCH)(grid=1, block=threads, args=[x, out])
+    assert out.tolist() == np.concatenate([[0], np.cumsum(x)[:-1]]).tolist()
+
+
+def check_softmax(dev):
+    """Against NumPy's softmax to 1e-5: __expf is not NumPy's exp, nor its sums in this order (a
+    bit-exact softmax reference is kernels/workloads/softmax_1000's)."""
+    cols = 100
+    x = np.random.default_rng(37).standard_normal(4 * cols).astype(np.float32) * 3
+    y = np.zeros(4 * cols, np.float32)
+    kernel(dev, SOFTMAX)(grid=4, block=128, args=[x, y, cols])
+    want = np.exp(x.reshape(4, cols) - x.reshape(4, cols).max(axis=1, keepdims=True))
+    want /= want.sum(axis=1, keepdims=True)
+    assert np.allclose(y.reshape(4, cols), want, rtol=1e-5, atol=1e-7)
+
+
 CHECKS = [check_reduce, check_dynamic, check_early_exit, check_matmul_int, check_matmul_float, check_local,
-          check_histogram, check_divergent_value, check_two_barriers, check_bitonic, check_scan]
+          check_histogram, check_divergent_value, check_two_barriers, check_bitonic, check_scan, check_transpose,
+          check_blelloch, check_softmax]
 
 
 @pytest.mark.parametrize("fe", FRONTS)
