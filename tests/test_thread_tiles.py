@@ -369,6 +369,12 @@ def test_tiled_blocks_on_the_interpreter(check, fe):
     check(Device(frontend=fe))
 
 
+@pytest.mark.parametrize("check", [check_early_exit, check_blelloch, check_two_barriers], ids=lambda c: c.__name__)
+def test_tiled_blocks_at_O0(check):
+    """clang -O0 keeps every variable in local memory: a frame for each of the block's threads."""
+    check(Device(opt=0))
+
+
 @pytest.mark.parametrize("block", [(64, 1, 1), (32, 2, 1), (8, 8, 4), (4, 2, 8), (2, 4, 4), (1, 16, 3), (1024, 1, 1)])
 def test_every_tile_shape_sees_its_thread_indices_and_warps(block):
     check_indices(Device(), block)
