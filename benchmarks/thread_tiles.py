@@ -23,41 +23,29 @@ SCALE = r"""extern "C" __global__ void scale(int *a, int n) {
     if (i < n) a[i] = a[i] * 3 + 1;
 }"""
 
-# each block sums its blockDim.x inputs into out[blockIdx.x]
-REDUCE = r"""extern "C" __global__ void reduce(const int *in, int *out) {
-    __shared__ int s[256];
-    int t = threadIdx.x;
-    s[t] = in[blockIdx.x * blockDim.x + t];
-    __syncthreads();
-    for (int half = blockDim.x / 2; half > 0; half >>= 1) {
-        if (t < half) s[t] += s[t + half];
-        __syncthreads();
-    }
-    if (t == 0) out[blockIdx.x] = s[0];
-}"""
-
-
 def cost(fn, grid, block, args) -> dict:
     launch = fn.launch(grid, block, args)
     return dict(rom=len(launch.program.blocks), shared=launch.program.shared_words,
                 prompt=len(protocol.prompt(launch)), generated=len(protocol.expected_stream(launch).tokens))
 
 
-def workload(device, name) -> dict:
+def workload(device, name, block=None) -> dict:
+    """A workload kernel's launch, or with another block size."""
     [case] = [c for c in discover(Path(__file__).resolve().parents[1] / "kernels" / "workloads") if c.name == name]
     spec = load_spec(case)
-    grid, block, args = spec.launch()
-    return cost(device.compile(case.source.read_text(), case.source.name).get_function(spec.KERNEL), grid, block, args)
+    grid, own, args = spec.launch()
+    fn = device.compile(case.source.read_text(), case.source.name).get_function(spec.KERNEL)
+    return cost(fn, grid, block or own, args)
 
 
 def main() -> None:
     device = Device("model", model="<not loaded>")
-    scale, reduce = (device.compile(src).get_function(n) for src, n in ((SCALE, "scale"), (REDUCE, "reduce")))
+    scale = device.compile(SCALE).get_function("scale")
     x = np.arange(256, dtype=np.int32)
     rows = [("scale 256 ints: 1 block of 256 vs 16 blocks of 16",
              cost(scale, 1, 256, [x.copy(), 256]), cost(scale, 16, 16, [x.copy(), 256])),
-            ("reduce 256 ints: 1 block of 256 vs 16 blocks of 16 (16 partial sums)",
-             cost(reduce, 1, 256, [x, np.zeros(1, np.int32)]), cost(reduce, 16, 16, [x, np.zeros(16, np.int32)])),
+            ("reduce_1024 (sum of 4,096 ints): 1 block of 1,024 vs 1 block of 16 (256 inputs a thread)",
+             workload(device, "reduce_1024"), workload(device, "reduce_1024", block=16)),
             ("32x32 int32 matmul: 16x16 tiles, 4 blocks of 256 vs 4x4 tiles, 64 blocks of 16",
              workload(device, "matmul256_int32"), workload(device, "matmul_int32")),
             ("32x32 float32 matmul: the same",
