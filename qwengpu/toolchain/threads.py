@@ -15,11 +15,12 @@ into each region that reaches them). Each region becomes a loop over the tiles:
                barrier, a real one, then that barrier's region; or the exit
 
 So every thread of the block finishes a region before any starts the next, as a barrier
-requires. A value that lives across a barrier is stored a word per thread of the block in
-shared memory (the save area), unless it is uniform: computed once, from what every thread
-shares (immediates, parameters, the grid's indices), so a machine thread holds it for all its
-tiles in a register. A tile's warp is four consecutive threads of the block, as CUDA's is, so
-shuffles and votes see the block's warps.
+requires. A value that lives across a barrier stays in its register when it is the same for
+every thread and tile, is recomputed when a short chain gives it from the thread's indices, is
+copied at the barrier when every thread computes it alike (a loop counter), and otherwise is
+stored a word per thread of the block in shared memory (the save area): `_Tiler.classify`. A
+tile's warp is four consecutive threads of the block, as CUDA's is, so shuffles and votes see
+the block's warps.
 """
 from __future__ import annotations
 
@@ -200,11 +201,13 @@ class _Tiler:
         self.snapshot = {v: self.fresh() for v in sorted(shared)}
 
     def live_across(self) -> dict[int, set[int]]:
-        """For each barrier (its block), the values that live across it and are not uniform."""
+        """For each barrier (its block), the kernel's values that live across it and are not
+        uniform (the tile loop's own registers are the loop's business)."""
         steps = [[(uses(ins), ins.dst) for ins in b.instrs] + [([b.term.cond] if b.term.cond is not None else [], None)]
                  for b in self.old]
         out = live_out([b.term.succs() for b in self.old], steps)
-        return {i: out[i] - self.uniform for i, b in enumerate(self.old) if b.term.kind is Term.BAR}
+        loop = {self.j, *self.offset.values()}
+        return {i: out[i] - self.uniform - loop for i, b in enumerate(self.old) if b.term.kind is Term.BAR}
 
     def recomputed(self, values: list[int]) -> list[VInstr]:
         """The instructions that recompute `values`, their sources first, each once."""
@@ -375,6 +378,16 @@ class _Tiler:
 def tile_threads(blocks: list[VBlock], nvreg: int, t: Tiling, save_base: int) -> tuple[list[VBlock], int, int]:
     """The kernel's blocks run as t's tiles (module docstring): the new blocks, the next free
     virtual register, and the save area's words (from shared word `save_base`)."""
+    if any(b.term.kind is Term.BAR and b.term.target == 0 for b in blocks):
+        blocks = _fresh_entry(blocks)              # the first region's tiles start where no barrier leads
     tiler = _Tiler(blocks, nvreg, t, save_base)
     new, words = tiler.build()
     return new, tiler.nvreg, words
+
+
+def _fresh_entry(blocks: list[VBlock]) -> list[VBlock]:
+    """The blocks behind a new, empty entry block that jumps to the old one."""
+    def moved(term: VTerm) -> VTerm:
+        shift = lambda x: x + 1 if x >= 0 else x      # noqa: E731
+        return VTerm(term.kind, shift(term.target), term.cond, shift(term.fallthrough))
+    return [VBlock([], VTerm(Term.JMP, 1))] + [VBlock(b.instrs, moved(b.term)) for b in blocks]
