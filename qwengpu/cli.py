@@ -366,7 +366,7 @@ def run(file: Path = typer.Argument(..., help="CUDA source file (.cu)"),
                 console.print(module.ptx, markup=False)
             fn = module.get_function(module.kernel(kernel))
             if show_isa:
-                console.print(fn.program.listing(), markup=False)
+                console.print(fn.program_for(dims[1]).listing(), markup=False)
             result = fn(grid=dims[0], block=dims[1], args=args, trace=trace)
     except QwenGpuError as e:
         fail(e)

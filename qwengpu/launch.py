@@ -230,8 +230,8 @@ def check_grid_block(grid, block, program: isa.Program | None = None) -> tuple[D
     was lowered for: a block of more threads than the machine runs at once needs a program lowered
     for it (threads.py; Module.get_function(...).launch lowers it)."""
     grid3, block3 = as_dim3("grid", grid), as_dim3("block", block)
-    tiles = tiling(block3)
-    if program is not None and program.block != (tiles and block3):
+    tiled = block3 if tiling(block3) else None           # the block a program must be lowered for
+    if program is not None and program.block != tiled:
         name = program.name
         if program.block is None:
             raise LaunchError(f"kernel {name} was lowered for blocks of up to {isa.MACHINE_BLOCK_THREADS} threads; a "
