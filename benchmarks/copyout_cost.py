@@ -12,7 +12,6 @@ import json
 import sys
 
 from qwengpu.api import Device
-from qwengpu.launch import Launch
 from qwengpu.driver import protocol
 from qwengpu.suite import discover, load_spec
 
@@ -21,7 +20,7 @@ def kernel_cost(case) -> dict:
     spec = load_spec(case)
     grid, block, args = spec.launch()
     fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
-    L = Launch.build(fn.program, grid, block, list(args))
+    L = fn.launch(grid, block, list(args))
     words = L.copy_out                       # output_words()
     arrays = sum(a.array.size for a in L.arrays) + fn.program.static_global_words
     bare = dataclasses.replace(L, copy_out=None)

@@ -19,7 +19,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qwengpu import Device, digits  # noqa: E402
 from qwengpu.driver import protocol  # noqa: E402
-from qwengpu.launch import Launch  # noqa: E402
 
 
 def main() -> None:
@@ -43,8 +42,8 @@ def main() -> None:
             sys.exit(f"images {first}..: the model's logits differ from NumPy's")
         labels = test.labels[first:first + len(images)]
         right += int((logits.argmax(1) == labels).sum())
-        launch = Launch.build(fn.program, len(images), max(digits.HIDDEN, digits.CLASSES),
-                              [*net.arrays(), images.ravel(), np.zeros(len(images) * digits.CLASSES, np.float32)])
+        launch = fn.launch(len(images), max(digits.HIDDEN, digits.CLASSES),
+                           [*net.arrays(), images.ravel(), np.zeros(len(images) * digits.CLASSES, np.float32)])
         prompt += len(protocol.prompt(launch))
         tokens += result.tokens
         seconds += result.seconds

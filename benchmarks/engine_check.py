@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 from qwengpu.api import Device
-from qwengpu.launch import Launch
 from qwengpu.driver import protocol, runtime
 from qwengpu.suite import discover, load_spec, mismatches
 
@@ -33,8 +32,8 @@ def prepared(case):
     fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
     expected = spec.reference(*copy.deepcopy(args))
     engine_args = copy.deepcopy(args)
-    return (engine_args, expected, fn.arg_names, Launch.build(fn.program, grid, block, copy.deepcopy(args)),
-            Launch.build(fn.program, grid, block, engine_args))
+    return (engine_args, expected, fn.arg_names, fn.launch(grid, block, copy.deepcopy(args)),
+            fn.launch(grid, block, engine_args))
 
 
 def shortest(n: int) -> list:

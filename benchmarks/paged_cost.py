@@ -18,7 +18,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qwengpu import Device, isa  # noqa: E402
 from qwengpu.driver import protocol  # noqa: E402
-from qwengpu.launch import Launch  # noqa: E402
 
 # out[i] = in[i] + 1 over n threads; `pad` words in front of the arrays move them above the lane words
 COPY = r"""extern "C" __global__ void k(const int *pad, const int *in, int *out) {
@@ -38,7 +37,7 @@ SHARED = r"""extern "C" __global__ void k(const int *in, int *out, int at) {
 def tokens(src: str, args: list, n: int) -> int:
     fn = Device().compile(src).get_function("k")
     block = isa.MACHINE_BLOCK_THREADS
-    launch = Launch.build(fn.program, (n // block, 1, 1), (block, 1, 1), args)
+    launch = fn.launch((n // block, 1, 1), (block, 1, 1), args)
     launch.copy_out = []        # the kernel's tokens alone: the copy-out covers lane words only (copyout.py)
     return len(protocol.expected_stream(launch).tokens)
 

@@ -17,7 +17,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qwengpu import Device  # noqa: E402
 from qwengpu.driver import protocol  # noqa: E402
-from qwengpu.launch import Launch  # noqa: E402
 
 COPY = r"""extern "C" __global__ void k(const unsigned *in, unsigned *out) { out[threadIdx.x] = in[threadIdx.x]; }"""
 
@@ -37,7 +36,7 @@ def main() -> None:
     fn = Device("model", model="<not loaded>").compile(COPY).get_function("k")
 
     def prompt_tokens(data: np.ndarray) -> int:
-        return len(protocol.prompt(Launch.build(fn.program, 1, 4, [data, np.zeros(4, np.uint32)])))
+        return len(protocol.prompt(fn.launch(1, 4, [data, np.zeros(4, np.uint32)])))
 
     base = prompt_tokens(np.zeros(1, np.uint32))
     rng = np.random.default_rng(0)

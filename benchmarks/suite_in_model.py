@@ -19,7 +19,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qwengpu import interp  # noqa: E402
 from qwengpu.api import Device  # noqa: E402
-from qwengpu.launch import Launch  # noqa: E402
 from qwengpu.suite import discover, load_spec, run_case  # noqa: E402
 
 
@@ -27,7 +26,7 @@ def size(case, device) -> int:
     spec = load_spec(case)
     grid, block, args = spec.launch()
     fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
-    launch = Launch.build(fn.program, grid, block, args)
+    launch = fn.launch(grid, block, args)
     return interp.run(fn.program, launch.grid, launch.block, launch.params, launch.memory).instructions
 
 

@@ -30,7 +30,6 @@ import sys
 
 from qwengpu import interp, isa
 from qwengpu.api import Device
-from qwengpu.launch import Launch
 from qwengpu.driver import protocol
 from qwengpu.machine.encoding import encode, live_out
 from qwengpu.machine.tokens import AP_STRIDES, Q_BITS, with_exec
@@ -87,7 +86,7 @@ def kernel_census(case) -> dict:
     spec = load_spec(case)
     grid, block, args = spec.launch()
     fn = Device("model").compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
-    L = Launch.build(fn.program, grid, block, list(args))
+    L = fn.launch(grid, block, list(args))
     stream = protocol.expected_stream(L)            # L.copy_out: output_words()
     kinds = collections.Counter(t.kind for t in stream.tokens)
     outs, codes = live_out(L.program), encode(L.program)
