@@ -407,6 +407,17 @@ def test_a_save_area_larger_than_shared_memory_is_refused_with_its_size():
         fn(grid=1, block=1024, args=[x, out])
 
 
+def test_a_tiled_program_past_the_rom_says_why():
+    steps = "".join(f"    s[t] += s[(t + {k}) % 32];\n    __syncthreads();\n" for k in range(1, 40))
+    src = ('extern "C" __global__ void k(int *out) {\n    __shared__ int s[32];\n    int t = threadIdx.x;\n'
+           f"    s[t] = t;\n    __syncthreads();\n{steps}    out[t] = s[t];\n}}")
+    fn = Device().compile(src).get_function("k")
+    assert len(fn.program.blocks) <= isa.ROM_BLOCKS                 # 16 threads: no tiles, it fits
+    with pytest.raises(MachineLimitError, match=r"needs \d+ ROM blocks for a block of \(32, 1, 1\) threads, which "
+                                                r"runs in tiles of 16 .* the ROM holds 128"):
+        fn.launch(1, 32, [np.zeros(32, np.int32)])
+
+
 @pytest.fixture(scope="module")
 def model():
     from qwengpu.model.merge import default_merged_model

@@ -20,7 +20,7 @@ module of its own (docs/lowering.md describes them):
 from __future__ import annotations
 
 from qwengpu import isa
-from qwengpu.errors import CompileError
+from qwengpu.errors import CompileError, MachineLimitError
 from qwengpu.toolchain import ptx
 from qwengpu.toolchain.blocks import machine_program
 from qwengpu.toolchain.cfg import clean_up, optimise
@@ -58,6 +58,11 @@ def lower(module: ptx.Module, kernel_name: str, expand: frozenset[str] = frozens
             prog = new
         if len(prog.blocks) <= isa.ROM_BLOCKS or not shares:
             break
+    if prog.tile and len(prog.blocks) > isa.ROM_BLOCKS:
+        raise MachineLimitError(f"kernel {prog.name} needs {len(prog.blocks)} ROM blocks for a block of {prog.block} "
+                                f"threads, which runs in tiles of {isa.MACHINE_BLOCK_THREADS} (a loop over the tiles "
+                                f"between each two barriers); the ROM holds {isa.ROM_BLOCKS}: use blocks of at most "
+                                f"{isa.MACHINE_BLOCK_THREADS} threads, or fewer barriers")
     isa.check_program(prog)
     return prog
 
