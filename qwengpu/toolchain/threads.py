@@ -146,12 +146,13 @@ class _Tiler:
                 if sreg in NTID:
                     ins = VInstr(Op.MOV, ins.dst, [Imm(self.t.block[NTID.index(sreg)])], line=ins.line)
                 elif sreg in TID and TID.index(sreg) in self.offset or sreg is SReg.WARPID:
-                    machine, add = self.fresh(), self.fresh()
+                    machine = self.fresh()
                     out.append(VInstr(Op.S2R, machine, ins.srcs, line=ins.line))
                     if sreg is SReg.WARPID:
+                        add = self.fresh()
                         out.append(VInstr(Op.SHL, add, [self.j, Imm(isa.MAX_WARPS.bit_length() - 1)]))
                     else:
-                        out.append(VInstr(Op.MOV, add, [self.offset[TID.index(sreg)]]))
+                        add = self.offset[TID.index(sreg)]
                     ins = VInstr(Op.ADD, ins.dst, [machine, add], line=ins.line)
                 out.append(ins)
             b.instrs = out
