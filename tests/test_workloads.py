@@ -3,7 +3,7 @@
 1,024 threads), a 16 KiB histogram, a 1,000-float softmax), each sized to use global memory past word 1,024: every one passes on the
 interpreter with both front ends, through the suite's own code path (qwengpu.suite.run_case, as
 `qgpu suite --dir kernels/workloads` runs them), checked word for word against its NumPy
-reference. In the model (replay checked) CI runs the cheapest, reduce_1024 (97,143 generated
+reference. In the model (replay checked) CI runs the cheapest, reduce_1024 (94,071 generated
 tokens); all of them is the documented heavy check `qgpu suite --engine model --check replay
 --dir kernels/workloads` (docs/testing.md)."""
 import pytest
