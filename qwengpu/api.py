@@ -43,7 +43,6 @@ from qwengpu.toolchain.frontend import FRONTENDS, INCLUDE_DIR, NVRTC_FP_OPTIONS,
 from qwengpu.toolchain.lint import issue_warnings
 from qwengpu.toolchain.lower import MODEL_EXPANSIONS, lower, plain_name
 from qwengpu.toolchain.ptx import parse_ptx
-from qwengpu.toolchain.threads import tiling
 
 DEFAULT_MAX_PASSES = interp.DEFAULT_MAX_PASSES
 
@@ -337,7 +336,7 @@ class Function:
         """The program that runs blocks of these dims: `program`, or for a block of more threads
         than the machine runs at once, one lowered for it (toolchain/threads.py), once."""
         dims = as_dim3("block", block)
-        if self.lower_for is None or tiling(dims) is None:
+        if self.lower_for is None or isa.block_tile(dims) is None:
             return self.program
         if dims not in self._tiled:
             self._tiled[dims] = self.lower_for(dims)

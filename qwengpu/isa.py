@@ -12,6 +12,7 @@ See docs/isa.md for the prose description.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field
 
 from qwengpu import fp32
@@ -605,6 +606,28 @@ class Program:
             lines += [f"    {ins}" for ins in b.instrs]
             lines.append(f"    {b.term}")
         return "\n".join(lines)
+
+
+def block_tile(block: tuple[int, int, int]) -> tuple[int, int, int] | None:
+    """The tile a thread block of these dims runs in: None when it has at most
+    MACHINE_BLOCK_THREADS threads (the machine runs it whole); else the dims of its first
+    MACHINE_BLOCK_THREADS threads, which must form a box (toolchain/threads.py runs the block as
+    tiles of that box). MachineLimitError past MAX_BLOCK_THREADS or when they do not."""
+    n, threads = MACHINE_BLOCK_THREADS, math.prod(block)
+    if threads <= n:
+        return None
+    if threads > MAX_BLOCK_THREADS:
+        raise MachineLimitError(f"a thread block of {block} has {threads} threads; the limit is "
+                                f"{MAX_BLOCK_THREADS} threads per block")
+    for c in range(3):
+        inner = math.prod(block[:c])
+        if n % inner == 0 and block[c] % (n // inner) == 0:
+            return block[:c] + (n // inner,) + (1,) * (2 - c)
+    raise MachineLimitError(
+        f"a thread block of {block} ({threads} threads) cannot run in tiles of {n} consecutive threads: "
+        f"over {n} threads a block runs {n} at a time, which must form a box: blockDim.x a multiple of "
+        f"{n}, or a divisor of {n} with blockDim.x * blockDim.y a multiple of {n} (or a divisor, with "
+        f"the whole block a multiple of {n}); e.g. 64, 256, (16, 16), (8, 8, 4)")
 
 
 def check_program(p: Program) -> None:

@@ -27,7 +27,6 @@ import numpy as np
 from qwengpu import isa
 from qwengpu.errors import LaunchError, MachineLimitError, plural
 from qwengpu.machine.encoding import BlockCode, encode
-from qwengpu.toolchain.threads import tiling
 
 ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32), np.dtype(np.float32))
 F32_MAX = float(np.finfo(np.float32).max)
@@ -228,9 +227,9 @@ def as_dim3(name: str, value) -> Dim3:
 def check_grid_block(grid, block, program: isa.Program | None = None) -> tuple[Dim3, Dim3]:
     """The grid and block as dims, checked against the machine and against the block `program`
     was lowered for: a block of more threads than the machine runs at once needs a program lowered
-    for it (threads.py; Module.get_function(...).launch lowers it)."""
+    for it (toolchain/threads.py; Function.launch lowers it)."""
     grid3, block3 = as_dim3("grid", grid), as_dim3("block", block)
-    tiled = block3 if tiling(block3) else None           # the block a program must be lowered for
+    tiled = block3 if isa.block_tile(block3) else None   # the block a program must be lowered for
     if program is not None and program.block != tiled:
         name = program.name
         if program.block is None:

@@ -62,23 +62,10 @@ class Tiling:
 
 
 def tiling(block: tuple[int, int, int]) -> Tiling | None:
-    """How a block of these dims runs: None when the machine's threads hold it; else its tiles,
-    whose first MACHINE_BLOCK_THREADS threads must form a box (MachineLimitError otherwise)."""
-    n, threads = isa.MACHINE_BLOCK_THREADS, math.prod(block)
-    if threads <= n:
-        return None
-    if threads > isa.MAX_BLOCK_THREADS:
-        raise MachineLimitError(f"a thread block of {block} has {threads} threads; the limit is "
-                                f"{isa.MAX_BLOCK_THREADS} threads per block")
-    for c in range(3):
-        inner = math.prod(block[:c])
-        if n % inner == 0 and block[c] % (n // inner) == 0:
-            return Tiling(block, block[:c] + (n // inner,) + (1,) * (2 - c))
-    raise MachineLimitError(
-        f"a thread block of {block} ({threads} threads) cannot run in tiles of {n} consecutive threads: "
-        f"over {n} threads a block runs {n} at a time, which must form a box: blockDim.x a multiple of "
-        f"{n}, or a divisor of {n} with blockDim.x * blockDim.y a multiple of {n} (or a divisor, with "
-        f"the whole block a multiple of {n}); e.g. 64, 256, (16, 16), (8, 8, 4)")
+    """How a block of these dims runs: None when the machine's threads hold it, else its tiles
+    (isa.block_tile: MachineLimitError for a block that cannot run in tiles)."""
+    tile = isa.block_tile(block)
+    return Tiling(block, tile) if tile else None
 
 
 def _closure(defs: dict[int, VInstr], leaves: set[int], ok) -> set[int]:
