@@ -22,6 +22,17 @@ def test_nested_text_config_is_accepted():
     assert HostSpec.from_config(cfg).gdn_heads == 2
 
 
+def test_grouped_gdn_heads_are_read_as_groups():
+    """Qwen3.5-4B and 9B: 16 key heads, each serving 2 value heads; a value-head count that is
+    not a multiple of the key heads is refused by name."""
+    cfg = {"hidden_size": 8, "intermediate_size": 16, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+           "linear_key_head_dim": 4, "linear_value_head_dim": 4, "linear_conv_kernel_dim": 4, "rms_norm_eps": 1e-6}
+    host = HostSpec.from_config(cfg)
+    assert (host.gdn_heads, host.group, host.value_heads) == (16, 2, 32)
+    with pytest.raises(ValueError, match="24 GDN value heads for 16 key heads"):
+        HostSpec.from_config(dict(cfg, linear_num_value_heads=24))
+
+
 def test_circuit_width_makes_anchor_exact():
     # 2048 + 1024 = 3 * 4**5: three anchor dims
     assert circuit_width(QWEN35_2B, 1000) == 1024

@@ -11,6 +11,7 @@ bf16), the recurrent states equal, and the next tokens (argmax of the stock logi
 GPU ids) identical.
 """
 import copy
+import dataclasses
 import functools
 
 import numpy as np
@@ -27,12 +28,13 @@ from qwengpu.circuit.model import build_model, encode
 from qwengpu.fast.model import FastModel, FastPathError, delta_rule, l2norm
 
 HOST = HostSpec(hidden=64, intermediate=512, gdn_heads=4, key_dim=64, value_dim=64, conv_kernel=4, eps=1e-6)
+GROUPED = dataclasses.replace(HOST, group=2)     # two value heads a key head, as Qwen3.5-4B and 9B
 FIELDS = (("we", 1), ("waddr", 3), ("raddr", 3), ("data", 4))
 TEXT = 8                                        # text token ids 0..7, GPU ids from 8
 GPU = 1 << sum(w for _, w in FIELDS)
 
 
-def toy_circuit(requantize: bool = True):
+def toy_circuit(requantize: bool = True, host: HostSpec = HOST):
     """(circuit, input fields). Next token: we = s0, waddr = s1..s3, raddr = r2, data = r2 ^ s,
     where s = mem[raddr] ^ data (after this token's write) and r2 = hist[waddr] after
     hist[raddr] = s.
@@ -41,11 +43,11 @@ def toy_circuit(requantize: bool = True):
     neuron relu(x + 128) - 128, as the machine's control stage does) before an MLP combines
     them. Without it the xor gates sum noisy terms, whose float32 rounding depends on the
     summation order (stock BLAS vs compact products)."""
-    c = Circuit(HOST, circuit_width(HOST, 120))
+    c = Circuit(host, circuit_width(host, 120))
     f = {name: c.input(name, w) for name, w in FIELDS}
-    mem = Mem.declare_bank(c, 0, "mem", 8, 4)
+    mem = Mem.declare_bank(c, 0, "mem", 8, 4, replicas=2)     # read from the second head: key head 1
     Mem.write(c, mem, f["waddr"], f["data"], f["we"])
-    rd = Mem.read(c, mem, f["raddr"], 0)
+    rd = Mem.read(c, mem, f["raddr"], 1)
     at = 0
     if requantize:
         rd, at = snap(c, 0, rd), 1
@@ -103,10 +105,10 @@ def reference_next(tokens: list[int]) -> list[int]:
 
 
 @functools.lru_cache(maxsize=None)
-def toy_model(dtype: str, requantize: bool = True):
+def toy_model(dtype: str, requantize: bool = True, host: HostSpec = HOST):
     if dtype == "bfloat16":                      # the same (bf16-exact) weights, cast
-        return copy.deepcopy(toy_model("float32", requantize)).to(torch.bfloat16)
-    c, f = toy_circuit(requantize)
+        return copy.deepcopy(toy_model("float32", requantize, host)).to(torch.bfloat16)
+    c, f = toy_circuit(requantize, host)
     model = build_model(c, "float32")
     idx = np.arange(GPU)
     gpu = encode(c, {f[name]: [unpack(i)[name] for i in idx] for name, _ in FIELDS}, GPU)
@@ -122,9 +124,9 @@ def toy_model(dtype: str, requantize: bool = True):
 
 
 @functools.lru_cache(maxsize=None)
-def fast_model(dtype: str, requantize: bool = True, native: bool = True) -> FastModel:
+def fast_model(dtype: str, requantize: bool = True, native: bool = True, host: HostSpec = HOST) -> FastModel:
     """native: the C step (native.c); False: the torch ops. Both are held against the stock path."""
-    return FastModel(toy_model(dtype, requantize), native=native)
+    return FastModel(toy_model(dtype, requantize, host), native=native)
 
 
 NATIVE = pytest.mark.parametrize("native", [True, False], ids=["c", "torch"])
@@ -161,13 +163,15 @@ def test_toy_reference_is_not_trivial():
 
 
 @NATIVE
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_stream_matches_stock(dtype, native):
-    """Teacher-forced random tokens: hidden after the circuit, next tokens, recurrent states."""
+@pytest.mark.parametrize("dtype, host", [("float32", HOST), ("bfloat16", HOST), ("float32", GROUPED)],
+                         ids=["float32", "bfloat16", "grouped"])
+def test_stream_matches_stock(dtype, host, native):
+    """Teacher-forced random tokens: hidden after the circuit, next tokens, recurrent states
+    (also on a grouped host, whose key heads each serve two value heads)."""
     rng = np.random.default_rng(1)
     T, prefill = (48, 24) if dtype == "float32" else (16, 8)
     tokens = stream(rng, T)
-    model, fm = toy_model(dtype), fast_model(dtype, native=native)
+    model, fm = toy_model(dtype, host=host), fast_model(dtype, native=native, host=host)
     hs, stock_next, cache = stock_run(model, tokens, prefill)
     state = fm.new_state()
     fast_next = fm.prefill(state, tokens[:prefill])

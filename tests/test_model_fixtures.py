@@ -1,18 +1,20 @@
-"""Merged checkpoints after a save/load round trip, the host shapes the machine fits (2B) and
-refuses (4B), and the model engine's torch device. The full 2B-shaped build running kernels is
+"""Merged checkpoints after a save/load round trip, the packaged host shapes and the machine on
+them (2B, and 4B's grouped GDN heads), and the model engine's torch device. The full 2B-shaped build running kernels is
 benchmarks/fixture_kernels.py (several GB; docs/build.md has its numbers)."""
 import copy
 import sys
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
-from transformers import AutoModelForCausalLM
+from transformers import AutoModelForCausalLM, Qwen3_5TextConfig
 
 from qwengpu import api
 from qwengpu.api import Device, resolve_device
 from qwengpu.errors import QwenGpuError
 from qwengpu.driver import runtime
+from qwengpu.machine.build import machine_for
 from qwengpu.machine.plan import LAYERS
 from qwengpu.model import CheckpointError
 from qwengpu.model.circuits import machine_circuit
@@ -25,13 +27,22 @@ from qwengpu.suite import discover, load_spec, mismatches
 
 
 # ---------------------------------------------------------------- host shapes
-def test_packaged_4b_config_has_grouped_gdn_heads():
-    cfg = host_config("qwen3_5_4b_text")
-    assert (cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]) == (2560, 9216, 32)
-    assert (cfg["linear_num_key_heads"], cfg["linear_num_value_heads"]) == (16, 32)
-    assert cfg["layer_types"].count("full_attention") == 8 and cfg["vocab_size"] == 248320
-    # in_proj_qkv: 16 query + 16 key heads of 128, 32 value heads of 128
-    assert layer_shapes(cfg, "linear_attention")["linear_attn.in_proj_qkv.weight"] == (2 * 16 * 128 + 32 * 128, 2560)
+# (hidden, MLP, layers, GDN key heads, GDN value heads, tied head): the published model cards
+PUBLISHED = {"qwen3_5_0_8b_text": (1024, 3584, 24, 16, 16, True), "qwen3_5_2b_text": (2048, 6144, 24, 16, 16, True),
+             "qwen3_5_4b_text": (2560, 9216, 32, 16, 32, True), "qwen3_5_9b_text": (4096, 12288, 32, 16, 32, False)}
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_packaged_host_configs_have_the_published_shapes(name):
+    cfg = host_config(name)
+    assert (cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"], cfg["linear_num_key_heads"],
+            cfg["linear_num_value_heads"], cfg["tie_word_embeddings"]) == PUBLISHED[name]
+    assert cfg["layer_types"] == (["linear_attention"] * 3 + ["full_attention"]) * (cfg["num_hidden_layers"] // 4)
+    assert cfg["vocab_size"] == 248320 and (cfg["linear_key_head_dim"], cfg["linear_value_head_dim"]) == (128, 128)
+    Qwen3_5TextConfig(**cfg)                                 # transformers takes it as it is
+    hk, hv = PUBLISHED[name][3:5]
+    assert layer_shapes(cfg, "linear_attention")["linear_attn.in_proj_qkv.weight"] == \
+        (2 * hk * 128 + hv * 128, cfg["hidden_size"])
 
 
 def test_fixture_config_keeps_the_layer_shapes():
@@ -55,16 +66,22 @@ def test_machine_circuit_fits_the_2b_shape():
     assert len(circuit.info["machine"]) == 64
 
 
-def test_4b_shape_is_refused_early_with_the_reason(tmp_path):
-    """Qwen3.5-4B's GDN has 16 key heads for 32 value heads; the circuit compiler needs them equal:
-    the build says so before writing anything (a synthetic circuit of that shape merges)."""
-    cfg = fixture_config("qwen3_5_4b_text", ("linear_attention", "full_attention"), vocab_size=256, eos_token_id=0)
-    base = write_random_base(tmp_path / "b4", cfg, "multimodal")
-    with pytest.raises(CheckpointError, match=r"the circuit cannot fit this base: host has grouped GDN heads "
-                                              r"\(key heads != value heads\)"):
-        build(base, tmp_path / "m", progress=False)
-    assert not (tmp_path / "m").exists() and not (tmp_path / "m.partial").exists()
-    out = build(base, tmp_path / "m", circuit=synthetic_circuit(cfg, 32, 1, 2), progress=False)
+def test_machine_circuit_fits_the_4b_shape(tmp_path):
+    """Qwen3.5-4B's GDN has 16 key heads for 32 value heads (grouped): the machine's heads are the
+    first value head of each key head's pair, with that key head's query and key; the second
+    value head of a pair stays all zero. A merged checkpoint of that shape loads in transformers."""
+    cfg = fixture_config("qwen3_5_4b_text")
+    machine = machine_for(cfg)
+    assert machine.c.layout.total == 2560 + 2560 and len(machine.c.layers) == LAYERS
+    for lay in machine.c.layers:
+        assert set((lay.out.cols % 2).tolist()) <= {0} and set(np.flatnonzero(lay.matrix("b").any(1)) % 2) <= {0}
+        assert lay.heads_used <= 16
+    first = machine_circuit(cfg).layers[0]
+    assert first["linear_attn.in_proj_qkv.weight"].shape == (2 * 16 * 128 + 32 * 128, 5120)
+    assert first["linear_attn.A_log"].shape == first["linear_attn.in_proj_b.weight"].shape[:1] == (32,)
+    small = fixture_config("qwen3_5_4b_text", ("linear_attention", "full_attention"), vocab_size=256, eos_token_id=0)
+    base = write_random_base(tmp_path / "b4", small, "multimodal")
+    out = build(base, tmp_path / "m", circuit=synthetic_circuit(small, 32, 1, 2), progress=False)
     model = AutoModelForCausalLM.from_pretrained(str(out))
     assert (model.config.hidden_size, model.config.linear_num_value_heads) == (2560 + 32, 32)
 

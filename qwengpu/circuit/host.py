@@ -18,11 +18,16 @@ from qwengpu.errors import MachineLimitError
 class HostSpec:
     hidden: int            # n: the base model's residual width
     intermediate: int      # MLP neurons per layer
-    gdn_heads: int         # Gated DeltaNet heads per layer (key heads == value heads)
+    gdn_heads: int         # Gated DeltaNet key heads per layer: the heads the circuit can use
     key_dim: int           # rows of a head's state
     value_dim: int         # columns of a head's state
     conv_kernel: int
     eps: float
+    group: int = 1         # value heads per key head (2 on Qwen3.5-4B and 9B: "grouped" heads)
+
+    @property
+    def value_heads(self) -> int:
+        return self.gdn_heads * self.group
 
     @classmethod
     def from_config(cls, config: dict | str | Path) -> "HostSpec":
@@ -30,12 +35,13 @@ class HostSpec:
         if not isinstance(config, dict):
             config = json.loads(Path(config).read_text())
         config = config.get("text_config", config)
-        if config["linear_num_key_heads"] != config["linear_num_value_heads"]:
-            raise ValueError("host has grouped GDN heads (key heads != value heads); the circuit needs them equal")
+        hk, hv = config["linear_num_key_heads"], config["linear_num_value_heads"]
+        if hk <= 0 or hv % hk:
+            raise ValueError(f"host has {hv} GDN value heads for {hk} key heads; they must be a multiple of it")
         return cls(hidden=config["hidden_size"], intermediate=config["intermediate_size"],
-                   gdn_heads=config["linear_num_value_heads"], key_dim=config["linear_key_head_dim"],
+                   gdn_heads=hk, key_dim=config["linear_key_head_dim"],
                    value_dim=config["linear_value_head_dim"], conv_kernel=config["linear_conv_kernel_dim"],
-                   eps=config["rms_norm_eps"])
+                   eps=config["rms_norm_eps"], group=hv // hk)
 
 
 # The reference host (numbers from /work/shared/hosts/qwen3_5_2b_text_config.json).

@@ -34,12 +34,12 @@ class CompiledLayer:
         host = layout.host
         self.host = host
         self.neurons: list[tuple[dict[int, int], int, dict[int, float]]] = []
-        N, H, dk, dv = layout.columns, host.gdn_heads, host.key_dim, host.value_dim
+        N, H, Hv, dk, dv = layout.columns, host.gdn_heads, host.value_heads, host.key_dim, host.value_dim
         self.heads_used = 0
-        self.qkv = np.zeros((2 * H * dk + H * dv, N), np.float32)   # bf16-exact values: fp32 holds them
-        self.z = np.zeros((H * dv, N), np.float32)
-        self.b = np.zeros((H, N), np.float32)
-        self.out = np.zeros((N, H * dv), np.float32)
+        self.qkv = np.zeros((2 * H * dk + Hv * dv, N), np.float32)   # bf16-exact values: fp32 holds them
+        self.z = np.zeros((Hv * dv, N), np.float32)
+        self.b = np.zeros((Hv, N), np.float32)
+        self.out = np.zeros((N, Hv * dv), np.float32)
 
     # ---- MLP ---------------------------------------------------------------
     def relu(self, terms: dict[int, int], bias: int, out: dict[int, float]) -> None:
@@ -57,19 +57,22 @@ class CompiledLayer:
 
     # ---- GDN ---------------------------------------------------------------
     def take_heads(self, count: int, what: str) -> list[int]:
+        """`count` heads with queries and keys of their own: on a grouped host (several value
+        heads share a key head) the first value head of each key head's group, the others
+        left zero. A head is named by its value head: its state, gates and output."""
         if self.heads_used + count > self.host.gdn_heads:
             raise CircuitError(f"layer {self.index}: {what} needs {count} GDN heads, "
                                f"{self.host.gdn_heads - self.heads_used} of {self.host.gdn_heads} left")
-        heads = list(range(self.heads_used, self.heads_used + count))
+        heads = [k * self.host.group for k in range(self.heads_used, self.heads_used + count)]
         self.heads_used += count
         return heads
 
     def q_row(self, head: int, row: int) -> np.ndarray:
-        return self.qkv[head * self.host.key_dim + row]
+        return self.qkv[head // self.host.group * self.host.key_dim + row]
 
     def k_row(self, head: int, row: int) -> np.ndarray:
         H, dk = self.host.gdn_heads, self.host.key_dim
-        return self.qkv[H * dk + head * dk + row]
+        return self.qkv[(H + head // self.host.group) * dk + row]
 
     def v_row(self, head: int, col: int) -> np.ndarray:
         H, dk, dv = self.host.gdn_heads, self.host.key_dim, self.host.value_dim
@@ -108,7 +111,7 @@ class CompiledLayer:
         lay, host = self.layout, self.host
         if lay.columns != lay.total:
             raise CircuitError(f"layer {self.index}: the circuit was built with slack; compact() it first")
-        N, n, H, dk, dv = lay.total, lay.n, host.gdn_heads, host.key_dim, host.value_dim
+        N, n, H, Hv, dk, dv = lay.total, lay.n, host.gdn_heads, host.value_heads, host.key_dim, host.value_dim
         I = intermediate or max(len(self.neurons), 1)
         if len(self.neurons) > I or len(self.neurons) > host.intermediate:
             raise CircuitError(f"layer {self.index} needs {len(self.neurons)} MLP neurons; "
@@ -127,15 +130,15 @@ class CompiledLayer:
                 down[d, j] += c
         norm = np.zeros(N)
         norm[n:] = 2.0 ** GAIN_LOG2 - 1.0          # (1 + w) = 256 on circuit dims
-        conv = np.zeros((2 * H * dk + H * dv, 1, host.conv_kernel))
+        conv = np.zeros((2 * H * dk + Hv * dv, 1, host.conv_kernel))
         conv[:, 0, -1] = 1.0                      # identity on the current token
         w = {
             "input_layernorm.weight": norm, "post_attention_layernorm.weight": norm.copy(),
             "mlp.gate_proj.weight": gate, "mlp.up_proj.weight": up, "mlp.down_proj.weight": down,
             "linear_attn.in_proj_qkv.weight": self.matrix("qkv"), "linear_attn.in_proj_z.weight": self.matrix("z"),
-            "linear_attn.in_proj_b.weight": self.matrix("b"), "linear_attn.in_proj_a.weight": np.zeros((H, N)),
-            "linear_attn.conv1d.weight": conv, "linear_attn.dt_bias": np.zeros(H),
-            "linear_attn.A_log": np.full(H, A_LOG), "linear_attn.norm.weight": np.ones(dv),
+            "linear_attn.in_proj_b.weight": self.matrix("b"), "linear_attn.in_proj_a.weight": np.zeros((Hv, N)),
+            "linear_attn.conv1d.weight": conv, "linear_attn.dt_bias": np.zeros(Hv),
+            "linear_attn.A_log": np.full(Hv, A_LOG), "linear_attn.norm.weight": np.ones(dv),
             "linear_attn.out_proj.weight": self.matrix("out"),
         }
         check_silence(w, n, self.index)

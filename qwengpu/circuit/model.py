@@ -27,7 +27,7 @@ def model_config(circuit: Circuit, intermediate: int) -> Qwen3_5TextConfig:
         vocab_size=16, hidden_size=circuit.layout.total, intermediate_size=intermediate,
         num_hidden_layers=L + 1, layer_types=["linear_attention"] * L + ["full_attention"],
         num_attention_heads=1, num_key_value_heads=1, head_dim=16,
-        linear_num_key_heads=host.gdn_heads, linear_num_value_heads=host.gdn_heads,
+        linear_num_key_heads=host.gdn_heads, linear_num_value_heads=host.value_heads,
         linear_key_head_dim=host.key_dim, linear_value_head_dim=host.value_dim,
         linear_conv_kernel_dim=host.conv_kernel, rms_norm_eps=host.eps, tie_word_embeddings=True,
         max_position_embeddings=1 << 20, use_cache=True)

@@ -233,6 +233,7 @@ class FastModel:
         self.N = cfg.hidden_size
         self.eps = cfg.rms_norm_eps
         self.H, self.dk, self.dv = cfg.linear_num_value_heads, cfg.linear_key_head_dim, cfg.linear_value_head_dim
+        self.Hk = cfg.linear_num_key_heads
         self._check_config(cfg)
         with torch.no_grad():
             self.layers = [self._layer(src, i) for i in range(self.L)]
@@ -267,7 +268,7 @@ class FastModel:
             fast_cache.save(file, fast._saved())
         return fast
 
-    _SCALARS = ("L", "first", "end", "N", "eps", "H", "dk", "dv", "vocab")
+    _SCALARS = ("L", "first", "end", "N", "eps", "H", "Hk", "dk", "dv", "vocab")
 
     def _saved(self) -> dict:
         """What the constructor derived, as plain data (cache.py)."""
@@ -307,8 +308,8 @@ class FastModel:
         if self.L > len(types) or bad:
             raise FastPathError(f"circuit layers must be the first {self.L} layers and linear_attention; "
                                 f"layer types are {types[:self.L]}")
-        if cfg.linear_num_key_heads != cfg.linear_num_value_heads:
-            raise FastPathError("grouped GDN heads (key heads != value heads) are not supported")
+        if self.Hk <= 0 or self.H % self.Hk:
+            raise FastPathError(f"{self.H} GDN value heads for {self.Hk} key heads: not a multiple of it")
         if cfg.hidden_act != "silu":
             raise FastPathError(f"hidden_act {cfg.hidden_act!r}: the fast path implements silu")
         if not 0 <= self.first < self.end <= cfg.vocab_size:
@@ -326,18 +327,19 @@ class FastModel:
 
     def _gdn(self, src, pre: str, i: int) -> Gdn | None:
         self._check_gdn(src, pre, i)
-        H, dk, dv = self.H, self.dk, self.dv
+        H, Hk, dk, dv = self.H, self.Hk, self.dk, self.dv
+        group = H // Hk                  # value heads h share key head h // group (grouped heads)
         qkv, z, b, out = (src.get(pre + n + ".weight") for n in ("in_proj_qkv", "in_proj_z", "in_proj_b", "out_proj"))
-        qkv_rows = (qkv != 0).any(1)
-        used = (qkv_rows[:H * dk].view(H, dk).any(1) | qkv_rows[H * dk:2 * H * dk].view(H, dk).any(1)
-                | qkv_rows[2 * H * dk:].view(H, dv).any(1) | (z != 0).any(1).view(H, dv).any(1)
+        # a head whose values are all zero keeps a zero state and outputs 0 whatever its key and
+        # query (shared by a group of value heads on grouped hosts): only its own rows count
+        used = ((qkv != 0).any(1)[2 * Hk * dk:].view(H, dv).any(1) | (z != 0).any(1).view(H, dv).any(1)
                 | (b != 0).any(1) | (out != 0).any(0).view(H, dv).any(1))
         heads = _nonzero(used)
         if not len(heads):
             return None
-        per_head = [torch.cat([qkv[h * dk:(h + 1) * dk], qkv[(H + h) * dk:(H + h + 1) * dk],
-                               qkv[2 * H * dk + h * dv:2 * H * dk + (h + 1) * dv], z[h * dv:(h + 1) * dv]])
-                    for h in heads.tolist()]
+        per_head = [torch.cat([qkv[k * dk:(k + 1) * dk], qkv[(Hk + k) * dk:(Hk + k + 1) * dk],
+                               qkv[2 * Hk * dk + h * dv:2 * Hk * dk + (h + 1) * dv], z[h * dv:(h + 1) * dv]])
+                    for h in heads.tolist() for k in [h // group]]
         proj = torch.cat(per_head + [b[heads]])
         return Gdn(heads, Sparse.of(proj), Sparse.of(out[:, _head_rows(heads, dv, 0)], nonzero_rows=True, all_cols=True),
                    _f32(src.get(pre + "norm.weight")), 2 * dk + 2 * dv, dk)
