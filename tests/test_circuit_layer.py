@@ -158,3 +158,27 @@ def test_compact_keeps_a_field_whose_part_a_view_released():
     low = Field("low", wide.dims[:16], "bits", 0)
     assert (decode(hs[3][0], other)[0] == values % (1 << 16)).all()
     assert (decode(hs[3][0], low)[0] == values % (1 << 16)).all()
+
+
+def test_split_mlp_keeps_reads_before_writes():
+    """A layer split into narrower MLPs (a host with fewer neurons a layer): a neuron that reads
+    a dim another writes stays in its part or an earlier one, a cycle of such reads stays whole,
+    and a cycle wider than the limit is refused (tests/test_machine_fast.py runs a split circuit)."""
+    c, a, b = small_circuit()
+    lay = c.layer(0)
+    x = c.field("x", 2, 0)
+    lay.relu({a[0]: 1}, 0, {x[0]: 1})             # writes x0 ...
+    lay.relu({x[0]: 1}, 0, {b[1]: 1})             # ... which this reads: it must not come later
+    lay.relu({x[1]: 1}, 0, {x[1]: -1})            # a clear: reads and writes x1
+    lay.relu({x[1]: -1}, 0, {x[1]: 1})
+    lay.relu({a[2]: 1}, 0, {x[1]: 1})             # a new value on x1 after the clear
+    parts = lay.split_mlp(2)
+    order = [n for p in parts for n in p.neurons]
+    assert sorted(map(repr, order)) == sorted(map(repr, lay.neurons)) and all(len(p.neurons) <= 2 for p in parts)
+
+    def part(terms):
+        return next(i for i, p in enumerate(parts) for n in p.neurons if n[0] == terms)
+    assert part({x[0]: 1}) <= part({a[0]: 1}) and part({x[1]: 1}) <= part({a[2]: 1})
+    assert part({x[1]: 1}) == part({x[1]: -1})      # the clear's pair reads each other's write
+    with pytest.raises(CircuitError, match="layer 0: 2 MLP neurons read each other's writes"):
+        lay.split_mlp(1)

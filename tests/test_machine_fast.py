@@ -105,10 +105,13 @@ def reference_next(tokens: list[int]) -> list[int]:
 
 
 @functools.lru_cache(maxsize=None)
-def toy_model(dtype: str, requantize: bool = True, host: HostSpec = HOST):
+def toy_model(dtype: str, requantize: bool = True, host: HostSpec = HOST, mlp_limit: int = 0):
+    """mlp_limit: split the layers into MLPs of at most that many neurons (Circuit.fit_mlps)."""
     if dtype == "bfloat16":                      # the same (bf16-exact) weights, cast
-        return copy.deepcopy(toy_model("float32", requantize, host)).to(torch.bfloat16)
+        return copy.deepcopy(toy_model("float32", requantize, host, mlp_limit)).to(torch.bfloat16)
     c, f = toy_circuit(requantize, host)
+    if mlp_limit:
+        c.fit_mlps(mlp_limit)
     model = build_model(c, "float32")
     idx = np.arange(GPU)
     gpu = encode(c, {f[name]: [unpack(i)[name] for i in idx] for name, _ in FIELDS}, GPU)
@@ -124,9 +127,10 @@ def toy_model(dtype: str, requantize: bool = True, host: HostSpec = HOST):
 
 
 @functools.lru_cache(maxsize=None)
-def fast_model(dtype: str, requantize: bool = True, native: bool = True, host: HostSpec = HOST) -> FastModel:
+def fast_model(dtype: str, requantize: bool = True, native: bool = True, host: HostSpec = HOST,
+               mlp_limit: int = 0) -> FastModel:
     """native: the C step (native.c); False: the torch ops. Both are held against the stock path."""
-    return FastModel(toy_model(dtype, requantize, host), native=native)
+    return FastModel(toy_model(dtype, requantize, host, mlp_limit), native=native)
 
 
 NATIVE = pytest.mark.parametrize("native", [True, False], ids=["c", "torch"])
@@ -163,15 +167,18 @@ def test_toy_reference_is_not_trivial():
 
 
 @NATIVE
-@pytest.mark.parametrize("dtype, host", [("float32", HOST), ("bfloat16", HOST), ("float32", GROUPED)],
-                         ids=["float32", "bfloat16", "grouped"])
-def test_stream_matches_stock(dtype, host, native):
+@pytest.mark.parametrize("dtype, host, mlp_limit", [("float32", HOST, 0), ("bfloat16", HOST, 0),
+                                                    ("float32", GROUPED, 0), ("float32", HOST, 5)],
+                         ids=["float32", "bfloat16", "grouped", "split"])
+def test_stream_matches_stock(dtype, host, mlp_limit, native):
     """Teacher-forced random tokens: hidden after the circuit, next tokens, recurrent states
-    (also on a grouped host, whose key heads each serve two value heads)."""
+    (also on a grouped host, whose key heads each serve two value heads, and with every MLP
+    split into layers of at most 5 neurons, as on a host with narrower MLPs)."""
     rng = np.random.default_rng(1)
     T, prefill = (48, 24) if dtype == "float32" else (16, 8)
     tokens = stream(rng, T)
-    model, fm = toy_model(dtype, host=host), fast_model(dtype, native=native, host=host)
+    model = toy_model(dtype, host=host, mlp_limit=mlp_limit)
+    fm = fast_model(dtype, native=native, host=host, mlp_limit=mlp_limit)
     hs, stock_next, cache = stock_run(model, tokens, prefill)
     state = fm.new_state()
     fast_next = fm.prefill(state, tokens[:prefill])

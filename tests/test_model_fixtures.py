@@ -22,7 +22,7 @@ from qwengpu.testing.circuits import synthetic_circuit
 from qwengpu.model.hosts import host_config, layer_shapes
 from qwengpu.model import merge
 from qwengpu.model.merge import build
-from qwengpu.model.standin import fixture_config, write_random_base
+from qwengpu.model.standin import fixture_config, standin_config, write_random_base
 from qwengpu.suite import discover, load_spec, mismatches
 
 
@@ -66,18 +66,29 @@ def test_machine_circuit_fits_the_2b_shape():
     assert len(circuit.info["machine"]) == 64
 
 
-def test_machine_circuit_fits_the_4b_shape(tmp_path):
-    """Qwen3.5-4B's GDN has 16 key heads for 32 value heads (grouped): the machine's heads are the
-    first value head of each key head's pair, with that key head's query and key; the second
-    value head of a pair stays all zero. A merged checkpoint of that shape loads in transformers."""
-    cfg = fixture_config("qwen3_5_4b_text")
+def test_machine_circuit_fits_grouped_heads_and_narrow_mlps(tmp_path):
+    """Qwen3.5-4B's and 9B's GDN have 16 key heads for 32 value heads (grouped), and Qwen3.5-0.8B's
+    MLPs have 3,584 neurons, fewer than the machine's widest layers. Both on the stand-in's width
+    (one machine build; benchmarks/fixture_kernels.py runs the suite on the real shapes):
+    * the machine's heads are the first value head of each key head's pair (with that key head's
+      query and key), the second value head of a pair stays all zero;
+    * the layers wider than 3,584 neurons are split, the parts after the first without heads,
+      and global memory's banks (the host's readout) name the layers their heads moved to.
+    A merged checkpoint of the 4B shape loads in transformers."""
+    cfg = standin_config()
+    cfg.update(linear_num_value_heads=32, intermediate_size=3584)
     machine = machine_for(cfg)
-    assert machine.c.layout.total == 2560 + 2560 and len(machine.c.layers) == LAYERS
-    for lay in machine.c.layers:
+    layers = machine.c.layers
+    assert LAYERS < len(layers) <= LAYERS + 16
+    assert max(lay.neuron_count for lay in layers) <= 3584
+    for lay in layers:
         assert set((lay.out.cols % 2).tolist()) <= {0} and set(np.flatnonzero(lay.matrix("b").any(1)) % 2) <= {0}
         assert lay.heads_used <= 16
+    for bank in machine.global_banks:
+        heads = layers[bank.layer].out.cols // 128
+        assert set(h for replica in bank.replicas for h in replica) <= set(heads.tolist())
     first = machine_circuit(cfg).layers[0]
-    assert first["linear_attn.in_proj_qkv.weight"].shape == (2 * 16 * 128 + 32 * 128, 5120)
+    assert first["linear_attn.in_proj_qkv.weight"].shape == (2 * 16 * 128 + 32 * 128, machine.c.layout.total)
     assert first["linear_attn.A_log"].shape == first["linear_attn.in_proj_b.weight"].shape[:1] == (32,)
     small = fixture_config("qwen3_5_4b_text", ("linear_attention", "full_attention"), vocab_size=256, eos_token_id=0)
     base = write_random_base(tmp_path / "b4", small, "multimodal")

@@ -15,6 +15,8 @@ token (zero in every circuit dim) the layer's output is then exactly 0.
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from qwengpu.circuit import CircuitError
@@ -149,6 +151,80 @@ class CompiledLayer:
     def neuron_count(self) -> int:
         return len(self.neurons)
 
+    def split_mlp(self, limit: int) -> list["CompiledLayer"]:
+        """This layer as consecutive layers of at most `limit` MLP neurons each: the first keeps
+        the GDN heads, the others have none. One MLP's neurons all read the residual before any
+        of them writes it; split, a neuron sees what earlier parts wrote, so no neuron may come
+        after one that writes a dim it reads (every neuron reads the anchor: its bias)."""
+        if len(self.neurons) <= limit:
+            return [self]
+        groups = _ordered_groups(self.neurons, set(self.layout.anchor.dims))
+        big = max(groups, key=len)
+        if len(big) > limit:
+            raise CircuitError(f"layer {self.index}: {len(big)} MLP neurons read each other's writes and "
+                               f"cannot be split; the host has {limit} a layer")
+        parts: list[list[int]] = [[]]
+        for g in groups:
+            if len(parts[-1]) + len(g) > limit:
+                parts.append([])
+            parts[-1] += g
+        return [self._with_neurons([self.neurons[j] for j in part], gdn=(i == 0)) for i, part in enumerate(parts)]
+
+    def _with_neurons(self, neurons: list, gdn: bool) -> "CompiledLayer":
+        out = copy.copy(self)
+        out.neurons = neurons
+        if not gdn:
+            out.heads_used = 0
+            for name in ("qkv", "z", "b", "out"):
+                m = getattr(self, name)
+                setattr(out, name, _Sparse.empty(m.shape, m.dtype) if isinstance(m, _Sparse) else np.zeros_like(m))
+        return out
+
+
+def _ordered_groups(neurons: list, always_read: set[int]) -> list[list[int]]:
+    """Indices of `neurons` in groups that must share a layer (a cycle of reads and writes), the
+    groups in an order where a neuron that reads a dim comes no later than any neuron writing it:
+    the strongly connected components of "v reads what u writes" (v -> u), in topological order
+    (Tarjan, iterative: emits a component after every component it reaches)."""
+    writers: dict[int, list[int]] = {}
+    for u, (_, _, out) in enumerate(neurons):
+        for d in out:
+            writers.setdefault(d, []).append(u)
+    edges = [sorted({u for d in set(terms) | always_read for u in writers.get(d, ()) if u != v})
+             for v, (terms, _, _) in enumerate(neurons)]
+    index, low, on_stack, stack, emitted = {}, {}, set(), [], []
+    for root in range(len(neurons)):
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = len(index)
+                stack.append(v)
+                on_stack.add(v)
+            if i < len(edges[v]):
+                work.append((v, i + 1))
+                u = edges[v][i]
+                if u not in index:
+                    work.append((u, 0))
+                elif u in on_stack:
+                    low[v] = min(low[v], index[u])
+                continue
+            if low[v] == index[v]:
+                group = []
+                while True:
+                    u = stack.pop()
+                    on_stack.discard(u)
+                    group.append(u)
+                    if u == v:
+                        break
+                emitted.append(sorted(group))
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return emitted[::-1]
+
 
 class _Sparse:
     """A float32 matrix kept as its nonzero entries."""
@@ -157,6 +233,12 @@ class _Sparse:
         self.shape, self.dtype = dense.shape, dense.dtype
         self.rows, self.cols = np.nonzero(dense)
         self.values = dense[self.rows, self.cols]
+
+    @classmethod
+    def empty(cls, shape: tuple[int, int], dtype) -> "_Sparse":
+        out = cls(np.zeros((0, 0), dtype))
+        out.shape = shape
+        return out
 
     def dense(self) -> np.ndarray:
         out = np.zeros(self.shape, self.dtype)
@@ -253,6 +335,19 @@ class Circuit:
             lay.relu({d: 1 / field.scale}, 0, {d: -field.scale})
             lay.relu({d: -1 / field.scale}, 0, {d: field.scale})
         self.layout.release(field, at)
+
+    def fit_mlps(self, limit: int) -> list[int]:
+        """Splits every layer with more than `limit` MLP neurons (CompiledLayer.split_mlp), for a
+        host whose MLPs are narrower than the circuit's widest. Returns each layer's new index
+        (where its GDN heads are now)."""
+        layers, where = [], []
+        for lay in self.layers:
+            where.append(len(layers))
+            layers += lay.split_mlp(limit)
+        for i, lay in enumerate(layers):
+            lay.index = i
+        self.layers = layers
+        return where
 
     def weights(self) -> list[dict[str, np.ndarray]]:
         intermediate = max([lay.neuron_count for lay in self.layers] + [1])

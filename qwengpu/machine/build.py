@@ -133,6 +133,9 @@ class Machine:
              queues, atomic, schedule, next_pc)
         self.global_banks = memory.global_banks      # where the host reads global memory (readout)
         c.compact()
+        moved = c.fit_mlps(host.intermediate)        # a host with narrower MLPs gets more layers
+        for bank in self.global_banks:
+            bank.layer = moved[bank.layer]
 
     def _unit(self, name: str, build_unit, *ports):
         """build_unit(*ports), recording in footprint[name] the layers whose MLP gets neurons or
