@@ -156,7 +156,7 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
             dt = out_dtype(name, dtype)
             items.append(Item(f"model.layers.{i}.{name}", shapes[name], dt, _one(
                 lambda lay=layer, nm=name, s=shapes[name], d=dt: _circuit_tensor(lay[nm], nm, s, d))))
-    gpu_rows = torch.from_numpy(np.ascontiguousarray(circuit.token_embeddings)).to(dtype)
+    gpu_rows = circuit.token_embeddings
     final_gain = circuit.final_norm if circuit.final_norm is not None else np.ones(C)
     k = scales(n, C, rescale, tied="lm_head.weight" not in base.sources)
 
@@ -178,7 +178,7 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
         elif name.endswith(READS_HIDDEN):
             items.append(Item(new, (shape[0], N), dt, _rows(base, name, N, dt, k["read"])))
         elif name.endswith(WRITES_HIDDEN):
-            zeros = torch.zeros((C, shape[1]), dtype=dt)
+            zeros = np.zeros((C, shape[1]), np.float32)
             items.append(Item(new, (N, shape[1]), dt, _rows(base, name, shape[1], dt, k["write"], zeros, 0)))
         else:
             items.append(Item(new, shape, dt, _one(lambda nm=name, d=dt: read_tensor(base, nm).to(d))))
@@ -190,9 +190,10 @@ def _one(make: Callable[[], torch.Tensor]) -> Callable[[], Iterator[torch.Tensor
 
 
 def _rows(base: BaseCheckpoint, name: str, width: int, dtype: torch.dtype, factor: float = 1.0,
-          tail: torch.Tensor | None = None, tail_col: int = 0) -> Callable[[], Iterator[torch.Tensor]]:
+          tail: np.ndarray | None = None, tail_col: int = 0) -> Callable[[], Iterator[torch.Tensor]]:
     """Row blocks of the base matrix times `factor`, zero-padded to `width` columns, then the
-    rows of `tail` placed from column `tail_col` (GPU-token rows, or zero rows)."""
+    rows of `tail` placed from column `tail_col` (GPU-token rows, or zero rows), in blocks too
+    (a 4B host's GPU-token rows are gigabytes)."""
     def blocks():
         rows = base_shape(base, name)[0]
         for r in range(0, rows, ROW_BLOCK):
@@ -202,9 +203,10 @@ def _rows(base: BaseCheckpoint, name: str, width: int, dtype: torch.dtype, facto
             out = torch.zeros((src.shape[0], width), dtype=dtype)
             out[:, : src.shape[1]] = src.to(dtype)
             yield out
-        if tail is not None and len(tail):
-            out = torch.zeros((tail.shape[0], width), dtype=dtype)
-            out[:, tail_col: tail_col + tail.shape[1]] = tail
+        for r in range(0, 0 if tail is None else len(tail), ROW_BLOCK):
+            block = torch.from_numpy(np.ascontiguousarray(tail[r:r + ROW_BLOCK]))
+            out = torch.zeros((block.shape[0], width), dtype=dtype)
+            out[:, tail_col: tail_col + block.shape[1]] = block.to(dtype)
             yield out
     return blocks
 
