@@ -8,6 +8,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer
 
 from qwengpu.circuit.host import anchor_split
 from qwengpu.errors import QwenGpuError
@@ -179,7 +180,7 @@ def test_2b_shaped_multimodal_base_round_trip(multimodal_2b, tmp_path):
     circuit = synthetic_circuit(small_2b_config(), width=64, layers=1, tokens=4)
     out = build(multimodal_2b, tmp_path / "m", "float32", circuit=circuit, progress=False)
     names = set(tensors(out))
-    assert not any("language_model" in k or "visual" in k or k.startswith("mtp") for k in names)
+    assert not any("language_model" in k or "visual" in k for k in names) and "mtp.fc.weight" in names
     assert "model.layers.2.self_attn.q_proj.weight" in names and "lm_head.weight" not in names
     model = AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.float32)
     assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()   # tied head
@@ -299,3 +300,65 @@ def test_build_progress_goes_to_stderr(tmp_path, capsys):
     out = capsys.readouterr()
     assert out.out == "" and "build" in out.err
     assert load_file(tmp_path / "model.safetensors")["w"].tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+# ---------------------------------------------------------------- the MTP head
+def mtp_logits(model, folder, ids):
+    """Logits of the multi-token-prediction head as vLLM's Qwen3.5 drafter computes them (for
+    position t: the embedding of token t+1 and the model's normed last hidden state at t, each
+    normed, concatenated, projected by fc, one full-attention decoder layer, mtp.norm, the
+    model's head), from the mtp.* tensors in `folder`, with the model's own embedding and head."""
+    mtp = {k: v.float() for k, v in tensors(folder).items() if k.startswith("mtp.")}
+    cfg = model.config
+
+    def norm(x, name):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + cfg.rms_norm_eps) * (1 + mtp[name])
+    with torch.no_grad():
+        hidden = model.model(ids).last_hidden_state[:, :-1]
+        embeds = model.model.embed_tokens(ids[:, 1:])
+        x = torch.cat([norm(embeds, "mtp.pre_fc_norm_embedding.weight"),
+                       norm(hidden, "mtp.pre_fc_norm_hidden.weight")], -1) @ mtp["mtp.fc.weight"].T
+        layer_cfg = type(cfg)(**{**cfg.to_dict(), "num_hidden_layers": 1, "layer_types": ["full_attention"]})
+        layer_cfg._attn_implementation = "eager"
+        layer = Qwen3_5DecoderLayer(layer_cfg, 0)
+        layer.load_state_dict({k[len("mtp.layers.0."):]: v for k, v in mtp.items() if k.startswith("mtp.layers.0.")})
+        T = x.shape[1]
+        pos = torch.arange(T)[None]
+        mask = torch.full((T, T), float("-inf")).triu(1)[None, None]
+        x = layer(x, position_embeddings=model.model.rotary_emb(x, pos), attention_mask=mask, position_ids=pos)
+        return norm(x, "mtp.norm.weight") @ model.lm_head.weight.T
+
+
+@pytest.mark.parametrize("width", [192, 64], ids=["a=2", "a=sqrt2"])
+def test_mtp_head_is_carried_through(tmp_path, width):
+    """A published checkpoint's MTP head (mtp.*) is written into the merged checkpoint, widened
+    like the base layers (the residual recipe's factors; the circuit dims get gain 0), so the
+    merged model drafts text exactly as the base does, up to the norms' eps (the head's input
+    norm sees the merged model's final-norm output, 1/a of the base's); stock transformers
+    loads the checkpoint and ignores the head, as it does the published one's."""
+    cfg = standin_config()
+    cfg.update(vocab_size=512, eos_token_id=0)
+    base = write_random_base(tmp_path / "b", cfg, "multimodal")
+    out = build(base, tmp_path / "m", "float32", circuit=synthetic_circuit(cfg, width, 1, 2), progress=False)
+    names = tensors(out)
+    N = 64 + width
+    assert names["mtp.fc.weight"].shape == (N, 2 * N) and names["mtp.layers.0.self_attn.o_proj.weight"].shape[0] == N
+    assert json.loads((out / "config.json").read_text())["mtp_num_hidden_layers"] == 1
+    model = AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.float32)
+    ids = torch.tensor([[5, 77, 300, 12, 5, 499, 3, 42]])
+    got = mtp_logits(model, out, ids)[0, :, :512].double()
+    want = mtp_logits(load_base(base, torch.float32), base, ids)[0].double()
+    lp, lq = want.log_softmax(-1), got.log_softmax(-1)
+    assert float((lp.exp() * (lp - lq)).sum(-1).max()) < 1e-9
+    assert (got.argmax(-1) == want.argmax(-1)).all()
+
+
+def test_a_partial_mtp_head_is_refused(tmp_path):
+    cfg = standin_config()
+    cfg.update(vocab_size=512, eos_token_id=0)
+    base = write_random_base(tmp_path / "b", cfg, "multimodal")
+    with safe_open(str(base / "model.safetensors"), framework="pt") as f:
+        kept = {k: f.get_tensor(k) for k in f.keys() if k != "mtp.norm.weight"}
+    save_file(kept, str(base / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(CheckpointError, match=r"1 text-model tensors missing, e.g. \['mtp.norm.weight'\]"):
+        build(base, tmp_path / "m", circuit=synthetic_circuit(cfg, 16, 1, 2), progress=False)

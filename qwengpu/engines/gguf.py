@@ -65,9 +65,9 @@ def export_gguf(model: str | os.PathLike, out: str | os.PathLike, outtype: str =
     script = llama / "convert_hf_to_gguf.py"
     if not script.is_file():
         raise LlamaCppError(f"llama.cpp's converter {script} is missing; run: bash {INSTALL}")
-    cmd = [str(py), str(script), str(model), "--outfile", str(out), "--outtype", outtype]
-    if not _has_mtp(model):
-        cmd.append("--no-mtp")            # a merged checkpoint has no mtp.* tensors
+    # the GGUF leaves the MTP head out: llama.cpp drafts with other means, and its norm check
+    # (gguf_norms.py) maps the text model's tensors only
+    cmd = [str(py), str(script), str(model), "--outfile", str(out), "--outtype", outtype, "--no-mtp"]
     start = time.perf_counter()
     say(f"converting {model} to {out} ({outtype}) with llama.cpp's convert_hf_to_gguf.py ...")
     tail = _run(cmd, say)
@@ -88,13 +88,6 @@ def export_gguf(model: str | os.PathLike, out: str | os.PathLike, outtype: str =
         f"norm gains: {norms['tensors']} tensors, {norms['elements']} elements, all exact")
     return {"out": str(out), "type": outtype, "bytes": out.stat().st_size,
             "seconds": time.perf_counter() - start, "norms": norms}
-
-
-def _has_mtp(model: Path) -> bool:
-    index = model / "model.safetensors.index.json"
-    if not index.is_file():
-        return False
-    return any(k.startswith(("mtp.", "model.mtp.")) for k in json.loads(index.read_text())["weight_map"])
 
 
 def _run(cmd: list[str], say: Callable[[str], None]) -> str | None:

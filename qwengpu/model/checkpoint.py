@@ -2,8 +2,8 @@
 
 Two layouts are accepted:
   multimodal  config.json model_type "qwen3_5" with the text config under text_config;
-              text weights under model.language_model.*, plus model.visual.* and mtp.*
-              (ignored: the merged model is text only)
+              text weights under model.language_model.*, plus model.visual.* (ignored: the
+              merged model is text only) and the MTP head mtp.* (carried through)
   text-only   model_type "qwen3_5_text"; weights under model.*
 Weights are model.safetensors or shards listed by model.safetensors.index.json.
 """
@@ -17,13 +17,13 @@ from pathlib import Path
 from safetensors import safe_open
 
 from qwengpu.model import CheckpointError
-from qwengpu.model.hosts import model_shapes
+from qwengpu.model.hosts import model_shapes, mtp_layers, mtp_shapes
 
 TEXT_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "layer_types", "vocab_size",
              "num_attention_heads", "num_key_value_heads", "head_dim", "linear_num_key_heads",
              "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
              "linear_conv_kernel_dim", "rms_norm_eps")
-IGNORED_PREFIXES = ("model.visual.", "mtp.", "visual.")
+IGNORED_PREFIXES = ("model.visual.", "visual.")
 
 
 @dataclass
@@ -31,7 +31,7 @@ class BaseCheckpoint:
     path: Path
     text_config: dict          # the Qwen3.5 text config (tie_word_embeddings filled in)
     layout: str                # "multimodal" | "text-only"
-    sources: dict[str, tuple[Path, str]]   # text-model name (model.*) -> (shard file, name on disk)
+    sources: dict[str, tuple[Path, str]]   # text-model name (model.*, mtp.*) -> (shard file, name on disk)
     dtypes: dict[str, str]     # text-model name -> safetensors dtype string
 
     @property
@@ -135,7 +135,7 @@ def safetensors_header(file: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
 
 
 def text_name(name: str, layout: str) -> str | None:
-    """The Qwen3_5ForCausalLM name of a tensor on disk, or None for vision / MTP tensors."""
+    """The Qwen3_5ForCausalLM name of a tensor on disk (mtp.* as it is), or None for vision tensors."""
     if name.startswith(IGNORED_PREFIXES):
         return None
     if layout == "multimodal" and name.startswith("model.language_model."):
@@ -174,7 +174,8 @@ def open_base(path: str | Path) -> BaseCheckpoint:
 
 
 def _check_shapes(path: Path, text: dict, shapes: dict[str, tuple]) -> None:
-    want = model_shapes(text)
+    """The text model's tensors, and the MTP head's when any mtp.* tensor is there."""
+    want = model_shapes(text) | (mtp_shapes(text, layers) if (layers := mtp_layers(shapes)) else {})
     missing = sorted(set(want) - set(shapes))
     if missing:
         raise CheckpointError(f"{path}: {len(missing)} text-model tensors missing, e.g. {missing[:3]}")

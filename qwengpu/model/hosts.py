@@ -3,6 +3,7 @@ a Qwen3.5 text config implies."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 CONFIGS = Path(__file__).parent / "configs"
@@ -53,6 +54,25 @@ def model_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
     if not cfg.get("tie_word_embeddings", True):
         shapes["lm_head.weight"] = (cfg["vocab_size"], cfg["hidden_size"])
     return shapes
+
+
+def mtp_shapes(cfg: dict, layers: int = 1) -> dict[str, tuple[int, ...]]:
+    """The multi-token-prediction head of a published checkpoint (mtp.*, beside the text model):
+    the next token's embedding and the model's last hidden state, each normed, concatenated and
+    projected (fc), `layers` full-attention decoder layers, a final norm; the embedding and the
+    output head are the model's."""
+    n = cfg["hidden_size"]
+    shapes = {"mtp.fc.weight": (n, 2 * n), "mtp.pre_fc_norm_embedding.weight": (n,),
+              "mtp.pre_fc_norm_hidden.weight": (n,), "mtp.norm.weight": (n,)}
+    for i in range(layers):
+        shapes |= {f"mtp.layers.{i}.{k}": v for k, v in layer_shapes(cfg, "full_attention").items()}
+    return shapes
+
+
+def mtp_layers(names) -> int:
+    """How many MTP decoder layers tensors with these names hold (0: no MTP head)."""
+    found = {int(m.group(1)) for name in names if (m := re.match(r"mtp\.layers\.(\d+)\.", name))}
+    return max(found) + 1 if found else int(any(name.startswith("mtp.") for name in names))
 
 
 # Tensors the real checkpoint keeps in fp32 whatever the model dtype.

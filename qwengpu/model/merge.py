@@ -47,13 +47,14 @@ from qwengpu.circuit.weights import CircuitWeights
 from qwengpu.dtypes import torch_dtype
 from qwengpu.model import CheckpointError
 from qwengpu.model.checkpoint import BaseCheckpoint, open_base, read_rows, read_tensor
-from qwengpu.model.hosts import FP32_SUFFIXES, layer_shapes
+from qwengpu.model.hosts import FP32_SUFFIXES, layer_shapes, mtp_layers
 from qwengpu.model.tokenizer import write_tokenizer
 
 READS_HIDDEN = ("in_proj_qkv.weight", "in_proj_z.weight", "in_proj_b.weight", "in_proj_a.weight",
                 "q_proj.weight", "k_proj.weight", "v_proj.weight", "gate_proj.weight", "up_proj.weight")
 WRITES_HIDDEN = ("out_proj.weight", "o_proj.weight", "down_proj.weight")
 LAYER_NORMS = ("input_layernorm.weight", "post_attention_layernorm.weight")
+MTP_INPUT_NORMS = ("mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight")
 MAX_SHARD_BYTES = 1 << 30
 RESCALES = ("residual", "eps")
 ROW_BLOCK = 8192
@@ -84,6 +85,8 @@ def merged_config(base: BaseCheckpoint, circuit: CircuitWeights, dtype: str, res
                vocab_size=V + len(circuit.token_names), num_hidden_layers=L + text["num_hidden_layers"],
                layer_types=["linear_attention"] * L + list(text["layer_types"]),
                rms_norm_eps=text["rms_norm_eps"] * (n / (n + C) if rescale == "eps" else 1.0), dtype=dtype)
+    if layers := mtp_layers(base.sources):
+        cfg.setdefault("mtp_num_hidden_layers", layers)      # vLLM's MTP drafter reads it (default 1)
     cfg["qwengpu"] = {"base_hidden_size": n, "circuit_width": C, "circuit_layers": L, "base_vocab_size": V,
                       "gpu_token_ids": [V, V + len(circuit.token_names)], "base_rms_norm_eps": text["rms_norm_eps"],
                       "rescale": rescale,
@@ -169,10 +172,14 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
         if name in ("model.embed_tokens.weight", "lm_head.weight"):
             factor = k["embed"] if name == "model.embed_tokens.weight" else 1.0
             items.append(Item(new, (V + Vg, N), dt, _rows(base, name, N, dt, factor, gpu_rows, n)))
-        elif name == "model.norm.weight":
+        elif name in ("model.norm.weight", "mtp.norm.weight"):       # the MTP head's output norm is a final norm
+            gain = final_gain if name == "model.norm.weight" else np.zeros(C)
             items.append(Item(new, (N,), dt, _one(
-                lambda nm=name, d=dt: _norm(read_tensor(base, nm), k["final"], final_gain, d))))
-        elif name.endswith(LAYER_NORMS):
+                lambda nm=name, g=gain, d=dt: _norm(read_tensor(base, nm), k["final"], g, d))))
+        elif name == "mtp.fc.weight":
+            items.append(Item(new, (N, 2 * N), dt, _one(
+                lambda nm=name, d=dt: _mtp_fc(read_tensor(base, nm), N, k["read"] * k["write"], d))))
+        elif name.endswith(LAYER_NORMS + MTP_INPUT_NORMS):
             items.append(Item(new, (N,), dt, _one(
                 lambda nm=name, d=dt: _norm(read_tensor(base, nm), k["norm"], np.zeros(C), d))))
         elif name.endswith(READS_HIDDEN):
@@ -183,6 +190,17 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
         else:
             items.append(Item(new, shape, dt, _one(lambda nm=name, d=dt: read_tensor(base, nm).to(d))))
     return items
+
+
+def _mtp_fc(src: torch.Tensor, N: int, factor: float, dtype: torch.dtype) -> torch.Tensor:
+    """The MTP head's projection of [normed embedding, normed hidden state] (each N wide now) to
+    the residual: the base's two halves on the base dims of each. It reads norm outputs and writes
+    a residual, so its factor is the readers' times the writers' (1 for both recipes)."""
+    n = src.shape[0]
+    w = src.to(torch.float64) * factor
+    out = torch.zeros((N, 2 * N), dtype=torch.float64)
+    out[:n, :n], out[:n, N:N + n] = w[:, :n], w[:, n:]
+    return out.to(dtype)
 
 
 def _one(make: Callable[[], torch.Tensor]) -> Callable[[], Iterator[torch.Tensor]]:

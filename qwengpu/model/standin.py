@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from safetensors.torch import save_file
 
-from qwengpu.model.hosts import FP32_SUFFIXES, host_config, model_shapes
+from qwengpu.model.hosts import FP32_SUFFIXES, host_config, model_shapes, mtp_shapes
 from qwengpu.model.tokenizer import write_tokenizer
 
 HIDDEN = 64
@@ -89,7 +89,7 @@ def write_random_base(out: Path, cfg: dict, layout: str = "text-only", seed: int
                       tokenizer: bool = False, note: str = "") -> Path:
     """A random-weight Qwen3.5 checkpoint for `cfg` (a text config). "multimodal" writes the
     published layout: a qwen3_5 config with text_config, weights under model.language_model.*,
-    plus (tiny) model.visual.* and mtp.* tensors that a text build must ignore."""
+    plus a (tiny) model.visual.* tensor that a text build must ignore and a random MTP head (mtp.*)."""
     out = Path(out)
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -100,7 +100,9 @@ def write_random_base(out: Path, cfg: dict, layout: str = "text-only", seed: int
         tensors = {("model.language_model." + k[len("model."):] if k.startswith("model.") else k): v
                    for k, v in tensors.items()}
         tensors["model.visual.patch_embed.proj.weight"] = torch.zeros(8, 3, 2, 2, 2, dtype=torch.bfloat16)
-        tensors["mtp.fc.weight"] = torch.zeros(8, 8, dtype=torch.bfloat16)
+        rng = np.random.default_rng(seed + 1)                # the text tensors stay those of `seed`
+        tensors |= {name: torch.from_numpy(_init(name, shape, rng)).to(torch.bfloat16)
+                    for name, shape in mtp_shapes(cfg).items()}
         text = {k: v for k, v in text.items() if k not in ("tie_word_embeddings", "architectures")}
         config = {"model_type": "qwen3_5", "architectures": ["Qwen3_5ForConditionalGeneration"],
                   "tie_word_embeddings": cfg.get("tie_word_embeddings", True), "text_config": text,
