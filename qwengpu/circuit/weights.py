@@ -6,6 +6,7 @@ needs nothing from qwengpu.model, which consumes it: the dependency points one w
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,8 +34,9 @@ class CircuitWeights:
 
     def digest(self) -> str:
         h = hashlib.sha256(f"C={self.width};tokens={'|'.join(self.token_names)}".encode())
-        arrays = [self.token_embeddings] + ([self.final_norm] if self.final_norm is not None else [])
-        arrays += [layer[k] for layer in self.layers for k in sorted(layer)]
-        for a in arrays:
-            h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+        head = [self.token_embeddings] + ([self.final_norm] if self.final_norm is not None else [])
+        # a generator: a machine's layers are computed one at a time (LazyLayer) and must not be
+        # held together (a list of them was 11 GB for the stand-in, the build's peak)
+        for a in itertools.chain(head, (layer[k] for layer in self.layers for k in sorted(layer))):
+            h.update(memoryview(np.ascontiguousarray(a, dtype=np.float64)).cast("B"))
         return h.hexdigest()
