@@ -73,13 +73,15 @@ def make_merged(base: Path, merged: Path, dtype: str) -> None:
 
 
 def check_layout(merged: Path) -> dict:
-    """What a stock loader sees: a text-only config, no multimodal names, a tied head."""
+    """What a stock loader sees: a text-only config, no multimodal names, the head (tied or not),
+    and the MTP head carried through (mtp.*)."""
     cfg = json.loads((merged / "config.json").read_text())
     index = merged / "model.safetensors.index.json"
     names = list(json.loads(index.read_text())["weight_map"]) if index.is_file() else []
     return {"architectures": cfg["architectures"], "tie_word_embeddings": cfg.get("tie_word_embeddings"),
             "lm_head_stored": "lm_head.weight" in names,
-            "multimodal_names": sum("language_model" in n or "visual" in n or n.startswith("mtp") for n in names)}
+            "multimodal_names": sum("language_model" in n or "visual" in n for n in names),
+            "mtp_tensors": sum(n.startswith("mtp.") for n in names)}
 
 
 def run_kernels(merged: Path, dtype: str, names: list[str]) -> None:

@@ -1,0 +1,53 @@
+"""Text drift of a merged model in bf16, like for like, and what is left of it when the one
+rounding the merge cannot avoid with a tied head (the final norm's gain (1 + w) / a**2) is
+taken away: the floor that comes from computing over n + C dims instead of n.
+
+    .venv/bin/python benchmarks/bf16_drift.py [--base standin] [--merged DIR] > drift.json
+
+--merged must be a float32 build (default: eval_kl's, the demo circuit; the stand-in's has
+n + C = 4n, a = 2, so every other scaled weight is exact in bf16). Reports eval_kl's keys,
+`ratio` = kl_bf16 / kl_bf16_base_vs_fp32 (the base's own bf16 drift), and `kl_bf16_final_gain_fp32`:
+the same like-for-like KL with the merged model's final-norm weight kept in fp32.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from qwengpu.model import kl  # noqa: E402
+from qwengpu.model.merge import resolve_base  # noqa: E402
+
+
+def final_gain_fp32_kl(base: Path, merged: Path, vocab: int) -> float:
+    fp32 = kl.load_merged(merged, torch.float32).model.norm.weight.detach().clone()
+    b, m = kl.load_base(base, torch.bfloat16), kl.load_merged(merged, torch.bfloat16)
+    m.model.norm.weight = torch.nn.Parameter(fp32)        # the module computes (1 + w) in fp32
+    out = [kl._kl(kl._logits(b, ids), kl._logits(m, ids)[:, :vocab])
+           for ids in (kl.reference_encode(t) for t in kl.TEXTS)]
+    return float(np.concatenate(out).mean())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", default="standin")
+    ap.add_argument("--merged", type=Path, default=None, help="a float32 merged checkpoint (default: eval_kl's)")
+    args = ap.parse_args()
+    base = resolve_base(args.base)
+    result = kl.eval_kl(base, args.merged)
+    merged = args.merged or Path(__file__).resolve().parents[1] / "build" / f"merged-{base.name}-residual"
+    vocab = json.loads((merged / "config.json").read_text())["qwengpu"]["base_vocab_size"]
+    result["ratio"] = result["kl_bf16"] / result["kl_bf16_base_vs_fp32"]
+    result["kl_bf16_final_gain_fp32"] = final_gain_fp32_kl(base, merged, vocab)
+    result["ratio_final_gain_fp32"] = result["kl_bf16_final_gain_fp32"] / result["kl_bf16_base_vs_fp32"]
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
