@@ -66,17 +66,27 @@ def test_machine_circuit_fits_the_2b_shape():
     assert len(circuit.info["machine"]) == 64
 
 
-def test_machine_circuit_fits_grouped_heads_and_narrow_mlps(tmp_path):
-    """Qwen3.5-4B's and 9B's GDN have 16 key heads for 32 value heads (grouped), and Qwen3.5-0.8B's
-    MLPs have 3,584 neurons, fewer than the machine's widest layers. Both on the stand-in's width
-    (one machine build; benchmarks/fixture_kernels.py runs the suite on the real shapes):
-    * the machine's heads are the first value head of each key head's pair (with that key head's
-      query and key), the second value head of a pair stays all zero;
-    * the layers wider than 3,584 neurons are split, the parts after the first without heads,
-      and global memory's banks (the host's readout) name the layers their heads moved to.
-    A merged checkpoint of the 4B shape loads in transformers."""
+def grouped_narrow_config() -> dict:
+    """The stand-in with Qwen3.5-4B's and 9B's grouped GDN heads (16 key heads, each serving 2
+    value heads) and Qwen3.5-0.8B's 3,584-neuron MLPs (the machine's widest layer has 5,866):
+    both host mechanisms in one build (benchmarks/fixture_kernels.py runs the real shapes)."""
     cfg = standin_config()
     cfg.update(linear_num_value_heads=32, intermediate_size=3584)
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def grouped_narrow_merged(tmp_path_factory):
+    base = write_random_base(tmp_path_factory.mktemp("gn") / "base", grouped_narrow_config(), "multimodal")
+    return build(base, base.parent / "merged", "bfloat16", progress=False)
+
+
+def test_machine_fits_grouped_heads_and_narrow_mlps():
+    """* the machine's heads are the first value head of each key head's pair (with that key
+      head's query and key), the second value head of a pair stays all zero;
+    * the layers wider than 3,584 neurons are split, the parts after the first without heads,
+      and global memory's banks (the host's readout) name the layers their heads moved to."""
+    cfg = grouped_narrow_config()
     machine = machine_for(cfg)
     layers = machine.c.layers
     assert LAYERS < len(layers) <= LAYERS + 16
@@ -90,6 +100,31 @@ def test_machine_circuit_fits_grouped_heads_and_narrow_mlps(tmp_path):
     first = machine_circuit(cfg).layers[0]
     assert first["linear_attn.in_proj_qkv.weight"].shape == (2 * 16 * 128 + 32 * 128, machine.c.layout.total)
     assert first["linear_attn.A_log"].shape == first["linear_attn.in_proj_b.weight"].shape[:1] == (32,)
+
+
+@pytest.mark.parametrize("name", ["dot", "atomic_inc"])
+def test_grouped_narrow_host_runs_kernels_exactly(grouped_narrow_merged, name):
+    """The merged checkpoint of that shape (built from a multimodal base, bf16) runs kernels in
+    the model: every generated token replay-checked, the outputs (read from global memory's
+    banks where the split moved them) equal to the NumPy reference."""
+    runs_exactly(Device("model", model=grouped_narrow_merged, dtype="bfloat16", check="replay", max_tokens=20_000),
+                 name)
+
+
+def runs_exactly(device: Device, name: str) -> None:
+    """Suite kernel `name` on `device`: its output arrays equal to its NumPy reference."""
+    case = next(c for c in discover() if c.name == name)
+    spec = load_spec(case)
+    grid, block, args = spec.launch()
+    expected = spec.reference(*copy.deepcopy(list(args)))
+    fn = device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
+    result = fn(grid=grid, block=block, args=args)
+    assert not mismatches(args, expected, fn.arg_names)
+    assert result.tokens > result.passes > 0
+
+
+def test_4b_shaped_base_merges(tmp_path):
+    """A merged checkpoint of the real 4B shape (hidden 2560, 16/32 GDN heads) loads in transformers."""
     small = fixture_config("qwen3_5_4b_text", ("linear_attention", "full_attention"), vocab_size=256, eos_token_id=0)
     base = write_random_base(tmp_path / "b4", small, "multimodal")
     out = build(base, tmp_path / "m", circuit=synthetic_circuit(small, 32, 1, 2), progress=False)
@@ -137,14 +172,7 @@ def bf16_device():
 def test_bf16_merged_standin_runs_kernels_exactly(bf16_device, name):
     """The bf16 checkpoint on disk loaded in bf16 (fast path): every token replay-checked, the
     output arrays equal to the kernel's NumPy reference."""
-    case = next(c for c in discover() if c.name == name)
-    spec = load_spec(case)
-    grid, block, args = spec.launch()
-    expected = spec.reference(*copy.deepcopy(list(args)))
-    fn = bf16_device.compile(case.source.read_text(), filename=case.source.name).get_function(spec.KERNEL)
-    result = fn(grid=grid, block=block, args=args)
-    assert not mismatches(args, expected, fn.arg_names)
-    assert result.tokens > result.passes > 0
+    runs_exactly(bf16_device, name)
 
 
 # ---------------------------------------------------------------- torch device
