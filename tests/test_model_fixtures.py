@@ -2,6 +2,7 @@
 them (2B, and 4B's grouped GDN heads), and the model engine's torch device. The full 2B-shaped build running kernels is
 benchmarks/fixture_kernels.py (several GB; docs/build.md has its numbers)."""
 import copy
+import shutil
 import sys
 from types import SimpleNamespace
 
@@ -77,8 +78,10 @@ def grouped_narrow_config() -> dict:
 
 @pytest.fixture(scope="module")
 def grouped_narrow_merged(tmp_path_factory):
+    """Its merged checkpoint (7 GB on disk, removed when the module ends)."""
     base = write_random_base(tmp_path_factory.mktemp("gn") / "base", grouped_narrow_config(), "multimodal")
-    return build(base, base.parent / "merged", "bfloat16", progress=False)
+    yield build(base, base.parent / "merged", "bfloat16", progress=False)
+    shutil.rmtree(base.parent)
 
 
 def test_machine_fits_grouped_heads_and_narrow_mlps():
