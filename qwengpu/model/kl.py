@@ -51,8 +51,12 @@ def load_base(path: str | Path, dtype: torch.dtype) -> Qwen3_5ForCausalLM:
     state = {name: read_tensor(ckpt, name).to(dtype) for name in ckpt.sources}
     model.load_state_dict(state, strict=False, assign=True)
     model.tie_weights()
-    model.model.rotary_emb = Qwen3_5TextRotaryEmbedding(model.config)   # its buffers were on meta
-    return model.to(dtype).eval()
+    model = model.to(dtype).eval()
+    # its buffers were on meta; made after the cast, they stay float32 as from_pretrained keeps
+    # them (the merged model's are): a bf16 inv_freq moves every rotary angle, drift that
+    # the merge does not cause
+    model.model.rotary_emb = Qwen3_5TextRotaryEmbedding(model.config)
+    return model
 
 
 def load_merged(path: str | Path, dtype: torch.dtype):
