@@ -754,7 +754,10 @@ def build(base: str = typer.Option(..., "--base", help='a local Qwen3.5 checkpoi
           dtype: str = typer.Option("bfloat16", "--dtype", help="bfloat16 or float32"),
           force: bool = typer.Option(False, "--force", help="overwrite a non-empty --out"),
           rescale: str = typer.Option("residual", "--rescale",
-                                      help="residual (exact, default) or eps (the norm/eps recipe); see docs/build.md")):
+                                      help="residual (exact, default) or eps (the norm/eps recipe); see docs/build.md"),
+          exact_bf16: bool = typer.Option(False, "--exact-bf16",
+                                          help="text in bf16 bit for bit the base's: a circuit width with n + C = "
+                                               "4**k n and an untied head (costs width; docs/build.md)")):
     """Build a merged Qwen3_5ForCausalLM checkpoint: circuit layers in front of the base's layers."""
     try:
         _choice("dtype", dtype, ("bfloat16", "float32"))
@@ -765,7 +768,7 @@ def build(base: str = typer.Option(..., "--base", help='a local Qwen3.5 checkpoi
         if out.is_dir() and any(out.iterdir()) and not force:
             raise QwenGpuError(f"--out {out} is not empty; pass --force to overwrite it")
         from qwengpu.model.merge import build as build_checkpoint    # torch and transformers: after the checks
-        path = build_checkpoint(base, out, dtype=dtype, force=force, rescale=rescale)
+        path = build_checkpoint(base, out, dtype=dtype, force=force, rescale=rescale, exact_bf16=exact_bf16)
     except QwenGpuError as e:
         fail(e)
     console.print(f"merged checkpoint written to [bold]{_escape(str(path))}[/]")

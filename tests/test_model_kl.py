@@ -6,6 +6,7 @@ import pytest
 import torch
 from safetensors import safe_open
 
+from qwengpu.model import CheckpointError
 from qwengpu.testing.circuits import synthetic_circuit
 from qwengpu.model.kl import TEXTS, _kl, eval_kl
 from qwengpu.model.merge import build
@@ -58,3 +59,22 @@ def test_a_perturbed_merge_shows_drift(tmp_path):
     save_file(t, str(out / "model.safetensors"), metadata={"format": "pt"})
     r = eval_kl(base, out, texts=TEXTS[:1], dtypes=("fp32",))
     assert r["kl_fp32"] > 1e-4
+
+
+def test_exact_bf16_build_drifts_not_at_all(tmp_path):
+    """--exact-bf16 on the stand-in with the demo circuit (n + C = 4n, a = 2): the head untied (the
+    embedding / 2), no gain rescaled, so the merged model in bf16 computes on text bit for bit what
+    the base computes in bf16 (KL exactly 0), as in fp32; the default build's tied head rescales
+    the final norm's gain, which bf16 rounds (benchmarks/bf16_drift.py)."""
+    out = build("standin", tmp_path / "m", "float32", circuit="demo", exact_bf16=True, progress=False)
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["tie_word_embeddings"] is False and cfg["qwengpu"]["exact_bf16"] is True
+    r = eval_kl("standin", out, texts=TEXTS[:3])
+    assert r["kl_fp32"] == 0.0 and r["kl_bf16"] == 0.0 and r["kl_bf16_base_vs_fp32"] > 1e-4
+    assert r["circuit_max_abs_on_text"] == 0.0
+
+
+def test_exact_bf16_refuses_a_width_that_is_not_4k_n(tmp_path):
+    with pytest.raises(CheckpointError, match=r"exact_bf16: n \+ C = 128 is not 4\*\*k times n = 64"):
+        build("standin", tmp_path / "m", circuit=synthetic_circuit(standin_config(), 64, 1, 2), exact_bf16=True,
+              progress=False)

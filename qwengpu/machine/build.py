@@ -192,6 +192,8 @@ def machine_for_host(host: HostSpec, width: int | None = None) -> Machine:
     """The machine for `host` in `width` circuit dims; None: the smallest width it fits in (a
     merged checkpoint's recorded circuit_width skips that search)."""
     check_limits()                                  # before the caches: isa may have changed since
+    if width is not None and width > MAX_WIDTH:
+        raise MachineLimitError(f"a circuit of {width} residual dims; the machine is built for at most {MAX_WIDTH}")
     return _machine(host, _fitting_width(host) if width is None else width)
 
 

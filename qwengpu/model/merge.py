@@ -77,7 +77,8 @@ def out_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if name.endswith(FP32_SUFFIXES) else dtype
 
 
-def merged_config(base: BaseCheckpoint, circuit: CircuitWeights, dtype: str, rescale: str = "residual") -> dict:
+def merged_config(base: BaseCheckpoint, circuit: CircuitWeights, dtype: str, rescale: str = "residual",
+                  exact_bf16: bool = False) -> dict:
     text, n, C = base.text_config, base.hidden, circuit.width
     V, L = text["vocab_size"], len(circuit.layers)
     cfg = {k: v for k, v in text.items() if not k.startswith("_")}
@@ -85,11 +86,13 @@ def merged_config(base: BaseCheckpoint, circuit: CircuitWeights, dtype: str, res
                vocab_size=V + len(circuit.token_names), num_hidden_layers=L + text["num_hidden_layers"],
                layer_types=["linear_attention"] * L + list(text["layer_types"]),
                rms_norm_eps=text["rms_norm_eps"] * (n / (n + C) if rescale == "eps" else 1.0), dtype=dtype)
+    if exact_bf16:
+        cfg["tie_word_embeddings"] = False        # the head: the embedding / a, beside the embedding * a
     if layers := mtp_layers(base.sources):
         cfg.setdefault("mtp_num_hidden_layers", layers)      # vLLM's MTP drafter reads it (default 1)
     cfg["qwengpu"] = {"base_hidden_size": n, "circuit_width": C, "circuit_layers": L, "base_vocab_size": V,
                       "gpu_token_ids": [V, V + len(circuit.token_names)], "base_rms_norm_eps": text["rms_norm_eps"],
-                      "rescale": rescale,
+                      "rescale": rescale, "exact_bf16": exact_bf16,
                       "circuit_digest": circuit.digest(), **circuit.info}
     return cfg
 
@@ -132,13 +135,17 @@ def _norm(src: torch.Tensor, factor: float, circuit_gain: np.ndarray, dtype: tor
     return (gain - 1.0).to(dtype)
 
 
-def scales(n: int, C: int, rescale: str, tied: bool) -> dict[str, float]:
-    """Factors for the text embedding, residual writers, norm readers, decoder norms and the final norm."""
+def scales(n: int, C: int, rescale: str, tied: bool, exact_bf16: bool = False) -> dict[str, float]:
+    """Factors for the text embedding, residual writers, norm readers, decoder norms, the final
+    norm and the output head. `exact_bf16` (n + C = 4**k n, a = 2**k, an untied head): the head
+    takes the 1/a the final norm's gain would otherwise take, so no gain is rescaled."""
     if rescale == "eps":
         s = np.sqrt(n / (n + C))
-        return {"embed": 1.0, "write": 1.0, "read": 1.0, "norm": s, "final": s}
+        return {"embed": 1.0, "write": 1.0, "read": 1.0, "norm": s, "final": s, "head": 1.0}
     a = np.sqrt((n + C) / n)
-    return {"embed": a, "write": a, "read": 1 / a, "norm": 1.0, "final": 1 / a ** 2 if tied else 1 / a}
+    if exact_bf16:
+        return {"embed": a, "write": a, "read": 1 / a, "norm": 1.0, "final": 1.0, "head": 1 / a}
+    return {"embed": a, "write": a, "read": 1 / a, "norm": 1.0, "final": 1 / a ** 2 if tied else 1 / a, "head": 1.0}
 
 
 def _circuit_tensor(value: np.ndarray, name: str, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
@@ -149,7 +156,7 @@ def _circuit_tensor(value: np.ndarray, name: str, shape: tuple[int, ...], dtype:
 
 
 def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: torch.dtype,
-         rescale: str = "residual") -> list[Item]:
+         rescale: str = "residual", exact_bf16: bool = False) -> list[Item]:
     n, C, Lc = base.hidden, circuit.width, len(circuit.layers)
     N, V, Vg = n + C, base.text_config["vocab_size"], len(circuit.token_names)
     items = []
@@ -161,7 +168,11 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
                 lambda lay=layer, nm=name, s=shapes[name], d=dt: _circuit_tensor(lay[nm], nm, s, d))))
     gpu_rows = circuit.token_embeddings
     final_gain = circuit.final_norm if circuit.final_norm is not None else np.ones(C)
-    k = scales(n, C, rescale, tied="lm_head.weight" not in base.sources)
+    tied = "lm_head.weight" not in base.sources
+    k = scales(n, C, rescale, tied, exact_bf16)
+    if exact_bf16 and tied:               # the head, untied: the base's embedding rows
+        items.append(Item("lm_head.weight", (V + Vg, N), dtype,
+                          _rows(base, "model.embed_tokens.weight", N, dtype, k["head"], gpu_rows, n)))
 
     for name in sorted(base.sources, key=_natural):
         m = re.match(r"model\.layers\.(\d+)\.(.*)", name)
@@ -170,7 +181,7 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
         if m:
             new = f"model.layers.{int(m.group(1)) + Lc}.{m.group(2)}"
         if name in ("model.embed_tokens.weight", "lm_head.weight"):
-            factor = k["embed"] if name == "model.embed_tokens.weight" else 1.0
+            factor = k["embed"] if name == "model.embed_tokens.weight" else k["head"]
             items.append(Item(new, (V + Vg, N), dt, _rows(base, name, N, dt, factor, gpu_rows, n)))
         elif name in ("model.norm.weight", "mtp.norm.weight"):       # the MTP head's output norm is a final norm
             gain = final_gain if name == "model.norm.weight" else np.zeros(C)
@@ -252,6 +263,14 @@ def shards(items: list[Item], limit: int) -> list[list[Item]]:
 
 
 # --------------------------------------------------------------------------- build
+def power_of_four_width(n: int, width: int) -> int:
+    """The smallest C >= width with n + C = 4**k n."""
+    total = 4 * n
+    while total < n + width:
+        total *= 4
+    return total - n
+
+
 def resolve_base(base: str | Path) -> Path:
     if str(base) == "standin":
         from qwengpu.model.standin import ensure_standin
@@ -261,15 +280,22 @@ def resolve_base(base: str | Path) -> Path:
 
 def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: bool = False,
           circuit: CircuitWeights | str = "machine", progress: bool = True,
-          max_shard_bytes: int = MAX_SHARD_BYTES, rescale: str = "residual") -> Path:
+          max_shard_bytes: int = MAX_SHARD_BYTES, rescale: str = "residual", exact_bf16: bool = False) -> Path:
     """Write the merged checkpoint for `base` (a directory or "standin") to `out`. `circuit` is
     a CircuitWeights or the name of one compiled for the base: "machine" (the SIMT machine:
     the merged model runs kernels) or "demo" (qwengpu.model.circuits).
+
+    `exact_bf16`: text in bf16 computes bit for bit what the base computes in bf16. A named
+    circuit gets the width that makes n + C = 4**k n (a = 2**k: every rescaled weight exact),
+    and the head is untied (the embedding / a) so the final norm's gain is not rescaled either.
+    It costs width: docs/build.md, "bf16 like for like".
 
     Everything is validated before any tensor is read: the output directory, the base's
     config and tensor shapes, and that the circuit fits the base's layer shapes."""
     if rescale not in RESCALES:
         raise CheckpointError(f"rescale {rescale!r}: expected one of {', '.join(RESCALES)}")
+    if exact_bf16 and rescale != "residual":
+        raise CheckpointError(f"exact_bf16 needs the residual rescale, not {rescale!r}")
     weight_dtype = torch_dtype(dtype, CheckpointError)      # before the circuit compiles (a minute)
     if isinstance(circuit, str) and circuit not in ("machine", "demo"):
         raise CheckpointError(f"circuit {circuit!r}: expected machine, demo or a CircuitWeights")
@@ -282,10 +308,15 @@ def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: boo
     ckpt = open_base(base_dir)
     if isinstance(circuit, str):
         from qwengpu.model.circuits import named_circuit
-        circuit = named_circuit(circuit, ckpt.text_config)
-    merged = merged_config(ckpt, circuit, dtype, rescale)
+        name, circuit = circuit, named_circuit(circuit, ckpt.text_config)
+        if exact_bf16 and (width := power_of_four_width(ckpt.hidden, circuit.width)) != circuit.width:
+            circuit = named_circuit(name, ckpt.text_config, width)
+    if exact_bf16 and power_of_four_width(ckpt.hidden, circuit.width) != circuit.width:
+        raise CheckpointError(f"exact_bf16: n + C = {ckpt.hidden + circuit.width} is not 4**k times "
+                              f"n = {ckpt.hidden}, so the residual scale sqrt((n + C) / n) is not a power of two")
+    merged = merged_config(ckpt, circuit, dtype, rescale, exact_bf16)
     check_circuit_fits(ckpt, circuit, merged)
-    items = plan(ckpt, circuit, merged, weight_dtype, rescale)
+    items = plan(ckpt, circuit, merged, weight_dtype, rescale, exact_bf16)
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
