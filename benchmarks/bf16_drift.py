@@ -1,6 +1,6 @@
 """Text drift of a merged model in bf16, like for like, and what is left of it when the one
-rounding the merge cannot avoid with a tied head (the final norm's gain (1 + w) / a**2) is
-taken away: the floor that comes from computing over n + C dims instead of n.
+rounding a tied head forces (the final norm's gain (1 + w) / a**2) is taken away (0 when a is a
+power of two: what `qgpu build --exact-bf16` builds, with an untied head instead).
 
     .venv/bin/python benchmarks/bf16_drift.py [--base standin] [--merged DIR] > drift.json
 
