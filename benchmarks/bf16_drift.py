@@ -4,8 +4,12 @@ power of two: what `qgpu build --exact-bf16` builds, with an untied head instead
 
     .venv/bin/python benchmarks/bf16_drift.py [--base standin] [--merged DIR] > drift.json
 
+    .venv/bin/python benchmarks/bf16_drift.py --merged DIR --bf16-only    # any build, bf16 alone
+
 --merged must be a float32 build (default: eval_kl's, the demo circuit; the stand-in's has
-n + C = 4n, a = 2, so every other scaled weight is exact in bf16). Reports eval_kl's keys,
+n + C = 4n, a = 2, so every other scaled weight is exact in bf16), except with --bf16-only,
+which reports eval_kl's bf16 keys alone (for merged models too large to load in fp32 here,
+e.g. the machine built with --exact-bf16: 17 GB in bf16). Otherwise it reports eval_kl's keys,
 `ratio` = kl_bf16 / kl_bf16_base_vs_fp32 (the base's own bf16 drift), and `kl_bf16_final_gain_fp32`:
 the same like-for-like KL with the merged model's final-norm weight kept in fp32.
 """
@@ -38,8 +42,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", default="standin")
     ap.add_argument("--merged", type=Path, default=None, help="a float32 merged checkpoint (default: eval_kl's)")
+    ap.add_argument("--bf16-only", action="store_true", help="eval_kl in bf16 alone (no fp32 load)")
     args = ap.parse_args()
     base = resolve_base(args.base)
+    if args.bf16_only:
+        result = kl.eval_kl(base, args.merged, dtypes=("bf16",))
+        print(json.dumps({k: result[k] for k in ("positions", "kl_bf16", "kl_bf16_max", "circuit_layers")}))
+        return
     result = kl.eval_kl(base, args.merged)
     merged = args.merged or Path(__file__).resolve().parents[1] / "build" / f"merged-{base.name}-residual"
     vocab = json.loads((merged / "config.json").read_text())["qwengpu"]["base_vocab_size"]
