@@ -189,7 +189,7 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
                 lambda nm=name, g=gain, d=dt: _norm(read_tensor(base, nm), k["final"], g, d))))
         elif name == "mtp.fc.weight":
             items.append(Item(new, (N, 2 * N), dt, _one(
-                lambda nm=name, d=dt: _mtp_fc(read_tensor(base, nm), N, k["read"] * k["write"], d))))
+                lambda nm=name, d=dt: _mtp_fc(read_tensor(base, nm), N, d))))
         elif name.endswith(LAYER_NORMS + MTP_INPUT_NORMS):
             items.append(Item(new, (N,), dt, _one(
                 lambda nm=name, d=dt: _norm(read_tensor(base, nm), k["norm"], np.zeros(C), d))))
@@ -203,15 +203,14 @@ def plan(base: BaseCheckpoint, circuit: CircuitWeights, merged: dict, dtype: tor
     return items
 
 
-def _mtp_fc(src: torch.Tensor, N: int, factor: float, dtype: torch.dtype) -> torch.Tensor:
+def _mtp_fc(src: torch.Tensor, N: int, dtype: torch.dtype) -> torch.Tensor:
     """The MTP head's projection of [normed embedding, normed hidden state] (each N wide now) to
-    the residual: the base's two halves on the base dims of each. It reads norm outputs and writes
-    a residual, so its factor is the readers' times the writers' (1 for both recipes)."""
+    the residual: the base's two halves on the base dims of each, unscaled. It reads norm outputs
+    and writes a residual, and every recipe's reader and writer factors multiply to 1."""
     n = src.shape[0]
-    w = src.to(torch.float64) * factor
-    out = torch.zeros((N, 2 * N), dtype=torch.float64)
-    out[:n, :n], out[:n, N:N + n] = w[:, :n], w[:, n:]
-    return out.to(dtype)
+    out = torch.zeros((N, 2 * N), dtype=dtype)
+    out[:n, :n], out[:n, N:N + n] = src[:, :n].to(dtype), src[:, n:].to(dtype)
+    return out
 
 
 def _one(make: Callable[[], torch.Tensor]) -> Callable[[], Iterator[torch.Tensor]]:
