@@ -76,6 +76,16 @@ def test_recursion_is_refused_and_named():
             Device(engine="interp", frontend=fe).compile(src).get_function("k")
 
 
+def test_function_pointers_are_refused_and_named():
+    # the indirect call's PTX declares its signature with `.callprototype`, which once failed to parse
+    src = r"""__device__ int add1(int v) { return v + 1; }
+    __device__ int dbl2(int v) { return v * 2; }
+    extern "C" __global__ void k(int *x, int which) { int (*f)(int) = which ? add1 : dbl2; x[threadIdx.x] = f(x[threadIdx.x]); }"""
+    for fe in ("clang", "nvrtc"):
+        with pytest.raises(UnsupportedError, match=r"function k makes an indirect call \(a function pointer\)"):
+            Device(engine="interp", frontend=fe).compile(src).get_function("k")
+
+
 PTX_CALL = """.version 6.3
 .target sm_75
 .address_size 32
