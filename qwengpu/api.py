@@ -278,7 +278,7 @@ class Module:
 
     @functools.cached_property
     def parsed(self):
-        return parse_ptx(self.ptx, filename=self.filename)
+        return parse_ptx(self.ptx, filename=self.filename, cuda=self.src)
 
     @property
     def kernel_names(self) -> list[str]:

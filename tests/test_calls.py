@@ -86,6 +86,19 @@ def test_function_pointers_are_refused_and_named():
             Device(engine="interp", frontend=fe).compile(src).get_function("k")
 
 
+@pytest.mark.parametrize("body,note", [
+    ("x[i] = sinf(x[i]);", "this line calls sinf, whose CUDA library code"),         # .cc (clang), f64 (nvrtc)
+    ("x[i] = 2.0f * cbrtf(x[i]) + fabsf(x[i]);", "this line calls cbrtf, whose"),     # lg2.approx
+    ("x[i] = x[i] * 0.1;", None),                                                      # f64 the user wrote
+])
+def test_an_unsupported_library_instruction_names_the_function_called(body, note):
+    src = 'extern "C" __global__ void k(float *x) { int i = threadIdx.x;\n' + body + "\n}"
+    for fe in ("clang", "nvrtc"):
+        with pytest.raises(UnsupportedError, match=r"k\.cu:2 \(PTX line \d+\): ") as e:
+            Device(engine="interp", frontend=fe).compile(src, filename="k.cu").get_function("k")
+        assert (note in str(e.value)) if note else "this line calls" not in str(e.value)
+
+
 PTX_CALL = """.version 6.3
 .target sm_75
 .address_size 32

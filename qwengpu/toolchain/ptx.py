@@ -154,6 +154,7 @@ class Module:
     variables: list[Variable] = field(default_factory=list)
     source: dict[int, tuple[str, int]] = field(default_factory=dict)   # PTX line -> (CUDA file, line)
     filename: str = ""        # the CUDA file the PTX was compiled from, for messages ("" if unknown)
+    cuda: str = ""            # that file's text ("" if unknown)
 
     def where(self, line: int) -> str:
         """`dot.cu:5 (PTX line 41)` where the PTX has line info (.loc), else `dot.cu: PTX line 41
@@ -164,6 +165,14 @@ class Module:
         if self.filename:
             return f"{self.filename}: PTX line {line} (no CUDA source line)"
         return f"PTX line {line}"
+
+    def cuda_line(self, line: int) -> str:
+        """The text of the CUDA line that PTX line `line` came from ("" if unknown)."""
+        path, src_line = self.source.get(line, ("", 0))
+        lines = self.cuda.splitlines()
+        if not self.filename or Path(path).name != Path(self.filename).name or not 0 < src_line <= len(lines):
+            return ""
+        return lines[src_line - 1]
 
     @property
     def kernels(self) -> dict[str, Function]:
@@ -599,9 +608,10 @@ def plain_name(name: str) -> str:
     return name
 
 
-def parse_ptx(text: str, filename: str = "") -> Module:
+def parse_ptx(text: str, filename: str = "", cuda: str = "") -> Module:
     """Parse PTX text; raise CompileError("PTX line N: ...") on malformed input. `filename`: the
-    CUDA file it came from (Module.where names it when a PTX line has no CUDA line)."""
+    CUDA file it came from (Module.where names it when a PTX line has no CUDA line), `cuda` its
+    text (messages quote a line's library calls)."""
     module = _Parser(text).parse()
-    module.filename = filename
+    module.filename, module.cuda = filename, cuda
     return module

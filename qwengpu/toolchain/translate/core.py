@@ -6,6 +6,8 @@ memory.py's (`op_<name>` methods) and floats.py's (`f32_<name>`).
 """
 from __future__ import annotations
 
+import re
+
 from qwengpu import isa
 from qwengpu.errors import UnsupportedError
 from qwengpu.toolchain import ptx
@@ -25,6 +27,26 @@ SREG_INDEX = {f"%{r}.{c}": isa.SReg[f"{r.upper()}_{c.upper()}"] for r in ("tid",
 PURE_OPS = {"mov", "cvta", "cvt", "selp", "slct", "add", "sub", "and", "or", "xor", "div", "rem", "min", "max",
             "mul", "mad", "mul24", "mad24", "neg", "abs", "not", "cnot", "shl", "shr", "shf", "popc", "clz",
             "brev", "bfe", "bfi", "prmt", "setp", "set"}
+
+# CUDA's single-precision math functions (and the C++ overloads that call them): library code
+# inlined at the call site, so an instruction of theirs that the machine lacks names the
+# user's line, which never shows it (sinf's slow path, cbrtf's lg2.approx)
+MATH_FUNCTIONS = frozenset("""
+    sinf cosf tanf sincosf sinpif cospif sincospif asinf acosf atanf atan2f sinhf coshf tanhf asinhf acoshf
+    atanhf expf exp2f exp10f expm1f logf log2f log10f log1pf logbf ilogbf powf sqrtf rsqrtf cbrtf rcbrtf
+    hypotf rhypotf norm3df rnorm3df norm4df rnorm4df normf rnormf erff erfcf erfinvf erfcinvf erfcxf
+    normcdff normcdfinvf lgammaf tgammaf j0f j1f jnf y0f y1f ynf cyl_bessel_i0f cyl_bessel_i1f fmodf
+    remainderf remquof sin cos tan sincos asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp exp2
+    exp10 expm1 log log2 log10 log1p pow cbrt hypot erf erfc lgamma tgamma fmod remainder remquo""".split())
+
+
+def library_note(cuda_line: str) -> str:
+    """A note naming the math library functions `cuda_line` calls ('' if none)."""
+    names = list(dict.fromkeys(n for n in re.findall(r"\b(\w+)\s*\(", cuda_line) if n in MATH_FUNCTIONS))
+    if not names:
+        return ""
+    return (f"; this line calls {', '.join(names)}, whose CUDA library code may be what uses it "
+            "(README, 'Floats', lists the math functions the machine runs)")
 
 
 def type_mask(bits: int) -> int:
@@ -131,7 +153,8 @@ class TranslatorBase(Division):
     # -- the instruction at hand -----------------------------------------------
     def unsupported(self, what: str):
         line = self.ins.line if self.ins else self.fn.line
-        raise UnsupportedError(f"{self.module.where(line)}: {what} (kernel {plain_name(self.fn.name)})")
+        raise UnsupportedError(f"{self.module.where(line)}: {what} (kernel {plain_name(self.fn.name)})"
+                               + library_note(self.module.cuda_line(line)))
 
     @property
     def line(self) -> int:
