@@ -149,13 +149,10 @@ def time_interp(k: KernelLaunch, max_passes: int = interp.DEFAULT_MAX_PASSES) ->
 
 
 def run_fast(fast, machine, k: KernelLaunch, max_tokens: int = SUITE_MAX_TOKENS) -> tuple[runtime.ModelRun, float, float]:
-    """The whole launch with the replay check: (run, wall seconds, prefill seconds). The prefill
-    ends when the first generated token arrives (launch_on_model's on_token)."""
-    first_token_at = []
-    on_token = lambda token: first_token_at.append(time.perf_counter()) if not first_token_at else None  # noqa: E731
-    run = runtime.launch_on_model(fast, machine, k.fresh(), max_tokens=max_tokens, check="replay", on_token=on_token)
-    launch_started = time.perf_counter() - run.seconds   # run.seconds ends just before it returns
-    return run, run.seconds, first_token_at[0] - launch_started
+    """The whole launch with the replay check: (run, wall seconds, prefill seconds), both from the
+    launch's start; the prefill ends with the first generated token."""
+    run = runtime.launch_on_model(fast, machine, k.fresh(), max_tokens=max_tokens, check="replay")
+    return run, run.seconds, run.prefill_seconds
 
 
 def run_stock(model, machine, k: KernelLaunch, count: int,
