@@ -61,16 +61,20 @@ def test_a_perturbed_merge_shows_drift(tmp_path):
     assert r["kl_fp32"] > 1e-4
 
 
-def test_exact_bf16_build_drifts_not_at_all(tmp_path):
+def test_exact_bf16_build_leaves_only_the_matmuls_own_rounding(tmp_path):
     """--exact-bf16 on the stand-in with the demo circuit (n + C = 4n, a = 2): the head untied (the
-    embedding / 2), no gain rescaled, so the merged model in bf16 computes on text bit for bit what
-    the base computes in bf16 (KL exactly 0), as in fp32; the default build's tied head rescales
-    the final norm's gain, which bf16 rounds (benchmarks/bf16_drift.py)."""
+    embedding / 2), no gain rescaled, so every weight the merged model computes text with is the
+    base's exactly, in bf16 too. What bf16 may still change is the matmuls' own rounding, which
+    some CPUs' kernels choose by the matrix's shape (docs/build.md, "bf16 like for like"):
+    KL exactly 0 on one machine, 0.016 of the base's own bf16 drift on another. The default
+    build's tied head rescales the final norm's gain, which bf16 rounds: 0.24 of it
+    (benchmarks/bf16_drift.py)."""
     out = build("standin", tmp_path / "m", "float32", circuit="demo", exact_bf16=True, progress=False)
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["tie_word_embeddings"] is False and cfg["qwengpu"]["exact_bf16"] is True
     r = eval_kl("standin", out, texts=TEXTS[:3])
-    assert r["kl_fp32"] == 0.0 and r["kl_bf16"] == 0.0 and r["kl_bf16_base_vs_fp32"] > 1e-4
+    assert r["kl_fp32"] == 0.0 and r["kl_bf16_base_vs_fp32"] > 1e-4
+    assert r["kl_bf16"] <= r["kl_bf16_base_vs_fp32"] / 20, r
     assert r["circuit_max_abs_on_text"] == 0.0
 
 
