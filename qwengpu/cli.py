@@ -756,8 +756,8 @@ def build(base: str = typer.Option(..., "--base", help='a local Qwen3.5 checkpoi
           rescale: str = typer.Option("residual", "--rescale",
                                       help="residual (exact, default) or eps (the norm/eps recipe); see docs/build.md"),
           exact_bf16: bool = typer.Option(False, "--exact-bf16",
-                                          help="text in bf16 bit for bit the base's: a circuit width with n + C = "
-                                               "4**k n and an untied head (costs width; docs/build.md)")):
+                                          help="text computed with exactly the base's weights in bf16 too: a circuit width "
+                                               "with n + C = 4**k n and an untied head (costs width; docs/build.md)")):
     """Build a merged Qwen3_5ForCausalLM checkpoint: circuit layers in front of the base's layers."""
     try:
         _choice("dtype", dtype, ("bfloat16", "float32"))

@@ -284,7 +284,7 @@ def build(base: str | Path, out: str | Path, dtype: str = "bfloat16", force: boo
     a CircuitWeights or the name of one compiled for the base: "machine" (the SIMT machine:
     the merged model runs kernels) or "demo" (qwengpu.model.circuits).
 
-    `exact_bf16`: text in bf16 computes bit for bit what the base computes in bf16. A named
+    `exact_bf16`: text is computed with exactly the base's weights in bf16 too. A named
     circuit gets the width that makes n + C = 4**k n (a = 2**k: every rescaled weight exact),
     and the head is untied (the embedding / a) so the final norm's gain is not rescaled either.
     It costs width: docs/build.md, "bf16 like for like".
