@@ -29,8 +29,8 @@ PURE_OPS = {"mov", "cvta", "cvt", "selp", "slct", "add", "sub", "and", "or", "xo
             "brev", "bfe", "bfi", "prmt", "setp", "set"}
 
 # CUDA's single-precision math functions (and the C++ overloads that call them): library code
-# inlined at the call site, so an instruction of theirs that the machine lacks names the
-# user's line, which never shows it (sinf's slow path, cbrtf's lg2.approx)
+# inlined at the call site, so an instruction of theirs that the machine lacks is reported at a
+# user's line that shows no such instruction (sinf's slow path, cbrtf's lg2.approx)
 MATH_FUNCTIONS = frozenset("""
     sinf cosf tanf sincosf sinpif cospif sincospif asinf acosf atanf atan2f sinhf coshf tanhf asinhf acoshf
     atanhf expf exp2f exp10f expm1f logf log2f log10f log1pf logbf ilogbf powf sqrtf rsqrtf cbrtf rcbrtf
