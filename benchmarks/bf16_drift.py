@@ -9,9 +9,9 @@ power of two: what `qgpu build --exact-bf16` builds, with an untied head instead
 --merged must be a float32 build (default: eval_kl's, the demo circuit; the stand-in's has
 n + C = 4n, a = 2, so every other scaled weight is exact in bf16), except with --bf16-only,
 which reports eval_kl's bf16 keys alone (for merged models too large to load in fp32 here,
-e.g. the machine built with --exact-bf16: 17 GB in bf16). Otherwise it reports eval_kl's keys,
-`ratio` = kl_bf16 / kl_bf16_base_vs_fp32 (the base's own bf16 drift), and `kl_bf16_final_gain_fp32`:
-the same like-for-like KL with the merged model's final-norm weight kept in fp32.
+e.g. the machine built with --exact-bf16: 17 GB in bf16). Otherwise it reports eval_kl's keys
+and `kl_bf16_final_gain_fp32`: the same like-for-like KL with the merged model's final-norm
+weight kept in fp32 (and over the base's own bf16 drift, as `kl_bf16_over_base_drift` is).
 """
 from __future__ import annotations
 
@@ -52,9 +52,8 @@ def main() -> None:
     result = kl.eval_kl(base, args.merged)
     merged = args.merged or Path(__file__).resolve().parents[1] / "build" / f"merged-{base.name}-residual"
     vocab = json.loads((merged / "config.json").read_text())["qwengpu"]["base_vocab_size"]
-    result["ratio"] = result["kl_bf16"] / result["kl_bf16_base_vs_fp32"]
     result["kl_bf16_final_gain_fp32"] = final_gain_fp32_kl(base, merged, vocab)
-    result["ratio_final_gain_fp32"] = result["kl_bf16_final_gain_fp32"] / result["kl_bf16_base_vs_fp32"]
+    result["kl_bf16_final_gain_fp32_over_base_drift"] = result["kl_bf16_final_gain_fp32"] / result["kl_bf16_base_vs_fp32"]
     print(json.dumps(result, indent=1))
 
 

@@ -787,6 +787,8 @@ app.add_typer(eval_app, name="eval")
 @eval_app.command("kl")
 def eval_kl(base: str = typer.Option(..., "--base", help='the base checkpoint directory, or "standin"'),
             merged: Optional[Path] = typer.Option(None, "--merged", help="merged checkpoint (default: build one in fp32)"),
+            exact_bf16: bool = typer.Option(False, "--exact-bf16",
+                                            help="without --merged: build it as qgpu build --exact-bf16 does"),
             as_json: bool = typer.Option(False, "--json", help="print JSON")):
     """KL(base || merged) on built-in multilingual text, fp32 and bf16, and the circuit's
     largest output on text positions."""
@@ -794,11 +796,14 @@ def eval_kl(base: str = typer.Option(..., "--base", help='the base checkpoint di
         _check_base(base)
         if merged is not None and not (merged / "config.json").is_file():
             raise QwenGpuError(f"--merged {merged}: not a model checkpoint (no config.json)")
+        if merged is not None and exact_bf16:
+            raise QwenGpuError("--exact-bf16 says how to build the merged model; with --merged, "
+                               "build that one with qgpu build --exact-bf16")
         from transformers.utils import logging as hf_logging     # heavy: after the checks
 
         from qwengpu.model.kl import eval_kl as measure
         hf_logging.set_verbosity_error()
-        report = measure(base, merged)
+        report = measure(base, merged, exact_bf16=exact_bf16)
     except QwenGpuError as e:
         fail(e)
     if as_json:

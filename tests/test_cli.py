@@ -242,9 +242,19 @@ def test_build_refuses_a_missing_base_and_an_existing_output(tmp_path):
 def test_eval_kl_prints_the_report_as_json(monkeypatch):
     report = {"kl_fp32": 0.0, "kl_bf16": 1e-3, "kl_full_vocab_fp32": 0.0, "circuit_max_abs_on_text": 0.0,
               "positions": 7}
-    monkeypatch.setattr("qwengpu.model.kl.eval_kl", lambda base, merged=None: report)
+    calls = []
+    monkeypatch.setattr("qwengpu.model.kl.eval_kl",
+                        lambda base, merged=None, exact_bf16=False: calls.append(exact_bf16) or report)
     result = invoke("eval", "kl", "--base", "standin", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout) == report
+    assert invoke("eval", "kl", "--base", "standin", "--exact-bf16", "--json").exit_code == 0
+    assert calls == [False, True]
+
+
+def test_eval_kl_refuses_exact_bf16_with_a_given_merged_model(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    result = invoke("eval", "kl", "--base", "standin", "--merged", tmp_path, "--exact-bf16")
+    assert result.exit_code == 1 and "qgpu build --exact-bf16" in result.output
 
 
 # --- the model engine, with a stub machine whose model replays the interpreter's stream ---

@@ -1,5 +1,6 @@
 """Text drift of the merged stand-in, and the two norm-rescale recipes."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +13,8 @@ from qwengpu.model.kl import TEXTS, _kl, eval_kl
 from qwengpu.model.merge import build
 from qwengpu.model.standin import ensure_standin, standin_config
 from qwengpu.model.tokenizer import reference_encode
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_kl_helper_matches_a_hand_computation():
@@ -61,7 +64,7 @@ def test_a_perturbed_merge_shows_drift(tmp_path):
     assert r["kl_fp32"] > 1e-4
 
 
-def test_exact_bf16_build_leaves_only_the_matmuls_own_rounding(tmp_path):
+def test_exact_bf16_build_leaves_only_the_matmuls_own_rounding():
     """--exact-bf16 on the stand-in with the demo circuit (n + C = 4n, a = 2): the head untied (the
     embedding / 2), no gain rescaled, so every weight the merged model computes text with is the
     base's exactly, in bf16 too. What bf16 may still change is the matmuls' own rounding, which
@@ -69,12 +72,12 @@ def test_exact_bf16_build_leaves_only_the_matmuls_own_rounding(tmp_path):
     KL exactly 0 on one machine, 0.016 of the base's own bf16 drift on another. The default
     build's tied head rescales the final norm's gain, which bf16 rounds: 0.24 of it
     (benchmarks/bf16_drift.py)."""
-    out = build("standin", tmp_path / "m", "float32", circuit="demo", exact_bf16=True, progress=False)
-    cfg = json.loads((out / "config.json").read_text())
+    r = eval_kl("standin", texts=TEXTS[:3], exact_bf16=True)     # qgpu eval kl --base standin --exact-bf16
+    cfg = json.loads((REPO / "build" / "merged-standin-residual-exact-bf16" / "config.json").read_text())
     assert cfg["tie_word_embeddings"] is False and cfg["qwengpu"]["exact_bf16"] is True
-    r = eval_kl("standin", out, texts=TEXTS[:3])
     assert r["kl_fp32"] == 0.0 and r["kl_bf16_base_vs_fp32"] > 1e-4
     assert r["kl_bf16"] <= r["kl_bf16_base_vs_fp32"] / 20, r
+    assert r["kl_bf16_over_base_drift"] == r["kl_bf16"] / r["kl_bf16_base_vs_fp32"]
     assert r["circuit_max_abs_on_text"] == 0.0
 
 

@@ -87,22 +87,29 @@ def _kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> np.ndarray:
 
 
 def eval_kl(base: str | Path, merged: str | Path | None = None, rescale: str = "residual",
-            texts: list[str] | None = None, dtypes: tuple[str, ...] = ("fp32", "bf16")) -> dict:
+            texts: list[str] | None = None, dtypes: tuple[str, ...] = ("fp32", "bf16"),
+            exact_bf16: bool = False) -> dict:
     """KL(base || merged) on the built-in text set (or `texts`), mean over positions (the
     `_max` keys: the worst position). `base` may be "standin"; without `merged` the base's
-    merged model with the demo circuit is built in fp32 (cached under build/).
-    `kl_bf16_base_vs_fp32` is KL(base fp32 || base bf16): the drift bf16 alone causes."""
+    merged model with the demo circuit is built in fp32 (cached under build/), with
+    `exact_bf16` as `qgpu build --exact-bf16` builds it.
+    `kl_bf16_base_vs_fp32` is KL(base fp32 || base bf16): the drift bf16 alone causes, and
+    `kl_bf16_over_base_drift` the merged model's bf16 drift (like for like) over it."""
     from qwengpu.model.merge import build, resolve_base
     base_dir = resolve_base(base)
     base_text = open_base(base_dir).text_config     # a bad base: a CheckpointError before any model loads
+    if merged is not None and exact_bf16:
+        raise CheckpointError("exact_bf16 says how to build the merged model; a given one is measured as it is")
     if merged is None:
-        merged = Path(__file__).resolve().parents[2] / "build" / f"merged-{base_dir.name}-{rescale}"
+        name = f"merged-{base_dir.name}-{rescale}" + ("-exact-bf16" if exact_bf16 else "")
+        merged = Path(__file__).resolve().parents[2] / "build" / name
         stale = not (merged / "config.json").is_file() or \
             (merged / "config.json").stat().st_mtime < (base_dir / "config.json").stat().st_mtime
         if stale:
             # the demo circuit: the machine's 21 layers make the stand-in's fp32 merged model
             # 7.6 GB; both obey the same silence rule (docs/build.md)
-            build(base_dir, merged, "float32", force=True, progress=False, rescale=rescale, circuit="demo")
+            build(base_dir, merged, "float32", force=True, progress=False, rescale=rescale, circuit="demo",
+                  exact_bf16=exact_bf16)
     meta = check_merged_checkpoint(merged)["qwengpu"]
     if meta["base_vocab_size"] != base_text["vocab_size"]:
         raise CheckpointError(f"{merged} was built from a base with {meta['base_vocab_size']} text tokens; "
@@ -133,7 +140,8 @@ def eval_kl(base: str | Path, merged: str | Path | None = None, rescale: str = "
         result[f"kl_{tag}_max"] = float(np.concatenate(text_kl).max())
         result[f"kl_full_vocab_{tag}"] = float(np.concatenate(full_kl).mean())
         if noise:
-            result[f"kl_{tag}_base_vs_fp32"] = float(np.concatenate(noise).mean())
+            result[f"kl_{tag}_base_vs_fp32"] = drift = float(np.concatenate(noise).mean())
+            result[f"kl_{tag}_over_base_drift"] = result[f"kl_{tag}"] / drift
         del b_model, m_model
     result["circuit_max_abs_on_text"] = max(circuit_out, default=0.0)
     result["circuit_layers"] = n_circuit
