@@ -450,3 +450,12 @@ def test_float_atomics(fe):
                     "    o[20 + t] = atomicExch(o + 24, y);", fe)
     assert {"atom.shared.add.f32", "atom.global.add.f32"} <= set(ops), ops
     assert any(o.startswith("atom.global.exch") for o in ops), ops
+
+
+def test_trap_is_declared_on_both_front_ends_and_refused_by_name():
+    from qwengpu import Device
+    from qwengpu.errors import UnsupportedError
+    src = 'extern "C" __global__ void k(int *x) { if (x[threadIdx.x] < 0) __trap(); x[threadIdx.x] += 1; }'
+    for fe in ("clang", "nvrtc"):
+        with pytest.raises(UnsupportedError, match=r"k\.cu:1 \(PTX line \d+\): trap is not supported"):
+            Device(engine="interp", frontend=fe).compile(src, filename="k.cu").get_function("k")

@@ -176,6 +176,8 @@ QG_NO_ATOMIC64(atomicXor, unsigned long long, unsigned long long val)
 QG_INLINE void __syncwarp(unsigned int mask = 0xffffffffu) { __nvvm_bar_warp_sync(mask); }
 QG_INLINE void __threadfence() { __nvvm_membar_gl(); }
 QG_INLINE void __threadfence_block() { __nvvm_membar_cta(); }
+/* CUDA's __trap, as NVRTC has it: PTX trap, which the lowering refuses by name */
+QG_INLINE void __trap() { asm volatile("trap;"); }
 
 /* Integer intrinsics, written so they lower to plain ISA ops, with CUDA's
  * overload set (CUDA Math API, "Integer Mathematical Functions"): min/max on
