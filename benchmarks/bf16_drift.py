@@ -50,7 +50,7 @@ def main() -> None:
         print(json.dumps({k: result[k] for k in ("positions", "kl_bf16", "kl_bf16_max", "circuit_layers")}))
         return
     result = kl.eval_kl(base, args.merged)
-    merged = args.merged or Path(__file__).resolve().parents[1] / "build" / f"merged-{base.name}-residual"
+    merged = args.merged or kl.demo_merged_dir(base)
     vocab = json.loads((merged / "config.json").read_text())["qwengpu"]["base_vocab_size"]
     result["kl_bf16_final_gain_fp32"] = final_gain_fp32_kl(base, merged, vocab)
     result["kl_bf16_final_gain_fp32_over_base_drift"] = result["kl_bf16_final_gain_fp32"] / result["kl_bf16_base_vs_fp32"]

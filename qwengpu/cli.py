@@ -796,9 +796,6 @@ def eval_kl(base: str = typer.Option(..., "--base", help='the base checkpoint di
         _check_base(base)
         if merged is not None and not (merged / "config.json").is_file():
             raise QwenGpuError(f"--merged {merged}: not a model checkpoint (no config.json)")
-        if merged is not None and exact_bf16:
-            raise QwenGpuError("--exact-bf16 says how to build the merged model; with --merged, "
-                               "build that one with qgpu build --exact-bf16")
         from transformers.utils import logging as hf_logging     # heavy: after the checks
 
         from qwengpu.model.kl import eval_kl as measure

@@ -1,6 +1,5 @@
 """Text drift of the merged stand-in, and the two norm-rescale recipes."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,12 +8,10 @@ from safetensors import safe_open
 
 from qwengpu.model import CheckpointError
 from qwengpu.testing.circuits import synthetic_circuit
-from qwengpu.model.kl import TEXTS, _kl, eval_kl
+from qwengpu.model.kl import TEXTS, _kl, demo_merged_dir, eval_kl
 from qwengpu.model.merge import build
 from qwengpu.model.standin import ensure_standin, standin_config
 from qwengpu.model.tokenizer import reference_encode
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_kl_helper_matches_a_hand_computation():
@@ -73,7 +70,7 @@ def test_exact_bf16_build_leaves_only_the_matmuls_own_rounding():
     build's tied head rescales the final norm's gain, which bf16 rounds: 0.24 of it
     (benchmarks/bf16_drift.py)."""
     r = eval_kl("standin", texts=TEXTS[:3], exact_bf16=True)     # qgpu eval kl --base standin --exact-bf16
-    cfg = json.loads((REPO / "build" / "merged-standin-residual-exact-bf16" / "config.json").read_text())
+    cfg = json.loads((demo_merged_dir(ensure_standin(), exact_bf16=True) / "config.json").read_text())
     assert cfg["tie_word_embeddings"] is False and cfg["qwengpu"]["exact_bf16"] is True
     assert r["kl_fp32"] == 0.0 and r["kl_bf16_base_vs_fp32"] > 1e-4
     assert r["kl_bf16"] <= r["kl_bf16_base_vs_fp32"] / 20, r

@@ -86,6 +86,12 @@ def _kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> np.ndarray:
     return (lp.exp() * (lp - lq)).sum(-1).clamp_min(0).numpy()
 
 
+def demo_merged_dir(base_dir: Path, rescale: str = "residual", exact_bf16: bool = False) -> Path:
+    """Where eval_kl keeps the base's merged model with the demo circuit."""
+    name = f"merged-{base_dir.name}-{rescale}" + ("-exact-bf16" if exact_bf16 else "")
+    return Path(__file__).resolve().parents[2] / "build" / name
+
+
 def eval_kl(base: str | Path, merged: str | Path | None = None, rescale: str = "residual",
             texts: list[str] | None = None, dtypes: tuple[str, ...] = ("fp32", "bf16"),
             exact_bf16: bool = False) -> dict:
@@ -99,10 +105,10 @@ def eval_kl(base: str | Path, merged: str | Path | None = None, rescale: str = "
     base_dir = resolve_base(base)
     base_text = open_base(base_dir).text_config     # a bad base: a CheckpointError before any model loads
     if merged is not None and exact_bf16:
-        raise CheckpointError("exact_bf16 says how to build the merged model; a given one is measured as it is")
+        raise CheckpointError("exact_bf16 says how to build the merged model; a given one is measured as it is "
+                              "(build it with qgpu build --exact-bf16)")
     if merged is None:
-        name = f"merged-{base_dir.name}-{rescale}" + ("-exact-bf16" if exact_bf16 else "")
-        merged = Path(__file__).resolve().parents[2] / "build" / name
+        merged = demo_merged_dir(base_dir, rescale, exact_bf16)
         stale = not (merged / "config.json").is_file() or \
             (merged / "config.json").stat().st_mtime < (base_dir / "config.json").stat().st_mtime
         if stale:
